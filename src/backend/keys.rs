@@ -1,0 +1,224 @@
+//! Flink's RocksDB key layout.
+//!
+//! Keyed state: `key-group | serialized key | namespace [| user key]` (RocksDBSerializedCompositeKeyBuilder).
+//! Timers:      `key-group | timestamp (sign bit flipped, big-endian) | key | namespace`
+//! so that within a key group RocksDB's byte order is timestamp order.
+
+/// Flink's max parallelism for the reference job. Above 128 Flink writes a 2-byte key-group
+/// prefix (`computeRequiredBytesInKeyGroupPrefix`), which is what production jobs with a raised
+/// max parallelism store.
+pub const MAX_PARALLELISM: u16 = 256;
+/// Bytes of key-group prefix Flink writes for `MAX_PARALLELISM`.
+pub const KEY_GROUP_PREFIX_BYTES: usize = if MAX_PARALLELISM > 128 { 2 } else { 1 };
+
+/// Flink's `VoidNamespaceSerializer` writes a single zero byte.
+const VOID_NAMESPACE: u8 = 0;
+
+/// Java's `String.hashCode` over UTF-16 code units.
+fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
+/// Flink's `MathUtils.murmurHash(int)`.
+fn flink_murmur(code: i32) -> i32 {
+    let mut h = code.wrapping_mul(0xcc9e_2d51_u32 as i32);
+    h = h.rotate_left(15);
+    h = h.wrapping_mul(0x1b87_3593);
+    h = h.rotate_left(13);
+    h = h.wrapping_mul(5).wrapping_add(0xe654_6b64_u32 as i32);
+    h ^= 4;
+    // bitMix
+    let mut u = h as u32;
+    u ^= u >> 16;
+    u = u.wrapping_mul(0x85eb_ca6b);
+    u ^= u >> 13;
+    u = u.wrapping_mul(0xc2b2_ae35);
+    u ^= u >> 16;
+    let h = u as i32;
+    if h >= 0 {
+        h
+    } else if h != i32::MIN {
+        -h
+    } else {
+        0
+    }
+}
+
+/// `KeyGroupRangeAssignment.assignToKeyGroup(key, maxParallelism)` for a String key.
+pub fn key_group(key: &str) -> u16 {
+    (flink_murmur(java_string_hash(key)) % i32::from(MAX_PARALLELISM)) as u16
+}
+
+/// Flink's `StringValue.writeString` for a String: length + 1 as a 7-bit varint, then each
+/// UTF-16 char as a 7-bit varint (one byte for ASCII).
+pub fn write_string(out: &mut Vec<u8>, s: &str) {
+    write_varint7(out, s.encode_utf16().count() as u32 + 1);
+    for c in s.encode_utf16() {
+        write_varint7(out, u32::from(c));
+    }
+}
+
+fn write_varint7(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn write_key_group(out: &mut Vec<u8>, key_group: u16) {
+    if KEY_GROUP_PREFIX_BYTES == 2 {
+        out.extend_from_slice(&key_group.to_be_bytes());
+    } else {
+        out.push(key_group as u8);
+    }
+}
+
+/// Builds composite keys for one current key, reusing its buffer like Flink's key builder.
+#[derive(Debug, Default)]
+pub struct CompositeKey {
+    buf: Vec<u8>,
+    /// Length of `key-group | key | namespace`.
+    prefix_len: usize,
+    key_group: u16,
+    /// Serialized key alone, for the timer layout.
+    key_bytes: Vec<u8>,
+}
+
+impl CompositeKey {
+    /// Sets the current key: `key-group | key | namespace`.
+    pub fn set_key(&mut self, key: &str) {
+        self.key_group = key_group(key);
+        self.key_bytes.clear();
+        write_string(&mut self.key_bytes, key);
+        self.buf.clear();
+        write_key_group(&mut self.buf, self.key_group);
+        self.buf.extend_from_slice(&self.key_bytes);
+        self.buf.push(VOID_NAMESPACE);
+        self.prefix_len = self.buf.len();
+    }
+
+    pub fn key_group(&self) -> u16 {
+        self.key_group
+    }
+
+    /// `key-group | key | namespace | user key` where the user key is a String (MapState<String, _>).
+    pub fn with_string_user_key(&mut self, user_key: &str) -> &[u8] {
+        self.buf.truncate(self.prefix_len);
+        write_string(&mut self.buf, user_key);
+        &self.buf
+    }
+
+    /// `key-group | key | namespace | user key` where the user key is a Long (LongSerializer: 8 bytes BE).
+    pub fn with_long_user_key(&mut self, user_key: i64) -> &[u8] {
+        self.buf.truncate(self.prefix_len);
+        self.buf.extend_from_slice(&user_key.to_be_bytes());
+        &self.buf
+    }
+
+    /// The timer-service key for an event-time timer of the current key.
+    pub fn timer_key(&self, timestamp: i64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(KEY_GROUP_PREFIX_BYTES + 8 + self.key_bytes.len() + 1);
+        write_key_group(&mut out, self.key_group);
+        out.extend_from_slice(&flip_sign(timestamp).to_be_bytes());
+        out.extend_from_slice(&self.key_bytes);
+        out.push(VOID_NAMESPACE);
+        out
+    }
+}
+
+fn flip_sign(v: i64) -> u64 {
+    (v as u64) ^ (1 << 63)
+}
+
+/// The key group of a timer key.
+pub fn timer_key_group(timer_key: &[u8]) -> u16 {
+    if KEY_GROUP_PREFIX_BYTES == 2 {
+        u16::from_be_bytes([timer_key[0], timer_key[1]])
+    } else {
+        u16::from(timer_key[0])
+    }
+}
+
+/// The timestamp of a timer key.
+pub fn timer_timestamp(timer_key: &[u8]) -> i64 {
+    let mut ts = [0u8; 8];
+    ts.copy_from_slice(&timer_key[KEY_GROUP_PREFIX_BYTES..KEY_GROUP_PREFIX_BYTES + 8]);
+    (u64::from_be_bytes(ts) ^ (1 << 63)) as i64
+}
+
+/// The serialized user key of a timer key (ASCII keys only, which the generator produces).
+pub fn timer_user_key(timer_key: &[u8]) -> Option<String> {
+    let rest = &timer_key[KEY_GROUP_PREFIX_BYTES + 8..timer_key.len().checked_sub(1)?];
+    let (len_plus_one, used) = read_varint7(rest)?;
+    let len = (len_plus_one as usize).checked_sub(1)?;
+    let chars = rest.get(used..used + len)?;
+    chars
+        .iter()
+        .all(|b| *b < 0x80)
+        .then(|| String::from_utf8_lossy(chars).into_owned())
+}
+
+fn read_varint7(bytes: &[u8]) -> Option<(u32, usize)> {
+    let mut value = 0u32;
+    for (i, b) in bytes.iter().enumerate().take(5) {
+        value |= u32::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// The prefix every timer key of `key_group` starts with.
+pub fn key_group_prefix(key_group: u16) -> Vec<u8> {
+    let mut out = Vec::with_capacity(KEY_GROUP_PREFIX_BYTES);
+    write_key_group(&mut out, key_group);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_groups_match_flink() {
+        // Java String.hashCode values.
+        assert_eq!(java_string_hash("abc"), 96354);
+        assert_eq!(java_string_hash(""), 0);
+        let groups: std::collections::HashSet<u16> = (0..10_000)
+            .map(|i| key_group(&format!("user-{i}")))
+            .collect();
+        // Murmur spreads sequential ids over (nearly) all key groups.
+        assert!(groups.len() > 250, "only {} key groups used", groups.len());
+        assert!(groups.iter().all(|g| *g < MAX_PARALLELISM));
+    }
+
+    #[test]
+    fn composite_keys_have_flinks_layout() {
+        let mut key = CompositeKey::default();
+        key.set_key("u7");
+        let kg = key.key_group().to_be_bytes();
+        let full = key.with_string_user_key("1m").to_vec();
+        assert_eq!(full, [&kg[..], &[3, b'u', b'7', 0, 3, b'1', b'm']].concat());
+        let long = key.with_long_user_key(5).to_vec();
+        assert_eq!(
+            long,
+            [&kg[..], &[3, b'u', b'7', 0], &5i64.to_be_bytes()].concat()
+        );
+    }
+
+    #[test]
+    fn timer_keys_sort_by_timestamp_and_decode() {
+        let mut key = CompositeKey::default();
+        key.set_key("u7");
+        let early = key.timer_key(-5);
+        let late = key.timer_key(1_000);
+        assert!(early < late, "byte order must be timestamp order");
+        assert_eq!(timer_timestamp(&late), 1_000);
+        assert_eq!(timer_timestamp(&early), -5);
+        assert_eq!(timer_key_group(&late), key.key_group());
+        assert_eq!(timer_user_key(&late).as_deref(), Some("u7"));
+    }
+}

@@ -1,0 +1,509 @@
+//! Samples what RocksDB reports about itself: tickers, histograms, properties, cfstats and the
+//! operator thread's perf context. Produces plain data (no RocksDB types) for snapshots.
+
+use serde::Serialize;
+
+use rocksdb::statistics::{Histogram, Ticker};
+
+use super::perf::PerfCounts;
+use super::{CF_WINDOW_STATS, STATE_COLUMN_FAMILIES, StateBackend};
+
+/// RocksDB's cumulative tickers that statebench reads.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Tickers {
+    pub block_cache_hit: u64,
+    pub block_cache_miss: u64,
+    pub filter_hit: u64,
+    pub filter_miss: u64,
+    pub index_hit: u64,
+    pub index_miss: u64,
+    pub data_hit: u64,
+    pub data_miss: u64,
+    pub bloom_useful: u64,
+    pub bloom_full_positive: u64,
+    pub bloom_full_true_positive: u64,
+    pub keys_read: u64,
+    pub keys_written: u64,
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+    pub flush_write_bytes: u64,
+    pub compact_write_bytes: u64,
+    pub compact_read_bytes: u64,
+    pub stall_micros: u64,
+    pub memtable_hit: u64,
+    pub memtable_miss: u64,
+    pub flushes: u64,
+    pub compactions: u64,
+}
+
+impl Tickers {
+    fn read(backend: &StateBackend) -> Tickers {
+        let o = backend.options();
+        let t = |ticker| o.get_ticker_count(ticker);
+        Tickers {
+            block_cache_hit: t(Ticker::BlockCacheHit),
+            block_cache_miss: t(Ticker::BlockCacheMiss),
+            filter_hit: t(Ticker::BlockCacheFilterHit),
+            filter_miss: t(Ticker::BlockCacheFilterMiss),
+            index_hit: t(Ticker::BlockCacheIndexHit),
+            index_miss: t(Ticker::BlockCacheIndexMiss),
+            data_hit: t(Ticker::BlockCacheDataHit),
+            data_miss: t(Ticker::BlockCacheDataMiss),
+            bloom_useful: t(Ticker::BloomFilterUseful),
+            bloom_full_positive: t(Ticker::BloomFilterFullPositive),
+            bloom_full_true_positive: t(Ticker::BloomFilterFullTruePositive),
+            keys_read: t(Ticker::NumberKeysRead),
+            keys_written: t(Ticker::NumberKeysWritten),
+            bytes_written: t(Ticker::BytesWritten),
+            bytes_read: t(Ticker::BytesRead),
+            flush_write_bytes: t(Ticker::FlushWriteBytes),
+            compact_write_bytes: t(Ticker::CompactWriteBytes),
+            compact_read_bytes: t(Ticker::CompactReadBytes),
+            stall_micros: t(Ticker::StallMicros),
+            memtable_hit: t(Ticker::MemtableHit),
+            memtable_miss: t(Ticker::MemtableMiss),
+            flushes: o.get_histogram_data(Histogram::FlushTime).count(),
+            compactions: o.get_histogram_data(Histogram::CompactionTime).count(),
+        }
+    }
+}
+
+/// Hits and misses in one interval and the resulting rate (None when there were no accesses).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct HitRate {
+    pub hits: u64,
+    pub misses: u64,
+    pub rate: Option<f64>,
+}
+
+impl HitRate {
+    pub fn new(hits: u64, misses: u64) -> HitRate {
+        let total = hits + misses;
+        HitRate {
+            hits,
+            misses,
+            rate: (total > 0).then(|| hits as f64 / total as f64),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct CacheHitRates {
+    pub overall: HitRate,
+    pub filter: HitRate,
+    pub index: HitRate,
+    pub data: HitRate,
+}
+
+impl CacheHitRates {
+    pub fn from_tickers(t: &Tickers) -> CacheHitRates {
+        CacheHitRates {
+            overall: HitRate::new(t.block_cache_hit, t.block_cache_miss),
+            filter: HitRate::new(t.filter_hit, t.filter_miss),
+            index: HitRate::new(t.index_hit, t.index_miss),
+            data: HitRate::new(t.data_hit, t.data_miss),
+        }
+    }
+}
+
+/// Write stall counts by cause, from cfstats' "Write Stall (count)" summed over column families.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct StallCauses {
+    pub memtable_limit_delays: u64,
+    pub memtable_limit_stops: u64,
+    pub l0_file_count_delays: u64,
+    pub l0_file_count_stops: u64,
+    pub pending_compaction_bytes_delays: u64,
+    pub pending_compaction_bytes_stops: u64,
+}
+
+impl StallCauses {
+    fn add_cfstats(&mut self, cfstats: &str) {
+        let Some(line) = cfstats
+            .lines()
+            .find(|l| l.starts_with("Write Stall (count):"))
+        else {
+            return;
+        };
+        for item in line["Write Stall (count):".len()..].split(',') {
+            let Some((name, value)) = item.split_once(':') else {
+                continue;
+            };
+            let Ok(value) = value.trim().parse::<u64>() else {
+                continue;
+            };
+            let slot = match name.trim() {
+                "memtable-limit-delays" => &mut self.memtable_limit_delays,
+                "memtable-limit-stops" => &mut self.memtable_limit_stops,
+                "l0-file-count-limit-delays" => &mut self.l0_file_count_delays,
+                "l0-file-count-limit-stops" => &mut self.l0_file_count_stops,
+                "pending-compaction-bytes-delays" => &mut self.pending_compaction_bytes_delays,
+                "pending-compaction-bytes-stops" => &mut self.pending_compaction_bytes_stops,
+                _ => continue,
+            };
+            *slot += value;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.memtable_limit_delays
+            + self.memtable_limit_stops
+            + self.l0_file_count_delays
+            + self.l0_file_count_stops
+            + self.pending_compaction_bytes_delays
+            + self.pending_compaction_bytes_stops
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct StallSample {
+    /// Microseconds writers were stalled in this interval (StallMicros ticker).
+    pub micros: u64,
+    /// Share of the interval's wall time spent stalled.
+    pub share: f64,
+    /// Cumulative stall counts by cause.
+    pub causes: StallCauses,
+    pub write_stopped: bool,
+    /// Delayed write rate in bytes/s while slowed down (0 when not).
+    pub delayed_write_rate: u64,
+}
+
+/// Block reads per point lookup on the operator thread (perf context), in one interval.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct LookupSample {
+    pub lookups: u64,
+    pub filter_block_reads: u64,
+    pub index_block_reads: u64,
+    pub filter_bytes_read: u64,
+    pub index_bytes_read: u64,
+    pub data_bytes_read: u64,
+    pub bytes_read: u64,
+    pub filter_block_reads_per_lookup: f64,
+    pub index_block_reads_per_lookup: f64,
+    pub filter_bytes_read_per_lookup: f64,
+    pub index_bytes_read_per_lookup: f64,
+    pub bytes_read_per_lookup: f64,
+}
+
+impl LookupSample {
+    pub fn new(lookups: u64, perf: &PerfCounts) -> LookupSample {
+        let per = |v: u64| {
+            if lookups == 0 {
+                0.0
+            } else {
+                v as f64 / lookups as f64
+            }
+        };
+        LookupSample {
+            lookups,
+            filter_block_reads: perf.filter_block_read_count,
+            index_block_reads: perf.index_block_read_count,
+            filter_bytes_read: perf.filter_block_read_byte,
+            index_bytes_read: perf.index_block_read_byte,
+            data_bytes_read: perf.data_block_read_byte,
+            bytes_read: perf.block_read_byte,
+            filter_block_reads_per_lookup: per(perf.filter_block_read_count),
+            index_block_reads_per_lookup: per(perf.index_block_read_count),
+            filter_bytes_read_per_lookup: per(perf.filter_block_read_byte),
+            index_bytes_read_per_lookup: per(perf.index_block_read_byte),
+            bytes_read_per_lookup: per(perf.block_read_byte),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct BloomSample {
+    /// Lookups a bloom filter answered "not here" (saved a data block read).
+    pub useful: u64,
+    pub full_positive: u64,
+    pub full_true_positive: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct MemorySample {
+    pub memtable_bytes: u64,
+    pub wbm_usage: u64,
+    pub wbm_capacity: u64,
+    pub block_cache_usage: u64,
+    pub block_cache_capacity: u64,
+    pub block_cache_pinned: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct LevelSample {
+    pub level: u32,
+    pub files: u64,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ColumnFamilyLsm {
+    pub name: String,
+    pub levels: Vec<LevelSample>,
+    pub memtable_bytes: u64,
+    pub estimated_keys: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct LsmSample {
+    /// Files and bytes per level, summed over column families (levels with files only).
+    pub levels: Vec<LevelSample>,
+    pub column_families: Vec<ColumnFamilyLsm>,
+    /// The most L0 files of any column family (the number the L0 triggers look at).
+    pub l0_files: u64,
+    /// Levels that hold files, L0 included, in the fullest column family.
+    pub active_levels: u32,
+    pub live_sst_bytes: u64,
+    pub pending_compaction_bytes: u64,
+    pub running_flushes: u64,
+    pub running_compactions: u64,
+    /// Cumulative completed flushes and compactions.
+    pub flushes: u64,
+    pub compactions: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct IoSample {
+    /// Cumulative bytes the job wrote (RocksDB's BytesWritten).
+    pub user_bytes_written: u64,
+    pub flush_bytes_written: u64,
+    pub compaction_bytes_written: u64,
+    pub compaction_bytes_read: u64,
+    /// (flush + compaction bytes written) / user bytes written, cumulative.
+    pub write_amplification: f64,
+}
+
+/// Everything RocksDB said about itself in one interval.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RocksDbSample {
+    pub stall: StallSample,
+    /// Block cache hit rates in this interval.
+    pub cache: CacheHitRates,
+    pub lookups: LookupSample,
+    pub bloom: BloomSample,
+    pub memory: MemorySample,
+    pub lsm: LsmSample,
+    pub io: IoSample,
+    /// Cumulative tickers, for cross-checks against the job's own counters.
+    pub tickers: Tickers,
+    /// Bloom bits per key measured in window-stats' SST files (None: no SSTs or no filter).
+    pub measured_bloom_bits_per_key: Option<f64>,
+}
+
+/// Bits per key of the bloom filters described by RocksDB's table-properties text
+/// (`...; filter block size=N; # entries for filter=M; ...`).
+pub fn bloom_bits_from_table_properties(text: &str) -> Option<f64> {
+    let field = |name: &str| {
+        text.split(';').find_map(|item| {
+            let (k, v) = item.split_once('=')?;
+            (k.trim() == name)
+                .then(|| v.trim().parse::<f64>().ok())
+                .flatten()
+        })
+    };
+    let size = field("filter block size")?;
+    let entries = field("# entries for filter")?;
+    (size > 0.0 && entries > 0.0).then(|| size * 8.0 / entries)
+}
+
+/// Turns cumulative RocksDB counters into per-interval samples.
+#[derive(Default)]
+pub struct RocksDbSampler {
+    prev_tickers: Tickers,
+    prev_perf: PerfCounts,
+}
+
+impl RocksDbSampler {
+    /// Samples RocksDB. `perf` is the operator thread's cumulative perf context and
+    /// `lookups` the point lookups the job issued in this interval.
+    pub fn sample(
+        &mut self,
+        backend: &StateBackend,
+        perf: &PerfCounts,
+        lookups: u64,
+        interval_secs: f64,
+    ) -> RocksDbSample {
+        let tickers = Tickers::read(backend);
+        let p = &self.prev_tickers;
+        let d = |now: u64, before: u64| now.saturating_sub(before);
+        let interval = Tickers {
+            block_cache_hit: d(tickers.block_cache_hit, p.block_cache_hit),
+            block_cache_miss: d(tickers.block_cache_miss, p.block_cache_miss),
+            filter_hit: d(tickers.filter_hit, p.filter_hit),
+            filter_miss: d(tickers.filter_miss, p.filter_miss),
+            index_hit: d(tickers.index_hit, p.index_hit),
+            index_miss: d(tickers.index_miss, p.index_miss),
+            data_hit: d(tickers.data_hit, p.data_hit),
+            data_miss: d(tickers.data_miss, p.data_miss),
+            bloom_useful: d(tickers.bloom_useful, p.bloom_useful),
+            bloom_full_positive: d(tickers.bloom_full_positive, p.bloom_full_positive),
+            bloom_full_true_positive: d(
+                tickers.bloom_full_true_positive,
+                p.bloom_full_true_positive,
+            ),
+            stall_micros: d(tickers.stall_micros, p.stall_micros),
+            ..Tickers::default()
+        };
+        let perf_delta = perf.delta(&self.prev_perf);
+        self.prev_tickers = tickers;
+        self.prev_perf = *perf;
+
+        let db = backend.db();
+        let int_prop = |name: &str| db.property_int_value(name).ok().flatten().unwrap_or(0);
+        let mut causes = StallCauses::default();
+        let mut column_families = Vec::new();
+        let mut memtable_bytes = 0;
+        for name in STATE_COLUMN_FAMILIES {
+            let Ok(cf) = backend.cf(name) else { continue };
+            if let Ok(Some(text)) = db.property_value_cf(cf, "rocksdb.cfstats") {
+                causes.add_cfstats(&text);
+            }
+            let cf_int = |prop: &str| {
+                db.property_int_value_cf(cf, prop)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(0)
+            };
+            let mem = cf_int("rocksdb.cur-size-all-mem-tables");
+            memtable_bytes += mem;
+            column_families.push(ColumnFamilyLsm {
+                name: name.to_string(),
+                levels: Vec::new(),
+                memtable_bytes: mem,
+                estimated_keys: cf_int("rocksdb.estimate-num-keys"),
+            });
+        }
+        let mut levels: Vec<LevelSample> = Vec::new();
+        if let Ok(files) = db.live_files() {
+            for file in files {
+                let level = file.level.max(0) as u32;
+                for bucket in [
+                    column_families
+                        .iter_mut()
+                        .find(|c| c.name == file.column_family_name)
+                        .map(|c| &mut c.levels),
+                    Some(&mut levels),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    match bucket.iter_mut().find(|l| l.level == level) {
+                        Some(l) => {
+                            l.files += 1;
+                            l.bytes += file.size as u64;
+                        }
+                        None => bucket.push(LevelSample {
+                            level,
+                            files: 1,
+                            bytes: file.size as u64,
+                        }),
+                    }
+                }
+            }
+        }
+        levels.sort_by_key(|l| l.level);
+        for cf in &mut column_families {
+            cf.levels.sort_by_key(|l| l.level);
+        }
+        let l0_files = column_families
+            .iter()
+            .filter_map(|c| c.levels.iter().find(|l| l.level == 0).map(|l| l.files))
+            .max()
+            .unwrap_or(0);
+        let active_levels = column_families
+            .iter()
+            .map(|c| c.levels.len() as u32)
+            .max()
+            .unwrap_or(0);
+        let user = tickers.bytes_written;
+        let written = tickers.flush_write_bytes + tickers.compact_write_bytes;
+        RocksDbSample {
+            stall: StallSample {
+                micros: interval.stall_micros,
+                share: if interval_secs > 0.0 {
+                    (interval.stall_micros as f64 / 1e6 / interval_secs).min(1.0)
+                } else {
+                    0.0
+                },
+                causes,
+                write_stopped: int_prop("rocksdb.is-write-stopped") != 0,
+                delayed_write_rate: int_prop("rocksdb.actual-delayed-write-rate"),
+            },
+            cache: CacheHitRates::from_tickers(&interval),
+            lookups: LookupSample::new(lookups, &perf_delta),
+            bloom: BloomSample {
+                useful: interval.bloom_useful,
+                full_positive: interval.bloom_full_positive,
+                full_true_positive: interval.bloom_full_true_positive,
+            },
+            memory: MemorySample {
+                memtable_bytes,
+                wbm_usage: backend.write_buffer_manager().get_usage() as u64,
+                wbm_capacity: backend.write_buffer_manager().get_buffer_size() as u64,
+                block_cache_usage: int_prop("rocksdb.block-cache-usage"),
+                block_cache_capacity: int_prop("rocksdb.block-cache-capacity"),
+                block_cache_pinned: int_prop("rocksdb.block-cache-pinned-usage"),
+            },
+            lsm: LsmSample {
+                levels,
+                column_families,
+                l0_files,
+                active_levels,
+                live_sst_bytes: int_prop("rocksdb.live-sst-files-size"),
+                pending_compaction_bytes: int_prop("rocksdb.estimate-pending-compaction-bytes"),
+                running_flushes: int_prop("rocksdb.num-running-flushes"),
+                running_compactions: int_prop("rocksdb.num-running-compactions"),
+                flushes: tickers.flushes,
+                compactions: tickers.compactions,
+            },
+            io: IoSample {
+                user_bytes_written: user,
+                flush_bytes_written: tickers.flush_write_bytes,
+                compaction_bytes_written: tickers.compact_write_bytes,
+                compaction_bytes_read: tickers.compact_read_bytes,
+                write_amplification: if user == 0 {
+                    0.0
+                } else {
+                    written as f64 / user as f64
+                },
+            },
+            tickers,
+            measured_bloom_bits_per_key: backend
+                .measured_bloom_bits_per_key(CF_WINDOW_STATS)
+                .ok()
+                .flatten(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bloom_bits_come_from_filter_size_and_entries() {
+        let text =
+            "# data blocks=10; # entries=1000; filter block size=1750; # entries for filter=1000; ";
+        assert_eq!(bloom_bits_from_table_properties(text), Some(14.0));
+        assert_eq!(
+            bloom_bits_from_table_properties(
+                "# entries=5; filter block size=0; # entries for filter=0"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn cfstats_write_stall_line_parses_by_cause() {
+        let text = "** Compaction Stats [window-stats] **\n\
+            Write Stall (count): cf-l0-file-count-limit-delays-with-ongoing-compaction: 4, cf-l0-file-count-limit-stops-with-ongoing-compaction: 0, l0-file-count-limit-delays: 5, l0-file-count-limit-stops: 1, memtable-limit-delays: 2, memtable-limit-stops: 0, pending-compaction-bytes-delays: 0, pending-compaction-bytes-stops: 3, total-delays: 7, total-stops: 4\n";
+        let mut causes = StallCauses::default();
+        causes.add_cfstats(text);
+        causes.add_cfstats(text);
+        assert_eq!(causes.l0_file_count_delays, 10);
+        assert_eq!(causes.l0_file_count_stops, 2);
+        assert_eq!(causes.memtable_limit_delays, 4);
+        assert_eq!(causes.pending_compaction_bytes_stops, 6);
+        assert_eq!(causes.total(), 22);
+    }
+}

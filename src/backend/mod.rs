@@ -1,0 +1,357 @@
+//! RocksDB as Flink's state backend: opened from a profile with a shared block cache and
+//! WriteBufferManager, statistics on, one column family per state plus the timer queue.
+
+pub mod keys;
+pub mod metrics;
+pub mod options_file;
+pub mod perf;
+pub mod serializer;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rocksdb::{
+    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DB,
+    DBCompressionType, Options, ReadOptions, WriteBatch, WriteBufferManager, WriteOptions,
+};
+
+use crate::config::Profile;
+use crate::config::profile::{Compression, FLINK_PARTITIONED_BLOOM_BITS};
+
+/// `MapState<String window, Stats>` of the reference job.
+pub const CF_WINDOW_STATS: &str = "window-stats";
+/// `MapState<Long timer, Decrement>`: what each timer must decrement.
+pub const CF_TIMER_STATE: &str = "timer-state";
+/// Flink's RocksDB timer service column family for the operator's event-time timers.
+pub const CF_TIMERS: &str = "_timer_state/event_window-timers";
+/// Column families that hold state and share the WriteBufferManager.
+pub const STATE_COLUMN_FAMILIES: [&str; 3] = [CF_WINDOW_STATS, CF_TIMER_STATE, CF_TIMERS];
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("rocksdb: {0}")]
+    RocksDb(#[from] rocksdb::Error),
+    #[error("column family '{0}' is missing")]
+    MissingColumnFamily(&'static str),
+    #[error("{0}")]
+    Codec(#[from] serializer::CodecError),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// One RocksDB instance with Flink's options for a profile.
+pub struct StateBackend {
+    db: DB,
+    /// Keeps statistics alive and readable for the life of the DB.
+    opts: Options,
+    cache: Cache,
+    wbm: WriteBufferManager,
+    write_opts: WriteOptions,
+    read_opts: ReadOptions,
+    path: PathBuf,
+}
+
+fn compression(c: Compression) -> DBCompressionType {
+    match c {
+        Compression::None => DBCompressionType::None,
+        Compression::Snappy => DBCompressionType::Snappy,
+        Compression::Lz4 => DBCompressionType::Lz4,
+        Compression::Lz4hc => DBCompressionType::Lz4hc,
+        Compression::Zstd => DBCompressionType::Zstd,
+        Compression::Zlib => DBCompressionType::Zlib,
+        Compression::Bzip2 => DBCompressionType::Bz2,
+    }
+}
+
+/// Column-family options as Flink's RocksDBResourceContainer builds them with managed memory.
+fn column_family_options(profile: &Profile, cache: &Cache) -> Options {
+    let k = &profile.knobs;
+    let mut opts = Options::default();
+    opts.set_write_buffer_size(k.write_buffer_size.0 as usize);
+    opts.set_max_write_buffer_number(k.max_write_buffer_number as i32);
+    opts.set_min_write_buffer_number_to_merge(k.min_write_buffer_number_to_merge as i32);
+    opts.set_target_file_size_base(k.target_file_size_base.0);
+    opts.set_max_bytes_for_level_base(k.max_bytes_for_level_base.0);
+    opts.set_max_bytes_for_level_multiplier(k.max_bytes_for_level_multiplier);
+    opts.set_level_compaction_dynamic_level_bytes(k.dynamic_level_bytes);
+    let levels: Vec<DBCompressionType> = (0..7)
+        .map(|level| {
+            let c = k
+                .compression_per_level
+                .get(level)
+                .or(k.compression_per_level.last())
+                .copied()
+                .unwrap_or(Compression::Snappy);
+            compression(c)
+        })
+        .collect();
+    opts.set_compression_per_level(&levels);
+    opts.set_level_zero_slowdown_writes_trigger(k.level0_slowdown_writes_trigger as i32);
+    opts.set_level_zero_stop_writes_trigger(k.level0_stop_writes_trigger as i32);
+    opts.set_soft_pending_compaction_bytes_limit(k.soft_pending_compaction_bytes_limit.0 as usize);
+    opts.set_hard_pending_compaction_bytes_limit(k.hard_pending_compaction_bytes_limit.0 as usize);
+
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(cache);
+    table.set_block_size(k.block_size.0 as usize);
+    table.set_metadata_block_size(k.metadata_block_size.0 as usize);
+    // Flink with managed memory: index and filters live in (and are charged to) the cache,
+    // with high priority, and L0's are pinned.
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_cache_index_and_filter_blocks_with_high_priority(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    if k.use_bloom_filter {
+        let bits = if k.partitioned_index_filters {
+            FLINK_PARTITIONED_BLOOM_BITS
+        } else {
+            k.bloom_bits_per_key
+        };
+        table.set_bloom_filter(bits, false);
+    }
+    if k.partitioned_index_filters {
+        table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+        table.set_partition_filters(true);
+        table.set_pin_top_level_index_and_filter(true);
+    }
+    opts.set_block_based_table_factory(&table);
+    opts
+}
+
+impl StateBackend {
+    /// Opens (creating if needed) the state backend at `path` with `profile`'s options.
+    pub fn open(path: &Path, profile: &Profile) -> Result<StateBackend, BackendError> {
+        let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+        let k = &profile.knobs;
+        let cache = Cache::new_lru_cache(derived.block_cache_capacity as usize);
+        let wbm = WriteBufferManager::new_write_buffer_manager_with_cache(
+            derived.write_buffer_manager_capacity as usize,
+            false,
+            cache.clone(),
+        );
+        let mut opts = column_family_options(profile, &cache);
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        opts.enable_statistics();
+        opts.set_max_background_jobs(k.background_jobs as i32);
+        opts.set_use_direct_reads(k.use_direct_reads);
+        opts.set_use_direct_io_for_flush_and_compaction(k.use_direct_io_for_flush_and_compaction);
+        opts.set_write_buffer_manager(&wbm);
+        opts.set_max_open_files(-1);
+        opts.set_stats_dump_period_sec(0);
+        // Flink gives every column family, the unused default one included, the same options.
+        let descriptors = std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+            .chain(STATE_COLUMN_FAMILIES)
+            .map(|name| ColumnFamilyDescriptor::new(name, column_family_options(profile, &cache)));
+        let db = DB::open_cf_descriptors(&opts, path, descriptors)?;
+        let mut write_opts = WriteOptions::default();
+        // Flink's state backend writes without a WAL: checkpoints provide durability.
+        write_opts.disable_wal(true);
+        Ok(StateBackend {
+            db,
+            opts,
+            cache,
+            wbm,
+            write_opts,
+            read_opts: ReadOptions::default(),
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn db(&self) -> &DB {
+        &self.db
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    pub fn write_buffer_manager(&self) -> &WriteBufferManager {
+        &self.wbm
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn cf(&self, name: &'static str) -> Result<&ColumnFamily, BackendError> {
+        self.db
+            .cf_handle(name)
+            .ok_or(BackendError::MissingColumnFamily(name))
+    }
+
+    /// Bloom bits per key really in the SST files of `cf`: filter bytes * 8 / filter entries,
+    /// from RocksDB's aggregated table properties. None without SST files or without a filter.
+    pub fn measured_bloom_bits_per_key(
+        &self,
+        cf: &'static str,
+    ) -> Result<Option<f64>, BackendError> {
+        let text = self
+            .db
+            .property_value_cf(self.cf(cf)?, "rocksdb.aggregated-table-properties")?;
+        Ok(text.and_then(|t| metrics::bloom_bits_from_table_properties(&t)))
+    }
+
+    /// Checks the OPTIONS file RocksDB wrote against `profile`: every knob must be in effect.
+    pub fn verify_options(
+        &self,
+        profile: &Profile,
+    ) -> Result<Vec<options_file::Mismatch>, BackendError> {
+        let Some(path) = self.latest_options_file()? else {
+            return Ok(vec![options_file::Mismatch {
+                section: "-".into(),
+                option: "OPTIONS file".into(),
+                expected: "an OPTIONS file in the data directory".into(),
+                found: None,
+            }]);
+        };
+        let text =
+            std::fs::read_to_string(&path).map_err(|source| BackendError::Io { path, source })?;
+        Ok(options_file::verify(
+            profile,
+            &options_file::OptionsFile::parse(&text),
+            &STATE_COLUMN_FAMILIES,
+        ))
+    }
+
+    /// The newest OPTIONS file RocksDB wrote: what RocksDB really runs with.
+    pub fn latest_options_file(&self) -> Result<Option<PathBuf>, BackendError> {
+        let entries = std::fs::read_dir(&self.path).map_err(|source| BackendError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        let mut best: Option<(u64, PathBuf)> = None;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(n) = name
+                .strip_prefix("OPTIONS-")
+                .and_then(|n| n.parse::<u64>().ok())
+                && best.as_ref().is_none_or(|(b, _)| n > *b)
+            {
+                best = Some((n, entry.path()));
+            }
+        }
+        Ok(best.map(|(_, p)| p))
+    }
+}
+
+/// Counted, timed state access: every get/put the job does goes through here.
+pub struct StateAccess<'a> {
+    backend: &'a StateBackend,
+    pub counters: AccessCounters,
+    pub latency: crate::engine::LatencyRecorder,
+}
+
+/// RocksDB operations issued by the job (cumulative).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AccessCounters {
+    pub gets: u64,
+    pub puts: u64,
+    pub deletes: u64,
+    /// Write batches committed (the timer service batches its writes like Flink's).
+    pub batch_writes: u64,
+    /// Entries written through batches (puts + deletes).
+    pub batch_entries: u64,
+    pub iterator_seeks: u64,
+    /// Bytes of keys and values the job handed to RocksDB in puts.
+    pub put_bytes: u64,
+}
+
+impl<'a> StateAccess<'a> {
+    pub fn new(backend: &'a StateBackend) -> Self {
+        StateAccess {
+            backend,
+            counters: AccessCounters::default(),
+            latency: crate::engine::LatencyRecorder::default(),
+        }
+    }
+
+    pub fn backend(&self) -> &'a StateBackend {
+        self.backend
+    }
+
+    /// Point lookup; `f` sees the value while it is pinned (Flink deserializes right away).
+    pub fn get<T>(
+        &mut self,
+        cf: &ColumnFamily,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> Result<T, BackendError>,
+    ) -> Result<Option<T>, BackendError> {
+        let start = Instant::now();
+        let value = self
+            .backend
+            .db
+            .get_pinned_cf_opt(cf, key, &self.backend.read_opts)?;
+        self.latency.record_get(start.elapsed());
+        self.counters.gets += 1;
+        value.map(|v| f(&v)).transpose()
+    }
+
+    pub fn put(&mut self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<(), BackendError> {
+        let start = Instant::now();
+        self.backend
+            .db
+            .put_cf_opt(cf, key, value, &self.backend.write_opts)?;
+        self.latency.record_put(start.elapsed());
+        self.counters.puts += 1;
+        self.counters.put_bytes += (key.len() + value.len()) as u64;
+        Ok(())
+    }
+
+    pub fn delete(&mut self, cf: &ColumnFamily, key: &[u8]) -> Result<(), BackendError> {
+        let start = Instant::now();
+        self.backend
+            .db
+            .delete_cf_opt(cf, key, &self.backend.write_opts)?;
+        self.latency.record_put(start.elapsed());
+        self.counters.deletes += 1;
+        Ok(())
+    }
+
+    pub fn write_batch(&mut self, batch: WriteBatch) -> Result<(), BackendError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let entries = batch.len() as u64;
+        let bytes = batch.size_in_bytes() as u64;
+        let start = Instant::now();
+        self.backend.db.write_opt(batch, &self.backend.write_opts)?;
+        self.latency.record_put(start.elapsed());
+        self.counters.batch_writes += 1;
+        self.counters.batch_entries += entries;
+        self.counters.put_bytes += bytes;
+        Ok(())
+    }
+
+    /// Up to `limit` keys of `cf` that start with `prefix`, in key order.
+    pub fn scan_prefix(
+        &mut self,
+        cf: &ColumnFamily,
+        prefix: &[u8],
+        limit: usize,
+    ) -> Result<(Vec<Vec<u8>>, bool), BackendError> {
+        self.counters.iterator_seeks += 1;
+        let mut iter = self.backend.db.raw_iterator_cf(cf);
+        iter.seek(prefix);
+        let mut keys = Vec::new();
+        while iter.valid() {
+            let Some(key) = iter.key() else { break };
+            if !key.starts_with(prefix) {
+                break;
+            }
+            if keys.len() == limit {
+                return Ok((keys, true));
+            }
+            keys.push(key.to_vec());
+            iter.next();
+        }
+        iter.status()?;
+        Ok((keys, false))
+    }
+}

@@ -1,0 +1,236 @@
+//! RocksDB's OPTIONS file: what RocksDB really runs with. statebench reads it back after opening
+//! and checks every knob of the profile against it — a setting in a YAML file is not proof that
+//! it is in effect (case study 2).
+
+use std::collections::BTreeMap;
+
+use crate::config::Profile;
+use crate::config::profile::Compression;
+
+/// Sections (`DBOptions`, `CFOptions "name"`, `TableOptions/BlockBasedTable "name"`) to key/values.
+#[derive(Debug, Default, Clone)]
+pub struct OptionsFile {
+    pub sections: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl OptionsFile {
+    pub fn parse(text: &str) -> OptionsFile {
+        let mut file = OptionsFile::default();
+        let mut current = String::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if let Some(section) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                current = section.to_string();
+                file.sections.entry(current.clone()).or_default();
+            } else if let Some((k, v)) = line.split_once('=') {
+                file.sections
+                    .entry(current.clone())
+                    .or_default()
+                    .insert(k.trim().to_string(), v.trim().to_string());
+            }
+        }
+        file
+    }
+
+    pub fn get(&self, section: &str, key: &str) -> Option<&str> {
+        self.sections.get(section)?.get(key).map(String::as_str)
+    }
+
+    pub fn db(&self, key: &str) -> Option<&str> {
+        self.get("DBOptions", key)
+    }
+
+    pub fn cf(&self, cf: &str, key: &str) -> Option<&str> {
+        self.get(&format!("CFOptions \"{cf}\""), key)
+    }
+
+    pub fn table(&self, cf: &str, key: &str) -> Option<&str> {
+        self.get(&format!("TableOptions/BlockBasedTable \"{cf}\""), key)
+    }
+}
+
+/// One knob whose value in the OPTIONS file is not what the profile asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub section: String,
+    pub option: String,
+    pub expected: String,
+    pub found: Option<String>,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "[{}] {}: expected {}, RocksDB has {}",
+            self.section,
+            self.option,
+            self.expected,
+            self.found.as_deref().unwrap_or("nothing")
+        )
+    }
+}
+
+fn same_number(found: &str, expected: f64) -> bool {
+    found
+        .parse::<f64>()
+        .is_ok_and(|v| (v - expected).abs() < 1e-9)
+}
+
+/// Checks that RocksDB applied every knob of `profile` to `column_families`.
+pub fn verify(profile: &Profile, file: &OptionsFile, column_families: &[&str]) -> Vec<Mismatch> {
+    let k = &profile.knobs;
+    let mut out = Vec::new();
+    let mut check =
+        |section: String, option: &str, found: Option<&str>, expected: String, ok: bool| {
+            if !ok {
+                out.push(Mismatch {
+                    section,
+                    option: option.to_string(),
+                    expected,
+                    found: found.map(str::to_string),
+                });
+            }
+        };
+    let db = |key: &str| file.db(key);
+    for (option, expected) in [
+        ("use_direct_reads", k.use_direct_reads.to_string()),
+        (
+            "use_direct_io_for_flush_and_compaction",
+            k.use_direct_io_for_flush_and_compaction.to_string(),
+        ),
+        ("max_background_jobs", k.background_jobs.to_string()),
+    ] {
+        let found = db(option);
+        check(
+            "DBOptions".into(),
+            option,
+            found,
+            expected.clone(),
+            found == Some(expected.as_str()),
+        );
+    }
+    for cf in column_families {
+        let section = format!("CFOptions \"{cf}\"");
+        for (option, expected) in [
+            ("write_buffer_size", k.write_buffer_size.0.to_string()),
+            (
+                "max_write_buffer_number",
+                k.max_write_buffer_number.to_string(),
+            ),
+            (
+                "min_write_buffer_number_to_merge",
+                k.min_write_buffer_number_to_merge.to_string(),
+            ),
+            (
+                "target_file_size_base",
+                k.target_file_size_base.0.to_string(),
+            ),
+            (
+                "max_bytes_for_level_base",
+                k.max_bytes_for_level_base.0.to_string(),
+            ),
+            (
+                "level_compaction_dynamic_level_bytes",
+                k.dynamic_level_bytes.to_string(),
+            ),
+            (
+                "level0_slowdown_writes_trigger",
+                k.level0_slowdown_writes_trigger.to_string(),
+            ),
+            (
+                "level0_stop_writes_trigger",
+                k.level0_stop_writes_trigger.to_string(),
+            ),
+            (
+                "soft_pending_compaction_bytes_limit",
+                k.soft_pending_compaction_bytes_limit.0.to_string(),
+            ),
+            (
+                "hard_pending_compaction_bytes_limit",
+                k.hard_pending_compaction_bytes_limit.0.to_string(),
+            ),
+        ] {
+            let found = file.cf(cf, option);
+            check(
+                section.clone(),
+                option,
+                found,
+                expected.clone(),
+                found == Some(expected.as_str()),
+            );
+        }
+        let found = file.cf(cf, "max_bytes_for_level_multiplier");
+        check(
+            section.clone(),
+            "max_bytes_for_level_multiplier",
+            found,
+            k.max_bytes_for_level_multiplier.to_string(),
+            found.is_some_and(|f| same_number(f, k.max_bytes_for_level_multiplier)),
+        );
+        let expected_levels: Vec<&str> = (0..7)
+            .map(|l| {
+                k.compression_per_level
+                    .get(l)
+                    .or(k.compression_per_level.last())
+                    .copied()
+                    .unwrap_or(Compression::Snappy)
+                    .rocksdb_name()
+            })
+            .collect();
+        let expected = expected_levels.join(":");
+        let found = file.cf(cf, "compression_per_level");
+        check(
+            section.clone(),
+            "compression_per_level",
+            found,
+            expected.clone(),
+            found == Some(expected.as_str()),
+        );
+
+        let section = format!("TableOptions/BlockBasedTable \"{cf}\"");
+        for (option, expected) in [
+            ("block_size", k.block_size.0.to_string()),
+            ("metadata_block_size", k.metadata_block_size.0.to_string()),
+            ("partition_filters", k.partitioned_index_filters.to_string()),
+            (
+                "index_type",
+                if k.partitioned_index_filters {
+                    "kTwoLevelIndexSearch"
+                } else {
+                    "kBinarySearch"
+                }
+                .to_string(),
+            ),
+            ("cache_index_and_filter_blocks", "true".to_string()),
+        ] {
+            let found = file.table(cf, option);
+            check(
+                section.clone(),
+                option,
+                found,
+                expected.clone(),
+                found == Some(expected.as_str()),
+            );
+        }
+        // RocksDB 11 writes only the policy's class name here, not its bits per key: the bits
+        // are checked from the SST files' table properties (`measured_bloom_bits_per_key`).
+        let found = file.table(cf, "filter_policy");
+        let expected = if k.use_bloom_filter {
+            "bloomfilter"
+        } else {
+            "nullptr"
+        };
+        check(
+            section,
+            "filter_policy",
+            found,
+            expected.to_string(),
+            found == Some(expected),
+        );
+    }
+    out
+}

@@ -1,0 +1,100 @@
+//! Command line: `statebench run | profiles | workloads`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "statebench",
+    version,
+    about = "A workbench for tuning the RocksDB state backend of keyed stream processors (Apache Flink)",
+    long_about = "statebench runs a synthetic keyed workload through a faithful copy of Flink's \
+RocksDB state access pattern (key-group | key | namespace keys, read-modify-write per event, \
+event-time timers in their own column family) against a RocksDB profile, and measures what \
+RocksDB does: write stalls and their cause, block-cache hit rates by block type, filter and index \
+block reads per lookup, memtable and write-buffer-manager pressure, LSM shape and write \
+amplification.\n\nProfiles and workloads are YAML files; built-in ones can be named without a \
+path (see `statebench profiles list` and `statebench workloads list`)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a workload against a profile headless: progress, terminal summary, JSON report.
+    Run(RunArgs),
+    /// List profiles or show one with Flink's derived memory numbers.
+    #[command(subcommand)]
+    Profiles(ProfilesCommand),
+    /// List workloads or show one.
+    #[command(subcommand)]
+    Workloads(WorkloadsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Workload: a YAML file or a built-in name.
+    #[arg(short, long, default_value = "smoke")]
+    pub workload: String,
+    /// RocksDB profile: a YAML file or a built-in name.
+    #[arg(short, long, default_value = "flink-default")]
+    pub profile: String,
+    /// Process this many events instead of the workload's count (event time keeps the
+    /// workload's pace, so a shorter run is a prefix of the full one).
+    #[arg(long, conflicts_with = "duration")]
+    pub events: Option<u64>,
+    /// Stop after this much wall-clock time (e.g. 30s, 2m).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<crate::config::Millis>,
+    /// Write the JSON report (summary + every snapshot) to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// RocksDB directory. Default: a fresh temporary directory, removed after the run.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Allow --data-dir to point at a non-empty directory (its state is reused).
+    #[arg(long, requires = "data_dir")]
+    pub reuse: bool,
+    /// No progress output; only the summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfilesCommand {
+    /// List the built-in profiles and those in a folder.
+    List {
+        /// Also list the profiles in this folder.
+        #[arg(long, default_value = "profiles")]
+        dir: PathBuf,
+    },
+    /// Print the effective profile (after `extends:`), and with --derived Flink's memory math.
+    Show {
+        /// A profile file or built-in name.
+        name: String,
+        /// Also print the block cache, WriteBufferManager and per-column-family budget Flink
+        /// derives, and settings Flink overrides.
+        #[arg(long)]
+        derived: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkloadsCommand {
+    /// List the built-in workloads.
+    List,
+    /// Print a workload as statebench reads it.
+    Show {
+        /// A workload file or built-in name.
+        name: String,
+    },
+}
+
+fn parse_duration(text: &str) -> Result<crate::config::Millis, String> {
+    crate::config::Millis::parse(text)
+        .filter(|m| m.0 > 0)
+        .ok_or_else(|| format!("invalid duration '{text}' (expected e.g. 30s, 2m, 500ms)"))
+}

@@ -1,0 +1,638 @@
+//! RocksDB profiles: the tuning knobs of Flink's RocksDB state backend, with `extends:`
+//! inheritance, human units, validation, and Flink's managed-memory derivation.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::units::{ByteSize, human_bytes};
+use super::{ConfigError, Origin, locate, parse_yaml};
+
+/// Profiles compiled into the binary, so `statebench run` works from any directory.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "flink-default",
+        include_str!("../../profiles/flink-default.yaml"),
+    ),
+    (
+        "minutes-wbm-starved",
+        include_str!("../../profiles/minutes-wbm-starved.yaml"),
+    ),
+    (
+        "minutes-wbm-sized",
+        include_str!("../../profiles/minutes-wbm-sized.yaml"),
+    ),
+    (
+        "hours-monolithic-filter",
+        include_str!("../../profiles/hours-monolithic-filter.yaml"),
+    ),
+    (
+        "hours-partitioned-filter",
+        include_str!("../../profiles/hours-partitioned-filter.yaml"),
+    ),
+    (
+        "hours-levels-default",
+        include_str!("../../profiles/hours-levels-default.yaml"),
+    ),
+    (
+        "hours-levels-sized",
+        include_str!("../../profiles/hours-levels-sized.yaml"),
+    ),
+];
+
+/// The bits per key Flink 1.20 forces whenever partitioned index/filters are on
+/// (`RocksDBResourceContainer#overwriteFilterIfExist`), whatever `bloom-filter.bits-per-key` says.
+pub const FLINK_PARTITIONED_BLOOM_BITS: f64 = 10.0;
+
+/// Block compression for one LSM level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    #[serde(alias = "NO_COMPRESSION")]
+    None,
+    #[serde(alias = "SNAPPY_COMPRESSION")]
+    Snappy,
+    #[serde(alias = "LZ4_COMPRESSION")]
+    Lz4,
+    #[serde(alias = "LZ4HC_COMPRESSION")]
+    Lz4hc,
+    #[serde(alias = "ZSTD_COMPRESSION")]
+    Zstd,
+    #[serde(alias = "ZLIB_COMPRESSION")]
+    Zlib,
+    #[serde(alias = "BZLIB2_COMPRESSION")]
+    Bzip2,
+}
+
+impl Compression {
+    /// The name RocksDB writes in its OPTIONS file.
+    pub fn rocksdb_name(self) -> &'static str {
+        match self {
+            Compression::None => "kNoCompression",
+            Compression::Snappy => "kSnappyCompression",
+            Compression::Lz4 => "kLZ4Compression",
+            Compression::Lz4hc => "kLZ4HCCompression",
+            Compression::Zstd => "kZSTD",
+            Compression::Zlib => "kZlibCompression",
+            Compression::Bzip2 => "kBZip2Compression",
+        }
+    }
+
+    /// The name Flink's `state.backend.rocksdb.compression.per-level` takes.
+    pub fn flink_name(self) -> &'static str {
+        match self {
+            Compression::None => "NO_COMPRESSION",
+            Compression::Snappy => "SNAPPY_COMPRESSION",
+            Compression::Lz4 => "LZ4_COMPRESSION",
+            Compression::Lz4hc => "LZ4HC_COMPRESSION",
+            Compression::Zstd => "ZSTD_COMPRESSION",
+            Compression::Zlib => "ZLIB_COMPRESSION",
+            Compression::Bzip2 => "BZLIB2_COMPRESSION",
+        }
+    }
+}
+
+/// Display of a knob value in the same syntax the YAML accepts.
+pub trait KnobValue {
+    fn show(&self) -> String;
+}
+
+impl KnobValue for ByteSize {
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+impl KnobValue for bool {
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+impl KnobValue for u32 {
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+impl KnobValue for f64 {
+    fn show(&self) -> String {
+        format!("{self}")
+    }
+}
+impl KnobValue for Vec<Compression> {
+    fn show(&self) -> String {
+        let names: Vec<String> = self
+            .iter()
+            .map(|c| format!("{c:?}").to_lowercase())
+            .collect();
+        format!("[{}]", names.join(", "))
+    }
+}
+
+/// What one knob is: its YAML key, the Flink key it maps to (if Flink has one) and what it does.
+#[derive(Debug)]
+pub struct KnobInfo {
+    pub key: &'static str,
+    pub flink_key: Option<&'static str>,
+    pub doc: &'static str,
+}
+
+macro_rules! knobs {
+    ($( #[doc = $doc:literal] $field:ident : $ty:ty = $default:expr, $key:literal, $flink:expr; )*) => {
+        /// A profile file as written: every knob optional, so `extends:` can fill the gaps.
+        #[derive(Debug, Clone, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct ProfileSpec {
+            /// Name or path of the profile this one starts from.
+            pub extends: Option<String>,
+            pub description: Option<String>,
+            $( #[serde(rename = $key)] pub $field: Option<$ty>, )*
+        }
+
+        /// The effective value of every knob.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        pub struct Knobs {
+            $( #[serde(rename = $key)] pub $field: $ty, )*
+        }
+
+        impl Default for Knobs {
+            fn default() -> Self {
+                Knobs { $( $field: $default, )* }
+            }
+        }
+
+        /// Every knob a profile may set, in file order.
+        pub const KNOBS: &[KnobInfo] = &[ $( KnobInfo { key: $key, flink_key: $flink, doc: $doc }, )* ];
+
+        impl ProfileSpec {
+            /// Fills every knob this spec leaves unset from `parent`.
+            fn inherit(self, parent: ProfileSpec) -> ProfileSpec {
+                ProfileSpec {
+                    extends: parent.extends,
+                    description: self.description.or(parent.description),
+                    $( $field: self.$field.or(parent.$field), )*
+                }
+            }
+
+            fn resolve(self) -> Knobs {
+                let defaults = Knobs::default();
+                Knobs { $( $field: self.$field.unwrap_or(defaults.$field), )* }
+            }
+
+            /// The keys this spec sets explicitly.
+            pub fn keys_set(&self) -> Vec<&'static str> {
+                let mut keys = Vec::new();
+                $( if self.$field.is_some() { keys.push($key); } )*
+                keys
+            }
+        }
+
+        impl Knobs {
+            /// `(key, value)` for every knob, values in YAML syntax.
+            pub fn values(&self) -> Vec<(&'static str, String)> {
+                vec![ $( ($key, self.$field.show()), )* ]
+            }
+        }
+    };
+}
+
+knobs! {
+    /// Managed memory per slot shared by the block cache and the WriteBufferManager.
+    managed_memory: ByteSize = ByteSize(64 << 20), "memory.managed-size", Some("state.backend.rocksdb.memory.fixed-per-slot");
+    /// Share of managed memory for memtables (WriteBufferManager); the rest is block cache.
+    write_buffer_ratio: f64 = 0.5, "memory.write-buffer-ratio", Some("state.backend.rocksdb.memory.write-buffer-ratio");
+    /// Two-level index and partitioned bloom filters (Flink forces a 10-bit bloom with them).
+    partitioned_index_filters: bool = false, "memory.partitioned-index-filters", Some("state.backend.rocksdb.memory.partitioned-index-filters");
+    /// Size of one memtable per column family.
+    write_buffer_size: ByteSize = ByteSize(64 << 20), "writebuffer.size", Some("state.backend.rocksdb.writebuffer.size");
+    /// Maximum memtables per column family (active + immutable).
+    max_write_buffer_number: u32 = 2, "writebuffer.count", Some("state.backend.rocksdb.writebuffer.count");
+    /// Immutable memtables merged into one flush.
+    min_write_buffer_number_to_merge: u32 = 1, "writebuffer.number-to-merge", Some("state.backend.rocksdb.writebuffer.number-to-merge");
+    /// Bloom filter on the SST files of every state.
+    use_bloom_filter: bool = false, "use-bloom-filter", Some("state.backend.rocksdb.use-bloom-filter");
+    /// Bloom bits per key (ignored by Flink when partitioned index/filters are on).
+    bloom_bits_per_key: f64 = 10.0, "bloom-filter.bits-per-key", Some("state.backend.rocksdb.bloom-filter.bits-per-key");
+    /// Data block size.
+    block_size: ByteSize = ByteSize(4 << 10), "block.blocksize", Some("state.backend.rocksdb.block.blocksize");
+    /// Partition size of partitioned index and filter blocks.
+    metadata_block_size: ByteSize = ByteSize(4 << 10), "block.metadata-blocksize", Some("state.backend.rocksdb.block.metadata-blocksize");
+    /// O_DIRECT for user reads: no page cache behind the block cache.
+    use_direct_reads: bool = false, "use-direct-reads", None;
+    /// O_DIRECT for flush and compaction I/O.
+    use_direct_io_for_flush_and_compaction: bool = false, "use-direct-io-for-flush-and-compaction", None;
+    /// Target size of an SST file at level 1.
+    target_file_size_base: ByteSize = ByteSize(64 << 20), "compaction.level.target-file-size-base", Some("state.backend.rocksdb.compaction.level.target-file-size-base");
+    /// Target size of level 1 (the base level).
+    max_bytes_for_level_base: ByteSize = ByteSize(256 << 20), "compaction.level.max-size-level-base", Some("state.backend.rocksdb.compaction.level.max-size-level-base");
+    /// Size ratio between adjacent levels.
+    max_bytes_for_level_multiplier: f64 = 10.0, "compaction.level.multiplier", None;
+    /// Size levels from the bottom up (level_compaction_dynamic_level_bytes).
+    dynamic_level_bytes: bool = false, "compaction.level.use-dynamic-size", Some("state.backend.rocksdb.compaction.level.use-dynamic-size");
+    /// Compression per level, L0 first; the last entry applies to all deeper levels.
+    compression_per_level: Vec<Compression> = vec![Compression::Snappy], "compression.per-level", Some("state.backend.rocksdb.compression.per-level");
+    /// Background flush + compaction threads (max_background_jobs).
+    background_jobs: u32 = 2, "thread.num", Some("state.backend.rocksdb.thread.num");
+    /// L0 file count at which writes are slowed down.
+    level0_slowdown_writes_trigger: u32 = 20, "compaction.level0-slowdown-writes-trigger", None;
+    /// L0 file count at which writes stop.
+    level0_stop_writes_trigger: u32 = 36, "compaction.level0-stop-writes-trigger", None;
+    /// Pending compaction bytes at which writes are slowed down.
+    soft_pending_compaction_bytes_limit: ByteSize = ByteSize(64 << 30), "compaction.soft-pending-compaction-bytes-limit", None;
+    /// Pending compaction bytes at which writes stop.
+    hard_pending_compaction_bytes_limit: ByteSize = ByteSize(256 << 30), "compaction.hard-pending-compaction-bytes-limit", None;
+}
+
+/// An effective, validated profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct Profile {
+    pub name: String,
+    /// Where it was loaded from (a path, or `built-in 'name'`), and its `extends` chain.
+    pub source: String,
+    pub extends_chain: Vec<String>,
+    pub description: Option<String>,
+    pub knobs: Knobs,
+}
+
+/// Flink's derivation of RocksDB memory from managed memory, and what it implies.
+#[derive(Debug, Clone, Serialize)]
+pub struct Derived {
+    pub block_cache_capacity: u64,
+    pub write_buffer_manager_capacity: u64,
+    pub state_column_families: usize,
+    pub write_buffer_budget_per_column_family: u64,
+    pub arena_block_size: u64,
+    pub mutable_limit: u64,
+    /// Bits per key RocksDB really gets, if a bloom filter is on.
+    pub effective_bloom_bits_per_key: Option<f64>,
+    /// Things the user should know: silently overridden settings, poor memory configurations.
+    pub notes: Vec<String>,
+}
+
+impl Profile {
+    /// Loads a profile by path or built-in name, following `extends:`.
+    pub fn load(name: &str) -> Result<Profile, ConfigError> {
+        let (origin, text) = locate("profile", name, BUILTIN)?;
+        let mut spec: ProfileSpec = parse_yaml(&text, &origin)?;
+        let name = profile_name(&origin);
+        let mut chain = vec![name.clone()];
+        let mut parent_origin = origin.clone();
+        while let Some(parent) = spec.extends.clone() {
+            let parent_ref = resolve_relative(&parent_origin, &parent);
+            let (porigin, ptext) =
+                locate("profile", &parent_ref, BUILTIN).map_err(|e| match e {
+                    ConfigError::NotFound { available, .. } => ConfigError::Invalid {
+                        origin: parent_origin.to_string(),
+                        message: format!(
+                            "extends: profile '{parent}' not found (built-in: {available})"
+                        ),
+                    },
+                    other => other,
+                })?;
+            let pname = profile_name(&porigin);
+            if chain.contains(&pname) || chain.len() > 16 {
+                chain.push(pname);
+                return Err(ConfigError::Cycle(chain.join(" -> ")));
+            }
+            chain.push(pname);
+            let pspec: ProfileSpec = parse_yaml(&ptext, &porigin)?;
+            spec = spec.inherit(pspec);
+            parent_origin = porigin;
+        }
+        let profile = Profile {
+            name,
+            source: origin.to_string(),
+            extends_chain: chain[1..].to_vec(),
+            description: spec.description.clone(),
+            knobs: spec.resolve(),
+        };
+        profile.validate().map_err(|message| ConfigError::Invalid {
+            origin: origin.to_string(),
+            message,
+        })?;
+        Ok(profile)
+    }
+
+    /// A profile from knobs built in code (tests, live tuning).
+    pub fn from_knobs(name: &str, knobs: Knobs) -> Result<Profile, ConfigError> {
+        let profile = Profile {
+            name: name.to_string(),
+            source: "in-memory".to_string(),
+            extends_chain: Vec::new(),
+            description: None,
+            knobs,
+        };
+        profile.validate().map_err(|message| ConfigError::Invalid {
+            origin: name.to_string(),
+            message,
+        })?;
+        Ok(profile)
+    }
+
+    /// Rejects combinations RocksDB or Flink would refuse, silently fix, or make meaningless.
+    fn validate(&self) -> Result<(), String> {
+        let k = &self.knobs;
+        let mut problems = Vec::new();
+        if !(k.write_buffer_ratio > 0.0 && k.write_buffer_ratio < 1.0) {
+            problems.push(format!(
+                "'memory.write-buffer-ratio' is {} but must be between 0 and 1 (exclusive); Flink's default is 0.5",
+                k.write_buffer_ratio
+            ));
+        }
+        if k.partitioned_index_filters && !k.use_bloom_filter {
+            problems.push(
+                "'memory.partitioned-index-filters: true' needs 'use-bloom-filter: true': there is no filter to partition"
+                    .to_string(),
+            );
+        }
+        if k.managed_memory.0 < (1 << 20) {
+            problems.push(format!(
+                "'memory.managed-size' is {} but must be at least 1mb",
+                k.managed_memory
+            ));
+        }
+        if k.write_buffer_size.0 < (64 << 10) {
+            problems.push(format!(
+                "'writebuffer.size' is {} but must be at least 64kb",
+                k.write_buffer_size
+            ));
+        }
+        if k.max_write_buffer_number < 2 {
+            problems.push(format!(
+                "'writebuffer.count' is {} but must be at least 2 (RocksDB raises smaller values to 2)",
+                k.max_write_buffer_number
+            ));
+        }
+        if k.min_write_buffer_number_to_merge < 1
+            || k.min_write_buffer_number_to_merge >= k.max_write_buffer_number
+        {
+            problems.push(format!(
+                "'writebuffer.number-to-merge' is {} but must be at least 1 and less than 'writebuffer.count' ({})",
+                k.min_write_buffer_number_to_merge, k.max_write_buffer_number
+            ));
+        }
+        if !(k.bloom_bits_per_key >= 1.0 && k.bloom_bits_per_key <= 100.0) {
+            problems.push(format!(
+                "'bloom-filter.bits-per-key' is {} but must be between 1 and 100",
+                k.bloom_bits_per_key
+            ));
+        }
+        for (key, size) in [
+            ("block.blocksize", k.block_size),
+            ("block.metadata-blocksize", k.metadata_block_size),
+        ] {
+            if size.0 < 256 || size.0 > (256 << 20) {
+                problems.push(format!(
+                    "'{key}' is {size} but must be between 256b and 256mb"
+                ));
+            }
+        }
+        if k.target_file_size_base.0 < (64 << 10) {
+            problems.push(format!(
+                "'compaction.level.target-file-size-base' is {} but must be at least 64kb",
+                k.target_file_size_base
+            ));
+        }
+        if k.max_bytes_for_level_base.0 < k.target_file_size_base.0 {
+            problems.push(format!(
+                "'compaction.level.max-size-level-base' ({}) is smaller than 'compaction.level.target-file-size-base' ({}): level 1 could not hold one file",
+                k.max_bytes_for_level_base, k.target_file_size_base
+            ));
+        }
+        if k.max_bytes_for_level_multiplier <= 1.0 {
+            problems.push(format!(
+                "'compaction.level.multiplier' is {} but must be greater than 1",
+                k.max_bytes_for_level_multiplier
+            ));
+        }
+        if k.compression_per_level.is_empty() || k.compression_per_level.len() > 7 {
+            problems.push(format!(
+                "'compression.per-level' has {} entries but needs 1 to 7 (one per level, the last repeats)",
+                k.compression_per_level.len()
+            ));
+        }
+        if k.background_jobs < 1 || k.background_jobs > 64 {
+            problems.push(format!(
+                "'thread.num' is {} but must be between 1 and 64",
+                k.background_jobs
+            ));
+        }
+        if k.level0_slowdown_writes_trigger > k.level0_stop_writes_trigger {
+            problems.push(format!(
+                "'compaction.level0-slowdown-writes-trigger' ({}) is above 'compaction.level0-stop-writes-trigger' ({}): writes would stop before they slow down",
+                k.level0_slowdown_writes_trigger, k.level0_stop_writes_trigger
+            ));
+        }
+        if k.level0_slowdown_writes_trigger < 2 {
+            problems.push(format!(
+                "'compaction.level0-slowdown-writes-trigger' is {} but must be at least 2",
+                k.level0_slowdown_writes_trigger
+            ));
+        }
+        if k.soft_pending_compaction_bytes_limit > k.hard_pending_compaction_bytes_limit {
+            problems.push(format!(
+                "'compaction.soft-pending-compaction-bytes-limit' ({}) is above 'compaction.hard-pending-compaction-bytes-limit' ({})",
+                k.soft_pending_compaction_bytes_limit, k.hard_pending_compaction_bytes_limit
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+
+    /// Flink's memory math for `state_column_families` states sharing one WriteBufferManager.
+    pub fn derived(&self, state_column_families: usize) -> Derived {
+        let k = &self.knobs;
+        let m = k.managed_memory.0 as f64;
+        let r = k.write_buffer_ratio;
+        // RocksDBMemoryControllerUtils: cache = (3 - r) * M / 3, WBM = 2 * M * r / 3.
+        let cache = ((3.0 - r) * m / 3.0) as u64;
+        let wbm = (2.0 * m * r / 3.0) as u64;
+        let per_cf = wbm / state_column_families.max(1) as u64;
+        // Flink's arena-block-size check: write_buffer_size / 8 rounded up to 4 KB must fit in
+        // the mutable limit (7/8 of the WriteBufferManager), or RocksDB flushes constantly.
+        let arena = (k.write_buffer_size.0 / 8).div_ceil(4096) * 4096;
+        let mutable_limit = wbm * 7 / 8;
+        let mut notes = Vec::new();
+        if arena > mutable_limit {
+            notes.push(format!(
+                "arena block size {} exceeds the WriteBufferManager's mutable limit {}: Flink warns 'RocksDB will flush memtable constantly' — raise managed memory or write-buffer ratio",
+                human_bytes(arena as f64),
+                human_bytes(mutable_limit as f64)
+            ));
+        }
+        if per_cf < k.write_buffer_size.0 {
+            notes.push(format!(
+                "each of the {state_column_families} state column families gets about {} of WriteBufferManager budget, less than writebuffer.size {}: the WBM forces small flushes before memtables fill (case study 1)",
+                human_bytes(per_cf as f64),
+                human_bytes(k.write_buffer_size.0 as f64)
+            ));
+        }
+        let effective_bloom = k
+            .use_bloom_filter
+            .then_some(if k.partitioned_index_filters {
+                FLINK_PARTITIONED_BLOOM_BITS
+            } else {
+                k.bloom_bits_per_key
+            });
+        if k.use_bloom_filter
+            && k.partitioned_index_filters
+            && k.bloom_bits_per_key != FLINK_PARTITIONED_BLOOM_BITS
+        {
+            notes.push(format!(
+                "bloom-filter.bits-per-key {} is not applied: with partitioned index/filters Flink 1.20 replaces the filter with a {}-bit bloom filter (case study 2); statebench does the same",
+                k.bloom_bits_per_key, FLINK_PARTITIONED_BLOOM_BITS
+            ));
+        }
+        notes.push(
+            "block cache high-priority pool: RocksDB's default LRU ratio (0.5) is used; Flink's high-prio-pool-ratio (default 0.1) cannot be set through RocksDB's C API"
+                .to_string(),
+        );
+        Derived {
+            block_cache_capacity: cache,
+            write_buffer_manager_capacity: wbm,
+            state_column_families,
+            write_buffer_budget_per_column_family: per_cf,
+            arena_block_size: arena,
+            mutable_limit,
+            effective_bloom_bits_per_key: effective_bloom,
+            notes,
+        }
+    }
+}
+
+fn profile_name(origin: &Origin) -> String {
+    match origin {
+        Origin::Builtin(name) => (*name).to_string(),
+        Origin::File(path) => path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("profile")
+            .to_string(),
+    }
+}
+
+/// `extends: x` in a file is looked up next to that file first, then among the built-ins.
+fn resolve_relative(origin: &Origin, parent: &str) -> String {
+    if let Origin::File(path) = origin {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        for candidate in [dir.join(parent), dir.join(format!("{parent}.yaml"))] {
+            if candidate.is_file() {
+                return candidate.to_string_lossy().into_owned();
+            }
+        }
+    }
+    parent.to_string()
+}
+
+impl fmt::Display for Derived {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "  block cache capacity      {:>10}   (3 - r) * M / 3",
+            human_bytes(self.block_cache_capacity as f64)
+        )?;
+        writeln!(
+            f,
+            "  write buffer manager      {:>10}   2 * M * r / 3, costed to the cache, no stall",
+            human_bytes(self.write_buffer_manager_capacity as f64)
+        )?;
+        writeln!(
+            f,
+            "  budget per column family  {:>10}   WBM / {} state column families",
+            human_bytes(self.write_buffer_budget_per_column_family as f64),
+            self.state_column_families
+        )?;
+        writeln!(
+            f,
+            "  arena block size          {:>10}   must not exceed mutable limit {}",
+            human_bytes(self.arena_block_size as f64),
+            human_bytes(self.mutable_limit as f64)
+        )?;
+        match self.effective_bloom_bits_per_key {
+            Some(bits) => writeln!(
+                f,
+                "  bloom filter              {bits:>10}   bits per key in effect"
+            )?,
+            None => writeln!(f, "  bloom filter              {:>10}", "off")?,
+        }
+        for note in &self.notes {
+            writeln!(f, "  note: {note}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flink_memory_math_matches_case_study_one() {
+        let mut knobs = Knobs {
+            managed_memory: ByteSize(500 << 20),
+            write_buffer_ratio: 0.25,
+            ..Knobs::default()
+        };
+        let before = Profile::from_knobs("before", knobs.clone())
+            .unwrap()
+            .derived(5);
+        // WBM = 2 * 500 * 0.25 / 3 = 83.3 MB, about 16 MB per column family for 5 states.
+        assert_eq!(
+            before.write_buffer_manager_capacity,
+            (2.0 * 500.0 * 0.25 / 3.0 * 1048576.0) as u64
+        );
+        assert_eq!(before.write_buffer_budget_per_column_family / (1 << 20), 16);
+        assert!(
+            before
+                .notes
+                .iter()
+                .any(|n| n.contains("forces small flushes"))
+        );
+        knobs.managed_memory = ByteSize(1200 << 20);
+        knobs.write_buffer_ratio = 0.5;
+        let after = Profile::from_knobs("after", knobs).unwrap().derived(5);
+        assert!(after.write_buffer_budget_per_column_family > 64 << 20);
+        assert_eq!(
+            after.block_cache_capacity,
+            (2.5 * 1200.0 / 3.0 * 1048576.0) as u64
+        );
+    }
+
+    #[test]
+    fn partitioned_filters_force_ten_bits_and_say_so() {
+        let knobs = Knobs {
+            use_bloom_filter: true,
+            partitioned_index_filters: true,
+            bloom_bits_per_key: 14.0,
+            ..Knobs::default()
+        };
+        let derived = Profile::from_knobs("p", knobs).unwrap().derived(3);
+        assert_eq!(derived.effective_bloom_bits_per_key, Some(10.0));
+        assert!(
+            derived
+                .notes
+                .iter()
+                .any(|n| n.contains("14 is not applied"))
+        );
+    }
+
+    #[test]
+    fn arena_check_flags_a_write_buffer_too_big_for_the_wbm() {
+        let knobs = Knobs {
+            managed_memory: ByteSize(4 << 20),
+            write_buffer_ratio: 0.1,
+            write_buffer_size: ByteSize(64 << 20),
+            ..Knobs::default()
+        };
+        let derived = Profile::from_knobs("tiny", knobs).unwrap().derived(3);
+        assert_eq!(derived.arena_block_size, 8 << 20);
+        assert!(
+            derived
+                .notes
+                .iter()
+                .any(|n| n.contains("flush memtable constantly"))
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! Workloads: which keys, how many events, how event time moves, which windows the job keeps.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::units::Millis;
+use super::{ConfigError, Origin, locate, parse_yaml};
+
+/// Workloads compiled into the binary.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("smoke", include_str!("../../workloads/smoke.yaml")),
+    (
+        "ads-minutes",
+        include_str!("../../workloads/ads-minutes.yaml"),
+    ),
+    ("ads-hours", include_str!("../../workloads/ads-hours.yaml")),
+    ("ads-days", include_str!("../../workloads/ads-days.yaml")),
+];
+
+/// 2026-01-01T00:00:00Z, the default start of event time.
+pub const DEFAULT_EVENT_TIME_START: u64 = 1_767_225_600_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Distribution {
+    Uniform,
+    Zipf,
+    HotSet,
+}
+
+/// How values are serialized: Flink's POJO serializer or a generic, self-describing one (Kryo).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SerializerKind {
+    #[default]
+    Compact,
+    Generic,
+}
+
+/// Events per second of wall-clock time: as fast as possible, or paced.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Rate {
+    #[default]
+    Max,
+    PerSecond(u64),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct KeysSpec {
+    /// Number of distinct users.
+    pub count: u64,
+    #[serde(default = "uniform")]
+    pub distribution: Distribution,
+    /// Zipf exponent (distribution: zipf).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zipf_exponent: Option<f64>,
+    /// Share of the keys that are hot (distribution: hot-set), e.g. 0.01.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_keys: Option<f64>,
+    /// Share of the traffic that goes to hot keys (distribution: hot-set), e.g. 0.9.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_traffic: Option<f64>,
+}
+
+fn uniform() -> Distribution {
+    Distribution::Uniform
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct EventTimeSpec {
+    /// Event time of the first event, epoch milliseconds.
+    #[serde(default = "default_start")]
+    pub start: u64,
+    /// Event time covered by `events` events.
+    pub span: Millis,
+    /// How far an event may lag behind the newest one (bounded out-of-orderness).
+    #[serde(default = "zero_millis")]
+    pub out_of_orderness: Millis,
+}
+
+fn default_start() -> u64 {
+    DEFAULT_EVENT_TIME_START
+}
+fn zero_millis() -> Millis {
+    Millis(0)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct WorkloadSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub keys: KeysSpec,
+    #[serde(default = "default_partitions")]
+    pub partitions: u32,
+    #[serde(default)]
+    pub rate: Rate,
+    pub event_time: EventTimeSpec,
+    /// Sliding windows the job counts, e.g. `[1m, 5m, 10m, 30m]`.
+    pub windows: Vec<Millis>,
+    #[serde(default)]
+    pub serializer: SerializerKind,
+    /// Events in the run; also fixes how fast event time advances (span / events).
+    pub events: u64,
+    /// Optional wall-clock cap on the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Millis>,
+    #[serde(default)]
+    pub seed: u64,
+    /// How often the engine publishes a metrics snapshot.
+    #[serde(default = "default_sample_interval")]
+    pub sample_interval: Millis,
+}
+
+fn default_partitions() -> u32 {
+    4
+}
+fn default_sample_interval() -> Millis {
+    Millis(1000)
+}
+
+/// A validated workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct Workload {
+    pub name: String,
+    pub source: String,
+    #[serde(flatten)]
+    pub spec: WorkloadSpec,
+}
+
+impl Workload {
+    pub fn load(name: &str) -> Result<Workload, ConfigError> {
+        let (origin, text) = locate("workload", name, BUILTIN)?;
+        let spec: WorkloadSpec = parse_yaml(&text, &origin)?;
+        let name = match &origin {
+            Origin::Builtin(n) => (*n).to_string(),
+            Origin::File(p) => p
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("workload")
+                .to_string(),
+        };
+        Workload::from_spec(&name, &origin.to_string(), spec)
+    }
+
+    pub fn from_spec(
+        name: &str,
+        source: &str,
+        spec: WorkloadSpec,
+    ) -> Result<Workload, ConfigError> {
+        validate(&spec).map_err(|message| ConfigError::Invalid {
+            origin: source.to_string(),
+            message,
+        })?;
+        Ok(Workload {
+            name: name.to_string(),
+            source: source.to_string(),
+            spec,
+        })
+    }
+
+    /// Event-time distance between consecutive events, in milliseconds (fractional).
+    pub fn event_time_step(&self) -> f64 {
+        self.spec.event_time.span.0 as f64 / self.spec.events.max(1) as f64
+    }
+
+    pub fn window_label(window: Millis) -> String {
+        window.to_string()
+    }
+}
+
+fn validate(spec: &WorkloadSpec) -> Result<(), String> {
+    let mut problems = Vec::new();
+    let keys = &spec.keys;
+    if keys.count == 0 || keys.count > 100_000_000 {
+        problems.push(format!(
+            "'keys.count' is {} but must be between 1 and 100000000",
+            keys.count
+        ));
+    }
+    match keys.distribution {
+        Distribution::Zipf => match keys.zipf_exponent {
+            Some(s) if s > 0.0 && s.is_finite() => {}
+            Some(s) => problems.push(format!(
+                "'keys.zipf-exponent' is {s} but must be greater than 0"
+            )),
+            None => problems.push(
+                "'keys.distribution: zipf' needs 'keys.zipf-exponent' (e.g. 1.1)".to_string(),
+            ),
+        },
+        Distribution::HotSet => {
+            for (key, value) in [
+                ("hot-keys", keys.hot_keys),
+                ("hot-traffic", keys.hot_traffic),
+            ] {
+                match value {
+                    Some(v) if v > 0.0 && v < 1.0 => {}
+                    Some(v) => problems.push(format!(
+                        "'keys.{key}' is {v} but must be between 0 and 1 (exclusive)"
+                    )),
+                    None => problems.push(format!(
+                        "'keys.distribution: hot-set' needs 'keys.{key}' (a share between 0 and 1)"
+                    )),
+                }
+            }
+        }
+        Distribution::Uniform => {}
+    }
+    if keys.distribution != Distribution::Zipf && keys.zipf_exponent.is_some() {
+        problems
+            .push("'keys.zipf-exponent' is set but 'keys.distribution' is not zipf".to_string());
+    }
+    if spec.partitions == 0 || spec.partitions > 1024 {
+        problems.push(format!(
+            "'partitions' is {} but must be between 1 and 1024",
+            spec.partitions
+        ));
+    }
+    if spec.windows.is_empty() || spec.windows.len() > 16 {
+        problems.push(format!(
+            "'windows' has {} entries but needs 1 to 16",
+            spec.windows.len()
+        ));
+    }
+    if spec.windows.iter().any(|w| w.0 == 0) {
+        problems.push("'windows' contains a zero-length window".to_string());
+    }
+    let mut sorted = spec.windows.clone();
+    sorted.sort();
+    sorted.dedup();
+    if sorted.len() != spec.windows.len() {
+        problems.push("'windows' contains the same window twice".to_string());
+    }
+    if spec.events == 0 {
+        problems.push("'events' must be at least 1".to_string());
+    }
+    if spec.event_time.span.0 == 0 {
+        problems.push("'event-time.span' must be longer than 0".to_string());
+    }
+    if spec.sample_interval.0 < 50 {
+        problems.push(format!(
+            "'sample-interval' is {} but must be at least 50ms",
+            spec.sample_interval
+        ));
+    }
+    if let Rate::PerSecond(0) = spec.rate {
+        problems
+            .push("'rate' is 0; use 'max' or a positive number of events per second".to_string());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Number(n) => Ok(Rate::PerSecond(n)),
+            Raw::Text(t) if t == "max" => Ok(Rate::Max),
+            Raw::Text(t) => Err(serde::de::Error::custom(format!(
+                "invalid rate '{t}' (expected 'max' or events per second, e.g. 20000)"
+            ))),
+        }
+    }
+}
+
+impl Serialize for Rate {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Rate::Max => serializer.serialize_str("max"),
+            Rate::PerSecond(n) => serializer.serialize_u64(*n),
+        }
+    }
+}

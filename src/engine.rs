@@ -1,0 +1,451 @@
+//! The engine: runs the pipeline against RocksDB on its own thread, publishes one
+//! `MetricsSnapshot` per sample interval and takes `EngineCommand`s. Every client (headless
+//! run, bench, later the TUI) sees the run only through snapshots.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::backend::metrics::{RocksDbSample, RocksDbSampler};
+use crate::backend::perf::PerfCounters;
+use crate::backend::{AccessCounters, BackendError, StateBackend};
+use crate::config::workload::Rate;
+use crate::config::{Profile, Workload};
+use crate::pipeline::PipelineError;
+use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, Operator};
+use crate::pipeline::source::Generator;
+use crate::pipeline::watermark::BoundedOutOfOrderness;
+
+/// Events between two watermark emissions. Flink emits periodic watermarks on a wall-clock
+/// interval (200 ms); a fixed event count keeps the state traffic identical run to run.
+pub const WATERMARK_EVERY_EVENTS: u64 = 64;
+/// Events between two looks at the clock and the command channel.
+const CHECK_EVERY_EVENTS: u64 = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineCommand {
+    Pause,
+    Resume,
+    Stop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    Running,
+    Paused,
+    Finished,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("cannot start the engine thread: {0}")]
+    Spawn(std::io::Error),
+    #[error("the engine thread panicked: {0}")]
+    Panicked(String),
+}
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl Percentiles {
+    fn of(h: &Histogram<u64>) -> Percentiles {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Percentiles {
+            count: h.len(),
+            p50_us: us(h.value_at_quantile(0.5)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    // Invariant: bounds 1..60e9 with 3 significant figures are valid (low >= 1, high >= 2 * low,
+    // sigfig <= 5), the only conditions under which hdrhistogram returns an error.
+    let mut h = Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds");
+    // Anything slower than 60 s still records: the histogram grows.
+    h.auto(true);
+    h
+}
+
+/// Event and state-access latencies, per interval and for the whole run.
+pub struct LatencyRecorder {
+    pub event: Histogram<u64>,
+    pub get: Histogram<u64>,
+    pub put: Histogram<u64>,
+    total_event: Histogram<u64>,
+    total_get: Histogram<u64>,
+    total_put: Histogram<u64>,
+}
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        LatencyRecorder {
+            event: new_histogram(),
+            get: new_histogram(),
+            put: new_histogram(),
+            total_event: new_histogram(),
+            total_get: new_histogram(),
+            total_put: new_histogram(),
+        }
+    }
+}
+
+fn record(h: &mut Histogram<u64>, d: Duration) {
+    let ns = (d.as_nanos() as u64).max(1);
+    // With auto-resize on, recording cannot fail for a positive value.
+    let _ = h.record(ns);
+}
+
+impl LatencyRecorder {
+    pub fn record_event(&mut self, d: Duration) {
+        record(&mut self.event, d);
+    }
+    pub fn record_get(&mut self, d: Duration) {
+        record(&mut self.get, d);
+    }
+    pub fn record_put(&mut self, d: Duration) {
+        record(&mut self.put, d);
+    }
+
+    /// Percentiles of this interval; folds the interval into the run totals and resets it.
+    fn take_interval(&mut self) -> (Percentiles, Percentiles, Percentiles) {
+        let out = (
+            Percentiles::of(&self.event),
+            Percentiles::of(&self.get),
+            Percentiles::of(&self.put),
+        );
+        for (total, interval) in [
+            (&mut self.total_event, &mut self.event),
+            (&mut self.total_get, &mut self.get),
+            (&mut self.total_put, &mut self.put),
+        ] {
+            let _ = total.add(&*interval);
+            interval.reset();
+        }
+        out
+    }
+
+    fn totals(&self) -> (Percentiles, Percentiles, Percentiles) {
+        (
+            Percentiles::of(&self.total_event),
+            Percentiles::of(&self.total_get),
+            Percentiles::of(&self.total_put),
+        )
+    }
+}
+
+/// The pipeline's own view of itself in one sample.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct PipelineSample {
+    pub watermark: i64,
+    pub max_event_time: i64,
+    /// How far the watermark trails the newest event time, in ms.
+    pub watermark_lag_ms: i64,
+    pub timers_registered: u64,
+    pub timers_fired: u64,
+    pub job: JobCounters,
+}
+
+/// Everything statebench knows about the run at one instant: the one data model for the
+/// dashboard, the JSON report, the advisor and the CI gate.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MetricsSnapshot {
+    pub seq: u64,
+    pub elapsed_secs: f64,
+    pub interval_secs: f64,
+    pub state: RunState,
+    pub events: u64,
+    pub events_in_interval: u64,
+    pub events_per_sec: f64,
+    /// Latencies in this interval.
+    pub event_latency: Percentiles,
+    pub get_latency: Percentiles,
+    pub put_latency: Percentiles,
+    /// Cumulative RocksDB operations issued by the job.
+    pub ops: AccessCounters,
+    pub pipeline: PipelineSample,
+    pub rocksdb: RocksDbSample,
+}
+
+/// What a finished run hands back: every snapshot, the run-long latency totals, and where RocksDB
+/// wrote its effective options.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub snapshots: Vec<MetricsSnapshot>,
+    pub event_latency: Percentiles,
+    pub get_latency: Percentiles,
+    pub put_latency: Percentiles,
+    pub processing_secs: f64,
+    pub stopped_early: bool,
+    pub options_file: Option<String>,
+    /// Profile knobs that RocksDB's OPTIONS file shows were not applied (should be empty).
+    pub option_mismatches: Vec<String>,
+}
+
+pub struct EngineConfig {
+    pub workload: Workload,
+    pub profile: Profile,
+    pub data_dir: PathBuf,
+    /// Events to process (defaults to the workload's).
+    pub events: u64,
+    /// Optional wall-clock cap.
+    pub duration: Option<Duration>,
+}
+
+pub struct EngineHandle {
+    pub commands: Sender<EngineCommand>,
+    pub snapshots: Receiver<Box<MetricsSnapshot>>,
+    thread: JoinHandle<Result<RunOutcome, EngineError>>,
+}
+
+impl EngineHandle {
+    /// Waits for the engine to finish and returns its outcome.
+    pub fn join(self) -> Result<RunOutcome, EngineError> {
+        match self.thread.join() {
+            Ok(result) => result,
+            Err(panic) => Err(EngineError::Panicked(
+                panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default(),
+            )),
+        }
+    }
+}
+
+/// Starts the engine thread. Snapshots arrive on `snapshots`; a slow reader loses snapshots
+/// (the outcome keeps them all), it never slows the engine.
+pub fn spawn(config: EngineConfig) -> Result<EngineHandle, EngineError> {
+    let (cmd_tx, cmd_rx) = mpsc::channel();
+    let (snap_tx, snap_rx) = mpsc::sync_channel(64);
+    let thread = std::thread::Builder::new()
+        .name("statebench-engine".into())
+        .spawn(move || run_engine(config, cmd_rx, snap_tx))
+        .map_err(EngineError::Spawn)?;
+    Ok(EngineHandle {
+        commands: cmd_tx,
+        snapshots: snap_rx,
+        thread,
+    })
+}
+
+/// Runs a whole workload without a live client and returns its outcome.
+pub fn run_to_completion(config: EngineConfig) -> Result<RunOutcome, EngineError> {
+    let handle = spawn(config)?;
+    // Drain snapshots so none is held; the outcome keeps them all.
+    for _ in handle.snapshots.iter() {}
+    handle.join()
+}
+
+struct Sampling {
+    started: Instant,
+    last_at: Instant,
+    last_events: u64,
+    interval: Duration,
+    seq: u64,
+    sampler: RocksDbSampler,
+    last_gets: u64,
+    history: Vec<MetricsSnapshot>,
+}
+
+fn run_engine(
+    config: EngineConfig,
+    commands: Receiver<EngineCommand>,
+    snapshots: SyncSender<Box<MetricsSnapshot>>,
+) -> Result<RunOutcome, EngineError> {
+    let backend = StateBackend::open(&config.data_dir, &config.profile)?;
+    let option_mismatches = backend
+        .verify_options(&config.profile)?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let workload = &config.workload;
+    let perf = PerfCounters::start();
+    let mut ctx = Context::new(&backend)?;
+    let mut job = FrequencyJob::new(&backend, workload)?;
+    let mut watermark =
+        BoundedOutOfOrderness::new(workload.spec.event_time.out_of_orderness.0 as i64);
+    let mut source = Generator::new(workload);
+    let now = Instant::now();
+    let mut sampling = Sampling {
+        started: now,
+        last_at: now,
+        last_events: 0,
+        interval: workload.spec.sample_interval.as_duration(),
+        seq: 0,
+        sampler: RocksDbSampler::default(),
+        last_gets: 0,
+        history: Vec::new(),
+    };
+    let mut paused_for = Duration::ZERO;
+    let mut stopped_early = false;
+    let mut processed = 0u64;
+    let publish = |sampling: &mut Sampling,
+                   ctx: &mut Context,
+                   job: &FrequencyJob,
+                   wm: &BoundedOutOfOrderness,
+                   state: RunState| {
+        let now = Instant::now();
+        let interval_secs = now.duration_since(sampling.last_at).as_secs_f64();
+        let events = job.counters.events;
+        let in_interval = events - sampling.last_events;
+        let perf_counts = perf.as_ref().map(|p| p.read()).unwrap_or_default();
+        let gets = ctx.state.counters.gets;
+        let rocksdb = sampling.sampler.sample(
+            &backend,
+            &perf_counts,
+            gets - sampling.last_gets,
+            interval_secs,
+        );
+        let (event_latency, get_latency, put_latency) = ctx.state.latency.take_interval();
+        let snapshot = MetricsSnapshot {
+            seq: sampling.seq,
+            elapsed_secs: now.duration_since(sampling.started).as_secs_f64(),
+            interval_secs,
+            state,
+            events,
+            events_in_interval: in_interval,
+            events_per_sec: if interval_secs > 0.0 {
+                in_interval as f64 / interval_secs
+            } else {
+                0.0
+            },
+            event_latency,
+            get_latency,
+            put_latency,
+            ops: ctx.state.counters,
+            pipeline: PipelineSample {
+                watermark: wm.current(),
+                max_event_time: wm.max_event_time(),
+                watermark_lag_ms: wm.max_event_time().saturating_sub(wm.current()),
+                timers_registered: ctx.timers.registered,
+                timers_fired: ctx.timers.fired,
+                job: job.counters,
+            },
+            rocksdb,
+        };
+        sampling.seq += 1;
+        sampling.last_at = now;
+        sampling.last_events = events;
+        sampling.last_gets = gets;
+        // A full channel means a slow reader: drop this snapshot for it, keep it in history.
+        let _ = snapshots.try_send(Box::new(snapshot.clone()));
+        sampling.history.push(snapshot);
+    };
+
+    'run: while processed < config.events {
+        let Some(event) = source.next() else { break };
+        let start = Instant::now();
+        job.on_event(&event, &mut ctx)?;
+        watermark.on_event(event.event_time);
+        processed += 1;
+        if processed.is_multiple_of(WATERMARK_EVERY_EVENTS) {
+            ctx.advance_watermark(&mut job, watermark.current())?;
+        }
+        ctx.state.latency.record_event(start.elapsed());
+
+        if processed.is_multiple_of(CHECK_EVERY_EVENTS) {
+            let now = Instant::now();
+            if now.duration_since(sampling.last_at) >= sampling.interval {
+                publish(&mut sampling, &mut ctx, &job, &watermark, RunState::Running);
+            }
+            if let Some(limit) = config.duration
+                && now
+                    .duration_since(sampling.started)
+                    .saturating_sub(paused_for)
+                    >= limit
+            {
+                break 'run;
+            }
+            if let Rate::PerSecond(rate) = workload.spec.rate {
+                let due = Duration::from_secs_f64(processed as f64 / rate as f64) + paused_for;
+                let elapsed = now.duration_since(sampling.started);
+                if due > elapsed {
+                    std::thread::sleep(due - elapsed);
+                }
+            }
+            loop {
+                match commands.try_recv() {
+                    Ok(EngineCommand::Stop) => {
+                        stopped_early = true;
+                        break 'run;
+                    }
+                    Ok(EngineCommand::Pause) => {
+                        let paused_at = Instant::now();
+                        // Keep publishing while paused so clients see RocksDB settle.
+                        loop {
+                            match commands.recv_timeout(sampling.interval) {
+                                Ok(EngineCommand::Resume) => break,
+                                Ok(EngineCommand::Stop)
+                                | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                                    stopped_early = true;
+                                    paused_for += paused_at.elapsed();
+                                    break 'run;
+                                }
+                                Ok(EngineCommand::Pause) => {}
+                                Err(mpsc::RecvTimeoutError::Timeout) => {
+                                    publish(
+                                        &mut sampling,
+                                        &mut ctx,
+                                        &job,
+                                        &watermark,
+                                        RunState::Paused,
+                                    );
+                                }
+                            }
+                        }
+                        paused_for += paused_at.elapsed();
+                    }
+                    Ok(EngineCommand::Resume) => {}
+                    Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
+                }
+            }
+        }
+    }
+    let processing_secs = sampling
+        .started
+        .elapsed()
+        .saturating_sub(paused_for)
+        .as_secs_f64();
+    ctx.timers.flush(&mut ctx.state)?;
+    publish(
+        &mut sampling,
+        &mut ctx,
+        &job,
+        &watermark,
+        RunState::Finished,
+    );
+    let (event_latency, get_latency, put_latency) = ctx.state.latency.totals();
+    let options_file = backend
+        .latest_options_file()?
+        .map(|p| p.display().to_string());
+    Ok(RunOutcome {
+        snapshots: sampling.history,
+        event_latency,
+        get_latency,
+        put_latency,
+        processing_secs,
+        stopped_early,
+        options_file,
+        option_mismatches,
+    })
+}

@@ -1,0 +1,283 @@
+//! statebench: a workbench for tuning the RocksDB state backend of keyed stream processors.
+
+pub mod backend;
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod pipeline;
+pub mod report;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+
+use cli::{Cli, Command, ProfilesCommand, RunArgs, WorkloadsCommand};
+use config::{ConfigError, Profile, Workload};
+use engine::{EngineConfig, MetricsSnapshot};
+use report::Report;
+
+/// Runs one CLI command.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Run(args) => run_headless(args),
+        Command::Profiles(ProfilesCommand::List { dir }) => list_profiles(&dir),
+        Command::Profiles(ProfilesCommand::Show { name, derived }) => show_profile(&name, derived),
+        Command::Workloads(WorkloadsCommand::List) => {
+            for (name, _) in config::workload::BUILTIN {
+                let w = Workload::load(name)?;
+                println!("{name:<14} {}", w.spec.description.as_deref().unwrap_or(""));
+            }
+            Ok(())
+        }
+        Command::Workloads(WorkloadsCommand::Show { name }) => {
+            let w = Workload::load(&name)?;
+            println!("# {} ({})", w.name, w.source);
+            print!("{}", serde_norway::to_string(&w.spec)?);
+            Ok(())
+        }
+    }
+}
+
+/// Exit code for an error: 2 for bad input (configuration, arguments), 1 for anything else.
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    if err
+        .chain()
+        .any(|e| e.is::<ConfigError>() || e.is::<UsageError>())
+    {
+        2
+    } else {
+        1
+    }
+}
+
+/// A command line that cannot be carried out as given.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(String);
+
+fn list_profiles(dir: &Path) -> anyhow::Result<()> {
+    println!("built-in:");
+    for (name, _) in config::profile::BUILTIN {
+        let p = Profile::load(name)?;
+        println!("  {name:<26} {}", p.description.as_deref().unwrap_or(""));
+    }
+    if dir.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot list {}", dir.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+            .collect();
+        files.sort();
+        if !files.is_empty() {
+            println!("in {}:", dir.display());
+        }
+        for path in files {
+            match Profile::load(&path.to_string_lossy()) {
+                Ok(p) => println!(
+                    "  {:<26} {}",
+                    path.display(),
+                    p.description.as_deref().unwrap_or("")
+                ),
+                Err(e) => println!("  {:<26} INVALID: {e}", path.display()),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn show_profile(name: &str, derived: bool) -> anyhow::Result<()> {
+    let profile = Profile::load(name)?;
+    println!("# {} ({})", profile.name, profile.source);
+    if !profile.extends_chain.is_empty() {
+        println!("# extends: {}", profile.extends_chain.join(" -> "));
+    }
+    if let Some(d) = &profile.description {
+        println!("# {d}");
+    }
+    for (key, value) in profile.knobs.values() {
+        let info = config::profile::KNOBS.iter().find(|k| k.key == key);
+        let flink = info
+            .and_then(|k| k.flink_key)
+            .map(|f| format!("  # {f}"))
+            .unwrap_or_else(|| "  # no Flink key: set it in a RocksDBOptionsFactory".to_string());
+        println!("{key}: {value}{flink}");
+    }
+    if derived {
+        println!(
+            "\nderived (Flink's managed-memory math, M = {}, r = {}):",
+            profile.knobs.managed_memory, profile.knobs.write_buffer_ratio
+        );
+        print!("{}", profile.derived(backend::STATE_COLUMN_FAMILIES.len()));
+    }
+    Ok(())
+}
+
+/// The RocksDB directory of a run: a caller's folder, or a temporary one removed afterwards.
+enum DataDir {
+    Given(PathBuf),
+    Temporary(tempfile::TempDir),
+}
+
+impl DataDir {
+    fn path(&self) -> &Path {
+        match self {
+            DataDir::Given(p) => p,
+            DataDir::Temporary(t) => t.path(),
+        }
+    }
+}
+
+fn prepare_data_dir(dir: Option<&Path>, reuse: bool) -> anyhow::Result<DataDir> {
+    let Some(dir) = dir else {
+        let tmp = tempfile::Builder::new()
+            .prefix("statebench-")
+            .tempdir()
+            .context("cannot create a temporary data directory")?;
+        return Ok(DataDir::Temporary(tmp));
+    };
+    if dir.exists() {
+        if !dir.is_dir() {
+            bail!(UsageError(format!(
+                "--data-dir {} exists and is not a directory",
+                dir.display()
+            )));
+        }
+        let non_empty = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read --data-dir {}", dir.display()))?
+            .next()
+            .is_some();
+        if non_empty && !reuse {
+            bail!(UsageError(format!(
+                "--data-dir {} is not empty; pass --reuse to run on its existing state, or choose an empty or new directory",
+                dir.display()
+            )));
+        }
+    } else {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create --data-dir {}", dir.display()))?;
+    }
+    Ok(DataDir::Given(dir.to_path_buf()))
+}
+
+fn run_headless(args: RunArgs) -> anyhow::Result<()> {
+    let workload = Workload::load(&args.workload)?;
+    let profile = Profile::load(&args.profile)?;
+    if let Some(report) = &args.report {
+        let parent = report
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            bail!(UsageError(format!(
+                "--report {}: directory {} does not exist",
+                report.display(),
+                parent.display()
+            )));
+        }
+    }
+    let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse)?;
+    let events = args.events.unwrap_or(workload.spec.events);
+    let duration = args
+        .duration
+        .or(workload.spec.duration)
+        .map(|d| d.as_duration());
+
+    let handle = engine::spawn(EngineConfig {
+        workload: workload.clone(),
+        profile: profile.clone(),
+        data_dir: data_dir.path().to_path_buf(),
+        events,
+        duration,
+    })?;
+    let progress = Progress::new(events, args.quiet);
+    // The engine drops its sender when it finishes, which ends this loop.
+    for snapshot in handle.snapshots.iter() {
+        progress.update(&snapshot);
+    }
+    let outcome = handle.join().context("the run failed")?;
+    progress.finish();
+
+    for mismatch in &outcome.option_mismatches {
+        eprintln!("warning: profile knob not in effect: {mismatch}");
+    }
+    let mut report = Report::new(&workload, &profile, &outcome);
+    if let Some(path) = &args.report {
+        // Keep RocksDB's OPTIONS file beside the report: the temporary data directory goes away.
+        if let (Some(options), DataDir::Temporary(_)) = (&outcome.options_file, &data_dir) {
+            let kept = path.with_extension("OPTIONS");
+            std::fs::copy(options, &kept).with_context(|| {
+                format!("cannot copy RocksDB's OPTIONS file to {}", kept.display())
+            })?;
+            report.rocksdb_options_file = Some(kept.display().to_string());
+        }
+        report
+            .write_json(path)
+            .with_context(|| format!("cannot write the report {}", path.display()))?;
+    }
+    println!("{}", report::render_summary(&report));
+    if let Some(path) = &args.report {
+        println!("  report written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// A progress bar on a terminal, plain lines otherwise.
+enum Progress {
+    Bar(indicatif::ProgressBar),
+    Lines,
+    Quiet,
+}
+
+impl Progress {
+    fn new(events: u64, quiet: bool) -> Progress {
+        if quiet {
+            return Progress::Quiet;
+        }
+        if !std::io::stderr().is_terminal() {
+            return Progress::Lines;
+        }
+        let bar = indicatif::ProgressBar::new(events);
+        let style = indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} events ({eta} left) {msg}",
+        )
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.enable_steady_tick(Duration::from_millis(250));
+        Progress::Bar(bar)
+    }
+
+    fn update(&self, s: &MetricsSnapshot) {
+        let r = &s.rocksdb;
+        let msg = format!(
+            "{:>8.0} ev/s  put p99 {:>7.1} µs  stall {:>5.1} %  L0 {:>2}  cache {}",
+            s.events_per_sec,
+            s.put_latency.p99_us,
+            r.stall.share * 100.0,
+            r.lsm.l0_files,
+            r.cache
+                .overall
+                .rate
+                .map_or("   -".to_string(), |v| format!("{:>4.1} %", v * 100.0)),
+        );
+        match self {
+            Progress::Bar(bar) => {
+                bar.set_position(s.events);
+                bar.set_message(msg);
+            }
+            Progress::Lines => {
+                eprintln!("[{:>6.1}s] {:>10} events  {msg}", s.elapsed_secs, s.events)
+            }
+            Progress::Quiet => {}
+        }
+    }
+
+    fn finish(&self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! The pipeline core: source, watermarks, the keyed operator and its timers. No UI, no printing.
+
+pub mod operator;
+pub mod source;
+pub mod timers;
+pub mod watermark;
+
+use crate::backend::BackendError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("timer key in RocksDB is not valid: {0}")]
+    CorruptTimer(String),
+}
+
+impl From<rocksdb::Error> for PipelineError {
+    fn from(e: rocksdb::Error) -> Self {
+        PipelineError::Backend(BackendError::RocksDb(e))
+    }
+}

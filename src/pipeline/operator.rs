@@ -1,0 +1,254 @@
+//! The reference keyed job: the seeds' ad frequency counter.
+//!
+//! keyBy(user); `MapState<String window, Stats>` per user; for each event and each window:
+//! get -> deserialize -> +1 -> serialize -> put, and an event-time timer at
+//! `eventTime + window` whose firing applies the -1. `timerState`
+//! (`MapState<Long timer, Decrement>`) records what each timer must decrement.
+
+use rocksdb::ColumnFamily;
+
+use super::PipelineError;
+use super::source::{Event, Generator};
+use super::timers::{Timer, TimerService};
+use crate::backend::keys::CompositeKey;
+use crate::backend::serializer::{Decrement, Stats, ValueSerializer};
+use crate::backend::{CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS, StateAccess, StateBackend};
+use crate::config::Workload;
+
+/// What an operator sees: counted state access and its timer service.
+pub struct Context<'a> {
+    pub state: StateAccess<'a>,
+    pub timers: TimerService<'a>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(backend: &'a StateBackend) -> Result<Self, PipelineError> {
+        Ok(Context {
+            state: StateAccess::new(backend),
+            timers: TimerService::new(backend.cf(CF_TIMERS)?),
+        })
+    }
+
+    /// Fires every timer at or before `watermark` on `op`.
+    pub fn advance_watermark(
+        &mut self,
+        op: &mut impl Operator,
+        watermark: i64,
+    ) -> Result<(), PipelineError> {
+        while let Some(timer) = self.timers.poll_due(&mut self.state, watermark)? {
+            op.on_timer(&timer, self)?;
+        }
+        op.on_watermark(watermark, self)
+    }
+}
+
+/// A keyed stream operator: one required hook, the rest optional.
+pub trait Operator {
+    fn on_event(&mut self, event: &Event, ctx: &mut Context) -> Result<(), PipelineError>;
+
+    fn on_timer(&mut self, _timer: &Timer, _ctx: &mut Context) -> Result<(), PipelineError> {
+        Ok(())
+    }
+
+    fn on_watermark(&mut self, _watermark: i64, _ctx: &mut Context) -> Result<(), PipelineError> {
+        Ok(())
+    }
+}
+
+/// Counters the job keeps about itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct JobCounters {
+    pub events: u64,
+    pub increments: u64,
+    pub decrements: u64,
+    /// Timers that found no timerState entry and so decremented nothing.
+    pub missing_decrements: u64,
+}
+
+pub struct FrequencyJob<'a> {
+    stats_cf: &'a ColumnFamily,
+    timer_state_cf: &'a ColumnFamily,
+    windows: Vec<i64>,
+    labels: Vec<String>,
+    serializer: ValueSerializer,
+    key: CompositeKey,
+    user: String,
+    value: Vec<u8>,
+    pub counters: JobCounters,
+}
+
+impl<'a> FrequencyJob<'a> {
+    pub fn new(backend: &'a StateBackend, workload: &Workload) -> Result<Self, PipelineError> {
+        Ok(FrequencyJob {
+            stats_cf: backend.cf(CF_WINDOW_STATS)?,
+            timer_state_cf: backend.cf(CF_TIMER_STATE)?,
+            windows: workload.spec.windows.iter().map(|w| w.0 as i64).collect(),
+            labels: workload
+                .spec
+                .windows
+                .iter()
+                .map(|w| Workload::window_label(*w))
+                .collect(),
+            serializer: ValueSerializer(workload.spec.serializer),
+            key: CompositeKey::default(),
+            user: String::new(),
+            value: Vec::with_capacity(128),
+            counters: JobCounters::default(),
+        })
+    }
+
+    /// Reads the user's current count in window number `window` (for tests and checks).
+    pub fn count(
+        &mut self,
+        state: &mut StateAccess,
+        user: &str,
+        window: usize,
+    ) -> Result<i64, PipelineError> {
+        self.key.set_key(user);
+        let serializer = self.serializer;
+        let k = self.key.with_string_user_key(&self.labels[window]);
+        Ok(state
+            .get(self.stats_cf, k, |v| Ok(serializer.decode_stats(v)?))?
+            .map_or(0, |s| s.count))
+    }
+}
+
+impl Operator for FrequencyJob<'_> {
+    fn on_event(&mut self, event: &Event, ctx: &mut Context) -> Result<(), PipelineError> {
+        Generator::user_key(event.user, &mut self.user);
+        self.key.set_key(&self.user);
+        let serializer = self.serializer;
+        for (i, window) in self.windows.iter().enumerate() {
+            // MapState<String, Stats>.get -> +1 -> put
+            let k = self.key.with_string_user_key(&self.labels[i]);
+            let mut stats = ctx
+                .state
+                .get(self.stats_cf, k, |v| Ok(serializer.decode_stats(v)?))?
+                .unwrap_or(Stats {
+                    count: 0,
+                    first_event_time: event.event_time,
+                    last_event_time: event.event_time,
+                });
+            stats.count += 1;
+            stats.last_event_time = stats.last_event_time.max(event.event_time);
+            serializer.encode_stats(&stats, &mut self.value);
+            ctx.state.put(self.stats_cf, k, &self.value)?;
+
+            // timerState: remember what the timer at eventTime + window must decrement.
+            let fire_at = event.event_time + window;
+            let k = self.key.with_long_user_key(fire_at);
+            let mut decrement = ctx
+                .state
+                .get(self.timer_state_cf, k, |v| {
+                    Ok(serializer.decode_decrement(v)?)
+                })?
+                .unwrap_or_default();
+            decrement.add(i as u8, 1);
+            serializer.encode_decrement(&decrement, &mut self.value);
+            ctx.state.put(self.timer_state_cf, k, &self.value)?;
+
+            ctx.timers.register(&mut ctx.state, &self.key, fire_at)?;
+        }
+        self.counters.events += 1;
+        self.counters.increments += self.windows.len() as u64;
+        Ok(())
+    }
+
+    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context) -> Result<(), PipelineError> {
+        self.key.set_key(&timer.key);
+        let serializer = self.serializer;
+        let k = self.key.with_long_user_key(timer.timestamp);
+        let decrement: Option<Decrement> = ctx.state.get(self.timer_state_cf, k, |v| {
+            Ok(serializer.decode_decrement(v)?)
+        })?;
+        let Some(decrement) = decrement else {
+            self.counters.missing_decrements += 1;
+            return Ok(());
+        };
+        ctx.state.delete(self.timer_state_cf, k)?;
+        for (window, n) in decrement.windows {
+            let Some(label) = self.labels.get(usize::from(window)) else {
+                continue;
+            };
+            let k = self.key.with_string_user_key(label);
+            let Some(mut stats) = ctx
+                .state
+                .get(self.stats_cf, k, |v| Ok(serializer.decode_stats(v)?))?
+            else {
+                self.counters.missing_decrements += 1;
+                continue;
+            };
+            stats.count -= i64::from(n);
+            self.counters.decrements += u64::from(n);
+            if stats.count <= 0 {
+                // An empty window needs no state: keeps the state as small as the job's real one.
+                ctx.state.delete(self.stats_cf, k)?;
+            } else {
+                serializer.encode_stats(&stats, &mut self.value);
+                ctx.state.put(self.stats_cf, k, &self.value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Profile;
+    use crate::pipeline::watermark::BoundedOutOfOrderness;
+    use std::collections::HashMap;
+
+    #[test]
+    fn counts_equal_events_inside_each_sliding_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        let mut workload = Workload::load("smoke").unwrap();
+        workload.spec.keys.count = 50;
+        workload.spec.events = 4_000;
+        for serializer in [
+            crate::config::workload::SerializerKind::Compact,
+            crate::config::workload::SerializerKind::Generic,
+        ] {
+            workload.spec.serializer = serializer;
+            let path = dir.path().join(format!("{serializer:?}"));
+            let backend = StateBackend::open(&path, &profile).unwrap();
+            let mut ctx = Context::new(&backend).unwrap();
+            let mut job = FrequencyJob::new(&backend, &workload).unwrap();
+            let mut wm =
+                BoundedOutOfOrderness::new(workload.spec.event_time.out_of_orderness.0 as i64);
+            let events: Vec<Event> = Generator::new(&workload).take(4_000).collect();
+            for (i, e) in events.iter().enumerate() {
+                job.on_event(e, &mut ctx).unwrap();
+                wm.on_event(e.event_time);
+                if i % 64 == 63 {
+                    ctx.advance_watermark(&mut job, wm.current()).unwrap();
+                }
+            }
+            let watermark = wm.current();
+            ctx.advance_watermark(&mut job, watermark).unwrap();
+            ctx.timers.flush(&mut ctx.state).unwrap();
+            // Expected: events whose timer (t + window) has not fired yet, i.e. t + window > watermark.
+            for (w, window) in workload.spec.windows.iter().enumerate() {
+                let mut expected: HashMap<u64, i64> = HashMap::new();
+                for e in &events {
+                    if e.event_time + window.0 as i64 > watermark {
+                        *expected.entry(e.user).or_default() += 1;
+                    }
+                }
+                for user in 0..50u64 {
+                    let got = job
+                        .count(&mut ctx.state, &format!("user-{user}"), w)
+                        .unwrap();
+                    assert_eq!(
+                        got,
+                        expected.get(&user).copied().unwrap_or(0),
+                        "user {user} window {window}"
+                    );
+                }
+            }
+            assert!(job.counters.decrements > 0, "timers must have fired");
+            assert_eq!(job.counters.missing_decrements, 0);
+        }
+    }
+}

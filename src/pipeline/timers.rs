@@ -1,0 +1,260 @@
+//! Event-time timers persisted in RocksDB, as Flink's RocksDB timer service keeps them.
+//!
+//! Per key group, a `RocksDBCachingPriorityQueueSet`: an ordered in-memory cache of the
+//! smallest timers (write-through to the timers column family), refilled from RocksDB by a
+//! prefix scan when it runs dry. Writes go through a write batch of 500 entries that is flushed
+//! before every scan, like Flink's `RocksDBWriteBatchWrapper`. A heap over the key groups' heads
+//! (`KeyGroupPartitionedPriorityQueue`) yields timers in timestamp order across key groups.
+
+use std::collections::BTreeSet;
+
+use rocksdb::{ColumnFamily, WriteBatch};
+
+use super::PipelineError;
+use crate::backend::StateAccess;
+use crate::backend::keys::{self, CompositeKey, MAX_PARALLELISM};
+
+/// Flink's `state.backend.rocksdb.timer-service.cache-size` default.
+pub const CACHE_SIZE: usize = 128;
+/// Flink's `RocksDBWriteBatchWrapper` default capacity (entries).
+pub const WRITE_BATCH_CAPACITY: usize = 500;
+
+/// A timer that is due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timer {
+    pub timestamp: i64,
+    pub key: String,
+}
+
+#[derive(Debug)]
+struct KeyGroupQueue {
+    cache: BTreeSet<Vec<u8>>,
+    /// True when the cache holds every timer of this key group that RocksDB holds.
+    all_in_cache: bool,
+}
+
+pub struct TimerService<'a> {
+    cf: &'a ColumnFamily,
+    queues: Vec<KeyGroupQueue>,
+    /// (head timestamp, key group) of every non-empty key group.
+    heads: BTreeSet<(i64, u16)>,
+    batch: WriteBatch,
+    pub registered: u64,
+    pub fired: u64,
+}
+
+impl<'a> TimerService<'a> {
+    pub fn new(cf: &'a ColumnFamily) -> Self {
+        TimerService {
+            cf,
+            queues: (0..MAX_PARALLELISM)
+                .map(|_| KeyGroupQueue {
+                    cache: BTreeSet::new(),
+                    all_in_cache: true,
+                })
+                .collect(),
+            heads: BTreeSet::new(),
+            batch: WriteBatch::default(),
+            registered: 0,
+            fired: 0,
+        }
+    }
+
+    fn flush_batch(&mut self, state: &mut StateAccess) -> Result<(), PipelineError> {
+        if !self.batch.is_empty() {
+            state.write_batch(std::mem::take(&mut self.batch))?;
+        }
+        Ok(())
+    }
+
+    fn batch_put(&mut self, state: &mut StateAccess, key: &[u8]) -> Result<(), PipelineError> {
+        self.batch.put_cf(self.cf, key, []);
+        if self.batch.len() >= WRITE_BATCH_CAPACITY {
+            self.flush_batch(state)?;
+        }
+        Ok(())
+    }
+
+    fn batch_delete(&mut self, state: &mut StateAccess, key: &[u8]) -> Result<(), PipelineError> {
+        self.batch.delete_cf(self.cf, key);
+        if self.batch.len() >= WRITE_BATCH_CAPACITY {
+            self.flush_batch(state)?;
+        }
+        Ok(())
+    }
+
+    /// `checkRefillCacheFromStore`: loads the smallest timers of a key group from RocksDB
+    /// when its cache is empty but RocksDB holds more.
+    fn refill(&mut self, state: &mut StateAccess, kg: u16) -> Result<(), PipelineError> {
+        let q = &self.queues[usize::from(kg)];
+        if q.all_in_cache || !q.cache.is_empty() {
+            return Ok(());
+        }
+        self.flush_batch(state)?;
+        let (loaded, more) = state.scan_prefix(self.cf, &keys::key_group_prefix(kg), CACHE_SIZE)?;
+        let q = &mut self.queues[usize::from(kg)];
+        q.cache.extend(loaded);
+        q.all_in_cache = !more;
+        Ok(())
+    }
+
+    fn head(&self, kg: u16) -> Option<i64> {
+        self.queues[usize::from(kg)]
+            .cache
+            .first()
+            .map(|k| keys::timer_timestamp(k))
+    }
+
+    /// Registers an event-time timer for the current key (a no-op if it already exists).
+    pub fn register(
+        &mut self,
+        state: &mut StateAccess,
+        key: &CompositeKey,
+        timestamp: i64,
+    ) -> Result<(), PipelineError> {
+        let kg = key.key_group();
+        self.registered += 1;
+        self.refill(state, kg)?;
+        let old_head = self.head(kg);
+        let bytes = key.timer_key(timestamp);
+        let q = &mut self.queues[usize::from(kg)];
+        let cache_full = q.cache.len() >= CACHE_SIZE;
+        let below_last = q.cache.last().is_some_and(|last| bytes < *last);
+        if (!cache_full && q.all_in_cache) || below_last {
+            if cache_full {
+                // The largest cached timer now lives only in RocksDB.
+                q.cache.pop_last();
+                q.all_in_cache = false;
+            }
+            if q.cache.insert(bytes.clone()) {
+                self.batch_put(state, &bytes)?;
+            }
+        } else {
+            q.all_in_cache = false;
+            self.batch_put(state, &bytes)?;
+        }
+        self.update_head(kg, old_head);
+        Ok(())
+    }
+
+    fn update_head(&mut self, kg: u16, old_head: Option<i64>) {
+        let new_head = self.head(kg);
+        if old_head != new_head {
+            if let Some(old) = old_head {
+                self.heads.remove(&(old, kg));
+            }
+            if let Some(new) = new_head {
+                self.heads.insert((new, kg));
+            }
+        }
+    }
+
+    /// The next timer at or before `watermark`, removed from the queue and from RocksDB.
+    pub fn poll_due(
+        &mut self,
+        state: &mut StateAccess,
+        watermark: i64,
+    ) -> Result<Option<Timer>, PipelineError> {
+        let Some(&(ts, kg)) = self.heads.first() else {
+            return Ok(None);
+        };
+        if ts > watermark {
+            return Ok(None);
+        }
+        self.heads.remove(&(ts, kg));
+        let Some(bytes) = self.queues[usize::from(kg)].cache.pop_first() else {
+            return Err(PipelineError::CorruptTimer(format!(
+                "key group {kg} has a head but an empty cache"
+            )));
+        };
+        self.batch_delete(state, &bytes)?;
+        self.refill(state, kg)?;
+        if let Some(new) = self.head(kg) {
+            self.heads.insert((new, kg));
+        }
+        self.fired += 1;
+        let key = keys::timer_user_key(&bytes)
+            .ok_or_else(|| PipelineError::CorruptTimer(format!("{bytes:02x?}")))?;
+        Ok(Some(Timer {
+            timestamp: keys::timer_timestamp(&bytes),
+            key,
+        }))
+    }
+
+    /// Writes out buffered timer changes (before a snapshot or at the end of a run).
+    pub fn flush(&mut self, state: &mut StateAccess) -> Result<(), PipelineError> {
+        self.flush_batch(state)
+    }
+
+    /// The earliest pending timer, if any.
+    pub fn next_timestamp(&self) -> Option<i64> {
+        self.heads.first().map(|(ts, _)| *ts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{CF_TIMERS, StateBackend};
+    use crate::config::Profile;
+    use proptest::prelude::*;
+
+    fn fire_all(timers: &[(String, i64)], watermark_steps: &[i64]) -> Vec<Timer> {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        let backend = StateBackend::open(dir.path(), &profile).unwrap();
+        let mut state = StateAccess::new(&backend);
+        let mut service = TimerService::new(backend.cf(CF_TIMERS).unwrap());
+        let mut key = CompositeKey::default();
+        for (user, ts) in timers {
+            key.set_key(user);
+            service.register(&mut state, &key, *ts).unwrap();
+        }
+        let mut fired = Vec::new();
+        for wm in watermark_steps {
+            while let Some(t) = service.poll_due(&mut state, *wm).unwrap() {
+                assert!(t.timestamp <= *wm);
+                fired.push(t);
+            }
+        }
+        service.flush(&mut state).unwrap();
+        fired
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn every_timer_fires_once_in_timestamp_order(
+            timers in proptest::collection::vec((0u32..40, 0i64..5_000), 1..1_500),
+            steps in proptest::collection::vec(0i64..6_000, 1..6),
+        ) {
+            let timers: Vec<(String, i64)> = timers.into_iter().map(|(u, t)| (format!("user-{u}"), t)).collect();
+            let mut steps = steps;
+            steps.sort();
+            steps.push(i64::MAX);
+            let fired = fire_all(&timers, &steps);
+            let mut expected: Vec<(i64, String)> = timers.iter().map(|(u, t)| (*t, u.clone())).collect();
+            expected.sort();
+            expected.dedup();
+            prop_assert_eq!(fired.len(), expected.len());
+            for pair in fired.windows(2) {
+                prop_assert!(pair[0].timestamp <= pair[1].timestamp);
+            }
+            let mut got: Vec<(i64, String)> = fired.into_iter().map(|t| (t.timestamp, t.key)).collect();
+            got.sort();
+            prop_assert_eq!(got, expected);
+        }
+    }
+
+    #[test]
+    fn more_timers_than_the_cache_holds_spill_to_rocksdb_and_come_back() {
+        // One key, so one key group: 3x the cache size forces eviction and refills.
+        let timers: Vec<(String, i64)> = (0..(3 * CACHE_SIZE as i64))
+            .rev()
+            .map(|t| ("user-1".to_string(), t))
+            .collect();
+        let fired = fire_all(&timers, &[i64::MAX]);
+        let stamps: Vec<i64> = fired.iter().map(|t| t.timestamp).collect();
+        assert_eq!(stamps, (0..(3 * CACHE_SIZE as i64)).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,322 @@
+//! The run report: JSON with every snapshot and a summary, and the terminal summary.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::backend::STATE_COLUMN_FAMILIES;
+use crate::backend::metrics::{CacheHitRates, HitRate, StallCauses, Tickers};
+use crate::config::profile::Derived;
+use crate::config::units::human_bytes;
+use crate::config::{Profile, Workload};
+use crate::engine::{MetricsSnapshot, RunOutcome};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Cache hit rates over the whole run, each 0..1 (0 when there was no access of that type).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct HitRateSummary {
+    pub overall: f64,
+    pub filter: f64,
+    pub index: f64,
+    pub data: f64,
+}
+
+/// The run in numbers: what the CI gate and the closing notes compare.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub events: u64,
+    pub events_per_sec: f64,
+    pub processing_secs: f64,
+    pub stopped_early: bool,
+    pub p50_event_latency_us: f64,
+    pub p99_event_latency_us: f64,
+    pub p999_event_latency_us: f64,
+    pub p99_get_latency_us: f64,
+    pub p99_put_latency_us: f64,
+    pub p999_put_latency_us: f64,
+    pub max_put_latency_us: f64,
+    pub stall_micros: u64,
+    pub stall_counts: StallCauses,
+    pub write_stopped_samples: u64,
+    pub cache_hit_rate: HitRateSummary,
+    pub lookups: u64,
+    pub filter_block_reads_per_lookup: f64,
+    pub filter_bytes_read_per_lookup: f64,
+    pub index_block_reads_per_lookup: f64,
+    pub index_bytes_read_per_lookup: f64,
+    pub bytes_read_per_lookup: f64,
+    pub bloom_useful: u64,
+    pub write_amplification: f64,
+    pub user_bytes_written: u64,
+    pub flush_bytes_written: u64,
+    pub compaction_bytes_written: u64,
+    pub flushes: u64,
+    pub compactions: u64,
+    pub l0_files_max: u64,
+    pub active_levels_max: u32,
+    pub live_sst_bytes: u64,
+    pub gets: u64,
+    pub puts: u64,
+    pub deletes: u64,
+    pub batch_writes: u64,
+    pub rocksdb_ops_per_event: f64,
+    pub timers_fired: u64,
+    /// RocksDB's own counters, for cross-checking the job's.
+    pub rocksdb_keys_read: u64,
+    pub rocksdb_keys_written: u64,
+}
+
+fn rate(h: HitRate) -> f64 {
+    h.rate.unwrap_or(0.0)
+}
+
+impl Summary {
+    pub fn new(outcome: &RunOutcome) -> Summary {
+        let last = outcome.snapshots.last();
+        let sum =
+            |f: &dyn Fn(&MetricsSnapshot) -> u64| outcome.snapshots.iter().map(f).sum::<u64>();
+        let max = |f: &dyn Fn(&MetricsSnapshot) -> u64| {
+            outcome.snapshots.iter().map(f).max().unwrap_or(0)
+        };
+        let tickers: Tickers = last.map(|s| s.rocksdb.tickers).unwrap_or_default();
+        let cache = CacheHitRates::from_tickers(&tickers);
+        let lookups = sum(&|s| s.rocksdb.lookups.lookups);
+        let per_lookup = |v: u64| {
+            if lookups == 0 {
+                0.0
+            } else {
+                v as f64 / lookups as f64
+            }
+        };
+        let ops = last.map(|s| s.ops).unwrap_or_default();
+        let events = last.map_or(0, |s| s.events);
+        let io = last.map(|s| s.rocksdb.io).unwrap_or_default();
+        let total_ops = ops.gets + ops.puts + ops.deletes + ops.batch_entries;
+        Summary {
+            events,
+            events_per_sec: if outcome.processing_secs > 0.0 {
+                events as f64 / outcome.processing_secs
+            } else {
+                0.0
+            },
+            processing_secs: outcome.processing_secs,
+            stopped_early: outcome.stopped_early,
+            p50_event_latency_us: outcome.event_latency.p50_us,
+            p99_event_latency_us: outcome.event_latency.p99_us,
+            p999_event_latency_us: outcome.event_latency.p999_us,
+            p99_get_latency_us: outcome.get_latency.p99_us,
+            p99_put_latency_us: outcome.put_latency.p99_us,
+            p999_put_latency_us: outcome.put_latency.p999_us,
+            max_put_latency_us: outcome.put_latency.max_us,
+            stall_micros: tickers.stall_micros,
+            stall_counts: last.map(|s| s.rocksdb.stall.causes).unwrap_or_default(),
+            write_stopped_samples: sum(&|s| u64::from(s.rocksdb.stall.write_stopped)),
+            cache_hit_rate: HitRateSummary {
+                overall: rate(cache.overall),
+                filter: rate(cache.filter),
+                index: rate(cache.index),
+                data: rate(cache.data),
+            },
+            lookups,
+            filter_block_reads_per_lookup: per_lookup(sum(&|s| {
+                s.rocksdb.lookups.filter_block_reads
+            })),
+            filter_bytes_read_per_lookup: per_lookup(sum(&|s| s.rocksdb.lookups.filter_bytes_read)),
+            index_block_reads_per_lookup: per_lookup(sum(&|s| s.rocksdb.lookups.index_block_reads)),
+            index_bytes_read_per_lookup: per_lookup(sum(&|s| s.rocksdb.lookups.index_bytes_read)),
+            bytes_read_per_lookup: per_lookup(sum(&|s| s.rocksdb.lookups.bytes_read)),
+            bloom_useful: tickers.bloom_useful,
+            write_amplification: io.write_amplification,
+            user_bytes_written: io.user_bytes_written,
+            flush_bytes_written: io.flush_bytes_written,
+            compaction_bytes_written: io.compaction_bytes_written,
+            flushes: tickers.flushes,
+            compactions: tickers.compactions,
+            l0_files_max: max(&|s| s.rocksdb.lsm.l0_files),
+            active_levels_max: max(&|s| u64::from(s.rocksdb.lsm.active_levels)) as u32,
+            live_sst_bytes: last.map_or(0, |s| s.rocksdb.lsm.live_sst_bytes),
+            gets: ops.gets,
+            puts: ops.puts,
+            deletes: ops.deletes,
+            batch_writes: ops.batch_writes,
+            rocksdb_ops_per_event: if events == 0 {
+                0.0
+            } else {
+                total_ops as f64 / events as f64
+            },
+            timers_fired: last.map_or(0, |s| s.pipeline.timers_fired),
+            rocksdb_keys_read: tickers.keys_read,
+            rocksdb_keys_written: tickers.keys_written,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report<'a> {
+    pub schema_version: u32,
+    pub statebench_version: &'static str,
+    pub workload: &'a Workload,
+    pub profile: &'a Profile,
+    pub derived: Derived,
+    /// The OPTIONS file RocksDB wrote for this run: the options really in effect.
+    pub rocksdb_options_file: Option<String>,
+    /// Knobs the OPTIONS file shows were not applied (empty when the profile is in effect).
+    pub option_mismatches: &'a [String],
+    pub summary: Summary,
+    pub snapshots: &'a [MetricsSnapshot],
+}
+
+impl<'a> Report<'a> {
+    pub fn new(
+        workload: &'a Workload,
+        profile: &'a Profile,
+        outcome: &'a RunOutcome,
+    ) -> Report<'a> {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            statebench_version: env!("CARGO_PKG_VERSION"),
+            workload,
+            profile,
+            derived: profile.derived(STATE_COLUMN_FAMILIES.len()),
+            rocksdb_options_file: outcome.options_file.clone(),
+            option_mismatches: &outcome.option_mismatches,
+            summary: Summary::new(outcome),
+            snapshots: &outcome.snapshots,
+        }
+    }
+
+    /// Writes the JSON report atomically: a temporary file next to `path`, then a rename, so a
+    /// crash never leaves a half-written report.
+    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        serde_json::to_writer_pretty(&mut tmp, self)?;
+        tmp.write_all(b"\n")?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.1} %", v * 100.0)
+}
+
+/// The end-of-run summary for a terminal.
+pub fn render_summary(report: &Report) -> String {
+    let s = &report.summary;
+    let mut out = String::new();
+    let mut line = |label: &str, value: String| {
+        out.push_str(&format!("  {label:<34} {value}\n"));
+    };
+    line(
+        "workload / profile",
+        format!("{} / {}", report.workload.name, report.profile.name),
+    );
+    line(
+        "events",
+        format!(
+            "{} in {:.1} s{}",
+            s.events,
+            s.processing_secs,
+            if s.stopped_early {
+                " (stopped early)"
+            } else {
+                ""
+            }
+        ),
+    );
+    line("throughput", format!("{:.0} events/s", s.events_per_sec));
+    line(
+        "event latency p50 / p99 / p999",
+        format!(
+            "{:.1} / {:.1} / {:.1} µs",
+            s.p50_event_latency_us, s.p99_event_latency_us, s.p999_event_latency_us
+        ),
+    );
+    line(
+        "state get p99 / put p99 / put max",
+        format!(
+            "{:.1} / {:.1} / {:.0} µs",
+            s.p99_get_latency_us, s.p99_put_latency_us, s.max_put_latency_us
+        ),
+    );
+    line(
+        "rocksdb ops per event",
+        format!(
+            "{:.2} ({} gets, {} puts, {} deletes, {} timer batches)",
+            s.rocksdb_ops_per_event, s.gets, s.puts, s.deletes, s.batch_writes
+        ),
+    );
+    line(
+        "write stalls",
+        format!(
+            "{:.1} ms; delays/stops: memtable {}/{}, L0 {}/{}, pending-compaction {}/{}",
+            s.stall_micros as f64 / 1000.0,
+            s.stall_counts.memtable_limit_delays,
+            s.stall_counts.memtable_limit_stops,
+            s.stall_counts.l0_file_count_delays,
+            s.stall_counts.l0_file_count_stops,
+            s.stall_counts.pending_compaction_bytes_delays,
+            s.stall_counts.pending_compaction_bytes_stops,
+        ),
+    );
+    line(
+        "block cache hit (all/filter/index/data)",
+        format!(
+            "{} / {} / {} / {}",
+            pct(s.cache_hit_rate.overall),
+            pct(s.cache_hit_rate.filter),
+            pct(s.cache_hit_rate.index),
+            pct(s.cache_hit_rate.data)
+        ),
+    );
+    line(
+        "filter blocks read per lookup",
+        format!(
+            "{:.4} ({} per lookup)",
+            s.filter_block_reads_per_lookup,
+            human_bytes(s.filter_bytes_read_per_lookup)
+        ),
+    );
+    line(
+        "index blocks read per lookup",
+        format!(
+            "{:.4} ({} per lookup)",
+            s.index_block_reads_per_lookup,
+            human_bytes(s.index_bytes_read_per_lookup)
+        ),
+    );
+    line(
+        "bytes read per lookup",
+        human_bytes(s.bytes_read_per_lookup),
+    );
+    line(
+        "flushes / compactions",
+        format!("{} / {}", s.flushes, s.compactions),
+    );
+    line(
+        "L0 files (max) / active levels (max)",
+        format!("{} / {}", s.l0_files_max, s.active_levels_max),
+    );
+    line(
+        "write amplification",
+        format!(
+            "{:.2} (flush {} + compaction {} / user {})",
+            s.write_amplification,
+            human_bytes(s.flush_bytes_written as f64),
+            human_bytes(s.compaction_bytes_written as f64),
+            human_bytes(s.user_bytes_written as f64)
+        ),
+    );
+    line("live SST size", human_bytes(s.live_sst_bytes as f64));
+    if let Some(path) = &report.rocksdb_options_file {
+        line("RocksDB OPTIONS file", path.clone());
+    }
+    out
+}

@@ -1,0 +1,163 @@
+//! Every shipped profile and workload loads; invalid files fail with a message that names the
+//! file, the line, the key and what would be valid.
+
+use statebench::config::{ByteSize, ConfigError, Profile, Workload};
+
+fn shipped(dir: &str) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .filter(|p| p.ends_with(".yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no files in {dir}");
+    files
+}
+
+#[test]
+fn every_shipped_profile_loads_and_is_built_in() {
+    for path in shipped("profiles") {
+        let from_file = Profile::load(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let from_builtin = Profile::load(&from_file.name).unwrap();
+        assert_eq!(
+            from_file.knobs, from_builtin.knobs,
+            "{path} differs from the built-in copy"
+        );
+        assert!(from_file.description.is_some(), "{path} has no description");
+    }
+    assert_eq!(
+        shipped("profiles").len(),
+        statebench::config::profile::BUILTIN.len()
+    );
+}
+
+#[test]
+fn every_shipped_workload_loads_and_is_built_in() {
+    for path in shipped("workloads") {
+        let w = Workload::load(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(Workload::load(&w.name).is_ok());
+    }
+    assert_eq!(
+        shipped("workloads").len(),
+        statebench::config::workload::BUILTIN.len()
+    );
+}
+
+#[test]
+fn case_study_profiles_differ_where_their_story_says() {
+    let starved = Profile::load("minutes-wbm-starved").unwrap();
+    let sized = Profile::load("minutes-wbm-sized").unwrap();
+    let (s, z) = (starved.derived(3), sized.derived(3));
+    assert!(s.write_buffer_budget_per_column_family < starved.knobs.write_buffer_size.0);
+    assert!(z.write_buffer_budget_per_column_family > sized.knobs.write_buffer_size.0);
+
+    let mono = Profile::load("hours-monolithic-filter").unwrap();
+    let part = Profile::load("hours-partitioned-filter").unwrap();
+    assert!(!mono.knobs.partitioned_index_filters && part.knobs.partitioned_index_filters);
+    assert!(mono.knobs.use_direct_reads && part.knobs.use_direct_reads);
+    assert_eq!(
+        part.extends_chain,
+        ["hours-monolithic-filter", "flink-default"]
+    );
+    assert_eq!(part.derived(3).effective_bloom_bits_per_key, Some(10.0));
+    assert_eq!(mono.derived(3).effective_bloom_bits_per_key, Some(14.0));
+
+    let small = Profile::load("hours-levels-default").unwrap();
+    let big = Profile::load("hours-levels-sized").unwrap();
+    assert!(big.knobs.target_file_size_base.0 == 4 * small.knobs.target_file_size_base.0);
+    assert!(big.knobs.dynamic_level_bytes && !small.knobs.dynamic_level_bytes);
+}
+
+#[test]
+fn extends_resolves_next_to_the_file_then_built_ins() {
+    let p = Profile::load("tests/fixtures/valid/child.yaml").unwrap();
+    assert_eq!(p.extends_chain, ["base", "flink-default"]);
+    assert_eq!(p.knobs.write_buffer_size, ByteSize(8 << 20));
+    assert_eq!(p.knobs.bloom_bits_per_key, 12.0);
+    assert!(p.knobs.use_bloom_filter);
+    // Inherited from flink-default.
+    assert_eq!(p.knobs.managed_memory, ByteSize(512 << 20));
+    let w = Workload::load("tests/fixtures/valid/tiny-workload.yaml").unwrap();
+    assert_eq!(w.spec.windows.len(), 2);
+}
+
+fn profile_error(path: &str) -> String {
+    let err = Profile::load(path).expect_err(path);
+    err.to_string()
+}
+
+#[test]
+fn unknown_key_names_file_line_and_suggestion() {
+    let msg = profile_error("tests/fixtures/invalid/profile-unknown-key.yaml");
+    assert_eq!(
+        msg,
+        "unknown key 'writebuffer.sise' in tests/fixtures/invalid/profile-unknown-key.yaml line 4 (did you mean 'writebuffer.size'?)"
+    );
+    let msg = Workload::load("tests/fixtures/invalid/workload-unknown-nested-key.yaml")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        msg,
+        "unknown key 'distributon' in tests/fixtures/invalid/workload-unknown-nested-key.yaml line 3 (did you mean 'distribution'?)"
+    );
+}
+
+#[test]
+fn bad_units_name_the_key_and_the_valid_units() {
+    let msg = profile_error("tests/fixtures/invalid/profile-bad-unit.yaml");
+    assert!(msg.starts_with("tests/fixtures/invalid/profile-bad-unit.yaml line 2, key 'writebuffer.size': invalid size '64xb'"), "{msg}");
+    assert!(msg.contains("b, kb, mb, gb"), "{msg}");
+    let msg = Workload::load("tests/fixtures/invalid/workload-bad-duration.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("line 4, key 'span': invalid duration '1 fortnight'"),
+        "{msg}"
+    );
+    assert!(msg.contains("ms, s, m, h, d"), "{msg}");
+}
+
+#[test]
+fn impossible_combinations_are_rejected_with_the_reason() {
+    let msg = profile_error("tests/fixtures/invalid/profile-partitioned-without-bloom.yaml");
+    assert!(
+        msg.contains("'memory.partitioned-index-filters: true' needs 'use-bloom-filter: true'"),
+        "{msg}"
+    );
+    let msg = profile_error("tests/fixtures/invalid/profile-l0-triggers.yaml");
+    assert!(
+        msg.contains("writes would stop before they slow down"),
+        "{msg}"
+    );
+    let msg = Workload::load("tests/fixtures/invalid/workload-zipf-without-exponent.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("'keys.distribution: zipf' needs 'keys.zipf-exponent'"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn missing_files_and_parents_and_cycles_are_clear() {
+    let err = Profile::load("tests/fixtures/invalid/nope.yaml").unwrap_err();
+    assert!(matches!(err, ConfigError::NotFound { .. }));
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("profile 'tests/fixtures/invalid/nope.yaml' not found"),
+        "{msg}"
+    );
+    assert!(msg.contains("flink-default"), "lists the built-ins: {msg}");
+    let msg = profile_error("tests/fixtures/invalid/profile-extends-missing.yaml");
+    assert!(
+        msg.contains("extends: profile 'no-such-profile' not found"),
+        "{msg}"
+    );
+    let msg = profile_error("tests/fixtures/invalid/profile-cycle-a.yaml");
+    assert!(
+        msg.starts_with(
+            "profile inheritance cycle: profile-cycle-a -> profile-cycle-b -> profile-cycle-a"
+        ),
+        "{msg}"
+    );
+}

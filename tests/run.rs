@@ -1,0 +1,151 @@
+//! The headless run end to end, through the same `run` the binary calls.
+
+use clap::Parser;
+use serde_json::Value;
+use statebench::cli::Cli;
+
+fn run(args: &[&str]) -> anyhow::Result<()> {
+    let mut argv = vec!["statebench"];
+    argv.extend_from_slice(args);
+    statebench::run(Cli::try_parse_from(argv)?)
+}
+
+#[test]
+fn smoke_run_writes_a_report_consistent_with_rocksdbs_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let report_arg = report.to_string_lossy().into_owned();
+    run(&[
+        "run",
+        "-w",
+        "smoke",
+        "-p",
+        "minutes-wbm-starved",
+        "--events",
+        "60000",
+        "--quiet",
+        "--report",
+        &report_arg,
+    ])
+    .unwrap();
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["profile"]["name"], "minutes-wbm-starved");
+    assert_eq!(json["workload"]["name"], "smoke");
+    assert!(
+        json["option_mismatches"].as_array().unwrap().is_empty(),
+        "{}",
+        json["option_mismatches"]
+    );
+    let s = &json["summary"];
+    let num = |key: &str| {
+        s[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("summary.{key} missing: {s}"))
+    };
+    assert_eq!(num("events"), 60_000.0);
+    assert!(num("events_per_sec") > 0.0);
+    assert!(num("p99_event_latency_us") > 0.0);
+    for key in ["overall", "filter", "index", "data"] {
+        let v = s["cache_hit_rate"][key].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&v), "cache_hit_rate.{key} = {v}");
+    }
+    for key in [
+        "stall_micros",
+        "filter_block_reads_per_lookup",
+        "filter_bytes_read_per_lookup",
+        "l0_files_max",
+    ] {
+        assert!(num(key) >= 0.0);
+    }
+    // The starved profile flushes small memtables: SST files exist and were read from.
+    assert!(num("flushes") > 0.0, "no flush in {s}");
+    assert!(num("write_amplification") > 0.0);
+
+    // The job's own operation counts agree with RocksDB's tickers.
+    assert_eq!(
+        num("gets"),
+        num("rocksdb_keys_read"),
+        "every state get is one RocksDB key read"
+    );
+    // Each event does, per window, 2 gets (stats, timerState) before its 2 puts.
+    let windows = json["workload"]["windows"].as_array().unwrap().len() as f64;
+    assert!(num("gets") >= 2.0 * windows * 60_000.0);
+    assert!(num("rocksdb_ops_per_event") > 4.0 * windows);
+
+    // Snapshots: one per interval at least, the last one finished, events monotonic.
+    let snaps = json["snapshots"].as_array().unwrap();
+    assert!(!snaps.is_empty());
+    assert_eq!(snaps.last().unwrap()["state"], "finished");
+    let events: Vec<f64> = snaps
+        .iter()
+        .map(|x| x["events"].as_f64().unwrap())
+        .collect();
+    assert!(events.windows(2).all(|w| w[0] <= w[1]));
+    // The OPTIONS file RocksDB wrote is kept beside the report.
+    let options = json["rocksdb_options_file"].as_str().unwrap();
+    assert!(
+        std::fs::read_to_string(options)
+            .unwrap()
+            .contains("[CFOptions \"window-stats\"]")
+    );
+}
+
+#[test]
+fn a_non_empty_data_dir_is_refused_without_reuse() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("something"), "x").unwrap();
+    let data = dir.path().to_string_lossy().into_owned();
+    let err = run(&["run", "--events", "100", "--quiet", "--data-dir", &data]).unwrap_err();
+    assert!(
+        err.to_string().contains("is not empty; pass --reuse"),
+        "{err}"
+    );
+    assert_eq!(statebench::exit_code(&err), 2);
+}
+
+#[test]
+fn reuse_continues_on_existing_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("db").to_string_lossy().into_owned();
+    run(&["run", "--events", "2000", "--quiet", "--data-dir", &data]).unwrap();
+    run(&[
+        "run",
+        "--events",
+        "2000",
+        "--quiet",
+        "--data-dir",
+        &data,
+        "--reuse",
+    ])
+    .unwrap();
+}
+
+#[test]
+fn bad_input_is_an_error_with_exit_code_two_and_no_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let report_arg = report.to_string_lossy().into_owned();
+    let err = run(&[
+        "run",
+        "-p",
+        "tests/fixtures/invalid/profile-unknown-key.yaml",
+        "--report",
+        &report_arg,
+    ])
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("did you mean 'writebuffer.size'"),
+        "{err}"
+    );
+    assert_eq!(statebench::exit_code(&err), 2);
+    assert!(!report.exists(), "no report for a run that never started");
+    let err = run(&["run", "-w", "no-such-workload"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("workload 'no-such-workload' not found"),
+        "{err}"
+    );
+    let err = run(&["run", "--report", "/nonexistent-dir/r.json"]).unwrap_err();
+    assert!(err.to_string().contains("does not exist"), "{err}");
+}
