@@ -24,7 +24,7 @@ use crate::pipeline::watermark::BoundedOutOfOrderness;
 /// interval (200 ms); a fixed event count keeps the state traffic identical run to run.
 pub const WATERMARK_EVERY_EVENTS: u64 = 64;
 /// Events between two looks at the clock and the command channel.
-const CHECK_EVERY_EVENTS: u64 = 256;
+const CHECK_EVERY_EVENTS: u64 = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineCommand {

@@ -353,6 +353,7 @@ impl RocksDbSampler {
         let mut causes = StallCauses::default();
         let mut column_families = Vec::new();
         let mut memtable_bytes = 0;
+        let (mut live_sst_bytes, mut pending_compaction_bytes) = (0, 0);
         for name in STATE_COLUMN_FAMILIES {
             let Ok(cf) = backend.cf(name) else { continue };
             if let Ok(Some(text)) = db.property_value_cf(cf, "rocksdb.cfstats") {
@@ -366,6 +367,9 @@ impl RocksDbSampler {
             };
             let mem = cf_int("rocksdb.cur-size-all-mem-tables");
             memtable_bytes += mem;
+            // These two are per column family: the DB-level call reports the default one only.
+            live_sst_bytes += cf_int("rocksdb.live-sst-files-size");
+            pending_compaction_bytes += cf_int("rocksdb.estimate-pending-compaction-bytes");
             column_families.push(ColumnFamilyLsm {
                 name: name.to_string(),
                 levels: Vec::new(),
@@ -449,8 +453,8 @@ impl RocksDbSampler {
                 column_families,
                 l0_files,
                 active_levels,
-                live_sst_bytes: int_prop("rocksdb.live-sst-files-size"),
-                pending_compaction_bytes: int_prop("rocksdb.estimate-pending-compaction-bytes"),
+                live_sst_bytes,
+                pending_compaction_bytes,
                 running_flushes: int_prop("rocksdb.num-running-flushes"),
                 running_compactions: int_prop("rocksdb.num-running-compactions"),
                 flushes: tickers.flushes,

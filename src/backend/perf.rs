@@ -60,9 +60,9 @@ const BLOCK_READ_COUNT: i32 = 2;
 const BLOCK_READ_BYTE: i32 = 3;
 const BLOOM_SST_HIT_COUNT: i32 = 44;
 const BLOOM_SST_MISS_COUNT: i32 = 45;
-const DATA_BLOCK_READ_BYTE: i32 = 80;
-const INDEX_BLOCK_READ_BYTE: i32 = 81;
-const FILTER_BLOCK_READ_BYTE: i32 = 82;
+const DATA_BLOCK_READ_BYTE: i32 = 78;
+const INDEX_BLOCK_READ_BYTE: i32 = 79;
+const FILTER_BLOCK_READ_BYTE: i32 = 80;
 /// `rocksdb_enable_count`: counters only, no timers.
 const PERF_LEVEL_ENABLE_COUNT: i32 = 2;
 

@@ -107,7 +107,10 @@ pub fn human_bytes(bytes: f64) -> String {
         value /= 1024.0;
         index += 1;
     }
-    if index == 0 {
+    if index == 0 && value.fract() != 0.0 && value.abs() < 100.0 {
+        // Per-lookup averages below a KiB keep a decimal: 0.4 B is not 0 B.
+        format!("{value:.1} {}", NAMES[index])
+    } else if index == 0 {
         format!("{value:.0} {}", NAMES[index])
     } else {
         format!("{value:.1} {}", NAMES[index])
