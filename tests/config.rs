@@ -76,7 +76,7 @@ fn extends_resolves_next_to_the_file_then_built_ins() {
     assert_eq!(p.knobs.bloom_bits_per_key, 12.0);
     assert!(p.knobs.use_bloom_filter);
     // Inherited from flink-default.
-    assert_eq!(p.knobs.managed_memory, ByteSize(512 << 20));
+    assert_eq!(p.knobs.managed_memory, ByteSize(256 << 20));
     let w = Workload::load("tests/fixtures/valid/tiny-workload.yaml").unwrap();
     assert_eq!(w.spec.windows.len(), 2);
 }

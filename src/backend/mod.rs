@@ -2,6 +2,7 @@
 //! WriteBufferManager, statistics on, one column family per state plus the timer queue.
 
 pub mod keys;
+pub mod latency;
 pub mod metrics;
 pub mod options_file;
 pub mod perf;
@@ -245,7 +246,7 @@ impl StateBackend {
 pub struct StateAccess<'a> {
     backend: &'a StateBackend,
     pub counters: AccessCounters,
-    pub latency: crate::engine::LatencyRecorder,
+    pub latency: latency::LatencyRecorder,
 }
 
 /// RocksDB operations issued by the job (cumulative).
@@ -268,7 +269,7 @@ impl<'a> StateAccess<'a> {
         StateAccess {
             backend,
             counters: AccessCounters::default(),
-            latency: crate::engine::LatencyRecorder::default(),
+            latency: latency::LatencyRecorder::default(),
         }
     }
 
