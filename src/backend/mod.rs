@@ -141,6 +141,10 @@ impl StateBackend {
         opts.set_use_direct_io_for_flush_and_compaction(k.use_direct_io_for_flush_and_compaction);
         opts.set_write_buffer_manager(&wbm);
         opts.set_max_open_files(-1);
+        if k.io_rate_limit.0 > 0 {
+            // RocksDB's defaults: 100 ms refill period, fairness 10; limits flush and compaction writes.
+            opts.set_ratelimiter(k.io_rate_limit.0 as i64, 100_000, 10);
+        }
         opts.set_stats_dump_period_sec(0);
         // Flink gives every column family, the unused default one included, the same options.
         let descriptors = std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)

@@ -58,6 +58,20 @@ pub enum Origin {
     Builtin(&'static str),
 }
 
+impl Origin {
+    /// The config's name: the built-in's name or the file's stem.
+    pub fn name(&self) -> String {
+        match self {
+            Origin::Builtin(name) => (*name).to_string(),
+            Origin::File(path) => path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("unnamed")
+                .to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

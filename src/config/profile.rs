@@ -240,6 +240,8 @@ knobs! {
     soft_pending_compaction_bytes_limit: ByteSize = ByteSize(64 << 30), "compaction.soft-pending-compaction-bytes-limit", None;
     /// Pending compaction bytes at which writes stop.
     hard_pending_compaction_bytes_limit: ByteSize = ByteSize(256 << 30), "compaction.hard-pending-compaction-bytes-limit", None;
+    /// Flush + compaction write bandwidth per second (RocksDB's rate limiter): a slot's share of the disk; 0 = unlimited.
+    io_rate_limit: ByteSize = ByteSize(0), "io.rate-limit-per-sec", None;
 }
 
 /// An effective, validated profile.
@@ -273,7 +275,7 @@ impl Profile {
     pub fn load(name: &str) -> Result<Profile, ConfigError> {
         let (origin, text) = locate("profile", name, BUILTIN)?;
         let mut spec: ProfileSpec = parse_yaml(&text, &origin)?;
-        let name = profile_name(&origin);
+        let name = origin.name();
         let mut chain = vec![name.clone()];
         let mut parent_origin = origin.clone();
         while let Some(parent) = spec.extends.clone() {
@@ -288,7 +290,7 @@ impl Profile {
                     },
                     other => other,
                 })?;
-            let pname = profile_name(&porigin);
+            let pname = porigin.name();
             if chain.contains(&pname) || chain.len() > 16 {
                 chain.push(pname);
                 return Err(ConfigError::Cycle(chain.join(" -> ")));
@@ -434,6 +436,12 @@ impl Profile {
                 k.soft_pending_compaction_bytes_limit, k.hard_pending_compaction_bytes_limit
             ));
         }
+        if k.io_rate_limit.0 != 0 && k.io_rate_limit.0 < (64 << 10) {
+            problems.push(format!(
+                "'io.rate-limit-per-sec' is {} but must be 0 (unlimited) or at least 64kb",
+                k.io_rate_limit
+            ));
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -499,17 +507,6 @@ impl Profile {
             effective_bloom_bits_per_key: effective_bloom,
             notes,
         }
-    }
-}
-
-fn profile_name(origin: &Origin) -> String {
-    match origin {
-        Origin::Builtin(name) => (*name).to_string(),
-        Origin::File(path) => path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("profile")
-            .to_string(),
     }
 }
 

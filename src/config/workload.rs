@@ -3,7 +3,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::units::Millis;
-use super::{ConfigError, Origin, locate, parse_yaml};
+use super::{ConfigError, locate, parse_yaml};
 
 /// Workloads compiled into the binary.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -133,14 +133,7 @@ impl Workload {
     pub fn load(name: &str) -> Result<Workload, ConfigError> {
         let (origin, text) = locate("workload", name, BUILTIN)?;
         let spec: WorkloadSpec = parse_yaml(&text, &origin)?;
-        let name = match &origin {
-            Origin::Builtin(n) => (*n).to_string(),
-            Origin::File(p) => p
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("workload")
-                .to_string(),
-        };
+        let name = origin.name();
         Workload::from_spec(&name, &origin.to_string(), spec)
     }
 
