@@ -14,7 +14,8 @@ use crate::engine::{MetricsSnapshot, RunOutcome};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Cache hit rates over the whole run, each 0..1 (0 when there was no access of that type).
+/// Cache hit rates over the whole run, each 0..1 (0 when there was no access of that type;
+/// the snapshots' tickers say whether there was).
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct HitRateSummary {
     pub overall: f64,
