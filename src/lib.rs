@@ -204,15 +204,19 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
         eprintln!("warning: profile knob not in effect: {mismatch}");
     }
     let mut report = Report::new(&workload, &profile, &outcome);
-    if let Some(path) = &args.report {
-        // Keep RocksDB's OPTIONS file beside the report: the temporary data directory goes away.
-        if let (Some(options), DataDir::Temporary(_)) = (&outcome.options_file, &data_dir) {
+    if let DataDir::Temporary(_) = &data_dir {
+        // The temporary data directory goes away: keep RocksDB's OPTIONS file beside the
+        // report, and name no file that will not exist.
+        report.rocksdb_options_file = None;
+        if let (Some(options), Some(path)) = (&outcome.options_file, &args.report) {
             let kept = path.with_extension("OPTIONS");
             std::fs::copy(options, &kept).with_context(|| {
                 format!("cannot copy RocksDB's OPTIONS file to {}", kept.display())
             })?;
             report.rocksdb_options_file = Some(kept.display().to_string());
         }
+    }
+    if let Some(path) = &args.report {
         report
             .write_json(path)
             .with_context(|| format!("cannot write the report {}", path.display()))?;

@@ -267,14 +267,22 @@ pub fn render_summary(report: &Report) -> String {
             s.stall_counts.pending_compaction_bytes_stops,
         ),
     );
+    let tickers = report
+        .snapshots
+        .last()
+        .map(|l| l.rocksdb.tickers)
+        .unwrap_or_default();
+    let cache = CacheHitRates::from_tickers(&tickers);
+    // "n/a" when a block type was never looked up: 0 % would read as "always missed".
+    let hit = |h: HitRate| h.rate.map_or_else(|| "n/a".to_string(), pct);
     line(
         "block cache hit (all/filter/index/data)",
         format!(
             "{} / {} / {} / {}",
-            pct(s.cache_hit_rate.overall),
-            pct(s.cache_hit_rate.filter),
-            pct(s.cache_hit_rate.index),
-            pct(s.cache_hit_rate.data)
+            hit(cache.overall),
+            hit(cache.filter),
+            hit(cache.index),
+            hit(cache.data)
         ),
     );
     line(
