@@ -132,7 +132,10 @@ fn flip_sign(v: i64) -> u64 {
     (v as u64) ^ (1 << 63)
 }
 
-/// The key group of a timer key.
+/// The shortest valid timer key: key group, timestamp, an empty key (1 byte), the namespace.
+pub const MIN_TIMER_KEY_LEN: usize = KEY_GROUP_PREFIX_BYTES + 8 + 2;
+
+/// The key group of a timer key (at least `MIN_TIMER_KEY_LEN` bytes long).
 pub fn timer_key_group(timer_key: &[u8]) -> u16 {
     if KEY_GROUP_PREFIX_BYTES == 2 {
         u16::from_be_bytes([timer_key[0], timer_key[1]])
@@ -141,7 +144,7 @@ pub fn timer_key_group(timer_key: &[u8]) -> u16 {
     }
 }
 
-/// The timestamp of a timer key.
+/// The timestamp of a timer key (at least `MIN_TIMER_KEY_LEN` bytes long).
 pub fn timer_timestamp(timer_key: &[u8]) -> i64 {
     let mut ts = [0u8; 8];
     ts.copy_from_slice(&timer_key[KEY_GROUP_PREFIX_BYTES..KEY_GROUP_PREFIX_BYTES + 8]);

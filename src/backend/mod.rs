@@ -334,16 +334,20 @@ impl<'a> StateAccess<'a> {
         Ok(())
     }
 
-    /// Up to `limit` keys of `cf` that start with `prefix`, in key order.
+    /// Up to `limit` keys of `cf` that start with `prefix`, in key order, from `seek_to` on
+    /// (`seek_to` must itself start with `prefix`). The second value says whether more follow.
+    /// Block reads of this scan are kept out of the per-lookup perf counters.
     pub fn scan_prefix(
         &mut self,
         cf: &ColumnFamily,
         prefix: &[u8],
+        seek_to: &[u8],
         limit: usize,
     ) -> Result<(Vec<Vec<u8>>, bool), BackendError> {
+        let _not_a_lookup = perf::Suspended::new();
         self.counters.iterator_seeks += 1;
         let mut iter = self.backend.db.raw_iterator_cf(cf);
-        iter.seek(prefix);
+        iter.seek(seek_to);
         let mut keys = Vec::new();
         while iter.valid() {
             let Some(key) = iter.key() else { break };

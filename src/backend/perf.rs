@@ -65,6 +65,8 @@ const INDEX_BLOCK_READ_BYTE: i32 = 79;
 const FILTER_BLOCK_READ_BYTE: i32 = 80;
 /// `rocksdb_enable_count`: counters only, no timers.
 const PERF_LEVEL_ENABLE_COUNT: i32 = 2;
+/// `rocksdb_disable`.
+const PERF_LEVEL_DISABLE: i32 = 1;
 
 /// The calling thread's perf context. Not `Send`: perf contexts are thread-local.
 pub struct PerfCounters {
@@ -127,6 +129,31 @@ impl Drop for PerfCounters {
     fn drop(&mut self) {
         // SAFETY: `ctx` was created by `rocksdb_perfcontext_create` and is destroyed once.
         unsafe { librocksdb_sys::rocksdb_perfcontext_destroy(self.ctx) }
+    }
+}
+
+/// Turns this thread's perf counting off while alive (an iterator scan is not a point lookup),
+/// and back to count level when dropped.
+pub struct Suspended(());
+
+impl Suspended {
+    pub fn new() -> Suspended {
+        // SAFETY: a plain C call that sets a thread-local level.
+        unsafe { librocksdb_sys::rocksdb_set_perf_level(PERF_LEVEL_DISABLE) };
+        Suspended(())
+    }
+}
+
+impl Default for Suspended {
+    fn default() -> Self {
+        Suspended::new()
+    }
+}
+
+impl Drop for Suspended {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { librocksdb_sys::rocksdb_set_perf_level(PERF_LEVEL_ENABLE_COUNT) };
     }
 }
 

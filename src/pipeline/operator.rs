@@ -23,10 +23,9 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub fn new(backend: &'a StateBackend) -> Result<Self, PipelineError> {
-        Ok(Context {
-            state: StateAccess::new(backend),
-            timers: TimerService::new(backend.cf(CF_TIMERS)?),
-        })
+        let mut state = StateAccess::new(backend);
+        let timers = TimerService::open(backend.cf(CF_TIMERS)?, &mut state)?;
+        Ok(Context { state, timers })
     }
 
     /// Fires every timer at or before `watermark` on `op`.

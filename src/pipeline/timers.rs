@@ -31,6 +31,11 @@ struct KeyGroupQueue {
     cache: BTreeSet<Vec<u8>>,
     /// True when the cache holds every timer of this key group that RocksDB holds.
     all_in_cache: bool,
+    /// Flink's `seekHint`: the last timer polled when the cache ran dry. A refill seeks here
+    /// instead of to the key-group prefix, skipping the tombstones of timers already fired.
+    seek_hint: Option<Vec<u8>>,
+    /// The head timestamp this key group has in `heads`, if any.
+    head: Option<i64>,
 }
 
 pub struct TimerService<'a> {
@@ -44,20 +49,29 @@ pub struct TimerService<'a> {
 }
 
 impl<'a> TimerService<'a> {
-    pub fn new(cf: &'a ColumnFamily) -> Self {
-        TimerService {
+    /// Opens the timer service on `cf`, loading the head of every key group from RocksDB (timers
+    /// left by an earlier run included), as Flink's queue does when it is first peeked.
+    pub fn open(cf: &'a ColumnFamily, state: &mut StateAccess) -> Result<Self, PipelineError> {
+        let mut service = TimerService {
             cf,
             queues: (0..MAX_PARALLELISM)
                 .map(|_| KeyGroupQueue {
                     cache: BTreeSet::new(),
-                    all_in_cache: true,
+                    all_in_cache: false,
+                    seek_hint: None,
+                    head: None,
                 })
                 .collect(),
             heads: BTreeSet::new(),
             batch: WriteBatch::default(),
             registered: 0,
             fired: 0,
+        };
+        for kg in 0..MAX_PARALLELISM {
+            service.refill(state, kg)?;
+            service.sync_head(kg);
         }
+        Ok(service)
     }
 
     fn flush_batch(&mut self, state: &mut StateAccess) -> Result<(), PipelineError> {
@@ -84,25 +98,42 @@ impl<'a> TimerService<'a> {
     }
 
     /// `checkRefillCacheFromStore`: loads the smallest timers of a key group from RocksDB
-    /// when its cache is empty but RocksDB holds more.
+    /// when its cache is empty but RocksDB may hold more.
     fn refill(&mut self, state: &mut StateAccess, kg: u16) -> Result<(), PipelineError> {
         let q = &self.queues[usize::from(kg)];
         if q.all_in_cache || !q.cache.is_empty() {
             return Ok(());
         }
+        let prefix = keys::key_group_prefix(kg);
+        let seek_to = q.seek_hint.clone().unwrap_or_else(|| prefix.clone());
         self.flush_batch(state)?;
-        let (loaded, more) = state.scan_prefix(self.cf, &keys::key_group_prefix(kg), CACHE_SIZE)?;
+        let (loaded, more) = state.scan_prefix(self.cf, &prefix, &seek_to, CACHE_SIZE)?;
+        // Invariant for `keys::timer_timestamp` and friends: every cached key is long enough.
+        if let Some(bad) = loaded.iter().find(|k| k.len() < keys::MIN_TIMER_KEY_LEN) {
+            return Err(PipelineError::CorruptTimer(format!(
+                "timer key {bad:02x?} in key group {kg} is shorter than {} bytes",
+                keys::MIN_TIMER_KEY_LEN
+            )));
+        }
         let q = &mut self.queues[usize::from(kg)];
         q.cache.extend(loaded);
         q.all_in_cache = !more;
         Ok(())
     }
 
-    fn head(&self, kg: u16) -> Option<i64> {
-        self.queues[usize::from(kg)]
-            .cache
-            .first()
-            .map(|k| keys::timer_timestamp(k))
+    /// Makes `heads` agree with the first cached timer of `kg`.
+    fn sync_head(&mut self, kg: u16) {
+        let q = &mut self.queues[usize::from(kg)];
+        let new = q.cache.first().map(|k| keys::timer_timestamp(k));
+        if new != q.head {
+            if let Some(old) = q.head {
+                self.heads.remove(&(old, kg));
+            }
+            if let Some(ts) = new {
+                self.heads.insert((ts, kg));
+            }
+            q.head = new;
+        }
     }
 
     /// Registers an event-time timer for the current key (a no-op if it already exists).
@@ -115,7 +146,6 @@ impl<'a> TimerService<'a> {
         let kg = key.key_group();
         self.registered += 1;
         self.refill(state, kg)?;
-        let old_head = self.head(kg);
         let bytes = key.timer_key(timestamp);
         let q = &mut self.queues[usize::from(kg)];
         let cache_full = q.cache.len() >= CACHE_SIZE;
@@ -133,20 +163,8 @@ impl<'a> TimerService<'a> {
             q.all_in_cache = false;
             self.batch_put(state, &bytes)?;
         }
-        self.update_head(kg, old_head);
+        self.sync_head(kg);
         Ok(())
-    }
-
-    fn update_head(&mut self, kg: u16, old_head: Option<i64>) {
-        let new_head = self.head(kg);
-        if old_head != new_head {
-            if let Some(old) = old_head {
-                self.heads.remove(&(old, kg));
-            }
-            if let Some(new) = new_head {
-                self.heads.insert((new, kg));
-            }
-        }
     }
 
     /// The next timer at or before `watermark`, removed from the queue and from RocksDB.
@@ -161,17 +179,18 @@ impl<'a> TimerService<'a> {
         if ts > watermark {
             return Ok(None);
         }
-        self.heads.remove(&(ts, kg));
-        let Some(bytes) = self.queues[usize::from(kg)].cache.pop_first() else {
+        let q = &mut self.queues[usize::from(kg)];
+        let Some(bytes) = q.cache.pop_first() else {
             return Err(PipelineError::CorruptTimer(format!(
                 "key group {kg} has a head but an empty cache"
             )));
         };
+        if q.cache.is_empty() {
+            q.seek_hint = Some(bytes.clone());
+        }
         self.batch_delete(state, &bytes)?;
         self.refill(state, kg)?;
-        if let Some(new) = self.head(kg) {
-            self.heads.insert((new, kg));
-        }
+        self.sync_head(kg);
         self.fired += 1;
         let key = keys::timer_user_key(&bytes)
             .ok_or_else(|| PipelineError::CorruptTimer(format!("{bytes:02x?}")))?;
@@ -204,7 +223,7 @@ mod tests {
         let profile = Profile::load("flink-default").unwrap();
         let backend = StateBackend::open(dir.path(), &profile).unwrap();
         let mut state = StateAccess::new(&backend);
-        let mut service = TimerService::new(backend.cf(CF_TIMERS).unwrap());
+        let mut service = TimerService::open(backend.cf(CF_TIMERS).unwrap(), &mut state).unwrap();
         let mut key = CompositeKey::default();
         for (user, ts) in timers {
             key.set_key(user);
@@ -244,6 +263,38 @@ mod tests {
             got.sort();
             prop_assert_eq!(got, expected);
         }
+    }
+
+    #[test]
+    fn timers_left_in_rocksdb_by_an_earlier_run_fire_after_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        let backend = StateBackend::open(dir.path(), &profile).unwrap();
+        let mut state = StateAccess::new(&backend);
+        let cf = backend.cf(CF_TIMERS).unwrap();
+        let mut key = CompositeKey::default();
+        let mut expected = Vec::new();
+        {
+            let mut first = TimerService::open(cf, &mut state).unwrap();
+            for user in 0..300 {
+                key.set_key(&format!("user-{user}"));
+                for ts in [10, 500 + user as i64] {
+                    first.register(&mut state, &key, ts).unwrap();
+                    expected.push((ts, format!("user-{user}")));
+                }
+            }
+            // Fire some, keep the rest in RocksDB.
+            while first.poll_due(&mut state, 10).unwrap().is_some() {}
+            first.flush(&mut state).unwrap();
+        }
+        expected.retain(|(ts, _)| *ts > 10);
+        expected.sort();
+        let mut second = TimerService::open(cf, &mut state).unwrap();
+        let mut fired = Vec::new();
+        while let Some(t) = second.poll_due(&mut state, i64::MAX).unwrap() {
+            fired.push((t.timestamp, t.key));
+        }
+        assert_eq!(fired, expected);
     }
 
     #[test]
