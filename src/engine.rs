@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-pub use crate::backend::latency::{LatencyRecorder, Percentiles};
+pub use crate::backend::latency::{Latencies, LatencyRecorder, Op, Percentiles};
 use crate::backend::metrics::{RocksDbSample, RocksDbSampler};
 use crate::backend::perf::PerfCounters;
 use crate::backend::{AccessCounters, BackendError, StateBackend};
@@ -58,7 +58,8 @@ pub enum EngineError {
 pub struct PipelineSample {
     pub watermark: i64,
     pub max_event_time: i64,
-    /// How far the watermark trails the newest event time, in ms.
+    /// The watermark last emitted (timers at or before it have fired).
+    /// How far it trails the newest event time, in ms.
     pub watermark_lag_ms: i64,
     pub timers_registered: u64,
     pub timers_fired: u64,
@@ -77,9 +78,8 @@ pub struct MetricsSnapshot {
     pub events_in_interval: u64,
     pub events_per_sec: f64,
     /// Latencies in this interval.
-    pub event_latency: Percentiles,
-    pub get_latency: Percentiles,
-    pub put_latency: Percentiles,
+    #[serde(flatten)]
+    pub latency: Latencies,
     /// Cumulative RocksDB operations issued by the job.
     pub ops: AccessCounters,
     pub pipeline: PipelineSample,
@@ -91,9 +91,8 @@ pub struct MetricsSnapshot {
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     pub snapshots: Vec<MetricsSnapshot>,
-    pub event_latency: Percentiles,
-    pub get_latency: Percentiles,
-    pub put_latency: Percentiles,
+    /// Latencies over the whole run.
+    pub latency: Latencies,
     pub processing_secs: f64,
     pub stopped_early: bool,
     pub options_file: Option<String>,
@@ -217,7 +216,7 @@ fn run_engine(
             gets - sampling.last_gets,
             interval_secs,
         );
-        let (event_latency, get_latency, put_latency) = ctx.state.latency.take_interval();
+        let latency = ctx.state.latency.take_interval();
         let snapshot = MetricsSnapshot {
             seq: sampling.seq,
             elapsed_secs: now.duration_since(sampling.started).as_secs_f64(),
@@ -230,14 +229,12 @@ fn run_engine(
             } else {
                 0.0
             },
-            event_latency,
-            get_latency,
-            put_latency,
+            latency,
             ops: ctx.state.counters,
             pipeline: PipelineSample {
-                watermark: wm.current(),
+                watermark: wm.emitted(),
                 max_event_time: wm.max_event_time(),
-                watermark_lag_ms: wm.max_event_time().saturating_sub(wm.current()),
+                watermark_lag_ms: wm.max_event_time().saturating_sub(wm.emitted()),
                 timers_registered: ctx.timers.registered,
                 timers_fired: ctx.timers.fired,
                 job: job.counters,
@@ -259,10 +256,10 @@ fn run_engine(
         job.on_event(&event, &mut ctx)?;
         watermark.on_event(event.event_time);
         processed += 1;
+        ctx.state.latency.record(Op::Event, start.elapsed());
         if processed.is_multiple_of(WATERMARK_EVERY_EVENTS) {
-            ctx.advance_watermark(&mut job, watermark.current())?;
+            ctx.advance_watermark(&mut job, watermark.emit())?;
         }
-        ctx.state.latency.record_event(start.elapsed());
 
         if processed.is_multiple_of(CHECK_EVERY_EVENTS) {
             let now = Instant::now();
@@ -335,15 +332,13 @@ fn run_engine(
         &watermark,
         RunState::Finished,
     );
-    let (event_latency, get_latency, put_latency) = ctx.state.latency.totals();
+    let latency = ctx.state.latency.totals();
     let options_file = backend
         .latest_options_file()?
         .map(|p| p.display().to_string());
     Ok(RunOutcome {
         snapshots: sampling.history,
-        event_latency,
-        get_latency,
-        put_latency,
+        latency,
         processing_secs,
         stopped_early,
         options_file,

@@ -259,7 +259,7 @@ impl Progress {
         let msg = format!(
             "{:>8.0} ev/s  put p99 {:>7.1} µs  stall {:>5.1} %  L0 {:>2}  cache {}",
             s.events_per_sec,
-            s.put_latency.p99_us,
+            s.latency.put_latency.p99_us,
             r.stall.share * 100.0,
             r.lsm.l0_files,
             r.cache

@@ -38,69 +38,74 @@ fn new_histogram() -> Histogram<u64> {
     h
 }
 
+/// What a latency was measured on.
+#[derive(Debug, Clone, Copy)]
+pub enum Op {
+    /// Processing one event (its state accesses and timer registrations, not the timers that
+    /// the following watermark fires).
+    Event = 0,
+    Get = 1,
+    /// A single-key put or delete.
+    Put = 2,
+    /// A write batch (the timer service's, up to 500 entries).
+    BatchWrite = 3,
+}
+
+const OPS: usize = 4;
+
+/// Percentiles per kind of operation.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Latencies {
+    pub event_latency: Percentiles,
+    pub get_latency: Percentiles,
+    pub put_latency: Percentiles,
+    pub batch_write_latency: Percentiles,
+}
+
+impl Latencies {
+    fn of(h: &[Histogram<u64>; OPS]) -> Latencies {
+        Latencies {
+            event_latency: Percentiles::of(&h[Op::Event as usize]),
+            get_latency: Percentiles::of(&h[Op::Get as usize]),
+            put_latency: Percentiles::of(&h[Op::Put as usize]),
+            batch_write_latency: Percentiles::of(&h[Op::BatchWrite as usize]),
+        }
+    }
+}
+
 /// Event and state-access latencies, per interval and for the whole run.
 pub struct LatencyRecorder {
-    pub event: Histogram<u64>,
-    pub get: Histogram<u64>,
-    pub put: Histogram<u64>,
-    total_event: Histogram<u64>,
-    total_get: Histogram<u64>,
-    total_put: Histogram<u64>,
+    interval: [Histogram<u64>; OPS],
+    total: [Histogram<u64>; OPS],
 }
 
 impl Default for LatencyRecorder {
     fn default() -> Self {
         LatencyRecorder {
-            event: new_histogram(),
-            get: new_histogram(),
-            put: new_histogram(),
-            total_event: new_histogram(),
-            total_get: new_histogram(),
-            total_put: new_histogram(),
+            interval: std::array::from_fn(|_| new_histogram()),
+            total: std::array::from_fn(|_| new_histogram()),
         }
     }
 }
 
-fn record(h: &mut Histogram<u64>, d: Duration) {
-    let ns = (d.as_nanos() as u64).max(1);
-    // With auto-resize on, recording cannot fail for a positive value.
-    let _ = h.record(ns);
-}
-
 impl LatencyRecorder {
-    pub fn record_event(&mut self, d: Duration) {
-        record(&mut self.event, d);
-    }
-    pub fn record_get(&mut self, d: Duration) {
-        record(&mut self.get, d);
-    }
-    pub fn record_put(&mut self, d: Duration) {
-        record(&mut self.put, d);
+    pub fn record(&mut self, op: Op, d: Duration) {
+        let ns = (d.as_nanos() as u64).max(1);
+        // With auto-resize on, recording cannot fail for a positive value.
+        let _ = self.interval[op as usize].record(ns);
     }
 
     /// Percentiles of this interval; folds the interval into the run totals and resets it.
-    pub fn take_interval(&mut self) -> (Percentiles, Percentiles, Percentiles) {
-        let out = (
-            Percentiles::of(&self.event),
-            Percentiles::of(&self.get),
-            Percentiles::of(&self.put),
-        );
-        for (total, interval) in [
-            (&mut self.total_event, &mut self.event),
-            (&mut self.total_get, &mut self.get),
-            (&mut self.total_put, &mut self.put),
-        ] {
+    pub fn take_interval(&mut self) -> Latencies {
+        let out = Latencies::of(&self.interval);
+        for (total, interval) in self.total.iter_mut().zip(self.interval.iter_mut()) {
             let _ = total.add(&*interval);
             interval.reset();
         }
         out
     }
 
-    pub fn totals(&self) -> (Percentiles, Percentiles, Percentiles) {
-        (
-            Percentiles::of(&self.total_event),
-            Percentiles::of(&self.total_get),
-            Percentiles::of(&self.total_put),
-        )
+    pub fn totals(&self) -> Latencies {
+        Latencies::of(&self.total)
     }
 }

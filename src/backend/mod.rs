@@ -17,7 +17,7 @@ use rocksdb::{
 };
 
 use crate::config::Profile;
-use crate::config::profile::{Compression, FLINK_PARTITIONED_BLOOM_BITS};
+use crate::config::profile::Compression;
 
 /// `MapState<String window, Stats>` of the reference job.
 pub const CF_WINDOW_STATS: &str = "window-stats";
@@ -79,15 +79,7 @@ fn column_family_options(profile: &Profile, cache: &Cache) -> Options {
     opts.set_max_bytes_for_level_multiplier(k.max_bytes_for_level_multiplier);
     opts.set_level_compaction_dynamic_level_bytes(k.dynamic_level_bytes);
     let levels: Vec<DBCompressionType> = (0..7)
-        .map(|level| {
-            let c = k
-                .compression_per_level
-                .get(level)
-                .or(k.compression_per_level.last())
-                .copied()
-                .unwrap_or(Compression::Snappy);
-            compression(c)
-        })
+        .map(|l| compression(k.compression_for_level(l)))
         .collect();
     opts.set_compression_per_level(&levels);
     opts.set_level_zero_slowdown_writes_trigger(k.level0_slowdown_writes_trigger as i32);
@@ -104,12 +96,7 @@ fn column_family_options(profile: &Profile, cache: &Cache) -> Options {
     table.set_cache_index_and_filter_blocks(true);
     table.set_cache_index_and_filter_blocks_with_high_priority(true);
     table.set_pin_l0_filter_and_index_blocks_in_cache(true);
-    if k.use_bloom_filter {
-        let bits = if k.partitioned_index_filters {
-            FLINK_PARTITIONED_BLOOM_BITS
-        } else {
-            k.bloom_bits_per_key
-        };
+    if let Some(bits) = k.effective_bloom_bits_per_key() {
         table.set_bloom_filter(bits, false);
     }
     if k.partitioned_index_filters {
@@ -293,7 +280,7 @@ impl<'a> StateAccess<'a> {
             .backend
             .db
             .get_pinned_cf_opt(cf, key, &self.backend.read_opts)?;
-        self.latency.record_get(start.elapsed());
+        self.latency.record(latency::Op::Get, start.elapsed());
         self.counters.gets += 1;
         value.map(|v| f(&v)).transpose()
     }
@@ -303,7 +290,7 @@ impl<'a> StateAccess<'a> {
         self.backend
             .db
             .put_cf_opt(cf, key, value, &self.backend.write_opts)?;
-        self.latency.record_put(start.elapsed());
+        self.latency.record(latency::Op::Put, start.elapsed());
         self.counters.puts += 1;
         self.counters.put_bytes += (key.len() + value.len()) as u64;
         Ok(())
@@ -314,7 +301,7 @@ impl<'a> StateAccess<'a> {
         self.backend
             .db
             .delete_cf_opt(cf, key, &self.backend.write_opts)?;
-        self.latency.record_put(start.elapsed());
+        self.latency.record(latency::Op::Put, start.elapsed());
         self.counters.deletes += 1;
         Ok(())
     }
@@ -327,7 +314,8 @@ impl<'a> StateAccess<'a> {
         let bytes = batch.size_in_bytes() as u64;
         let start = Instant::now();
         self.backend.db.write_opt(batch, &self.backend.write_opts)?;
-        self.latency.record_put(start.elapsed());
+        self.latency
+            .record(latency::Op::BatchWrite, start.elapsed());
         self.counters.batch_writes += 1;
         self.counters.batch_entries += entries;
         self.counters.put_bytes += bytes;

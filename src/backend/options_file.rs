@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use crate::config::Profile;
-use crate::config::profile::Compression;
 
 /// Sections (`DBOptions`, `CFOptions "name"`, `TableOptions/BlockBasedTable "name"`) to key/values.
 #[derive(Debug, Default, Clone)]
@@ -172,14 +171,7 @@ pub fn verify(profile: &Profile, file: &OptionsFile, column_families: &[&str]) -
             found.is_some_and(|f| same_number(f, k.max_bytes_for_level_multiplier)),
         );
         let expected_levels: Vec<&str> = (0..7)
-            .map(|l| {
-                k.compression_per_level
-                    .get(l)
-                    .or(k.compression_per_level.last())
-                    .copied()
-                    .unwrap_or(Compression::Snappy)
-                    .rocksdb_name()
-            })
+            .map(|l| k.compression_for_level(l).rocksdb_name())
             .collect();
         let expected = expected_levels.join(":");
         let found = file.cf(cf, "compression_per_level");

@@ -100,11 +100,15 @@ pub(crate) fn locate(
         .and_then(|s| s.to_str())
         .unwrap_or(name)
         .to_string();
-    let looks_like_path = name.contains('/') || name.ends_with(".yaml") || name.ends_with(".yml");
+    // A name, or the shipped file's own relative path (`profiles/x.yaml`), may mean a built-in;
+    // any other path that does not exist is an error, never a silent substitute.
+    let shipped_path = [
+        format!("{kind}s/{stem}.yaml"),
+        format!("./{kind}s/{stem}.yaml"),
+    ];
+    let is_name = !name.contains('/') && !name.contains('\\');
     match builtins.iter().find(|(builtin, _)| *builtin == stem) {
-        // A path that does not exist must not silently fall back to a built-in of the same
-        // stem unless it points into the shipped folder itself.
-        Some((builtin, text)) if !looks_like_path || name.contains(&format!("{kind}s/")) => {
+        Some((builtin, text)) if is_name || shipped_path.iter().any(|p| p == name) => {
             Ok((Origin::Builtin(builtin), (*text).to_string()))
         }
         _ => Err(ConfigError::NotFound {

@@ -244,6 +244,27 @@ knobs! {
     io_rate_limit: ByteSize = ByteSize(0), "io.rate-limit-per-sec", None;
 }
 
+impl Knobs {
+    /// Compression of LSM level `level`: the list's entry, or its last one for deeper levels.
+    pub fn compression_for_level(&self, level: usize) -> Compression {
+        self.compression_per_level
+            .get(level)
+            .or(self.compression_per_level.last())
+            .copied()
+            .unwrap_or(Compression::Snappy)
+    }
+
+    /// Bloom bits per key RocksDB really gets: Flink forces 10 with partitioned index/filters.
+    pub fn effective_bloom_bits_per_key(&self) -> Option<f64> {
+        self.use_bloom_filter
+            .then_some(if self.partitioned_index_filters {
+                FLINK_PARTITIONED_BLOOM_BITS
+            } else {
+                self.bloom_bits_per_key
+            })
+    }
+}
+
 /// An effective, validated profile.
 #[derive(Debug, Clone, Serialize)]
 pub struct Profile {
@@ -477,13 +498,7 @@ impl Profile {
                 human_bytes(k.write_buffer_size.0 as f64)
             ));
         }
-        let effective_bloom = k
-            .use_bloom_filter
-            .then_some(if k.partitioned_index_filters {
-                FLINK_PARTITIONED_BLOOM_BITS
-            } else {
-                k.bloom_bits_per_key
-            });
+        let effective_bloom = k.effective_bloom_bits_per_key();
         if k.use_bloom_filter
             && k.partitioned_index_filters
             && k.bloom_bits_per_key != FLINK_PARTITIONED_BLOOM_BITS

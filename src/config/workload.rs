@@ -225,6 +225,24 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
     if sorted.len() != spec.windows.len() {
         problems.push("'windows' contains the same window twice".to_string());
     }
+    if keys.distribution == Distribution::HotSet && keys.count < 2 {
+        problems.push(
+            "'keys.distribution: hot-set' needs 'keys.count' of at least 2 (hot and cold keys)"
+                .to_string(),
+        );
+    }
+    // Event time, spans and windows are milliseconds in an i64; keep far from overflow.
+    let longest = spec.windows.iter().map(|w| w.0).max().unwrap_or(0);
+    let limit = (i64::MAX / 4) as u64;
+    if spec.event_time.start > limit
+        || spec.event_time.span.0 > limit
+        || longest > limit
+        || spec.event_time.start + spec.event_time.span.0 + longest > limit
+    {
+        problems.push(format!(
+            "'event-time.start' + 'event-time.span' + the longest window must stay below {limit} ms"
+        ));
+    }
     if spec.events == 0 {
         problems.push("'events' must be at least 1".to_string());
     }
