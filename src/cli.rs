@@ -44,9 +44,9 @@ pub struct RunArgs {
     pub profile: String,
     /// Process this many events instead of the workload's count (event time keeps the
     /// workload's pace, so a shorter run is a prefix of the full one).
-    #[arg(long, conflicts_with = "duration")]
+    #[arg(long)]
     pub events: Option<u64>,
-    /// Stop after this much wall-clock time (e.g. 30s, 2m).
+    /// Stop after this much wall-clock time (e.g. 30s, 2m), or at --events, whichever is first.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<crate::config::Millis>,
     /// Write the JSON report (summary + every snapshot) to this file.

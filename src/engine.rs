@@ -17,6 +17,7 @@ use crate::config::workload::Rate;
 use crate::config::{Profile, Workload};
 use crate::pipeline::PipelineError;
 use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, Operator};
+use crate::pipeline::oracle::{Oracle, ResultError};
 use crate::pipeline::source::Generator;
 use crate::pipeline::watermark::BoundedOutOfOrderness;
 
@@ -98,6 +99,8 @@ pub struct RunOutcome {
     pub options_file: Option<String>,
     /// Profile knobs that RocksDB's OPTIONS file shows were not applied (should be empty).
     pub option_mismatches: Vec<String>,
+    /// The job's final state compared with the oracle.
+    pub result_error: ResultError,
 }
 
 pub struct EngineConfig {
@@ -185,6 +188,8 @@ fn run_engine(
     let mut watermark =
         BoundedOutOfOrderness::new(workload.spec.event_time.out_of_orderness.0 as i64);
     let mut source = Generator::new(workload);
+    let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
+    let mut oracle = Oracle::new(&windows);
     let now = Instant::now();
     let mut sampling = Sampling {
         started: now,
@@ -255,10 +260,13 @@ fn run_engine(
         let start = Instant::now();
         job.on_event(&event, &mut ctx)?;
         watermark.on_event(event.event_time);
+        oracle.on_event(event.user, event.event_time);
         processed += 1;
         ctx.state.latency.record(Op::Event, start.elapsed());
         if processed.is_multiple_of(WATERMARK_EVERY_EVENTS) {
-            ctx.advance_watermark(&mut job, watermark.emit())?;
+            let wm = watermark.emit();
+            ctx.advance_watermark(&mut job, wm)?;
+            oracle.on_watermark(wm);
         }
 
         if processed.is_multiple_of(CHECK_EVERY_EVENTS) {
@@ -333,6 +341,8 @@ fn run_engine(
         RunState::Finished,
     );
     let latency = ctx.state.latency.totals();
+    // The job's state against the exact truth at the last emitted watermark.
+    let result_error = oracle.compare(job.state_counts(&mut ctx.state)?);
     let options_file = backend
         .latest_options_file()?
         .map(|p| p.display().to_string());
@@ -343,5 +353,6 @@ fn run_engine(
         stopped_early,
         options_file,
         option_mismatches,
+        result_error,
     })
 }

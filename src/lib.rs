@@ -15,7 +15,7 @@ use anyhow::{Context as _, bail};
 
 use cli::{Cli, Command, ProfilesCommand, RunArgs, WorkloadsCommand};
 use config::{ConfigError, Profile, Workload};
-use engine::{EngineConfig, MetricsSnapshot};
+use engine::{EngineCommand, EngineConfig, MetricsSnapshot};
 use report::Report;
 
 /// Runs one CLI command.
@@ -166,10 +166,7 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
     let workload = Workload::load(&args.workload)?;
     let profile = Profile::load(&args.profile)?;
     if let Some(report) = &args.report {
-        let parent = report
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let parent = report::parent_dir(report);
         if !parent.is_dir() {
             bail!(UsageError(format!(
                 "--report {}: directory {} does not exist",
@@ -192,6 +189,19 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
         events,
         duration,
     })?;
+    // Ctrl-C or SIGTERM stops the run cleanly: RocksDB closes, the summary prints and the
+    // report is written for what ran. A second signal kills the process as usual.
+    let stop = handle.commands.clone();
+    let stopping = std::sync::atomic::AtomicBool::new(false);
+    let _ = ctrlc::set_handler(move || {
+        if stopping.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!(
+            "\nstopping: finishing the current sample and writing the report (Ctrl-C again to abort)"
+        );
+        let _ = stop.send(EngineCommand::Stop);
+    });
     let progress = Progress::new(events, args.quiet);
     // The engine drops its sender when it finishes, which ends this loop.
     for snapshot in handle.snapshots.iter() {

@@ -11,17 +11,34 @@ use crate::config::profile::Derived;
 use crate::config::units::human_bytes;
 use crate::config::{Profile, Workload};
 use crate::engine::{MetricsSnapshot, RunOutcome};
+use crate::pipeline::oracle::ResultError;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Cache hit rates over the whole run, each 0..1 (0 when there was no access of that type;
-/// the snapshots' tickers say whether there was).
+/// Cache hit rates over the whole run, each 0..1; 0 when there was no access of that type,
+/// which `cache_accesses` tells apart from "always missed".
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct HitRateSummary {
     pub overall: f64,
     pub filter: f64,
     pub index: f64,
     pub data: f64,
+}
+
+/// Block cache lookups (hits + misses) over the whole run, by block type.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct CacheAccesses {
+    pub overall: u64,
+    pub filter: u64,
+    pub index: u64,
+    pub data: u64,
+}
+
+/// The directory a file will be written in (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// The run in numbers: what the CI gate and the closing notes compare.
@@ -42,6 +59,7 @@ pub struct Summary {
     pub stall_counts: StallCauses,
     pub write_stopped_samples: u64,
     pub cache_hit_rate: HitRateSummary,
+    pub cache_accesses: CacheAccesses,
     pub lookups: u64,
     pub filter_block_reads_per_lookup: f64,
     pub filter_bytes_read_per_lookup: f64,
@@ -64,6 +82,8 @@ pub struct Summary {
     pub batch_writes: u64,
     pub rocksdb_ops_per_event: f64,
     pub timers_fired: u64,
+    /// The job's state at the end against the oracle's exact counts.
+    pub result_error: ResultError,
     /// RocksDB's own counters, for cross-checking the job's.
     pub rocksdb_keys_read: u64,
     pub rocksdb_keys_written: u64,
@@ -120,6 +140,12 @@ impl Summary {
                 index: rate(cache.index),
                 data: rate(cache.data),
             },
+            cache_accesses: CacheAccesses {
+                overall: cache.overall.hits + cache.overall.misses,
+                filter: cache.filter.hits + cache.filter.misses,
+                index: cache.index.hits + cache.index.misses,
+                data: cache.data.hits + cache.data.misses,
+            },
             lookups,
             filter_block_reads_per_lookup: per_lookup(sum(&|s| {
                 s.rocksdb.lookups.filter_block_reads
@@ -148,6 +174,7 @@ impl Summary {
                 total_ops as f64 / events as f64
             },
             timers_fired: last.map_or(0, |s| s.pipeline.timers_fired),
+            result_error: outcome.result_error,
             rocksdb_keys_read: tickers.keys_read,
             rocksdb_keys_written: tickers.keys_written,
         }
@@ -191,11 +218,7 @@ impl<'a> Report<'a> {
     /// Writes the JSON report atomically: a temporary file next to `path`, then a rename, so a
     /// crash never leaves a half-written report.
     pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
         serde_json::to_writer_pretty(&mut tmp, self)?;
         tmp.write_all(b"\n")?;
         tmp.as_file().sync_all()?;
@@ -267,22 +290,23 @@ pub fn render_summary(report: &Report) -> String {
             s.stall_counts.pending_compaction_bytes_stops,
         ),
     );
-    let tickers = report
-        .snapshots
-        .last()
-        .map(|l| l.rocksdb.tickers)
-        .unwrap_or_default();
-    let cache = CacheHitRates::from_tickers(&tickers);
     // "n/a" when a block type was never looked up: 0 % would read as "always missed".
-    let hit = |h: HitRate| h.rate.map_or_else(|| "n/a".to_string(), pct);
+    let hit = |rate: f64, accesses: u64| {
+        if accesses == 0 {
+            "n/a".to_string()
+        } else {
+            pct(rate)
+        }
+    };
+    let (r, a) = (&s.cache_hit_rate, &s.cache_accesses);
     line(
         "block cache hit (all/filter/index/data)",
         format!(
             "{} / {} / {} / {}",
-            hit(cache.overall),
-            hit(cache.filter),
-            hit(cache.index),
-            hit(cache.data)
+            hit(r.overall, a.overall),
+            hit(r.filter, a.filter),
+            hit(r.index, a.index),
+            hit(r.data, a.data)
         ),
     );
     line(
@@ -324,6 +348,18 @@ pub fn render_summary(report: &Report) -> String {
         ),
     );
     line("live SST size", human_bytes(s.live_sst_bytes as f64));
+    let e = &s.result_error;
+    line(
+        "result error (state vs oracle)",
+        if e.is_exact() {
+            format!("none: {} counts exact", e.compared)
+        } else {
+            format!(
+                "{} over, {} under, {} missing of {}; max |error| {}",
+                e.over, e.under, e.missing, e.compared, e.max_abs
+            )
+        },
+    );
     if let Some(path) = &report.rocksdb_options_file {
         line("RocksDB OPTIONS file", path.clone());
     }

@@ -57,14 +57,8 @@ fn lookups_after_flush(
         .property_value_cf(cf, "rocksdb.aggregated-table-properties")
         .unwrap()
         .unwrap();
-    let filter_size = table
-        .split(';')
-        .find_map(|kv| {
-            kv.split_once('=')
-                .filter(|(k, _)| k.trim() == "filter block size")
-                .map(|(_, v)| v.trim().parse::<u64>().unwrap())
-        })
-        .unwrap();
+    let filter_size =
+        statebench::backend::metrics::table_property(&table, "filter block size").unwrap() as u64;
     (counts, filter_misses, filter_size)
 }
 

@@ -62,6 +62,12 @@ fn smoke_run_writes_a_report_consistent_with_rocksdbs_statistics() {
     assert!(num("flushes") > 0.0, "no flush in {s}");
     assert!(num("write_amplification") > 0.0);
 
+    // Correct configuration: the job's state equals the oracle's counts.
+    for key in ["over", "under", "max_abs", "missing"] {
+        assert_eq!(s["result_error"][key], 0, "result_error.{key}");
+    }
+    assert!(s["result_error"]["compared"].as_u64().unwrap() > 0);
+
     // The job's own operation counts agree with RocksDB's tickers.
     assert_eq!(
         num("gets"),

@@ -163,6 +163,30 @@ pub fn timer_user_key(timer_key: &[u8]) -> Option<String> {
         .then(|| String::from_utf8_lossy(chars).into_owned())
 }
 
+/// Reads a `StringValue`-serialized ASCII string; returns it and the bytes it used.
+fn read_ascii_string(bytes: &[u8]) -> Option<(&str, usize)> {
+    let (len_plus_one, used) = read_varint7(bytes)?;
+    let len = (len_plus_one as usize).checked_sub(1)?;
+    let chars = bytes.get(used..used + len)?;
+    if !chars.iter().all(|b| *b < 0x80) {
+        return None;
+    }
+    Some((std::str::from_utf8(chars).ok()?, used + len))
+}
+
+/// Splits a `MapState<String, _>` key into its key and its user key (ASCII strings only).
+pub fn split_string_map_key(key: &[u8]) -> Option<(&str, &str)> {
+    let rest = key.get(KEY_GROUP_PREFIX_BYTES..)?;
+    let (user, used) = read_ascii_string(rest)?;
+    let rest = rest.get(used..)?;
+    let (&namespace, rest) = rest.split_first()?;
+    if namespace != VOID_NAMESPACE {
+        return None;
+    }
+    let (user_key, used) = read_ascii_string(rest)?;
+    (used == rest.len()).then_some((user, user_key))
+}
+
 fn read_varint7(bytes: &[u8]) -> Option<(u32, usize)> {
     let mut value = 0u32;
     for (i, b) in bytes.iter().enumerate().take(5) {
@@ -190,6 +214,18 @@ mod tests {
         // Java String.hashCode values.
         assert_eq!(java_string_hash("abc"), 96354);
         assert_eq!(java_string_hash(""), 0);
+        // Golden values: Flink's MathUtils.murmurHash(key.hashCode()) % 256, computed with the JVM.
+        for (key, group) in [
+            ("user-0", 8),
+            ("user-1", 121),
+            ("user-42", 148),
+            ("user-123456", 211),
+            ("user-999999", 96),
+            ("abc", 243),
+            ("", 222),
+        ] {
+            assert_eq!(key_group(key), group, "key group of '{key}'");
+        }
         let groups: std::collections::HashSet<u16> = (0..10_000)
             .map(|i| key_group(&format!("user-{i}")))
             .collect();
@@ -205,6 +241,8 @@ mod tests {
         let kg = key.key_group().to_be_bytes();
         let full = key.with_string_user_key("1m").to_vec();
         assert_eq!(full, [&kg[..], &[3, b'u', b'7', 0, 3, b'1', b'm']].concat());
+        assert_eq!(split_string_map_key(&full), Some(("u7", "1m")));
+        assert_eq!(split_string_map_key(&full[..full.len() - 1]), None);
         let long = key.with_long_user_key(5).to_vec();
         assert_eq!(
             long,

@@ -293,17 +293,19 @@ pub struct RocksDbSample {
 /// Bits per key of the bloom filters described by RocksDB's table-properties text
 /// (`...; filter block size=N; # entries for filter=M; ...`).
 pub fn bloom_bits_from_table_properties(text: &str) -> Option<f64> {
-    let field = |name: &str| {
-        text.split(';').find_map(|item| {
-            let (k, v) = item.split_once('=')?;
-            (k.trim() == name)
-                .then(|| v.trim().parse::<f64>().ok())
-                .flatten()
-        })
-    };
-    let size = field("filter block size")?;
-    let entries = field("# entries for filter")?;
+    let size = table_property(text, "filter block size")?;
+    let entries = table_property(text, "# entries for filter")?;
     (size > 0.0 && entries > 0.0).then(|| size * 8.0 / entries)
+}
+
+/// One numeric field of RocksDB's table-properties text (`name=value; ...`).
+pub fn table_property(text: &str, name: &str) -> Option<f64> {
+    text.split(';').find_map(|item| {
+        let (k, v) = item.split_once('=')?;
+        (k.trim() == name)
+            .then(|| v.trim().parse::<f64>().ok())
+            .flatten()
+    })
 }
 
 /// Turns cumulative RocksDB counters into per-interval samples.

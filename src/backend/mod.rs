@@ -36,6 +36,8 @@ pub enum BackendError {
     MissingColumnFamily(&'static str),
     #[error("{0}")]
     Codec(#[from] serializer::CodecError),
+    #[error("corrupt state: {0}")]
+    Corrupt(String),
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -320,6 +322,25 @@ impl<'a> StateAccess<'a> {
         self.counters.batch_entries += entries;
         self.counters.put_bytes += bytes;
         Ok(())
+    }
+
+    /// Calls `f` with every key and value of `cf`, in key order (a full scan, not a lookup).
+    pub fn for_each(
+        &mut self,
+        cf: &ColumnFamily,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
+    ) -> Result<(), BackendError> {
+        let _not_a_lookup = perf::Suspended::new();
+        self.counters.iterator_seeks += 1;
+        let mut iter = self.backend.db.raw_iterator_cf(cf);
+        iter.seek_to_first();
+        while iter.valid() {
+            if let (Some(k), Some(v)) = (iter.key(), iter.value()) {
+                f(k, v)?;
+            }
+            iter.next();
+        }
+        Ok(iter.status()?)
     }
 
     /// Up to `limit` keys of `cf` that start with `prefix`, in key order, from `seek_to` on

@@ -1,6 +1,7 @@
 //! The pipeline core: source, watermarks, the keyed operator and its timers. No UI, no printing.
 
 pub mod operator;
+pub mod oracle;
 pub mod source;
 pub mod timers;
 pub mod watermark;

@@ -10,9 +10,11 @@ use rocksdb::ColumnFamily;
 use super::PipelineError;
 use super::source::{Event, Generator};
 use super::timers::{Timer, TimerService};
-use crate::backend::keys::CompositeKey;
+use crate::backend::keys::{self, CompositeKey};
 use crate::backend::serializer::{Decrement, Stats, ValueSerializer};
-use crate::backend::{CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS, StateAccess, StateBackend};
+use crate::backend::{
+    BackendError, CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS, StateAccess, StateBackend,
+};
 use crate::config::Workload;
 
 /// What an operator sees: counted state access and its timer service.
@@ -94,6 +96,31 @@ impl<'a> FrequencyJob<'a> {
             value: Vec::with_capacity(128),
             counters: JobCounters::default(),
         })
+    }
+
+    /// Every (user, window index, count) in state, by a full scan of the window-stats column
+    /// family, for comparison with the oracle.
+    pub fn state_counts(
+        &self,
+        state: &mut StateAccess,
+    ) -> Result<Vec<(u64, usize, i64)>, PipelineError> {
+        let serializer = self.serializer;
+        let mut out = Vec::new();
+        state.for_each(self.stats_cf, |key, value| {
+            let parsed = keys::split_string_map_key(key).and_then(|(user, label)| {
+                let id = user.strip_prefix("user-")?.parse::<u64>().ok()?;
+                let window = self.labels.iter().position(|l| l == label)?;
+                Some((id, window))
+            });
+            let Some((id, window)) = parsed else {
+                return Err(BackendError::Corrupt(format!(
+                    "window-stats key {key:02x?}"
+                )));
+            };
+            out.push((id, window, serializer.decode_stats(value)?.count));
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     /// Reads the user's current count in window number `window` (for tests and checks).
