@@ -96,6 +96,14 @@ fn a_run_processes_exactly_the_requested_events_and_counts_match_rocksdb() {
     );
     assert!(last.pipeline.timers_fired > 0);
     // The state the job left equals the oracle's exact sliding-window counts.
-    assert!(outcome.result_error.is_exact(), "{:?}", outcome.result_error);
-    assert!(outcome.result_error.compared > 1_000, "{:?}", outcome.result_error);
+    assert!(
+        outcome.result_error.is_exact(),
+        "{:?}",
+        outcome.result_error
+    );
+    assert!(
+        outcome.result_error.compared > 1_000,
+        "{:?}",
+        outcome.result_error
+    );
 }
