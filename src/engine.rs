@@ -19,7 +19,7 @@ use crate::pipeline::PipelineError;
 use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, Operator};
 use crate::pipeline::oracle::{Oracle, ResultError};
 use crate::pipeline::source::Generator;
-use crate::pipeline::watermark::BoundedOutOfOrderness;
+use crate::pipeline::watermark::WatermarkValve;
 
 /// Events between two watermark emissions. Flink emits periodic watermarks on a wall-clock
 /// interval (200 ms); a fixed event count keeps the state traffic identical run to run.
@@ -62,6 +62,10 @@ pub struct PipelineSample {
     /// The watermark last emitted (timers at or before it have fired).
     /// How far it trails the newest event time, in ms.
     pub watermark_lag_ms: i64,
+    /// Partitions the valve currently treats as idle.
+    pub idle_partitions: u32,
+    /// Final maximum watermarks the valve dropped because their partition was idle.
+    pub dropped_final_watermarks: u64,
     pub timers_registered: u64,
     pub timers_fired: u64,
     pub job: JobCounters,
@@ -185,9 +189,14 @@ fn run_engine(
     let perf = PerfCounters::start();
     let mut ctx = Context::new(&backend)?;
     let mut job = FrequencyJob::new(&backend, workload)?;
-    let mut watermark =
-        BoundedOutOfOrderness::new(workload.spec.event_time.out_of_orderness.0 as i64);
     let mut source = Generator::new(workload);
+    let mut watermark = WatermarkValve::new(
+        workload.spec.partitions as usize,
+        workload.spec.event_time.out_of_orderness.0 as i64,
+        workload.spec.idleness.map(|i| i.0 as i64),
+        source.replay_time(),
+    );
+    let mut last_record_at = vec![source.replay_time(); workload.spec.partitions as usize];
     let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
     let mut oracle = Oracle::new(&windows);
     let now = Instant::now();
@@ -207,7 +216,7 @@ fn run_engine(
     let publish = |sampling: &mut Sampling,
                    ctx: &mut Context,
                    job: &FrequencyJob,
-                   wm: &BoundedOutOfOrderness,
+                   wm: &WatermarkValve,
                    state: RunState| {
         let now = Instant::now();
         let interval_secs = now.duration_since(sampling.last_at).as_secs_f64();
@@ -240,6 +249,8 @@ fn run_engine(
                 watermark: wm.emitted(),
                 max_event_time: wm.max_event_time(),
                 watermark_lag_ms: wm.max_event_time().saturating_sub(wm.emitted()),
+                idle_partitions: wm.idle_partitions() as u32,
+                dropped_final_watermarks: wm.dropped_final_watermarks,
                 timers_registered: ctx.timers.registered,
                 timers_fired: ctx.timers.fired,
                 job: job.counters,
@@ -258,13 +269,16 @@ fn run_engine(
     'run: while processed < config.events {
         let Some(event) = source.next() else { break };
         let start = Instant::now();
+        let now = source.replay_time();
+        ctx.now = now;
         job.on_event(&event, &mut ctx)?;
-        watermark.on_event(event.event_time);
+        watermark.on_record(event.partition as usize, event.event_time, now);
+        last_record_at[event.partition as usize] = now;
         oracle.on_event(event.user, event.event_time);
         processed += 1;
         ctx.state.latency.record(Op::Event, start.elapsed());
         if processed.is_multiple_of(WATERMARK_EVERY_EVENTS) {
-            let wm = watermark.emit();
+            let wm = watermark.advance(now);
             ctx.advance_watermark(&mut job, wm)?;
             oracle.on_watermark(wm);
         }

@@ -111,6 +111,20 @@ pub struct WorkloadSpec {
     /// How often the engine publishes a metrics snapshot.
     #[serde(default = "default_sample_interval")]
     pub sample_interval: Millis,
+    /// `WatermarkStrategy.withIdleness`: a partition without records for this long (replay
+    /// time) stops holding the watermark back. None: partitions are never idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idleness: Option<Millis>,
+    /// Partitions that get no records at all (their users go to the other partitions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_partitions: Vec<u32>,
+    /// Bounded source: after its last record each partition reports its end this much later
+    /// (replay time) and emits the maximum watermark. None: unbounded, no final watermark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounded_end_delay: Option<Millis>,
+    /// TTL of the job's timerState (processing time = replay time). None: no TTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_state_ttl: Option<Millis>,
 }
 
 fn default_partitions() -> u32 {
@@ -242,6 +256,20 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
         problems.push(format!(
             "'event-time.start' + 'event-time.span' + the longest window must stay below {limit} ms"
         ));
+    }
+    if let Some(bad) = spec.idle_partitions.iter().find(|p| **p >= spec.partitions) {
+        problems.push(format!(
+            "'idle-partitions' names partition {bad} but there are only {} (0..{})",
+            spec.partitions,
+            spec.partitions.saturating_sub(1)
+        ));
+    }
+    if !spec.idle_partitions.is_empty() && spec.idle_partitions.len() as u32 >= spec.partitions {
+        problems.push("'idle-partitions' leaves no partition to carry records".to_string());
+    }
+    if spec.timer_state_ttl.is_some_and(|t| t.0 == 0) {
+        problems
+            .push("'timer-state-ttl' must be longer than 0 (leave it out for no TTL)".to_string());
     }
     if spec.events == 0 {
         problems.push("'events' must be at least 1".to_string());

@@ -21,13 +21,19 @@ use crate::config::Workload;
 pub struct Context<'a> {
     pub state: StateAccess<'a>,
     pub timers: TimerService<'a>,
+    /// Processing time (the engine's replay clock), for state TTL.
+    pub now: i64,
 }
 
 impl<'a> Context<'a> {
     pub fn new(backend: &'a StateBackend) -> Result<Self, PipelineError> {
         let mut state = StateAccess::new(backend);
         let timers = TimerService::open(backend.cf(CF_TIMERS)?, &mut state)?;
-        Ok(Context { state, timers })
+        Ok(Context {
+            state,
+            timers,
+            now: 0,
+        })
     }
 
     /// Fires every timer at or before `watermark` on `op`.

@@ -52,6 +52,8 @@ pub struct Generator {
     step: f64,
     out_of_orderness: i64,
     partitions: u32,
+    /// Partitions that carry records (all but the workload's idle ones).
+    live_partitions: Vec<u32>,
     offsets: Vec<u64>,
     next_index: u64,
 }
@@ -85,9 +87,22 @@ impl Generator {
             step: workload.event_time_step(),
             out_of_orderness: spec.event_time.out_of_orderness.0 as i64,
             partitions: spec.partitions,
+            live_partitions: (0..spec.partitions)
+                .filter(|p| !spec.idle_partitions.contains(p))
+                .collect(),
             offsets: vec![0; spec.partitions as usize],
             next_index: 0,
         }
+    }
+
+    /// The replay clock: the nominal event time of the next event. Processing time for
+    /// idleness and TTL, as if the log were replayed at the speed it was written.
+    pub fn replay_time(&self) -> i64 {
+        self.start + (self.next_index as f64 * self.step) as i64
+    }
+
+    pub fn partitions(&self) -> u32 {
+        self.partitions
     }
 
     /// The user id string the job keys by.
@@ -111,7 +126,8 @@ impl Iterator for Generator {
             0
         };
         // Kafka's keyed partitioning: the same user always lands in the same partition.
-        let partition = (user.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32 % self.partitions;
+        let hash = (user.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32;
+        let partition = self.live_partitions[(hash % self.live_partitions.len() as u32) as usize];
         let offset = self.offsets[partition as usize];
         self.offsets[partition as usize] += 1;
         self.next_index += 1;
