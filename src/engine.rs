@@ -67,6 +67,8 @@ pub struct PipelineSample {
     /// Final maximum watermarks the valve dropped because their partition was idle.
     pub dropped_final_watermarks: u64,
     pub timers_registered: u64,
+    /// The earliest timer still pending, if any.
+    pub next_timer: Option<i64>,
     pub timers_fired: u64,
     pub job: JobCounters,
 }
@@ -252,6 +254,7 @@ fn run_engine(
                 idle_partitions: wm.idle_partitions() as u32,
                 dropped_final_watermarks: wm.dropped_final_watermarks,
                 timers_registered: ctx.timers.registered,
+                next_timer: ctx.timers.next_timestamp(),
                 timers_fired: ctx.timers.fired,
                 job: job.counters,
             },
@@ -339,6 +342,24 @@ fn run_engine(
                     Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
                 }
             }
+        }
+    }
+    // A bounded source ends: each partition reports its end some time after its last record
+    // and emits the maximum watermark, which fires every remaining timer (unless the valve
+    // drops it because the partition was idle by then).
+    if let (Some(delay), false) = (workload.spec.bounded_end_delay, stopped_early) {
+        let mut ends: Vec<(i64, usize)> = last_record_at
+            .iter()
+            .enumerate()
+            .map(|(p, at)| (at + delay.0 as i64, p))
+            .collect();
+        ends.sort();
+        for (at, partition) in ends {
+            ctx.now = at;
+            watermark.on_partition_finished(partition, at);
+            let wm = watermark.advance(at);
+            ctx.advance_watermark(&mut job, wm)?;
+            oracle.on_watermark(wm);
         }
     }
     let processing_secs = sampling

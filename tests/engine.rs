@@ -107,3 +107,67 @@ fn a_run_processes_exactly_the_requested_events_and_counts_match_rocksdb() {
         outcome.result_error
     );
 }
+
+#[test]
+fn a_timer_state_ttl_shorter_than_the_longest_window_leaves_counts_too_high() {
+    // The seed's trap: the timer fires, its timerState entry has expired, the decrement is
+    // skipped, and the count stays too high. A TTL above the longest window is exact.
+    let run = |ttl: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path(), 60_000);
+        config.workload.spec.timer_state_ttl = Millis::parse(ttl);
+        engine::run_to_completion(config).unwrap()
+    };
+    let broken = run("5m");
+    let job = broken.snapshots.last().unwrap().pipeline.job;
+    assert!(
+        job.expired_timer_state > 0 && job.missing_decrements > 0,
+        "{job:?}"
+    );
+    assert!(broken.result_error.over > 0, "{:?}", broken.result_error);
+    assert_eq!(
+        broken.result_error.under, 0,
+        "expired decrements only ever leave counts high"
+    );
+    let fixed = run("1h");
+    assert!(fixed.result_error.is_exact(), "{:?}", fixed.result_error);
+    assert_eq!(
+        fixed
+            .snapshots
+            .last()
+            .unwrap()
+            .pipeline
+            .job
+            .expired_timer_state,
+        0
+    );
+}
+
+#[test]
+fn a_bounded_source_ends_with_the_maximum_watermark_unless_idleness_drops_it() {
+    let run = |idleness: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path(), 20_000);
+        config.workload.spec.bounded_end_delay = Millis::parse("2s");
+        config.workload.spec.idleness = Millis::parse(idleness);
+        engine::run_to_completion(config).unwrap()
+    };
+    let fixed = run("60s");
+    let last = fixed.snapshots.last().unwrap().pipeline;
+    assert_eq!(
+        last.watermark,
+        i64::MAX,
+        "every partition's final watermark got through"
+    );
+    assert_eq!(last.next_timer, None, "every timer fired");
+    assert!(fixed.result_error.is_exact(), "{:?}", fixed.result_error);
+    let broken = run("1s");
+    let last = broken.snapshots.last().unwrap().pipeline;
+    assert!(
+        last.watermark < i64::MAX,
+        "the final watermark is dropped: stuck at {}",
+        last.watermark
+    );
+    assert_eq!(last.dropped_final_watermarks, 4);
+    assert!(last.next_timer.is_some(), "timers stay pending");
+}

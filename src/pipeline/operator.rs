@@ -70,11 +70,15 @@ pub struct JobCounters {
     pub decrements: u64,
     /// Timers that found no timerState entry and so decremented nothing.
     pub missing_decrements: u64,
+    /// timerState reads that found an entry whose TTL had expired (returned as null).
+    pub expired_timer_state: u64,
 }
 
 pub struct FrequencyJob<'a> {
     stats_cf: &'a ColumnFamily,
     timer_state_cf: &'a ColumnFamily,
+    /// timerState TTL in processing-time ms (None: no TTL).
+    ttl: Option<i64>,
     windows: Vec<i64>,
     labels: Vec<String>,
     serializer: ValueSerializer,
@@ -89,6 +93,7 @@ impl<'a> FrequencyJob<'a> {
         Ok(FrequencyJob {
             stats_cf: backend.cf(CF_WINDOW_STATS)?,
             timer_state_cf: backend.cf(CF_TIMER_STATE)?,
+            ttl: workload.spec.timer_state_ttl.map(|t| t.0 as i64),
             windows: workload.spec.windows.iter().map(|w| w.0 as i64).collect(),
             labels: workload
                 .spec
@@ -169,14 +174,19 @@ impl Operator for FrequencyJob<'_> {
             // timerState: remember what the timer at eventTime + window must decrement.
             let fire_at = event.event_time + window;
             let k = self.key.with_long_user_key(fire_at);
-            let mut decrement = ctx
-                .state
-                .get(self.timer_state_cf, k, |v| {
-                    Ok(serializer.decode_decrement(v)?)
-                })?
-                .unwrap_or_default();
+            let mut decrement = read_decrement(
+                ctx,
+                self.timer_state_cf,
+                k,
+                serializer,
+                self.ttl,
+                &mut self.counters,
+            )?
+            .unwrap_or_default();
             decrement.add(i as u8, 1);
-            serializer.encode_decrement(&decrement, &mut self.value);
+            encode_with_ttl(self.ttl, ctx.now, &mut self.value, |out| {
+                serializer.encode_decrement(&decrement, out)
+            });
             ctx.state.put(self.timer_state_cf, k, &self.value)?;
 
             ctx.timers.register(&mut ctx.state, &self.key, fire_at)?;
@@ -190,9 +200,14 @@ impl Operator for FrequencyJob<'_> {
         self.key.set_key(&timer.key);
         let serializer = self.serializer;
         let k = self.key.with_long_user_key(timer.timestamp);
-        let decrement: Option<Decrement> = ctx.state.get(self.timer_state_cf, k, |v| {
-            Ok(serializer.decode_decrement(v)?)
-        })?;
+        let decrement = read_decrement(
+            ctx,
+            self.timer_state_cf,
+            k,
+            serializer,
+            self.ttl,
+            &mut self.counters,
+        )?;
         let Some(decrement) = decrement else {
             self.counters.missing_decrements += 1;
             return Ok(());
@@ -221,6 +236,61 @@ impl Operator for FrequencyJob<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Flink's TTL value layout: the last-write timestamp (8 bytes, big-endian), then the value.
+fn encode_with_ttl(
+    ttl: Option<i64>,
+    now: i64,
+    out: &mut Vec<u8>,
+    encode: impl FnOnce(&mut Vec<u8>),
+) {
+    match ttl {
+        None => encode(out),
+        Some(_) => {
+            let mut value = Vec::with_capacity(32);
+            encode(&mut value);
+            out.clear();
+            out.extend_from_slice(&now.to_be_bytes());
+            out.extend_from_slice(&value);
+        }
+    }
+}
+
+/// Reads a timerState entry; with a TTL, an entry last written `ttl` or longer ago reads as
+/// null (Flink's `NeverReturnExpired`), as the seed's job saw it.
+fn read_decrement(
+    ctx: &mut Context,
+    cf: &ColumnFamily,
+    key: &[u8],
+    serializer: ValueSerializer,
+    ttl: Option<i64>,
+    counters: &mut JobCounters,
+) -> Result<Option<Decrement>, PipelineError> {
+    let now = ctx.now;
+    let read = ctx.state.get(cf, key, |v| match ttl {
+        None => Ok(Some(serializer.decode_decrement(v)?)),
+        Some(ttl) => {
+            let (ts, body) = v.split_at_checked(8).ok_or(BackendError::Corrupt(
+                "timerState value shorter than its TTL timestamp".to_string(),
+            ))?;
+            let mut b = [0u8; 8];
+            b.copy_from_slice(ts);
+            if now.saturating_sub(i64::from_be_bytes(b)) >= ttl {
+                Ok(None)
+            } else {
+                Ok(Some(serializer.decode_decrement(body)?))
+            }
+        }
+    })?;
+    match read {
+        Some(None) => {
+            counters.expired_timer_state += 1;
+            Ok(None)
+        }
+        Some(value) => Ok(value),
+        None => Ok(None),
     }
 }
 
