@@ -32,6 +32,18 @@ pub enum Command {
     /// List workloads or show one.
     #[command(subcommand)]
     Workloads(WorkloadsCommand),
+    /// Run a field report's configuration trap broken and fixed side by side; exit 0 when the
+    /// contrast reproduced, 1 when it did not. Without a name, list the traps.
+    Reproduce(ReproduceArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    /// ttl-too-short | idle-partition | idleness-too-short
+    pub name: Option<String>,
+    /// Events per side (of the built-in `smoke` workload).
+    #[arg(long, default_value_t = 60_000)]
+    pub events: u64,
 }
 
 #[derive(Debug, Args)]

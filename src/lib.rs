@@ -6,6 +6,7 @@ pub mod config;
 pub mod engine;
 pub mod pipeline;
 pub mod report;
+pub mod reproduce;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 
-use cli::{Cli, Command, ProfilesCommand, RunArgs, WorkloadsCommand};
+use cli::{Cli, Command, ProfilesCommand, ReproduceArgs, RunArgs, WorkloadsCommand};
 use config::{ConfigError, Profile, Workload};
 use engine::{EngineCommand, EngineConfig, MetricsSnapshot};
 use report::Report;
@@ -31,6 +32,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Reproduce(args) => run_reproduce(args),
         Command::Workloads(WorkloadsCommand::Show { name }) => {
             let w = Workload::load(&name)?;
             println!("# {} ({})", w.name, w.source);
@@ -113,6 +115,41 @@ fn show_profile(name: &str, derived: bool) -> anyhow::Result<()> {
         print!("{}", profile.derived(backend::STATE_COLUMN_FAMILIES.len()));
     }
     Ok(())
+}
+
+fn run_reproduce(args: ReproduceArgs) -> anyhow::Result<()> {
+    let Some(name) = args.name else {
+        for s in reproduce::SCENARIOS {
+            println!("{:<20} {}", s.name, s.story);
+        }
+        for name in reproduce::PLANNED {
+            println!("{name:<20} (needs the backfill/catch-up pipeline; not available yet)");
+        }
+        return Ok(());
+    };
+    let Some(scenario) = reproduce::find(&name) else {
+        let known: Vec<&str> = reproduce::SCENARIOS.iter().map(|s| s.name).collect();
+        bail!(UsageError(format!(
+            "unknown trap '{name}'{} (available: {})",
+            if reproduce::PLANNED.contains(&name.as_str()) {
+                " is not available yet"
+            } else {
+                ""
+            },
+            known.join(", ")
+        )));
+    };
+    eprintln!(
+        "running '{}' broken and fixed, {} events each ...",
+        scenario.name, args.events
+    );
+    let (broken, fixed, ok) = reproduce::run(scenario, args.events)?;
+    print!("{}", reproduce::render(scenario, &broken, &fixed, ok));
+    if ok {
+        Ok(())
+    } else {
+        bail!("'{}' did not reproduce", scenario.name)
+    }
 }
 
 /// The RocksDB directory of a run: a caller's folder, or a temporary one removed afterwards.
