@@ -18,6 +18,7 @@ use crate::config::{Profile, Workload};
 use crate::pipeline::PipelineError;
 use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, Operator};
 use crate::pipeline::oracle::{Oracle, ResultError};
+use crate::pipeline::sink::{MemorySink, SinkCounters};
 use crate::pipeline::source::Generator;
 use crate::pipeline::watermark::WatermarkValve;
 
@@ -67,6 +68,8 @@ pub struct PipelineSample {
     /// Final maximum watermarks the valve dropped because their partition was idle.
     pub dropped_final_watermarks: u64,
     pub timers_registered: u64,
+    /// Writes to the serving store so far.
+    pub sink: SinkCounters,
     /// The earliest timer still pending, if any.
     pub next_timer: Option<i64>,
     pub timers_fired: u64,
@@ -105,8 +108,10 @@ pub struct RunOutcome {
     pub options_file: Option<String>,
     /// Profile knobs that RocksDB's OPTIONS file shows were not applied (should be empty).
     pub option_mismatches: Vec<String>,
-    /// The job's final state compared with the oracle.
+    /// The serving store (sink) at the end compared with the oracle.
     pub result_error: ResultError,
+    /// The job's final state compared with the oracle.
+    pub state_error: ResultError,
 }
 
 pub struct EngineConfig {
@@ -189,7 +194,7 @@ fn run_engine(
         .collect();
     let workload = &config.workload;
     let perf = PerfCounters::start();
-    let mut ctx = Context::new(&backend)?;
+    let mut ctx = Context::new(&backend, Box::new(MemorySink::default()))?;
     let mut job = FrequencyJob::new(&backend, workload)?;
     let mut source = Generator::new(workload);
     let mut watermark = WatermarkValve::new(
@@ -255,6 +260,7 @@ fn run_engine(
                 dropped_final_watermarks: wm.dropped_final_watermarks,
                 timers_registered: ctx.timers.registered,
                 next_timer: ctx.timers.next_timestamp(),
+                sink: ctx.sink.counters(),
                 timers_fired: ctx.timers.fired,
                 job: job.counters,
             },
@@ -376,8 +382,10 @@ fn run_engine(
         RunState::Finished,
     );
     let latency = ctx.state.latency.totals();
-    // The job's state against the exact truth at the last emitted watermark.
-    let result_error = oracle.compare(job.state_counts(&mut ctx.state)?);
+    // The serving store and the job's state against the exact truth at the last watermark.
+    ctx.sink.flush().map_err(PipelineError::from)?;
+    let result_error = oracle.compare(ctx.sink.read_all().map_err(PipelineError::from)?);
+    let state_error = oracle.compare(job.state_counts(&mut ctx.state)?);
     let options_file = backend
         .latest_options_file()?
         .map(|p| p.display().to_string());
@@ -389,5 +397,6 @@ fn run_engine(
         options_file,
         option_mismatches,
         result_error,
+        state_error,
     })
 }

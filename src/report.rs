@@ -82,8 +82,10 @@ pub struct Summary {
     pub batch_writes: u64,
     pub rocksdb_ops_per_event: f64,
     pub timers_fired: u64,
-    /// The job's state at the end against the oracle's exact counts.
+    /// The serving store at the end against the oracle's exact counts.
     pub result_error: ResultError,
+    /// The job's RocksDB state at the end against the oracle.
+    pub state_error: ResultError,
     /// RocksDB's own counters, for cross-checking the job's.
     pub rocksdb_keys_read: u64,
     pub rocksdb_keys_written: u64,
@@ -175,6 +177,7 @@ impl Summary {
             },
             timers_fired: last.map_or(0, |s| s.pipeline.timers_fired),
             result_error: outcome.result_error,
+            state_error: outcome.state_error,
             rocksdb_keys_read: tickers.keys_read,
             rocksdb_keys_written: tickers.keys_written,
         }
@@ -350,7 +353,7 @@ pub fn render_summary(report: &Report) -> String {
     line("live SST size", human_bytes(s.live_sst_bytes as f64));
     let e = &s.result_error;
     line(
-        "result error (state vs oracle)",
+        "result error (sink vs oracle)",
         if e.is_exact() {
             format!("none: {} counts exact", e.compared)
         } else {

@@ -2,6 +2,7 @@
 
 pub mod operator;
 pub mod oracle;
+pub mod sink;
 pub mod source;
 pub mod timers;
 pub mod watermark;
@@ -12,6 +13,8 @@ use crate::backend::BackendError;
 pub enum PipelineError {
     #[error(transparent)]
     Backend(#[from] BackendError),
+    #[error(transparent)]
+    Sink(#[from] sink::SinkError),
     #[error("timer key in RocksDB is not valid: {0}")]
     CorruptTimer(String),
 }

@@ -8,6 +8,7 @@
 use rocksdb::ColumnFamily;
 
 use super::PipelineError;
+use super::sink::Sink;
 use super::source::{Event, Generator};
 use super::timers::{Timer, TimerService};
 use crate::backend::keys::{self, CompositeKey};
@@ -23,16 +24,19 @@ pub struct Context<'a> {
     pub timers: TimerService<'a>,
     /// Processing time (the engine's replay clock), for state TTL.
     pub now: i64,
+    /// The serving store the job writes its counts to.
+    pub sink: Box<dyn Sink>,
 }
 
 impl<'a> Context<'a> {
-    pub fn new(backend: &'a StateBackend) -> Result<Self, PipelineError> {
+    pub fn new(backend: &'a StateBackend, sink: Box<dyn Sink>) -> Result<Self, PipelineError> {
         let mut state = StateAccess::new(backend);
         let timers = TimerService::open(backend.cf(CF_TIMERS)?, &mut state)?;
         Ok(Context {
             state,
             timers,
             now: 0,
+            sink,
         })
     }
 
@@ -170,6 +174,7 @@ impl Operator for FrequencyJob<'_> {
             stats.last_event_time = stats.last_event_time.max(event.event_time);
             serializer.encode_stats(&stats, &mut self.value);
             ctx.state.put(self.stats_cf, k, &self.value)?;
+            ctx.sink.write(event.user, i, stats.count)?;
 
             // timerState: remember what the timer at eventTime + window must decrement.
             let fire_at = event.event_time + window;
@@ -212,6 +217,7 @@ impl Operator for FrequencyJob<'_> {
             self.counters.missing_decrements += 1;
             return Ok(());
         };
+        let user = user_id(&timer.key)?;
         ctx.state.delete(self.timer_state_cf, k)?;
         for (window, n) in decrement.windows {
             let Some(label) = self.labels.get(usize::from(window)) else {
@@ -227,6 +233,8 @@ impl Operator for FrequencyJob<'_> {
             };
             stats.count -= i64::from(n);
             self.counters.decrements += u64::from(n);
+            ctx.sink
+                .write(user, usize::from(window), stats.count.max(0))?;
             if stats.count <= 0 {
                 // An empty window needs no state: keeps the state as small as the job's real one.
                 ctx.state.delete(self.stats_cf, k)?;
@@ -237,6 +245,13 @@ impl Operator for FrequencyJob<'_> {
         }
         Ok(())
     }
+}
+
+/// The numeric id of a generated user key (`user-42` -> 42).
+fn user_id(key: &str) -> Result<u64, PipelineError> {
+    key.strip_prefix("user-")
+        .and_then(|id| id.parse().ok())
+        .ok_or_else(|| PipelineError::Backend(BackendError::Corrupt(format!("user key '{key}'"))))
 }
 
 /// Flink's TTL value layout: the last-write timestamp (8 bytes, big-endian), then the value.
@@ -315,7 +330,11 @@ mod tests {
             workload.spec.serializer = serializer;
             let path = dir.path().join(format!("{serializer:?}"));
             let backend = StateBackend::open(&path, &profile).unwrap();
-            let mut ctx = Context::new(&backend).unwrap();
+            let mut ctx = Context::new(
+                &backend,
+                Box::new(crate::pipeline::sink::MemorySink::default()),
+            )
+            .unwrap();
             let mut job = FrequencyJob::new(&backend, &workload).unwrap();
             let mut wm =
                 BoundedOutOfOrderness::new(workload.spec.event_time.out_of_orderness.0 as i64);

@@ -1,0 +1,60 @@
+//! With a correct configuration the serving store and the state equal the oracle exactly, for
+//! random workloads: skewed keys, out-of-order events, idle partitions with idleness set,
+//! bounded and unbounded sources, both serializers.
+
+use proptest::prelude::*;
+use statebench::config::workload::{Distribution, SerializerKind};
+use statebench::config::{Millis, Profile, Workload};
+use statebench::engine::{self, EngineConfig};
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn sink_and_state_equal_the_oracle(
+        keys in 1u64..400,
+        zipf in proptest::bool::ANY,
+        partitions in 1u32..6,
+        idle in proptest::bool::ANY,
+        out_of_orderness_s in 0u64..30,
+        bounded in proptest::bool::ANY,
+        generic in proptest::bool::ANY,
+        seed in any::<u64>(),
+        events in 500u64..4_000,
+    ) {
+        let mut w = Workload::load("smoke").unwrap();
+        w.spec.keys.count = keys;
+        if zipf {
+            w.spec.keys.distribution = Distribution::Zipf;
+            w.spec.keys.zipf_exponent = Some(1.1);
+        }
+        w.spec.partitions = partitions;
+        if idle && partitions > 1 {
+            w.spec.idle_partitions = vec![partitions - 1];
+            w.spec.idleness = Some(Millis(60_000));
+        }
+        w.spec.event_time.out_of_orderness = Millis(out_of_orderness_s * 1000);
+        w.spec.bounded_end_delay = bounded.then_some(Millis(2_000));
+        w.spec.serializer = if generic { SerializerKind::Generic } else { SerializerKind::Compact };
+        w.spec.seed = seed;
+        // Dense event time so that windows expire within a short run.
+        w.spec.events = events;
+        w.spec.event_time.span = Millis(events * 500);
+        let w = Workload::from_spec("random", "proptest", w.spec).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = engine::run_to_completion(EngineConfig {
+            workload: w,
+            profile: Profile::load("minutes-wbm-starved").unwrap(),
+            data_dir: dir.path().to_path_buf(),
+            events,
+            duration: None,
+        }).unwrap();
+        prop_assert!(outcome.result_error.is_exact(), "sink: {:?}", outcome.result_error);
+        prop_assert!(outcome.state_error.is_exact(), "state: {:?}", outcome.state_error);
+        let last = outcome.snapshots.last().unwrap();
+        prop_assert!(last.pipeline.timers_fired > 0, "windows must expire in the run");
+        prop_assert!(last.pipeline.sink.writes > last.pipeline.job.increments, "every +1 and every -1 is written");
+        if bounded {
+            prop_assert_eq!(last.pipeline.watermark, i64::MAX);
+        }
+    }
+}
