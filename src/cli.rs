@@ -70,6 +70,10 @@ pub struct RunArgs {
     /// Allow --data-dir to point at a non-empty directory (its state is reused).
     #[arg(long, requires = "data_dir")]
     pub reuse: bool,
+    /// Serving store for the results: `memory` (in process) or a Redis URL
+    /// (`redis://127.0.0.1:6379`); Redis keys go under a prefix of their own for each run.
+    #[arg(long, default_value = "memory")]
+    pub sink: String,
     /// No progress output; only the summary.
     #[arg(short, long)]
     pub quiet: bool,

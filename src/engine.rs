@@ -18,7 +18,7 @@ use crate::config::{Profile, Workload};
 use crate::pipeline::PipelineError;
 use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, Operator};
 use crate::pipeline::oracle::{Oracle, ResultError};
-use crate::pipeline::sink::{MemorySink, SinkCounters};
+use crate::pipeline::sink::{MemorySink, RedisSink, Sink, SinkCounters};
 use crate::pipeline::source::Generator;
 use crate::pipeline::watermark::WatermarkValve;
 
@@ -114,6 +114,16 @@ pub struct RunOutcome {
     pub state_error: ResultError,
 }
 
+/// Where the job's results go.
+#[derive(Debug, Clone, Default)]
+pub enum SinkConfig {
+    /// The embedded in-process store.
+    #[default]
+    Memory,
+    /// A Redis server (`redis://host:port`), keys under `prefix`.
+    Redis { url: String, prefix: String },
+}
+
 pub struct EngineConfig {
     pub workload: Workload,
     pub profile: Profile,
@@ -122,6 +132,7 @@ pub struct EngineConfig {
     pub events: u64,
     /// Optional wall-clock cap.
     pub duration: Option<Duration>,
+    pub sink: SinkConfig,
 }
 
 pub struct EngineHandle {
@@ -194,7 +205,23 @@ fn run_engine(
         .collect();
     let workload = &config.workload;
     let perf = PerfCounters::start();
-    let mut ctx = Context::new(&backend, Box::new(MemorySink::default()))?;
+    let sink: Box<dyn Sink> = match &config.sink {
+        SinkConfig::Memory => Box::new(MemorySink::default()),
+        SinkConfig::Redis { url, prefix } => Box::new(
+            RedisSink::connect(
+                url,
+                prefix,
+                workload
+                    .spec
+                    .windows
+                    .iter()
+                    .map(|w| Workload::window_label(*w))
+                    .collect(),
+            )
+            .map_err(PipelineError::from)?,
+        ),
+    };
+    let mut ctx = Context::new(&backend, sink)?;
     let mut job = FrequencyJob::new(&backend, workload)?;
     let mut source = Generator::new(workload);
     let mut watermark = WatermarkValve::new(

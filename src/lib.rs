@@ -213,6 +213,24 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
         }
     }
     let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse)?;
+    let sink_config = match args.sink.as_str() {
+        "memory" => engine::SinkConfig::Memory,
+        url if url.starts_with("redis://") => {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default();
+            let prefix = format!("statebench:{stamp}-{}:", std::process::id());
+            eprintln!("results go to {url} under '{prefix}'");
+            engine::SinkConfig::Redis {
+                url: url.to_string(),
+                prefix,
+            }
+        }
+        other => bail!(UsageError(format!(
+            "--sink '{other}': expected 'memory' or a Redis URL such as redis://127.0.0.1:6379"
+        ))),
+    };
     let events = args.events.unwrap_or(workload.spec.events);
     let duration = args
         .duration
@@ -225,6 +243,7 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
         data_dir: data_dir.path().to_path_buf(),
         events,
         duration,
+        sink: sink_config,
     })?;
     // Ctrl-C or SIGTERM stops the run cleanly: RocksDB closes, the summary prints and the
     // report is written for what ran. A second signal kills the process as usual.

@@ -135,6 +135,7 @@ pub fn run(scenario: &Scenario, events: u64) -> anyhow::Result<(Row, Row, bool)>
             data_dir: dir.path().to_path_buf(),
             events,
             duration: None,
+            sink: Default::default(),
         })
         .with_context(|| format!("{} ({label}) failed", scenario.name))?;
         rows.push(Row::new(label, &outcome));

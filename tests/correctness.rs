@@ -47,6 +47,7 @@ proptest! {
             data_dir: dir.path().to_path_buf(),
             events,
             duration: None,
+            sink: Default::default(),
         }).unwrap();
         prop_assert!(outcome.result_error.is_exact(), "sink: {:?}", outcome.result_error);
         prop_assert!(outcome.state_error.is_exact(), "state: {:?}", outcome.state_error);

@@ -14,6 +14,7 @@ fn config(dir: &std::path::Path, events: u64) -> EngineConfig {
         data_dir: dir.to_path_buf(),
         events,
         duration: None,
+        sink: Default::default(),
     }
 }
 

@@ -25,6 +25,7 @@ pub fn bench(c: &mut Criterion) {
                     data_dir: dir.path().to_path_buf(),
                     events: EVENTS,
                     duration: None,
+                    sink: Default::default(),
                 })
                 .expect("run");
                 let summary = statebench::report::Summary::new(&outcome);

@@ -29,7 +29,10 @@ pub trait Sink: Send {
 pub struct SinkCounters {
     pub writes: u64,
     pub bytes: u64,
+    /// Round trips (pipeline flushes) to the store.
     pub flushes: u64,
+    /// Time spent waiting for the store's round trips, in microseconds.
+    pub round_trip_micros: u64,
 }
 
 /// The serving-store key of a result, as the seeds' job names its Redis keys.
@@ -60,6 +63,132 @@ impl Sink for MemorySink {
 
     fn read_all(&mut self) -> Result<Vec<(u64, usize, i64)>, SinkError> {
         Ok(self.values.iter().map(|((u, w), c)| (*u, *w, *c)).collect())
+    }
+
+    fn counters(&self) -> SinkCounters {
+        self.counters
+    }
+}
+
+/// A real Redis server as the serving store: one STRING key per user x window, written with
+/// pipelining (a round trip per `PIPELINE_DEPTH` writes and at every flush).
+pub struct RedisSink {
+    con: redis::Connection,
+    prefix: String,
+    labels: Vec<String>,
+    pipe: redis::Pipeline,
+    pending: usize,
+    counters: SinkCounters,
+}
+
+/// Writes buffered before a pipeline round trip.
+pub const PIPELINE_DEPTH: usize = 1_000;
+
+fn redis_err(e: redis::RedisError) -> SinkError {
+    SinkError::Backend(e.to_string())
+}
+
+impl RedisSink {
+    /// Connects to `url` (e.g. `redis://127.0.0.1:6379`). Keys are `PREFIX` + `freq:user-N:W`;
+    /// a run uses its own prefix so it never overwrites another run's results.
+    pub fn connect(url: &str, prefix: &str, labels: Vec<String>) -> Result<RedisSink, SinkError> {
+        let client = redis::Client::open(url)
+            .map_err(|e| SinkError::Backend(format!("invalid Redis URL '{url}': {e}")))?;
+        let mut con = client
+            .get_connection_with_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| SinkError::Backend(format!("cannot connect to {url}: {e}")))?;
+        redis::cmd("PING")
+            .query::<String>(&mut con)
+            .map_err(redis_err)?;
+        Ok(RedisSink {
+            con,
+            prefix: prefix.to_string(),
+            labels,
+            pipe: redis::pipe(),
+            pending: 0,
+            counters: SinkCounters::default(),
+        })
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+}
+
+impl Sink for RedisSink {
+    fn write(&mut self, user: u64, window: usize, count: i64) -> Result<(), SinkError> {
+        let label = self.labels.get(window).map(String::as_str).unwrap_or("?");
+        let key = format!("{}{}", self.prefix, store_key(user, label));
+        self.counters.bytes += (key.len() + 8) as u64;
+        self.pipe.cmd("SET").arg(key).arg(count).ignore();
+        self.counters.writes += 1;
+        self.pending += 1;
+        if self.pending >= PIPELINE_DEPTH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        if self.pending > 0 {
+            let start = std::time::Instant::now();
+            self.pipe.query::<()>(&mut self.con).map_err(redis_err)?;
+            self.counters.round_trip_micros += start.elapsed().as_micros() as u64;
+            self.pipe.clear();
+            self.pending = 0;
+            self.counters.flushes += 1;
+        }
+        Ok(())
+    }
+
+    fn read_all(&mut self) -> Result<Vec<(u64, usize, i64)>, SinkError> {
+        self.flush()?;
+        let pattern = format!("{}freq:*", self.prefix);
+        let mut keys: Vec<String> = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query(&mut self.con)
+                .map_err(redis_err)?;
+            keys.extend(batch);
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(1000) {
+            let values: Vec<Option<i64>> = redis::cmd("MGET")
+                .arg(chunk)
+                .query(&mut self.con)
+                .map_err(redis_err)?;
+            for (key, value) in chunk.iter().zip(values) {
+                let parsed = key
+                    .strip_prefix(&self.prefix)
+                    .and_then(|k| k.strip_prefix("freq:user-"))
+                    .and_then(|k| k.split_once(':'))
+                    .and_then(|(id, label)| {
+                        Some((
+                            id.parse::<u64>().ok()?,
+                            self.labels.iter().position(|l| l == label)?,
+                        ))
+                    });
+                match (parsed, value) {
+                    (Some((user, window)), Some(count)) => out.push((user, window, count)),
+                    _ => {
+                        return Err(SinkError::Backend(format!(
+                            "unexpected key or value at '{key}'"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn counters(&self) -> SinkCounters {
