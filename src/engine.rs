@@ -19,7 +19,7 @@ use crate::pipeline::PipelineError;
 use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, Operator};
 use crate::pipeline::oracle::{Oracle, ResultError};
 use crate::pipeline::sink::{MemorySink, RedisSink, Sink, SinkCounters};
-use crate::pipeline::source::Generator;
+use crate::pipeline::source::EventSource;
 use crate::pipeline::watermark::WatermarkValve;
 
 /// Events between two watermark emissions. Flink emits periodic watermarks on a wall-clock
@@ -133,6 +133,8 @@ pub struct EngineConfig {
     /// Optional wall-clock cap.
     pub duration: Option<Duration>,
     pub sink: SinkConfig,
+    /// Events of a trace to replay instead of the generator (loaded and checked beforehand).
+    pub trace: Option<std::sync::Arc<Vec<crate::pipeline::source::Event>>>,
 }
 
 pub struct EngineHandle {
@@ -223,7 +225,7 @@ fn run_engine(
     };
     let mut ctx = Context::new(&backend, sink)?;
     let mut job = FrequencyJob::new(&backend, workload)?;
-    let mut source = Generator::new(workload);
+    let mut source = EventSource::new(workload, config.trace.clone());
     let mut watermark = WatermarkValve::new(
         workload.spec.partitions as usize,
         workload.spec.event_time.out_of_orderness.0 as i64,

@@ -212,6 +212,15 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
             )));
         }
     }
+    // A trace is read and checked whole before anything is created or written.
+    let trace = match &workload.spec.trace {
+        Some(path) => {
+            let trace = pipeline::trace::Trace::load(path, workload.spec.partitions)
+                .map_err(|e| UsageError(e.to_string()))?;
+            Some(std::sync::Arc::new(trace.events))
+        }
+        None => None,
+    };
     let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse)?;
     let sink_config = match args.sink.as_str() {
         "memory" => engine::SinkConfig::Memory,
@@ -231,7 +240,10 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
             "--sink '{other}': expected 'memory' or a Redis URL such as redis://127.0.0.1:6379"
         ))),
     };
-    let events = args.events.unwrap_or(workload.spec.events);
+    let events = args
+        .events
+        .unwrap_or(workload.spec.events)
+        .min(trace.as_ref().map_or(u64::MAX, |t| t.len() as u64));
     let duration = args
         .duration
         .or(workload.spec.duration)
@@ -244,6 +256,7 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
         events,
         duration,
         sink: sink_config,
+        trace,
     })?;
     // Ctrl-C or SIGTERM stops the run cleanly: RocksDB closes, the summary prints and the
     // report is written for what ran. A second signal kills the process as usual.

@@ -136,6 +136,7 @@ pub fn run(scenario: &Scenario, events: u64) -> anyhow::Result<(Row, Row, bool)>
             events,
             duration: None,
             sink: Default::default(),
+            trace: None,
         })
         .with_context(|| format!("{} ({label}) failed", scenario.name))?;
         rows.push(Row::new(label, &outcome));

@@ -48,6 +48,7 @@ proptest! {
             events,
             duration: None,
             sink: Default::default(),
+            trace: None,
         }).unwrap();
         prop_assert!(outcome.result_error.is_exact(), "sink: {:?}", outcome.result_error);
         prop_assert!(outcome.state_error.is_exact(), "state: {:?}", outcome.state_error);

@@ -15,6 +15,7 @@ fn config(dir: &std::path::Path, events: u64) -> EngineConfig {
         events,
         duration: None,
         sink: Default::default(),
+        trace: None,
     }
 }
 

@@ -79,6 +79,7 @@ fn counts_read_back_from_redis_equal_the_oracle() {
             url: url.clone(),
             prefix: "test-run:".to_string(),
         },
+        trace: None,
     })
     .unwrap();
     assert!(
@@ -127,6 +128,7 @@ fn an_unreachable_redis_is_a_clear_error() {
             url: format!("redis://127.0.0.1:{port}"),
             prefix: "x:".to_string(),
         },
+        trace: None,
     })
     .unwrap_err();
     assert!(

@@ -155,3 +155,60 @@ fn bad_input_is_an_error_with_exit_code_two_and_no_report() {
     let err = run(&["run", "--report", "/nonexistent-dir/r.json"]).unwrap_err();
     assert!(err.to_string().contains("does not exist"), "{err}");
 }
+
+#[test]
+fn a_trace_replays_to_the_oracles_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("trace.json");
+    let report_arg = report.to_string_lossy().into_owned();
+    run(&[
+        "run",
+        "-w",
+        "tests/fixtures/valid/trace-workload.yaml",
+        "--quiet",
+        "--report",
+        &report_arg,
+    ])
+    .unwrap();
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let s = &json["summary"];
+    assert_eq!(s["events"], 3000);
+    assert_eq!(s["result_error"]["over"], 0);
+    assert_eq!(s["result_error"]["under"], 0);
+    assert_eq!(s["result_error"]["missing"], 0);
+    let last = json["snapshots"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    // Bounded: the final maximum watermark fired every timer.
+    assert_eq!(last["pipeline"]["watermark"], i64::MAX);
+    assert!(last["pipeline"]["timers_fired"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_malformed_trace_stops_the_run_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let data = dir.path().join("db");
+    let (report_arg, data_arg) = (
+        report.to_string_lossy().into_owned(),
+        data.to_string_lossy().into_owned(),
+    );
+    let err = run(&[
+        "run",
+        "-w",
+        "tests/fixtures/invalid/trace-malformed-workload.yaml",
+        "--report",
+        &report_arg,
+        "--data-dir",
+        &data_arg,
+    ])
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("malformed.jsonl line 6:"), "{msg}");
+    assert!(msg.contains("expected"), "says what is valid: {msg}");
+    assert_eq!(statebench::exit_code(&err), 2);
+    assert!(!report.exists() && !data.exists(), "nothing half-done");
+}

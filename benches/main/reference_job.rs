@@ -26,6 +26,7 @@ pub fn bench(c: &mut Criterion) {
                     events: EVENTS,
                     duration: None,
                     sink: Default::default(),
+                    trace: None,
                 })
                 .expect("run");
                 let summary = statebench::report::Summary::new(&outcome);

@@ -122,6 +122,10 @@ pub struct WorkloadSpec {
     /// (replay time) and emits the maximum watermark. None: unbounded, no final watermark.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounded_end_delay: Option<Millis>,
+    /// Replay this trace (JSON Lines or CSV: user, event_time[, partition]) instead of the
+    /// synthetic generator; a relative path is relative to the workload file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<std::path::PathBuf>,
     /// TTL of the job's timerState (processing time = replay time). None: no TTL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timer_state_ttl: Option<Millis>,
@@ -148,6 +152,17 @@ impl Workload {
         let (origin, text) = locate("workload", name, BUILTIN)?;
         let spec: WorkloadSpec = parse_yaml(&text, &origin)?;
         let name = origin.name();
+        let mut spec = spec;
+        // A trace path is relative to the workload file that names it.
+        if let (Some(trace), super::Origin::File(file)) = (&spec.trace, &origin)
+            && trace.is_relative()
+        {
+            spec.trace = Some(
+                file.parent()
+                    .unwrap_or(std::path::Path::new("."))
+                    .join(trace),
+            );
+        }
         Workload::from_spec(&name, &origin.to_string(), spec)
     }
 

@@ -5,6 +5,7 @@ pub mod oracle;
 pub mod sink;
 pub mod source;
 pub mod timers;
+pub mod trace;
 pub mod watermark;
 
 use crate::backend::BackendError;
@@ -15,6 +16,8 @@ pub enum PipelineError {
     Backend(#[from] BackendError),
     #[error(transparent)]
     Sink(#[from] sink::SinkError),
+    #[error(transparent)]
+    Trace(#[from] trace::TraceError),
     #[error("timer key in RocksDB is not valid: {0}")]
     CorruptTimer(String),
 }
