@@ -232,7 +232,6 @@ fn run_engine(
         workload.spec.idleness.map(|i| i.0 as i64),
         source.replay_time(),
     );
-    let mut last_record_at = vec![source.replay_time(); workload.spec.partitions as usize];
     let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
     let mut oracle = Oracle::new(&windows);
     let now = Instant::now();
@@ -311,7 +310,6 @@ fn run_engine(
         ctx.now = now;
         job.on_event(&event, &mut ctx)?;
         watermark.on_record(event.partition as usize, event.event_time, now);
-        last_record_at[event.partition as usize] = now;
         oracle.on_event(event.user, event.event_time);
         processed += 1;
         ctx.state.latency.record(Op::Event, start.elapsed());
@@ -383,7 +381,8 @@ fn run_engine(
     // and emits the maximum watermark, which fires every remaining timer (unless the valve
     // drops it because the partition was idle by then).
     if let (Some(delay), false) = (workload.spec.bounded_end_delay, stopped_early) {
-        let mut ends: Vec<(i64, usize)> = last_record_at
+        let mut ends: Vec<(i64, usize)> = watermark
+            .last_record_times()
             .iter()
             .enumerate()
             .map(|(p, at)| (at + delay.0 as i64, p))

@@ -164,6 +164,11 @@ impl WatermarkValve {
             .unwrap_or(i64::MIN)
     }
 
+    /// Processing time of each partition's last record (or of the start, for none yet).
+    pub fn last_record_times(&self) -> Vec<i64> {
+        self.partitions.iter().map(|p| p.last_record_at).collect()
+    }
+
     pub fn idle_partitions(&self) -> usize {
         self.partitions.iter().filter(|p| p.idle).count()
     }
