@@ -25,6 +25,8 @@ use crate::pipeline::watermark::WatermarkValve;
 /// Events between two watermark emissions. Flink emits periodic watermarks on a wall-clock
 /// interval (200 ms); a fixed event count keeps the state traffic identical run to run.
 pub const WATERMARK_EVERY_EVENTS: u64 = 64;
+/// Every this many samples, a run on the in-process sink compares it with the oracle.
+const COMPARE_EVERY_SAMPLES: u64 = 10;
 /// Events between two looks at the clock and the command channel.
 const CHECK_EVERY_EVENTS: u64 = 16;
 
@@ -70,6 +72,8 @@ pub struct PipelineSample {
     pub timers_registered: u64,
     /// Writes to the serving store so far.
     pub sink: SinkCounters,
+    /// The serving store against the oracle at this sample (every few samples, and at the end).
+    pub result_error: Option<ResultError>,
     /// The earliest timer still pending, if any.
     pub next_timer: Option<i64>,
     pub timers_fired: u64,
@@ -252,7 +256,8 @@ fn run_engine(
                    ctx: &mut Context,
                    job: &FrequencyJob,
                    wm: &WatermarkValve,
-                   state: RunState| {
+                   state: RunState,
+                   result_error: Option<ResultError>| {
         let now = Instant::now();
         let interval_secs = now.duration_since(sampling.last_at).as_secs_f64();
         let events = job.counters.events;
@@ -289,6 +294,7 @@ fn run_engine(
                 timers_registered: ctx.timers.registered,
                 next_timer: ctx.timers.next_timestamp(),
                 sink: ctx.sink.counters(),
+                result_error,
                 timers_fired: ctx.timers.fired,
                 job: job.counters,
             },
@@ -322,7 +328,22 @@ fn run_engine(
         if processed.is_multiple_of(CHECK_EVERY_EVENTS) {
             let now = Instant::now();
             if now.duration_since(sampling.last_at) >= sampling.interval {
-                publish(&mut sampling, &mut ctx, &job, &watermark, RunState::Running);
+                // Reading the whole store is cheap only in process: compare every few samples.
+                let compare = matches!(config.sink, SinkConfig::Memory)
+                    && sampling.seq % COMPARE_EVERY_SAMPLES == COMPARE_EVERY_SAMPLES - 1;
+                let result_error = if compare {
+                    Some(oracle.compare(ctx.sink.read_all().map_err(PipelineError::from)?))
+                } else {
+                    None
+                };
+                publish(
+                    &mut sampling,
+                    &mut ctx,
+                    &job,
+                    &watermark,
+                    RunState::Running,
+                    result_error,
+                );
             }
             if let Some(limit) = config.duration
                 && now
@@ -365,6 +386,7 @@ fn run_engine(
                                         &job,
                                         &watermark,
                                         RunState::Paused,
+                                        None,
                                     );
                                 }
                             }
@@ -402,17 +424,18 @@ fn run_engine(
         .saturating_sub(paused_for)
         .as_secs_f64();
     ctx.timers.flush(&mut ctx.state)?;
+    // The serving store and the job's state against the exact truth at the last watermark.
+    ctx.sink.flush().map_err(PipelineError::from)?;
+    let result_error = oracle.compare(ctx.sink.read_all().map_err(PipelineError::from)?);
     publish(
         &mut sampling,
         &mut ctx,
         &job,
         &watermark,
         RunState::Finished,
+        Some(result_error),
     );
     let latency = ctx.state.latency.totals();
-    // The serving store and the job's state against the exact truth at the last watermark.
-    ctx.sink.flush().map_err(PipelineError::from)?;
-    let result_error = oracle.compare(ctx.sink.read_all().map_err(PipelineError::from)?);
     let state_error = oracle.compare(job.state_counts(&mut ctx.state)?);
     let options_file = backend
         .latest_options_file()?

@@ -12,6 +12,7 @@ use crate::config::units::human_bytes;
 use crate::config::{Profile, Workload};
 use crate::engine::{MetricsSnapshot, RunOutcome};
 use crate::pipeline::oracle::ResultError;
+use crate::pipeline::sink::SinkCounters;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -82,6 +83,8 @@ pub struct Summary {
     pub batch_writes: u64,
     pub rocksdb_ops_per_event: f64,
     pub timers_fired: u64,
+    /// Writes to the serving store, their bytes, and time spent in its round trips.
+    pub sink: SinkCounters,
     /// The serving store at the end against the oracle's exact counts.
     pub result_error: ResultError,
     /// The job's RocksDB state at the end against the oracle.
@@ -176,6 +179,7 @@ impl Summary {
                 total_ops as f64 / events as f64
             },
             timers_fired: last.map_or(0, |s| s.pipeline.timers_fired),
+            sink: last.map(|s| s.pipeline.sink).unwrap_or_default(),
             result_error: outcome.result_error,
             state_error: outcome.state_error,
             rocksdb_keys_read: tickers.keys_read,
@@ -351,6 +355,16 @@ pub fn render_summary(report: &Report) -> String {
         ),
     );
     line("live SST size", human_bytes(s.live_sst_bytes as f64));
+    line(
+        "serving store writes",
+        format!(
+            "{} ({}, {} round trips, {:.1} ms waiting)",
+            s.sink.writes,
+            human_bytes(s.sink.bytes as f64),
+            s.sink.flushes,
+            s.sink.round_trip_micros as f64 / 1000.0
+        ),
+    );
     let e = &s.result_error;
     line(
         "result error (sink vs oracle)",

@@ -97,6 +97,17 @@ fn a_run_processes_exactly_the_requested_events_and_counts_match_rocksdb() {
         last.pipeline.watermark_lag_ms
     );
     assert!(last.pipeline.timers_fired > 0);
+    // Sampled comparisons of the store with the oracle happened during the run, all exact.
+    let sampled: Vec<_> = outcome
+        .snapshots
+        .iter()
+        .filter_map(|s| s.pipeline.result_error)
+        .collect();
+    assert!(
+        sampled.len() >= 2,
+        "at least one sampled and the final comparison"
+    );
+    assert!(sampled.iter().all(|e| e.is_exact()), "{sampled:?}");
     // The state the job left equals the oracle's exact sliding-window counts.
     assert!(
         outcome.result_error.is_exact(),
