@@ -14,7 +14,7 @@ use crate::backend::metrics::{RocksDbSample, RocksDbSampler};
 use crate::backend::perf::PerfCounters;
 use crate::backend::{AccessCounters, BackendError, StateBackend};
 use crate::config::workload::Rate;
-use crate::config::{Profile, Workload};
+use crate::config::{Millis, Profile, Workload};
 use crate::pipeline::PipelineError;
 use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, Operator};
 use crate::pipeline::oracle::{Oracle, ResultError};
@@ -187,6 +187,22 @@ pub fn run_to_completion(config: EngineConfig) -> Result<RunOutcome, EngineError
     handle.join()
 }
 
+/// The pipeline of one run, borrowed from its RocksDB backend.
+struct Run<'a> {
+    backend: &'a StateBackend,
+    config: &'a EngineConfig,
+    perf: Option<PerfCounters>,
+    ctx: Context<'a>,
+    job: FrequencyJob<'a>,
+    source: EventSource,
+    watermark: WatermarkValve,
+    oracle: Oracle,
+    sampling: Sampling,
+    snapshots: SyncSender<Box<MetricsSnapshot>>,
+    processed: u64,
+    paused_for: Duration,
+}
+
 struct Sampling {
     started: Instant,
     last_at: Instant,
@@ -196,6 +212,243 @@ struct Sampling {
     sampler: RocksDbSampler,
     last_gets: u64,
     history: Vec<MetricsSnapshot>,
+}
+
+/// What the command channel asked for.
+enum Control {
+    Continue,
+    Stop,
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        backend: &'a StateBackend,
+        config: &'a EngineConfig,
+        snapshots: SyncSender<Box<MetricsSnapshot>>,
+    ) -> Result<Run<'a>, EngineError> {
+        let workload = &config.workload;
+        let labels: Vec<String> = workload
+            .spec
+            .windows
+            .iter()
+            .map(|w| Workload::window_label(*w))
+            .collect();
+        let sink: Box<dyn Sink> = match &config.sink {
+            SinkConfig::Memory => Box::new(MemorySink::default()),
+            SinkConfig::Redis { url, prefix } => {
+                Box::new(RedisSink::connect(url, prefix, labels).map_err(PipelineError::from)?)
+            }
+        };
+        let source = EventSource::new(workload, config.trace.clone());
+        let watermark = WatermarkValve::new(
+            workload.spec.partitions as usize,
+            workload.spec.event_time.out_of_orderness.0 as i64,
+            workload.spec.idleness.map(|i| i.0 as i64),
+            source.replay_time(),
+        );
+        let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
+        let now = Instant::now();
+        Ok(Run {
+            backend,
+            config,
+            perf: PerfCounters::start(),
+            ctx: Context::new(backend, sink)?,
+            job: FrequencyJob::new(backend, workload)?,
+            source,
+            watermark,
+            oracle: Oracle::new(&windows),
+            sampling: Sampling {
+                started: now,
+                last_at: now,
+                last_events: 0,
+                interval: workload.spec.sample_interval.as_duration(),
+                seq: 0,
+                sampler: RocksDbSampler::default(),
+                last_gets: 0,
+                history: Vec::new(),
+            },
+            snapshots,
+            processed: 0,
+            paused_for: Duration::ZERO,
+        })
+    }
+
+    /// Processes one event; every `WATERMARK_EVERY_EVENTS` events emits a watermark, which
+    /// fires due timers. False when the source is exhausted.
+    fn step(&mut self) -> Result<bool, EngineError> {
+        let Some(event) = self.source.next() else {
+            return Ok(false);
+        };
+        let start = Instant::now();
+        let now = self.source.replay_time();
+        self.ctx.now = now;
+        self.job.on_event(&event, &mut self.ctx)?;
+        self.watermark
+            .on_record(event.partition as usize, event.event_time, now);
+        self.oracle.on_event(event.user, event.event_time);
+        self.processed += 1;
+        self.ctx.state.latency.record(Op::Event, start.elapsed());
+        if self.processed.is_multiple_of(WATERMARK_EVERY_EVENTS) {
+            let wm = self.watermark.advance(now);
+            self.emit_watermark(wm)?;
+        }
+        Ok(true)
+    }
+
+    fn emit_watermark(&mut self, wm: i64) -> Result<(), EngineError> {
+        self.ctx.advance_watermark(&mut self.job, wm)?;
+        self.oracle.on_watermark(wm);
+        Ok(())
+    }
+
+    /// Publishes a snapshot when the sample interval has passed.
+    fn maybe_sample(&mut self, now: Instant) -> Result<(), EngineError> {
+        if now.duration_since(self.sampling.last_at) < self.sampling.interval {
+            return Ok(());
+        }
+        // Reading the whole store is cheap only in process: compare every few samples.
+        let compare = matches!(self.config.sink, SinkConfig::Memory)
+            && self.sampling.seq % COMPARE_EVERY_SAMPLES == COMPARE_EVERY_SAMPLES - 1;
+        let result_error = if compare {
+            Some(self.compare_sink()?)
+        } else {
+            None
+        };
+        self.publish(RunState::Running, result_error);
+        Ok(())
+    }
+
+    fn compare_sink(&mut self) -> Result<ResultError, EngineError> {
+        let all = self.ctx.sink.read_all().map_err(PipelineError::from)?;
+        Ok(self.oracle.compare(all))
+    }
+
+    fn publish(&mut self, state: RunState, result_error: Option<ResultError>) {
+        let sampling = &mut self.sampling;
+        let ctx = &mut self.ctx;
+        let wm = &self.watermark;
+        let now = Instant::now();
+        let interval_secs = now.duration_since(sampling.last_at).as_secs_f64();
+        let events = self.job.counters.events;
+        let in_interval = events - sampling.last_events;
+        let perf_counts = self.perf.as_ref().map(|p| p.read()).unwrap_or_default();
+        let gets = ctx.state.counters.gets;
+        let rocksdb = sampling.sampler.sample(
+            self.backend,
+            &perf_counts,
+            gets - sampling.last_gets,
+            interval_secs,
+        );
+        let snapshot = MetricsSnapshot {
+            seq: sampling.seq,
+            elapsed_secs: now.duration_since(sampling.started).as_secs_f64(),
+            interval_secs,
+            state,
+            events,
+            events_in_interval: in_interval,
+            events_per_sec: if interval_secs > 0.0 {
+                in_interval as f64 / interval_secs
+            } else {
+                0.0
+            },
+            latency: ctx.state.latency.take_interval(),
+            ops: ctx.state.counters,
+            pipeline: PipelineSample {
+                watermark: wm.emitted(),
+                max_event_time: wm.max_event_time(),
+                watermark_lag_ms: wm.max_event_time().saturating_sub(wm.emitted()),
+                idle_partitions: wm.idle_partitions() as u32,
+                dropped_final_watermarks: wm.dropped_final_watermarks,
+                timers_registered: ctx.timers.registered,
+                next_timer: ctx.timers.next_timestamp(),
+                sink: ctx.sink.counters(),
+                result_error,
+                timers_fired: ctx.timers.fired,
+                job: self.job.counters,
+            },
+            rocksdb,
+        };
+        sampling.seq += 1;
+        sampling.last_at = now;
+        sampling.last_events = events;
+        sampling.last_gets = gets;
+        // A full channel means a slow reader: drop this snapshot for it, keep it in history.
+        let _ = self.snapshots.try_send(Box::new(snapshot.clone()));
+        sampling.history.push(snapshot);
+    }
+
+    /// Paces a rate-limited workload.
+    fn pace(&self, now: Instant) {
+        if let Rate::PerSecond(rate) = self.config.workload.spec.rate {
+            let due =
+                Duration::from_secs_f64(self.processed as f64 / rate as f64) + self.paused_for;
+            let elapsed = now.duration_since(self.sampling.started);
+            if due > elapsed {
+                std::thread::sleep(due - elapsed);
+            }
+        }
+    }
+
+    fn over_time(&self, now: Instant) -> bool {
+        self.config.duration.is_some_and(|limit| {
+            now.duration_since(self.sampling.started)
+                .saturating_sub(self.paused_for)
+                >= limit
+        })
+    }
+
+    /// Obeys pending commands; while paused, keeps publishing so clients see RocksDB settle.
+    fn handle_commands(&mut self, commands: &Receiver<EngineCommand>) -> Control {
+        loop {
+            match commands.try_recv() {
+                Ok(EngineCommand::Stop) => return Control::Stop,
+                Ok(EngineCommand::Resume) => {}
+                Ok(EngineCommand::Pause) => {
+                    let paused_at = Instant::now();
+                    let control = loop {
+                        match commands.recv_timeout(self.sampling.interval) {
+                            Ok(EngineCommand::Resume) => break Control::Continue,
+                            Ok(EngineCommand::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                                break Control::Stop;
+                            }
+                            Ok(EngineCommand::Pause) => {}
+                            Err(mpsc::RecvTimeoutError::Timeout) => {
+                                self.publish(RunState::Paused, None);
+                            }
+                        }
+                    };
+                    self.paused_for += paused_at.elapsed();
+                    if let Control::Stop = control {
+                        return Control::Stop;
+                    }
+                }
+                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => {
+                    return Control::Continue;
+                }
+            }
+        }
+    }
+
+    /// A bounded source ends: each partition reports its end some time after its last record
+    /// and emits the maximum watermark, which fires every remaining timer (unless the valve
+    /// drops it because the partition was idle by then).
+    fn end_bounded_source(&mut self, delay: Millis) -> Result<(), EngineError> {
+        let mut ends: Vec<(i64, usize)> = self
+            .watermark
+            .last_record_times()
+            .iter()
+            .enumerate()
+            .map(|(p, at)| (at + delay.0 as i64, p))
+            .collect();
+        ends.sort();
+        for (at, partition) in ends {
+            self.ctx.now = at;
+            self.watermark.on_partition_finished(partition, at);
+            let wm = self.watermark.advance(at);
+            self.emit_watermark(wm)?;
+        }
+        Ok(())
+    }
 }
 
 fn run_engine(
@@ -209,240 +462,45 @@ fn run_engine(
         .iter()
         .map(ToString::to_string)
         .collect();
-    let workload = &config.workload;
-    let perf = PerfCounters::start();
-    let sink: Box<dyn Sink> = match &config.sink {
-        SinkConfig::Memory => Box::new(MemorySink::default()),
-        SinkConfig::Redis { url, prefix } => Box::new(
-            RedisSink::connect(
-                url,
-                prefix,
-                workload
-                    .spec
-                    .windows
-                    .iter()
-                    .map(|w| Workload::window_label(*w))
-                    .collect(),
-            )
-            .map_err(PipelineError::from)?,
-        ),
-    };
-    let mut ctx = Context::new(&backend, sink)?;
-    let mut job = FrequencyJob::new(&backend, workload)?;
-    let mut source = EventSource::new(workload, config.trace.clone());
-    let mut watermark = WatermarkValve::new(
-        workload.spec.partitions as usize,
-        workload.spec.event_time.out_of_orderness.0 as i64,
-        workload.spec.idleness.map(|i| i.0 as i64),
-        source.replay_time(),
-    );
-    let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
-    let mut oracle = Oracle::new(&windows);
-    let now = Instant::now();
-    let mut sampling = Sampling {
-        started: now,
-        last_at: now,
-        last_events: 0,
-        interval: workload.spec.sample_interval.as_duration(),
-        seq: 0,
-        sampler: RocksDbSampler::default(),
-        last_gets: 0,
-        history: Vec::new(),
-    };
-    let mut paused_for = Duration::ZERO;
+    let mut run = Run::new(&backend, &config, snapshots)?;
     let mut stopped_early = false;
-    let mut processed = 0u64;
-    let publish = |sampling: &mut Sampling,
-                   ctx: &mut Context,
-                   job: &FrequencyJob,
-                   wm: &WatermarkValve,
-                   state: RunState,
-                   result_error: Option<ResultError>| {
-        let now = Instant::now();
-        let interval_secs = now.duration_since(sampling.last_at).as_secs_f64();
-        let events = job.counters.events;
-        let in_interval = events - sampling.last_events;
-        let perf_counts = perf.as_ref().map(|p| p.read()).unwrap_or_default();
-        let gets = ctx.state.counters.gets;
-        let rocksdb = sampling.sampler.sample(
-            &backend,
-            &perf_counts,
-            gets - sampling.last_gets,
-            interval_secs,
-        );
-        let latency = ctx.state.latency.take_interval();
-        let snapshot = MetricsSnapshot {
-            seq: sampling.seq,
-            elapsed_secs: now.duration_since(sampling.started).as_secs_f64(),
-            interval_secs,
-            state,
-            events,
-            events_in_interval: in_interval,
-            events_per_sec: if interval_secs > 0.0 {
-                in_interval as f64 / interval_secs
-            } else {
-                0.0
-            },
-            latency,
-            ops: ctx.state.counters,
-            pipeline: PipelineSample {
-                watermark: wm.emitted(),
-                max_event_time: wm.max_event_time(),
-                watermark_lag_ms: wm.max_event_time().saturating_sub(wm.emitted()),
-                idle_partitions: wm.idle_partitions() as u32,
-                dropped_final_watermarks: wm.dropped_final_watermarks,
-                timers_registered: ctx.timers.registered,
-                next_timer: ctx.timers.next_timestamp(),
-                sink: ctx.sink.counters(),
-                result_error,
-                timers_fired: ctx.timers.fired,
-                job: job.counters,
-            },
-            rocksdb,
-        };
-        sampling.seq += 1;
-        sampling.last_at = now;
-        sampling.last_events = events;
-        sampling.last_gets = gets;
-        // A full channel means a slow reader: drop this snapshot for it, keep it in history.
-        let _ = snapshots.try_send(Box::new(snapshot.clone()));
-        sampling.history.push(snapshot);
-    };
-
-    'run: while processed < config.events {
-        let Some(event) = source.next() else { break };
-        let start = Instant::now();
-        let now = source.replay_time();
-        ctx.now = now;
-        job.on_event(&event, &mut ctx)?;
-        watermark.on_record(event.partition as usize, event.event_time, now);
-        oracle.on_event(event.user, event.event_time);
-        processed += 1;
-        ctx.state.latency.record(Op::Event, start.elapsed());
-        if processed.is_multiple_of(WATERMARK_EVERY_EVENTS) {
-            let wm = watermark.advance(now);
-            ctx.advance_watermark(&mut job, wm)?;
-            oracle.on_watermark(wm);
-        }
-
-        if processed.is_multiple_of(CHECK_EVERY_EVENTS) {
+    while run.processed < config.events && run.step()? {
+        if run.processed.is_multiple_of(CHECK_EVERY_EVENTS) {
             let now = Instant::now();
-            if now.duration_since(sampling.last_at) >= sampling.interval {
-                // Reading the whole store is cheap only in process: compare every few samples.
-                let compare = matches!(config.sink, SinkConfig::Memory)
-                    && sampling.seq % COMPARE_EVERY_SAMPLES == COMPARE_EVERY_SAMPLES - 1;
-                let result_error = if compare {
-                    Some(oracle.compare(ctx.sink.read_all().map_err(PipelineError::from)?))
-                } else {
-                    None
-                };
-                publish(
-                    &mut sampling,
-                    &mut ctx,
-                    &job,
-                    &watermark,
-                    RunState::Running,
-                    result_error,
-                );
+            run.maybe_sample(now)?;
+            if run.over_time(now) {
+                break;
             }
-            if let Some(limit) = config.duration
-                && now
-                    .duration_since(sampling.started)
-                    .saturating_sub(paused_for)
-                    >= limit
-            {
-                break 'run;
-            }
-            if let Rate::PerSecond(rate) = workload.spec.rate {
-                let due = Duration::from_secs_f64(processed as f64 / rate as f64) + paused_for;
-                let elapsed = now.duration_since(sampling.started);
-                if due > elapsed {
-                    std::thread::sleep(due - elapsed);
-                }
-            }
-            loop {
-                match commands.try_recv() {
-                    Ok(EngineCommand::Stop) => {
-                        stopped_early = true;
-                        break 'run;
-                    }
-                    Ok(EngineCommand::Pause) => {
-                        let paused_at = Instant::now();
-                        // Keep publishing while paused so clients see RocksDB settle.
-                        loop {
-                            match commands.recv_timeout(sampling.interval) {
-                                Ok(EngineCommand::Resume) => break,
-                                Ok(EngineCommand::Stop)
-                                | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                                    stopped_early = true;
-                                    paused_for += paused_at.elapsed();
-                                    break 'run;
-                                }
-                                Ok(EngineCommand::Pause) => {}
-                                Err(mpsc::RecvTimeoutError::Timeout) => {
-                                    publish(
-                                        &mut sampling,
-                                        &mut ctx,
-                                        &job,
-                                        &watermark,
-                                        RunState::Paused,
-                                        None,
-                                    );
-                                }
-                            }
-                        }
-                        paused_for += paused_at.elapsed();
-                    }
-                    Ok(EngineCommand::Resume) => {}
-                    Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
-                }
+            run.pace(now);
+            if let Control::Stop = run.handle_commands(&commands) {
+                stopped_early = true;
+                break;
             }
         }
     }
-    // A bounded source ends: each partition reports its end some time after its last record
-    // and emits the maximum watermark, which fires every remaining timer (unless the valve
-    // drops it because the partition was idle by then).
-    if let (Some(delay), false) = (workload.spec.bounded_end_delay, stopped_early) {
-        let mut ends: Vec<(i64, usize)> = watermark
-            .last_record_times()
-            .iter()
-            .enumerate()
-            .map(|(p, at)| (at + delay.0 as i64, p))
-            .collect();
-        ends.sort();
-        for (at, partition) in ends {
-            ctx.now = at;
-            watermark.on_partition_finished(partition, at);
-            let wm = watermark.advance(at);
-            ctx.advance_watermark(&mut job, wm)?;
-            oracle.on_watermark(wm);
-        }
+    if let (Some(delay), false) = (config.workload.spec.bounded_end_delay, stopped_early) {
+        run.end_bounded_source(delay)?;
     }
-    let processing_secs = sampling
+    let processing_secs = run
+        .sampling
         .started
         .elapsed()
-        .saturating_sub(paused_for)
+        .saturating_sub(run.paused_for)
         .as_secs_f64();
-    ctx.timers.flush(&mut ctx.state)?;
+    run.ctx.timers.flush(&mut run.ctx.state)?;
     // The serving store and the job's state against the exact truth at the last watermark.
-    ctx.sink.flush().map_err(PipelineError::from)?;
-    let result_error = oracle.compare(ctx.sink.read_all().map_err(PipelineError::from)?);
-    publish(
-        &mut sampling,
-        &mut ctx,
-        &job,
-        &watermark,
-        RunState::Finished,
-        Some(result_error),
-    );
-    let latency = ctx.state.latency.totals();
-    let state_error = oracle.compare(job.state_counts(&mut ctx.state)?);
+    run.ctx.sink.flush().map_err(PipelineError::from)?;
+    let result_error = run.compare_sink()?;
+    run.publish(RunState::Finished, Some(result_error));
+    let state_error = run
+        .oracle
+        .compare(run.job.state_counts(&mut run.ctx.state)?);
     let options_file = backend
         .latest_options_file()?
         .map(|p| p.display().to_string());
     Ok(RunOutcome {
-        snapshots: sampling.history,
-        latency,
+        snapshots: std::mem::take(&mut run.sampling.history),
+        latency: run.ctx.state.latency.totals(),
         processing_secs,
         stopped_early,
         options_file,
