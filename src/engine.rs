@@ -201,6 +201,8 @@ struct Run<'a> {
     snapshots: SyncSender<Box<MetricsSnapshot>>,
     processed: u64,
     paused_for: Duration,
+    /// The last watermark forwarded to the operator.
+    forwarded: i64,
 }
 
 struct Sampling {
@@ -270,6 +272,7 @@ impl<'a> Run<'a> {
             snapshots,
             processed: 0,
             paused_for: Duration::ZERO,
+            forwarded: i64::MIN,
         })
     }
 
@@ -295,9 +298,14 @@ impl<'a> Run<'a> {
         Ok(true)
     }
 
+    /// Forwards a watermark downstream if it moved: like Flink's valve, the operator (and the
+    /// oracle) only ever see strictly increasing watermarks.
     fn emit_watermark(&mut self, wm: i64) -> Result<(), EngineError> {
-        self.ctx.advance_watermark(&mut self.job, wm)?;
-        self.oracle.on_watermark(wm);
+        if wm > self.forwarded {
+            self.forwarded = wm;
+            self.ctx.advance_watermark(&mut self.job, wm)?;
+            self.oracle.on_watermark(wm);
+        }
         Ok(())
     }
 
@@ -442,7 +450,8 @@ impl<'a> Run<'a> {
             .collect();
         ends.sort();
         for (at, partition) in ends {
-            self.ctx.now = at;
+            // The replay clock never goes back (TTL reads it).
+            self.ctx.now = self.ctx.now.max(at);
             self.watermark.on_partition_finished(partition, at);
             let wm = self.watermark.advance(at);
             self.emit_watermark(wm)?;
@@ -478,7 +487,18 @@ fn run_engine(
             }
         }
     }
-    if let (Some(delay), false) = (config.workload.spec.bounded_end_delay, stopped_early) {
+    // Only a source read to its end ends; a run cut short by --events, --duration or Stop
+    // leaves its partitions open, as an unbounded one would.
+    let read_to_end = run.processed >= config.workload.spec.events
+        || config
+            .trace
+            .as_ref()
+            .is_some_and(|t| run.processed >= t.len() as u64);
+    if let (Some(delay), false, true) = (
+        config.workload.spec.bounded_end_delay,
+        stopped_early,
+        read_to_end,
+    ) {
         run.end_bounded_source(delay)?;
     }
     let processing_secs = run

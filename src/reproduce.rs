@@ -121,7 +121,11 @@ pub fn find(name: &str) -> Option<&'static Scenario> {
 /// the contrast reproduced.
 pub fn run(scenario: &Scenario, events: u64) -> anyhow::Result<(Row, Row, bool)> {
     let profile = Profile::load("flink-default")?;
-    let base = Workload::load("smoke")?;
+    let mut base = Workload::load("smoke")?;
+    // `events` is the whole log (a bounded source ends there), at smoke's event-time pace.
+    let span = base.spec.event_time.span.0 as f64 * events as f64 / base.spec.events as f64;
+    base.spec.event_time.span = Millis(span as u64);
+    base.spec.events = events;
     let mut rows = Vec::new();
     for (label, change) in [("broken", scenario.broken), ("fixed", scenario.fixed)] {
         let mut workload = base.clone();

@@ -282,6 +282,25 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
     if !spec.idle_partitions.is_empty() && spec.idle_partitions.len() as u32 >= spec.partitions {
         problems.push("'idle-partitions' leaves no partition to carry records".to_string());
     }
+    for (key, value) in [
+        (
+            "event-time.out-of-orderness",
+            Some(spec.event_time.out_of_orderness),
+        ),
+        ("idleness", spec.idleness),
+        ("bounded-end-delay", spec.bounded_end_delay),
+        ("timer-state-ttl", spec.timer_state_ttl),
+    ] {
+        if value.is_some_and(|v| v.0 > limit) {
+            problems.push(format!("'{key}' must be below {limit} ms"));
+        }
+    }
+    if spec.idleness.is_some_and(|t| t.0 == 0) {
+        problems.push(
+            "'idleness' must be longer than 0 (leave it out to never mark partitions idle)"
+                .to_string(),
+        );
+    }
     if spec.timer_state_ttl.is_some_and(|t| t.0 == 0) {
         problems
             .push("'timer-state-ttl' must be longer than 0 (leave it out for no TTL)".to_string());

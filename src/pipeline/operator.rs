@@ -233,8 +233,7 @@ impl Operator for FrequencyJob<'_> {
             };
             stats.count -= i64::from(n);
             self.counters.decrements += u64::from(n);
-            ctx.sink
-                .write(user, usize::from(window), stats.count.max(0))?;
+            ctx.sink.write(user, usize::from(window), stats.count)?;
             if stats.count <= 0 {
                 // An empty window needs no state: keeps the state as small as the job's real one.
                 ctx.state.delete(self.stats_cf, k)?;

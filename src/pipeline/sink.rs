@@ -84,6 +84,18 @@ pub struct RedisSink {
 /// Writes buffered before a pipeline round trip.
 pub const PIPELINE_DEPTH: usize = 1_000;
 
+/// Escapes Redis glob characters so a prefix matches only itself.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn redis_err(e: redis::RedisError) -> SinkError {
     SinkError::Backend(e.to_string())
 }
@@ -97,6 +109,10 @@ impl RedisSink {
         let mut con = client
             .get_connection_with_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| SinkError::Backend(format!("cannot connect to {url}: {e}")))?;
+        // A stalled server must not hang the engine thread forever.
+        let timeout = Some(std::time::Duration::from_secs(30));
+        con.set_read_timeout(timeout).map_err(redis_err)?;
+        con.set_write_timeout(timeout).map_err(redis_err)?;
         redis::cmd("PING")
             .query::<String>(&mut con)
             .map_err(redis_err)?;
@@ -143,8 +159,9 @@ impl Sink for RedisSink {
 
     fn read_all(&mut self) -> Result<Vec<(u64, usize, i64)>, SinkError> {
         self.flush()?;
-        let pattern = format!("{}freq:*", self.prefix);
-        let mut keys: Vec<String> = Vec::new();
+        let pattern = format!("{}freq:*", glob_escape(&self.prefix));
+        // SCAN may return a key more than once: collect them in a set.
+        let mut keys: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         let mut cursor: u64 = 0;
         loop {
             let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
@@ -161,6 +178,7 @@ impl Sink for RedisSink {
                 break;
             }
         }
+        let keys: Vec<String> = keys.into_iter().collect();
         let mut out = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(1000) {
             let values: Vec<Option<i64>> = redis::cmd("MGET")

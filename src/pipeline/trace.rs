@@ -53,10 +53,22 @@ impl Trace {
         let mut users = Vec::new();
         let mut events = Vec::new();
         let mut offsets = vec![0u64; partitions as usize];
+        let mut header_allowed = true;
         for (index, raw) in text.lines().enumerate() {
             let line = index + 1;
-            let raw = raw.trim();
-            if raw.is_empty() || raw.starts_with('#') || (line == 1 && raw.starts_with("user")) {
+            let raw = raw.trim().trim_start_matches('\u{feff}');
+            if raw.is_empty() || raw.starts_with('#') {
+                continue;
+            }
+            // A CSV header is the first data line, and only if its event_time is not a number.
+            let is_header = header_allowed
+                && !raw.starts_with('{')
+                && raw
+                    .split(',')
+                    .nth(1)
+                    .is_some_and(|f| f.trim().parse::<i64>().is_err());
+            header_allowed = false;
+            if is_header {
                 continue;
             }
             let err = |message: String| TraceError::Line {

@@ -104,7 +104,8 @@ impl WatermarkValve {
     fn mark_idle(&mut self, now: i64) {
         if let Some(idleness) = self.idleness {
             for p in &mut self.partitions {
-                if !p.finished_with_max && now.saturating_sub(p.last_record_at) >= idleness {
+                // Flink's IdlenessTimer: idle once strictly more than the timeout has passed.
+                if !p.finished_with_max && now.saturating_sub(p.last_record_at) > idleness {
                     p.idle = true;
                 }
             }
