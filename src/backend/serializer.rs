@@ -134,8 +134,12 @@ impl ValueSerializer {
     }
 
     pub fn decode_decrement(&self, bytes: &[u8]) -> Result<Decrement, CodecError> {
+        self.decode_decrement_body(not_null(bytes, "Decrement")?)
+    }
+
+    /// Decodes a Decrement without the leading null flag (as it sits inside a TTL value).
+    pub fn decode_decrement_body(&self, body: &[u8]) -> Result<Decrement, CodecError> {
         const WHAT: &str = "Decrement";
-        let body = not_null(bytes, WHAT)?;
         let mut d = Decrement::default();
         match self.0 {
             SerializerKind::Compact => {

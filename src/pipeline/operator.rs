@@ -263,17 +263,21 @@ fn encode_with_ttl(
     match ttl {
         None => encode(out),
         Some(_) => {
+            // The map value is written null-sensitively around Flink's TtlValue:
+            // [not-null flag][last-write timestamp][user value].
             let mut value = Vec::with_capacity(32);
             encode(&mut value);
             out.clear();
+            out.push(0);
             out.extend_from_slice(&now.to_be_bytes());
-            out.extend_from_slice(&value);
+            out.extend_from_slice(value.get(1..).unwrap_or_default());
         }
     }
 }
 
 /// Reads a timerState entry; with a TTL, an entry last written `ttl` or longer ago reads as
-/// null (Flink's `NeverReturnExpired`), as the seed's job saw it.
+/// null (Flink's `NeverReturnExpired`), as the seed's job saw it, and is removed, as Flink's
+/// TTL decorator clears an expired entry it reads.
 fn read_decrement(
     ctx: &mut Context,
     cf: &ColumnFamily,
@@ -286,21 +290,26 @@ fn read_decrement(
     let read = ctx.state.get(cf, key, |v| match ttl {
         None => Ok(Some(serializer.decode_decrement(v)?)),
         Some(ttl) => {
-            let (ts, body) = v.split_at_checked(8).ok_or(BackendError::Corrupt(
-                "timerState value shorter than its TTL timestamp".to_string(),
-            ))?;
+            let corrupt =
+                || BackendError::Corrupt("timerState value without its TTL timestamp".to_string());
+            let (&flag, rest) = v.split_first().ok_or_else(corrupt)?;
+            let (ts, body) = rest.split_at_checked(8).ok_or_else(corrupt)?;
+            if flag != 0 {
+                return Err(corrupt());
+            }
             let mut b = [0u8; 8];
             b.copy_from_slice(ts);
             if now.saturating_sub(i64::from_be_bytes(b)) >= ttl {
                 Ok(None)
             } else {
-                Ok(Some(serializer.decode_decrement(body)?))
+                Ok(Some(serializer.decode_decrement_body(body)?))
             }
         }
     })?;
     match read {
         Some(None) => {
             counters.expired_timer_state += 1;
+            ctx.state.delete(cf, key)?;
             Ok(None)
         }
         Some(value) => Ok(value),
@@ -314,6 +323,25 @@ mod tests {
     use crate::config::Profile;
     use crate::pipeline::watermark::BoundedOutOfOrderness;
     use std::collections::HashMap;
+
+    #[test]
+    fn ttl_values_have_flinks_layout() {
+        let serializer = ValueSerializer(crate::config::workload::SerializerKind::Compact);
+        let d = Decrement {
+            windows: vec![(1, 2)],
+        };
+        let mut plain = Vec::new();
+        serializer.encode_decrement(&d, &mut plain);
+        let mut with_ttl = Vec::new();
+        encode_with_ttl(Some(60_000), 1_234, &mut with_ttl, |out| {
+            serializer.encode_decrement(&d, out)
+        });
+        // [not null][timestamp][value without its own null flag]
+        assert_eq!(with_ttl[0], 0);
+        assert_eq!(with_ttl[1..9], 1_234i64.to_be_bytes());
+        assert_eq!(with_ttl[9..], plain[1..]);
+        assert_eq!(serializer.decode_decrement_body(&with_ttl[9..]), Ok(d));
+    }
 
     #[test]
     fn counts_equal_events_inside_each_sliding_window() {
