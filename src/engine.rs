@@ -116,6 +116,8 @@ pub struct RunOutcome {
     pub result_error: ResultError,
     /// The job's final state compared with the oracle.
     pub state_error: ResultError,
+    /// The run started from empty state, so the comparisons with the oracle apply.
+    pub fresh_state: bool,
 }
 
 /// Where the job's results go.
@@ -471,6 +473,26 @@ fn run_engine(
         .iter()
         .map(ToString::to_string)
         .collect();
+    // State left by an earlier run (--reuse) was built from events this run's oracle never saw.
+    let fresh_state = [
+        crate::backend::CF_WINDOW_STATS,
+        crate::backend::CF_TIMER_STATE,
+    ]
+    .iter()
+    .all(|cf| {
+        backend
+            .cf(cf)
+            .ok()
+            .and_then(|h| {
+                backend
+                    .db()
+                    .property_int_value_cf(h, "rocksdb.estimate-num-keys")
+                    .ok()
+                    .flatten()
+            })
+            .unwrap_or(0)
+            == 0
+    });
     let mut run = Run::new(&backend, &config, snapshots)?;
     let mut stopped_early = false;
     while run.processed < config.events && run.step()? {
@@ -527,5 +549,6 @@ fn run_engine(
         option_mismatches,
         result_error,
         state_error,
+        fresh_state,
     })
 }

@@ -87,6 +87,9 @@ pub struct Summary {
     pub sink: SinkCounters,
     /// The serving store at the end against the oracle's exact counts.
     pub result_error: ResultError,
+    /// False when the run continued on state from an earlier run (`--reuse`): the oracle saw
+    /// only this run's events, so `result_error` and `state_error` do not apply.
+    pub result_error_applies: bool,
     /// The job's RocksDB state at the end against the oracle.
     pub state_error: ResultError,
     /// RocksDB's own counters, for cross-checking the job's.
@@ -181,6 +184,7 @@ impl Summary {
             timers_fired: last.map_or(0, |s| s.pipeline.timers_fired),
             sink: last.map(|s| s.pipeline.sink).unwrap_or_default(),
             result_error: outcome.result_error,
+            result_error_applies: outcome.fresh_state,
             state_error: outcome.state_error,
             rocksdb_keys_read: tickers.keys_read,
             rocksdb_keys_written: tickers.keys_written,
@@ -368,7 +372,9 @@ pub fn render_summary(report: &Report) -> String {
     let e = &s.result_error;
     line(
         "result error (sink vs oracle)",
-        if e.is_exact() {
+        if !s.result_error_applies {
+            "n/a: the run continued on earlier state (--reuse)".to_string()
+        } else if e.is_exact() {
             format!("none: {} counts exact", e.compared)
         } else {
             format!(

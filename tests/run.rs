@@ -114,7 +114,21 @@ fn a_non_empty_data_dir_is_refused_without_reuse() {
 fn reuse_continues_on_existing_state() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("db").to_string_lossy().into_owned();
-    run(&["run", "--events", "2000", "--quiet", "--data-dir", &data]).unwrap();
+    let report = dir.path().join("r.json");
+    let report_arg = report.to_string_lossy().into_owned();
+    run(&[
+        "run",
+        "--events",
+        "2000",
+        "--quiet",
+        "--data-dir",
+        &data,
+        "--report",
+        &report_arg,
+    ])
+    .unwrap();
+    let first: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(first["summary"]["result_error_applies"], true);
     run(&[
         "run",
         "--events",
@@ -123,8 +137,14 @@ fn reuse_continues_on_existing_state() {
         "--data-dir",
         &data,
         "--reuse",
+        "--report",
+        &report_arg,
     ])
     .unwrap();
+    let second: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    // The second run continued on the first run's state: the oracle's counts do not apply.
+    assert_eq!(second["summary"]["result_error_applies"], false);
+    assert!(second["summary"]["gets"].as_u64().unwrap() > 0);
 }
 
 #[test]
