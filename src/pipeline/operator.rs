@@ -76,6 +76,8 @@ pub struct JobCounters {
     pub missing_decrements: u64,
     /// timerState reads that found an entry whose TTL had expired (returned as null).
     pub expired_timer_state: u64,
+    /// Decrements that took a count below zero (more -1 than +1: double firing, a bad restore).
+    pub negative_counts: u64,
 }
 
 pub struct FrequencyJob<'a> {
@@ -232,6 +234,9 @@ impl Operator for FrequencyJob<'_> {
                 continue;
             };
             stats.count -= i64::from(n);
+            if stats.count < 0 {
+                self.counters.negative_counts += 1;
+            }
             self.counters.decrements += u64::from(n);
             ctx.sink.write(user, usize::from(window), stats.count)?;
             if stats.count <= 0 {
@@ -397,6 +402,7 @@ mod tests {
             }
             assert!(job.counters.decrements > 0, "timers must have fired");
             assert_eq!(job.counters.missing_decrements, 0);
+            assert_eq!(job.counters.negative_counts, 0);
         }
     }
 }

@@ -260,6 +260,13 @@ mod tests {
                 }
                 let wm = v.advance(now);
                 prop_assert!(wm >= last, "{} < {}", wm, last);
+                // The valve never runs ahead of a partition it waits for: an active partition
+                // that has not finished never sees the combined watermark pass its own.
+                for p in &v.partitions {
+                    if !p.idle && !p.finished {
+                        prop_assert!(wm <= p.generator.current().max(last), "valve ahead of a partition");
+                    }
+                }
                 last = wm;
             }
         }
