@@ -238,7 +238,7 @@ impl<'a> Run<'a> {
             .map(|w| Workload::window_label(*w))
             .collect();
         let sink: Box<dyn Sink> = match &config.sink {
-            SinkConfig::Memory => Box::new(MemorySink::default()),
+            SinkConfig::Memory => Box::new(MemorySink::new(labels)),
             SinkConfig::Redis { url, prefix } => {
                 Box::new(RedisSink::connect(url, prefix, labels).map_err(PipelineError::from)?)
             }

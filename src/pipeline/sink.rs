@@ -44,15 +44,32 @@ pub fn store_key(user: u64, window_label: &str) -> String {
 #[derive(Debug, Default)]
 pub struct MemorySink {
     values: HashMap<(u64, usize), i64>,
+    /// Window labels, to count the bytes a store key would take.
+    labels: Vec<String>,
     counters: SinkCounters,
+}
+
+impl MemorySink {
+    pub fn new(labels: Vec<String>) -> MemorySink {
+        MemorySink {
+            labels,
+            ..MemorySink::default()
+        }
+    }
+}
+
+/// Bytes of a SET's key and value (the count as Redis stores it: decimal text).
+fn payload_bytes(key_len: usize, count: i64) -> u64 {
+    let digits = count.unsigned_abs().checked_ilog10().unwrap_or(0) as usize + 1;
+    (key_len + digits + usize::from(count < 0)) as u64
 }
 
 impl Sink for MemorySink {
     fn write(&mut self, user: u64, window: usize, count: i64) -> Result<(), SinkError> {
         self.values.insert((user, window), count);
         self.counters.writes += 1;
-        // What a Redis SET of this key and value would carry.
-        self.counters.bytes += (20 + 8) as u64;
+        let label = self.labels.get(window).map_or("?", String::as_str);
+        self.counters.bytes += payload_bytes(store_key(user, label).len(), count);
         Ok(())
     }
 
@@ -135,7 +152,7 @@ impl Sink for RedisSink {
     fn write(&mut self, user: u64, window: usize, count: i64) -> Result<(), SinkError> {
         let label = self.labels.get(window).map(String::as_str).unwrap_or("?");
         let key = format!("{}{}", self.prefix, store_key(user, label));
-        self.counters.bytes += (key.len() + 8) as u64;
+        self.counters.bytes += payload_bytes(key.len(), count);
         self.pipe.cmd("SET").arg(key).arg(count).ignore();
         self.counters.writes += 1;
         self.pending += 1;
@@ -229,5 +246,8 @@ mod tests {
         assert_eq!(all, vec![(1, 0, 2), (2, 1, 1)]);
         assert_eq!(s.counters().writes, 3);
         assert_eq!(store_key(7, "1m"), "freq:user-7:1m");
+        assert_eq!(payload_bytes(14, 0), 15);
+        assert_eq!(payload_bytes(14, -12), 17);
+        assert_eq!(payload_bytes(14, 100), 17);
     }
 }
