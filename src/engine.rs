@@ -70,6 +70,8 @@ pub struct PipelineSample {
     /// Final maximum watermarks the valve dropped because their partition was idle.
     pub dropped_final_watermarks: u64,
     pub timers_registered: u64,
+    /// Events that arrived at or behind the watermark already forwarded (late).
+    pub late_events: u64,
     /// Writes to the serving store so far.
     pub sink: SinkCounters,
     /// The serving store against the oracle at this sample (every few samples, and at the end).
@@ -205,6 +207,8 @@ struct Run<'a> {
     paused_for: Duration,
     /// The last watermark forwarded to the operator.
     forwarded: i64,
+    /// Events that arrived at or behind the forwarded watermark.
+    late_events: u64,
 }
 
 struct Sampling {
@@ -275,6 +279,7 @@ impl<'a> Run<'a> {
             processed: 0,
             paused_for: Duration::ZERO,
             forwarded: i64::MIN,
+            late_events: 0,
         })
     }
 
@@ -292,6 +297,7 @@ impl<'a> Run<'a> {
             .on_record(event.partition as usize, event.event_time, now);
         self.oracle.on_event(event.user, event.event_time);
         self.processed += 1;
+        self.late_events += u64::from(event.event_time <= self.forwarded);
         self.ctx.state.latency.record(Op::Event, start.elapsed());
         if self.processed.is_multiple_of(WATERMARK_EVERY_EVENTS) {
             let wm = self.watermark.advance(now);
@@ -371,6 +377,7 @@ impl<'a> Run<'a> {
                 dropped_final_watermarks: wm.dropped_final_watermarks,
                 timers_registered: ctx.timers.registered,
                 next_timer: ctx.timers.next_timestamp(),
+                late_events: self.late_events,
                 sink: ctx.sink.counters(),
                 result_error,
                 timers_fired: ctx.timers.fired,

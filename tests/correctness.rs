@@ -1,5 +1,5 @@
 //! With a correct configuration the serving store and the state equal the oracle exactly, for
-//! random workloads: skewed keys, out-of-order events, idle partitions with idleness set,
+//! random workloads: skewed keys, out-of-order and late events, idle partitions with idleness set,
 //! bounded and unbounded sources, both serializers.
 
 use proptest::prelude::*;
@@ -16,6 +16,7 @@ proptest! {
         partitions in 1u32..6,
         idle in proptest::bool::ANY,
         out_of_orderness_s in 0u64..30,
+        late_fraction in prop_oneof![Just(0.0), 0.0f64..0.05],
         bounded in proptest::bool::ANY,
         generic in proptest::bool::ANY,
         seed in any::<u64>(),
@@ -34,6 +35,7 @@ proptest! {
             w.spec.idle_partitions = vec![partitions - 1];
         }
         w.spec.event_time.out_of_orderness = Millis(out_of_orderness_s * 1000);
+        w.spec.event_time.late_fraction = late_fraction;
         w.spec.bounded_end_delay = bounded.then_some(Millis(2_000));
         w.spec.serializer = if generic { SerializerKind::Generic } else { SerializerKind::Compact };
         w.spec.seed = seed;
@@ -55,6 +57,9 @@ proptest! {
         prop_assert!(outcome.state_error.is_exact(), "state: {:?}", outcome.state_error);
         let last = outcome.snapshots.last().unwrap();
         prop_assert!(last.pipeline.timers_fired > 0, "windows must expire in the run");
+        if late_fraction > 0.02 && events > 2_000 {
+            prop_assert!(last.pipeline.late_events > 0, "late events were generated");
+        }
         prop_assert!(last.pipeline.sink.writes > last.pipeline.job.increments, "every +1 and every -1 is written");
         if bounded {
             prop_assert_eq!(last.pipeline.watermark, i64::MAX);

@@ -77,6 +77,14 @@ pub struct EventTimeSpec {
     /// How far an event may lag behind the newest one (bounded out-of-orderness).
     #[serde(default = "zero_millis")]
     pub out_of_orderness: Millis,
+    /// Share of events (0..1) that lag further than `out-of-orderness`: late events, which the
+    /// job still counts and whose past-due timers fire at the next watermark.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late_fraction: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 fn default_start() -> u64 {
@@ -294,6 +302,12 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
         if value.is_some_and(|v| v.0 > limit) {
             problems.push(format!("'{key}' must be below {limit} ms"));
         }
+    }
+    if !(0.0..=1.0).contains(&spec.event_time.late_fraction) {
+        problems.push(format!(
+            "'event-time.late-fraction' is {} but must be between 0 and 1",
+            spec.event_time.late_fraction
+        ));
     }
     if spec.idleness.is_some_and(|t| t.0 == 0) {
         problems.push(

@@ -51,6 +51,8 @@ pub struct Generator {
     start: i64,
     step: f64,
     out_of_orderness: i64,
+    /// Share of events that arrive later than the out-of-orderness bound allows.
+    late_fraction: f64,
     partitions: u32,
     /// Partitions that carry records (all but the workload's idle ones).
     live_partitions: Vec<u32>,
@@ -86,6 +88,7 @@ impl Generator {
             start: spec.event_time.start as i64,
             step: workload.event_time_step(),
             out_of_orderness: spec.event_time.out_of_orderness.0 as i64,
+            late_fraction: spec.event_time.late_fraction,
             partitions: spec.partitions,
             live_partitions: (0..spec.partitions)
                 .filter(|p| !spec.idle_partitions.contains(p))
@@ -120,7 +123,11 @@ impl Iterator for Generator {
     fn next(&mut self) -> Option<Event> {
         let user = self.keys.sample(&mut self.rng);
         let nominal = self.start + (self.next_index as f64 * self.step) as i64;
-        let lag = if self.out_of_orderness > 0 {
+        let lag = if self.late_fraction > 0.0 && self.rng.random::<f64>() < self.late_fraction {
+            // Late: beyond the bound, by up to ten minutes.
+            self.rng
+                .random_range(self.out_of_orderness + 1..=self.out_of_orderness + 600_000)
+        } else if self.out_of_orderness > 0 {
             self.rng.random_range(0..=self.out_of_orderness)
         } else {
             0
