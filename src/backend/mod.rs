@@ -50,7 +50,6 @@ pub struct StateBackend {
     db: DB,
     /// Keeps statistics alive and readable for the life of the DB.
     opts: Options,
-    cache: Cache,
     wbm: WriteBufferManager,
     write_opts: WriteOptions,
     read_opts: ReadOptions,
@@ -146,7 +145,6 @@ impl StateBackend {
         Ok(StateBackend {
             db,
             opts,
-            cache,
             wbm,
             write_opts,
             read_opts: ReadOptions::default(),
@@ -160,10 +158,6 @@ impl StateBackend {
 
     pub fn options(&self) -> &Options {
         &self.opts
-    }
-
-    pub fn cache(&self) -> &Cache {
-        &self.cache
     }
 
     pub fn write_buffer_manager(&self) -> &WriteBufferManager {
@@ -264,10 +258,6 @@ impl<'a> StateAccess<'a> {
             counters: AccessCounters::default(),
             latency: latency::LatencyRecorder::default(),
         }
-    }
-
-    pub fn backend(&self) -> &'a StateBackend {
-        self.backend
     }
 
     /// Point lookup; `f` sees the value while it is pinned (Flink deserializes right away).

@@ -78,19 +78,6 @@ impl Compression {
             Compression::Bzip2 => "kBZip2Compression",
         }
     }
-
-    /// The name Flink's `state.backend.rocksdb.compression.per-level` takes.
-    pub fn flink_name(self) -> &'static str {
-        match self {
-            Compression::None => "NO_COMPRESSION",
-            Compression::Snappy => "SNAPPY_COMPRESSION",
-            Compression::Lz4 => "LZ4_COMPRESSION",
-            Compression::Lz4hc => "LZ4HC_COMPRESSION",
-            Compression::Zstd => "ZSTD_COMPRESSION",
-            Compression::Zlib => "ZLIB_COMPRESSION",
-            Compression::Bzip2 => "BZLIB2_COMPRESSION",
-        }
-    }
 }
 
 /// Display of a knob value in the same syntax the YAML accepts.
@@ -176,13 +163,6 @@ macro_rules! knobs {
             fn resolve(self) -> Knobs {
                 let defaults = Knobs::default();
                 Knobs { $( $field: self.$field.unwrap_or(defaults.$field), )* }
-            }
-
-            /// The keys this spec sets explicitly.
-            pub fn keys_set(&self) -> Vec<&'static str> {
-                let mut keys = Vec::new();
-                $( if self.$field.is_some() { keys.push($key); } )*
-                keys
             }
         }
 

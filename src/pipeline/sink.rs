@@ -142,10 +142,6 @@ impl RedisSink {
             counters: SinkCounters::default(),
         })
     }
-
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
 }
 
 impl Sink for RedisSink {

@@ -53,7 +53,6 @@ pub struct Generator {
     out_of_orderness: i64,
     /// Share of events that arrive later than the out-of-orderness bound allows.
     late_fraction: f64,
-    partitions: u32,
     /// Partitions that carry records (all but the workload's idle ones).
     live_partitions: Vec<u32>,
     offsets: Vec<u64>,
@@ -89,7 +88,6 @@ impl Generator {
             step: workload.event_time_step(),
             out_of_orderness: spec.event_time.out_of_orderness.0 as i64,
             late_fraction: spec.event_time.late_fraction,
-            partitions: spec.partitions,
             live_partitions: (0..spec.partitions)
                 .filter(|p| !spec.idle_partitions.contains(p))
                 .collect(),
@@ -102,10 +100,6 @@ impl Generator {
     /// idleness and TTL, as if the log were replayed at the speed it was written.
     pub fn replay_time(&self) -> i64 {
         self.start + (self.next_index as f64 * self.step) as i64
-    }
-
-    pub fn partitions(&self) -> u32 {
-        self.partitions
     }
 
     /// The user id string the job keys by.

@@ -10,7 +10,6 @@
 pub struct BoundedOutOfOrderness {
     max_seen: i64,
     out_of_orderness: i64,
-    emitted: i64,
 }
 
 impl BoundedOutOfOrderness {
@@ -19,7 +18,6 @@ impl BoundedOutOfOrderness {
         BoundedOutOfOrderness {
             max_seen: i64::MIN + out_of_orderness_ms + 1,
             out_of_orderness: out_of_orderness_ms,
-            emitted: i64::MIN,
         }
     }
 
@@ -29,17 +27,6 @@ impl BoundedOutOfOrderness {
 
     pub fn current(&self) -> i64 {
         self.max_seen - self.out_of_orderness - 1
-    }
-
-    /// Emits the current watermark downstream and remembers it.
-    pub fn emit(&mut self) -> i64 {
-        self.emitted = self.emitted.max(self.current());
-        self.emitted
-    }
-
-    /// The last watermark emitted (`i64::MIN` before the first).
-    pub fn emitted(&self) -> i64 {
-        self.emitted
     }
 
     pub fn max_event_time(&self) -> i64 {
