@@ -125,7 +125,7 @@ impl<'a> FrequencyJob<'a> {
         let mut out = Vec::new();
         state.for_each(self.stats_cf, |key, value| {
             let parsed = keys::split_string_map_key(key).and_then(|(user, label)| {
-                let id = user.strip_prefix("user-")?.parse::<u64>().ok()?;
+                let id = user_id(user)?;
                 let window = self.labels.iter().position(|l| l == label)?;
                 Some((id, window))
             });
@@ -219,7 +219,9 @@ impl Operator for FrequencyJob<'_> {
             self.counters.missing_decrements += 1;
             return Ok(());
         };
-        let user = user_id(&timer.key)?;
+        let user = user_id(&timer.key).ok_or_else(|| {
+            PipelineError::Backend(BackendError::Corrupt(format!("user key '{}'", timer.key)))
+        })?;
         ctx.state.delete(self.timer_state_cf, k)?;
         for (window, n) in decrement.windows {
             let Some(label) = self.labels.get(usize::from(window)) else {
@@ -252,10 +254,8 @@ impl Operator for FrequencyJob<'_> {
 }
 
 /// The numeric id of a generated user key (`user-42` -> 42).
-fn user_id(key: &str) -> Result<u64, PipelineError> {
-    key.strip_prefix("user-")
-        .and_then(|id| id.parse().ok())
-        .ok_or_else(|| PipelineError::Backend(BackendError::Corrupt(format!("user key '{key}'"))))
+fn user_id(key: &str) -> Option<u64> {
+    key.strip_prefix("user-")?.parse().ok()
 }
 
 /// Flink's TTL value layout: the last-write timestamp (8 bytes, big-endian), then the value.
