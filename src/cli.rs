@@ -39,11 +39,13 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
-    /// ttl-too-short | idle-partition | idleness-too-short
+    /// ttl-too-short | idle-partition | idleness-too-short | same-consumer-group |
+    /// backfill-savepoint
     pub name: Option<String>,
-    /// Events per side (of the built-in `smoke` workload).
-    #[arg(long, default_value_t = 60_000)]
-    pub events: u64,
+    /// Events per side (default: 60000 of `smoke`, or the 60000 of `backfill-catchup` for the
+    /// backfill traps). The event-time pace stays the base workload's.
+    #[arg(long)]
+    pub events: Option<u64>,
 }
 
 #[derive(Debug, Args)]

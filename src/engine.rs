@@ -14,12 +14,13 @@ use crate::backend::metrics::{RocksDbSample, RocksDbSampler};
 use crate::backend::perf::PerfCounters;
 use crate::backend::{AccessCounters, BackendError, StateBackend};
 use crate::config::workload::Rate;
+use crate::config::workload::{CatchUpState, OffsetReset, PhasesSpec, StartingOffsets};
 use crate::config::{Millis, Profile, Workload};
 use crate::pipeline::PipelineError;
-use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, Operator};
+use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, JobMode, Operator};
 use crate::pipeline::oracle::{Oracle, ResultError};
 use crate::pipeline::sink::{MemorySink, RedisSink, Sink, SinkCounters};
-use crate::pipeline::source::EventSource;
+use crate::pipeline::source::{Consumer, Log, OffsetStore, Offsets, ReadPlan, resolve_start};
 use crate::pipeline::watermark::WatermarkValve;
 
 /// Events between two watermark emissions. Flink emits periodic watermarks on a wall-clock
@@ -55,11 +56,57 @@ pub enum EngineError {
     Spawn(std::io::Error),
     #[error("the engine thread panicked: {0}")]
     Panicked(String),
+    #[error("cannot start reading the log: {0}")]
+    Source(String),
+}
+
+/// Which job of the run is working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// The one streaming job of a workload without `phases`.
+    #[default]
+    Streaming,
+    Backfill,
+    CatchUp,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Streaming => "streaming",
+            Phase::Backfill => "backfill",
+            Phase::CatchUp => "catch-up",
+        }
+    }
+}
+
+/// How one job of the run read the log.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JobSource {
+    pub phase: Phase,
+    pub group: String,
+    /// Why it started where it did ("committed offsets of group 'backfill'", "earliest", ...).
+    pub started_from: String,
+    pub start: Offsets,
+    /// Its position when it stopped (what it committed, if it committed).
+    pub end: Offsets,
+    pub records_read: u64,
+    /// Records a correct job would have read that this one skipped (start past the truth).
+    pub records_skipped: u64,
+    pub committed: bool,
+    /// Counts the job wrote to the serving store.
+    pub sink_writes: u64,
 }
 
 /// The pipeline's own view of itself in one sample.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct PipelineSample {
+    pub phase: Phase,
+    /// Per partition: records between the job's position and the log's head (the backlog).
+    pub partition_lag: Vec<u64>,
+    /// Source readers the valve ignores as idle (including readers without a partition).
+    pub idle_readers: u32,
     pub watermark: i64,
     pub max_event_time: i64,
     /// The watermark last emitted (timers at or before it have fired).
@@ -120,6 +167,8 @@ pub struct RunOutcome {
     pub state_error: ResultError,
     /// The run started from empty state, so the comparisons with the oracle apply.
     pub fresh_state: bool,
+    /// How each job read the log (one entry, or backfill and catch-up).
+    pub jobs: Vec<JobSource>,
 }
 
 /// Where the job's results go.
@@ -191,16 +240,23 @@ pub fn run_to_completion(config: EngineConfig) -> Result<RunOutcome, EngineError
     handle.join()
 }
 
-/// The pipeline of one run, borrowed from its RocksDB backend.
+/// One job of the run (the streaming job, the backfill or the catch-up), borrowed from its
+/// RocksDB backend.
 struct Run<'a> {
     backend: &'a StateBackend,
     config: &'a EngineConfig,
+    phase: Phase,
     perf: Option<PerfCounters>,
     ctx: Context<'a>,
     job: FrequencyJob<'a>,
-    source: EventSource,
+    consumer: Consumer,
     watermark: WatermarkValve,
     oracle: Oracle,
+    /// The oracle is fed and compared (not for the backfill, whose results are its sync).
+    checked: bool,
+    /// When this job started, and the run's paused time then (its own time excludes both).
+    started: Instant,
+    paused_before: Duration,
     sampling: Sampling,
     snapshots: SyncSender<Box<MetricsSnapshot>>,
     processed: u64,
@@ -228,56 +284,98 @@ enum Control {
     Stop,
 }
 
+fn open_sink(config: &EngineConfig) -> Result<Box<dyn Sink>, EngineError> {
+    let labels: Vec<String> = config
+        .workload
+        .spec
+        .windows
+        .iter()
+        .map(|w| Workload::window_label(*w))
+        .collect();
+    Ok(match &config.sink {
+        SinkConfig::Memory => Box::new(MemorySink::new(labels)),
+        SinkConfig::Redis { url, prefix } => {
+            Box::new(RedisSink::connect(url, prefix, labels).map_err(PipelineError::from)?)
+        }
+    })
+}
+
+impl Sampling {
+    fn new(interval: Duration) -> Sampling {
+        let now = Instant::now();
+        Sampling {
+            started: now,
+            last_at: now,
+            last_events: 0,
+            interval,
+            seq: 0,
+            sampler: RocksDbSampler::default(),
+            last_gets: 0,
+            history: Vec::new(),
+        }
+    }
+
+    /// A new job on a new backend: its counters start from zero.
+    fn next_job(&mut self) {
+        self.sampler = RocksDbSampler::default();
+        self.last_events = 0;
+        self.last_gets = 0;
+    }
+}
+
+/// What one job is: its phase, its mode and where it reads.
+struct JobSpec {
+    phase: Phase,
+    mode: JobMode,
+    plan: ReadPlan,
+}
+
 impl<'a> Run<'a> {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         backend: &'a StateBackend,
         config: &'a EngineConfig,
+        log: &Log,
+        job: JobSpec,
+        sink: Box<dyn Sink>,
+        sampling: Sampling,
+        paused_for: Duration,
         snapshots: SyncSender<Box<MetricsSnapshot>>,
     ) -> Result<Run<'a>, EngineError> {
         let workload = &config.workload;
-        let labels: Vec<String> = workload
-            .spec
-            .windows
-            .iter()
-            .map(|w| Workload::window_label(*w))
-            .collect();
-        let sink: Box<dyn Sink> = match &config.sink {
-            SinkConfig::Memory => Box::new(MemorySink::new(labels)),
-            SinkConfig::Redis { url, prefix } => {
-                Box::new(RedisSink::connect(url, prefix, labels).map_err(PipelineError::from)?)
-            }
-        };
-        let source = EventSource::new(workload, config.trace.clone());
-        let watermark = WatermarkValve::new(
-            workload.spec.partitions as usize,
+        let consumer = Consumer::new(log, job.plan);
+        let partitions = workload.spec.partitions as usize;
+        let watermark = WatermarkValve::with_readers(
+            partitions,
+            workload
+                .spec
+                .source
+                .readers
+                .map_or(partitions, |r| r as usize),
             workload.spec.event_time.out_of_orderness.0 as i64,
             workload.spec.idleness.map(|i| i.0 as i64),
-            source.replay_time(),
+            consumer.now(),
         );
         let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
-        let now = Instant::now();
+        let mut ctx = Context::new(backend, sink)?;
+        ctx.now = consumer.now();
         Ok(Run {
             backend,
             config,
+            phase: job.phase,
             perf: PerfCounters::start(),
-            ctx: Context::new(backend, sink)?,
-            job: FrequencyJob::new(backend, workload)?,
-            source,
+            ctx,
+            job: FrequencyJob::with_mode(backend, workload, job.mode)?,
+            consumer,
             watermark,
             oracle: Oracle::new(&windows),
-            sampling: Sampling {
-                started: now,
-                last_at: now,
-                last_events: 0,
-                interval: workload.spec.sample_interval.as_duration(),
-                seq: 0,
-                sampler: RocksDbSampler::default(),
-                last_gets: 0,
-                history: Vec::new(),
-            },
+            checked: job.phase != Phase::Backfill,
+            started: Instant::now(),
+            paused_before: paused_for,
+            sampling,
             snapshots,
             processed: 0,
-            paused_for: Duration::ZERO,
+            paused_for,
             forwarded: i64::MIN,
             late_events: 0,
         })
@@ -286,16 +384,22 @@ impl<'a> Run<'a> {
     /// Processes one event; every `WATERMARK_EVERY_EVENTS` events emits a watermark, which
     /// fires due timers. False when the source is exhausted.
     fn step(&mut self) -> Result<bool, EngineError> {
-        let Some(event) = self.source.next() else {
+        let checked = self.checked;
+        let oracle = &mut self.oracle;
+        // The truth sees the records the job reads, and those it wrongly skips.
+        let Some(event) = self.consumer.next(|e| {
+            if checked {
+                oracle.on_event(e.user, e.event_time);
+            }
+        }) else {
             return Ok(false);
         };
         let start = Instant::now();
-        let now = self.source.replay_time();
+        let now = self.consumer.now();
         self.ctx.now = now;
         self.job.on_event(&event, &mut self.ctx)?;
         self.watermark
             .on_record(event.partition as usize, event.event_time, now);
-        self.oracle.on_event(event.user, event.event_time);
         self.processed += 1;
         self.late_events += u64::from(event.event_time <= self.forwarded);
         self.ctx.state.latency.record(Op::Event, start.elapsed());
@@ -312,7 +416,9 @@ impl<'a> Run<'a> {
         if wm > self.forwarded {
             self.forwarded = wm;
             self.ctx.advance_watermark(&mut self.job, wm)?;
-            self.oracle.on_watermark(wm);
+            if self.checked {
+                self.oracle.on_watermark(wm);
+            }
         }
         Ok(())
     }
@@ -323,7 +429,8 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         // Reading the whole store is cheap only in process: compare every few samples.
-        let compare = matches!(self.config.sink, SinkConfig::Memory)
+        let compare = self.checked
+            && matches!(self.config.sink, SinkConfig::Memory)
             && self.sampling.seq % COMPARE_EVERY_SAMPLES == COMPARE_EVERY_SAMPLES - 1;
         let result_error = if compare {
             Some(self.compare_sink()?)
@@ -370,6 +477,9 @@ impl<'a> Run<'a> {
             latency: ctx.state.latency.take_interval(),
             ops: ctx.state.counters,
             pipeline: PipelineSample {
+                phase: self.phase,
+                partition_lag: self.consumer.backlog(),
+                idle_readers: wm.idle_readers() as u32,
                 watermark: wm.emitted(),
                 max_event_time: wm.max_event_time(),
                 watermark_lag_ms: wm.max_event_time().saturating_sub(wm.emitted()),
@@ -397,9 +507,9 @@ impl<'a> Run<'a> {
     /// Paces a rate-limited workload.
     fn pace(&self, now: Instant) {
         if let Rate::PerSecond(rate) = self.config.workload.spec.rate {
-            let due =
-                Duration::from_secs_f64(self.processed as f64 / rate as f64) + self.paused_for;
-            let elapsed = now.duration_since(self.sampling.started);
+            let due = Duration::from_secs_f64(self.processed as f64 / rate as f64)
+                + self.paused_for.saturating_sub(self.paused_before);
+            let elapsed = now.duration_since(self.started);
             if due > elapsed {
                 std::thread::sleep(due - elapsed);
             }
@@ -469,19 +579,62 @@ impl<'a> Run<'a> {
     }
 }
 
-fn run_engine(
-    config: EngineConfig,
-    commands: Receiver<EngineCommand>,
-    snapshots: SyncSender<Box<MetricsSnapshot>>,
-) -> Result<RunOutcome, EngineError> {
-    let backend = StateBackend::open(&config.data_dir, &config.profile)?;
-    let option_mismatches = backend
-        .verify_options(&config.profile)?
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    // State left by an earlier run (--reuse) was built from events this run's oracle never saw.
-    let fresh_state = [
+impl Run<'_> {
+    /// Reads until the source ends, `limit` events were processed, time runs out or a Stop
+    /// arrives; then ends a bounded source. Returns true when stopped early by a command.
+    fn drive(
+        &mut self,
+        limit: Option<u64>,
+        commands: &Receiver<EngineCommand>,
+    ) -> Result<bool, EngineError> {
+        let mut stopped_early = false;
+        while limit.is_none_or(|l| self.processed < l) && self.step()? {
+            if self.processed.is_multiple_of(CHECK_EVERY_EVENTS) {
+                let now = Instant::now();
+                self.maybe_sample(now)?;
+                if self.over_time(now) {
+                    break;
+                }
+                self.pace(now);
+                if let Control::Stop = self.handle_commands(commands) {
+                    stopped_early = true;
+                    break;
+                }
+            }
+        }
+        // Only a source read to its end ends; a run cut short by --events, --duration or Stop
+        // leaves its partitions open, as an unbounded one would.
+        if let (Some(delay), false, true, true) = (
+            self.config.workload.spec.bounded_end_delay,
+            stopped_early,
+            self.consumer.exhausted(),
+            self.checked,
+        ) {
+            self.end_bounded_source(delay)?;
+        }
+        self.ctx.timers.flush(&mut self.ctx.state)?;
+        self.ctx.sink.flush().map_err(PipelineError::from)?;
+        Ok(stopped_early)
+    }
+
+    fn job_source(&self, committed: bool) -> JobSource {
+        JobSource {
+            phase: self.phase,
+            group: self.consumer.plan().group.clone(),
+            started_from: self.consumer.plan().start_reason.clone(),
+            start: self.consumer.plan().start.clone(),
+            end: self.consumer.position().clone(),
+            records_read: self.processed,
+            records_skipped: self.consumer.skipped(),
+            committed,
+            sink_writes: self.ctx.sink.counters().writes,
+        }
+    }
+}
+
+/// True when no column family that holds job state has a key yet.
+fn state_is_empty(backend: &StateBackend) -> bool {
+    [
         crate::backend::CF_WINDOW_STATS,
         crate::backend::CF_TIMER_STATE,
     ]
@@ -499,46 +652,218 @@ fn run_engine(
             })
             .unwrap_or(0)
             == 0
-    });
-    let mut run = Run::new(&backend, &config, snapshots)?;
-    let mut stopped_early = false;
-    while run.processed < config.events && run.step()? {
-        if run.processed.is_multiple_of(CHECK_EVERY_EVENTS) {
-            let now = Instant::now();
-            run.maybe_sample(now)?;
-            if run.over_time(now) {
-                break;
-            }
-            run.pace(now);
-            if let Control::Stop = run.handle_commands(&commands) {
-                stopped_early = true;
-                break;
-            }
+    })
+}
+
+fn run_engine(
+    config: EngineConfig,
+    commands: Receiver<EngineCommand>,
+    snapshots: SyncSender<Box<MetricsSnapshot>>,
+) -> Result<RunOutcome, EngineError> {
+    // The log holds the workload's events, or more if the run asks for more.
+    let log = Log::new(
+        &config.workload,
+        config.trace.clone(),
+        config.events.max(config.workload.spec.events),
+    );
+    let mut offsets = OffsetStore::default();
+    let sink = open_sink(&config)?;
+    let sampling = Sampling::new(config.workload.spec.sample_interval.as_duration());
+    match config.workload.spec.phases.clone() {
+        None => {
+            let backend = StateBackend::open(&config.data_dir, &config.profile)?;
+            let plan = ReadPlan::from_workload(&log, &offsets).map_err(EngineError::Source)?;
+            let job = JobSpec {
+                phase: Phase::Streaming,
+                mode: JobMode::Streaming,
+                plan,
+            };
+            let fresh_state = state_is_empty(&backend);
+            let run = Run::new(
+                &backend,
+                &config,
+                &log,
+                job,
+                sink,
+                sampling,
+                Duration::ZERO,
+                snapshots,
+            )?;
+            finish_last_job(run, &backend, &commands, Vec::new(), fresh_state)
         }
+        Some(phases) => run_phases(
+            &config,
+            &phases,
+            &log,
+            &mut offsets,
+            sink,
+            sampling,
+            commands,
+            snapshots,
+        ),
     }
-    // Only a source read to its end ends; a run cut short by --events, --duration or Stop
-    // leaves its partitions open, as an unbounded one would.
-    let read_to_end = run.processed >= config.workload.spec.events
-        || config
-            .trace
-            .as_ref()
-            .is_some_and(|t| run.processed >= t.len() as u64);
-    if let (Some(delay), false, true) = (
-        config.workload.spec.bounded_end_delay,
-        stopped_early,
-        read_to_end,
-    ) {
-        run.end_bounded_source(delay)?;
+}
+
+/// Backfill, then catch-up (the seed's two-phase switch), sharing one serving store.
+#[allow(clippy::too_many_arguments)]
+fn run_phases(
+    config: &EngineConfig,
+    phases: &PhasesSpec,
+    log: &Log,
+    offsets: &mut OffsetStore,
+    sink: Box<dyn Sink>,
+    sampling: Sampling,
+    commands: Receiver<EngineCommand>,
+    snapshots: SyncSender<Box<MetricsSnapshot>>,
+) -> Result<RunOutcome, EngineError> {
+    let switch = log.start_time() + phases.switch_at.0 as i64;
+    // Both jobs are deployed at the switch; the backfill reads the retained history up to it.
+    let backfill_dir = config.data_dir.join("backfill");
+    let backfill_backend = StateBackend::open(&backfill_dir, &config.profile)?;
+    let fresh_state = state_is_empty(&backfill_backend);
+    let (start, reason) = resolve_start(
+        log,
+        offsets,
+        &phases.backfill_group,
+        StartingOffsets::Committed,
+        OffsetReset::Earliest,
+        None,
+        switch,
+    )
+    .map_err(EngineError::Source)?;
+    let plan = ReadPlan {
+        group: phases.backfill_group.clone(),
+        truth_start: start.clone(),
+        start,
+        start_reason: reason,
+        stop_time: Some(switch),
+        deployed_at: switch,
+    };
+    let job = JobSpec {
+        phase: Phase::Backfill,
+        mode: JobMode::Backfill { switch },
+        plan,
+    };
+    let mut backfill = Run::new(
+        &backfill_backend,
+        config,
+        log,
+        job,
+        sink,
+        sampling,
+        Duration::ZERO,
+        snapshots.clone(),
+    )?;
+    let stopped = backfill.drive(None, &commands)?;
+    let mut jobs = Vec::new();
+    if stopped {
+        jobs.push(backfill.job_source(false));
+        return finish_last_job(backfill, &backfill_backend, &commands, jobs, fresh_state);
     }
+    // Sync the serving store once, commit the end offsets (the bounded job's final
+    // checkpoint), finish.
+    backfill.job.sync_to_sink(&mut backfill.ctx)?;
+    offsets.commit(&phases.backfill_group, backfill.consumer.position().clone());
+    jobs.push(backfill.job_source(true));
+    backfill.publish(RunState::Running, None);
+    let savepoint_offsets = backfill.consumer.position().clone();
+    let Run {
+        ctx,
+        mut sampling,
+        paused_for,
+        ..
+    } = backfill;
+    let sink = ctx.sink;
+    sampling.next_job();
+
+    let catch_up_mode = JobMode::CatchUp {
+        switch,
+        condition: phases.catch_up_writes,
+    };
+    // A correct catch-up reads from the oldest retained record: that is the truth.
+    let truth_start = vec![0; log.partitions()];
+    let (plan, from_savepoint) = match phases.catch_up_state {
+        // Restored from the backfill's savepoint: its offsets win over any starting offsets.
+        CatchUpState::BackfillSavepoint => (
+            ReadPlan {
+                group: phases.catch_up_group.clone(),
+                start: savepoint_offsets,
+                start_reason: "the backfill's savepoint".to_string(),
+                stop_time: None,
+                deployed_at: switch,
+                truth_start,
+            },
+            true,
+        ),
+        CatchUpState::Fresh => {
+            let (start, reason) = resolve_start(
+                log,
+                offsets,
+                &phases.catch_up_group,
+                StartingOffsets::Committed,
+                OffsetReset::Earliest,
+                None,
+                switch,
+            )
+            .map_err(EngineError::Source)?;
+            (
+                ReadPlan {
+                    group: phases.catch_up_group.clone(),
+                    start,
+                    start_reason: reason,
+                    stop_time: None,
+                    deployed_at: switch,
+                    truth_start,
+                },
+                false,
+            )
+        }
+    };
+    let job = JobSpec {
+        phase: Phase::CatchUp,
+        mode: catch_up_mode,
+        plan,
+    };
+    let catch_up_backend;
+    let backend = if from_savepoint {
+        &backfill_backend
+    } else {
+        catch_up_backend = StateBackend::open(&config.data_dir.join("catch-up"), &config.profile)?;
+        &catch_up_backend
+    };
+    let run = Run::new(
+        backend, config, log, job, sink, sampling, paused_for, snapshots,
+    )?;
+    finish_last_job(run, backend, &commands, jobs, fresh_state)
+}
+
+/// Drives the run's last job to its end and builds the outcome.
+fn finish_last_job(
+    mut run: Run<'_>,
+    backend: &StateBackend,
+    commands: &Receiver<EngineCommand>,
+    mut jobs: Vec<JobSource>,
+    fresh_state: bool,
+) -> Result<RunOutcome, EngineError> {
+    let config = run.config;
+    let option_mismatches = backend
+        .verify_options(&config.profile)?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let stopped_early = if run.phase == Phase::Backfill {
+        // A backfill that got here was stopped.
+        true
+    } else {
+        run.drive(Some(config.events), commands)?
+    };
+    // The last job's own processing time (the summary describes it; a backfill is in `jobs`).
     let processing_secs = run
-        .sampling
         .started
         .elapsed()
-        .saturating_sub(run.paused_for)
+        .saturating_sub(run.paused_for.saturating_sub(run.paused_before))
         .as_secs_f64();
-    run.ctx.timers.flush(&mut run.ctx.state)?;
     // The serving store and the job's state against the exact truth at the last watermark.
-    run.ctx.sink.flush().map_err(PipelineError::from)?;
     let result_error = run.compare_sink()?;
     run.publish(RunState::Finished, Some(result_error));
     let state_error = run
@@ -547,6 +872,9 @@ fn run_engine(
     let options_file = backend
         .latest_options_file()?
         .map(|p| p.display().to_string());
+    if run.phase != Phase::Backfill {
+        jobs.push(run.job_source(false));
+    }
     Ok(RunOutcome {
         snapshots: std::mem::take(&mut run.sampling.history),
         latency: run.ctx.state.latency.totals(),
@@ -557,5 +885,6 @@ fn run_engine(
         result_error,
         state_error,
         fresh_state,
+        jobs,
     })
 }

@@ -122,26 +122,22 @@ fn run_reproduce(args: ReproduceArgs) -> anyhow::Result<()> {
         for s in reproduce::SCENARIOS {
             println!("{:<20} {}", s.name, s.story);
         }
-        for name in reproduce::PLANNED {
-            println!("{name:<20} (needs the backfill/catch-up pipeline; not available yet)");
-        }
         return Ok(());
     };
     let Some(scenario) = reproduce::find(&name) else {
         let known: Vec<&str> = reproduce::SCENARIOS.iter().map(|s| s.name).collect();
         bail!(UsageError(format!(
-            "unknown trap '{name}'{} (available: {})",
-            if reproduce::PLANNED.contains(&name.as_str()) {
-                " is not available yet"
-            } else {
-                ""
-            },
+            "unknown trap '{name}' (available: {})",
             known.join(", ")
         )));
     };
     eprintln!(
-        "running '{}' broken and fixed, {} events each ...",
-        scenario.name, args.events
+        "running '{}' broken and fixed on '{}'{} ...",
+        scenario.name,
+        scenario.base,
+        args.events
+            .map(|n| format!(", {n} events each"))
+            .unwrap_or_default()
     );
     let (broken, fixed, ok) = reproduce::run(scenario, args.events)?;
     print!("{}", reproduce::render(scenario, &broken, &fixed, ok));

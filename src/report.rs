@@ -10,7 +10,7 @@ use crate::backend::metrics::{CacheHitRates, HitRate, StallCauses, Tickers};
 use crate::config::profile::Derived;
 use crate::config::units::human_bytes;
 use crate::config::{Profile, Workload};
-use crate::engine::{MetricsSnapshot, RunOutcome};
+use crate::engine::{JobSource, MetricsSnapshot, RunOutcome};
 use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::SinkCounters;
 
@@ -95,6 +95,8 @@ pub struct Summary {
     /// RocksDB's own counters, for cross-checking the job's.
     pub rocksdb_keys_read: u64,
     pub rocksdb_keys_written: u64,
+    /// How each job read the log: its group, where it started and why, what it skipped.
+    pub jobs: Vec<JobSource>,
 }
 
 fn rate(h: HitRate) -> f64 {
@@ -104,11 +106,17 @@ fn rate(h: HitRate) -> f64 {
 impl Summary {
     pub fn new(outcome: &RunOutcome) -> Summary {
         let last = outcome.snapshots.last();
-        let sum =
-            |f: &dyn Fn(&MetricsSnapshot) -> u64| outcome.snapshots.iter().map(f).sum::<u64>();
-        let max = |f: &dyn Fn(&MetricsSnapshot) -> u64| {
-            outcome.snapshots.iter().map(f).max().unwrap_or(0)
-        };
+        // With backfill and catch-up, the summary is the last job's (the earlier job ran on
+        // its own RocksDB and is listed under `jobs`).
+        let phase = last.map(|s| s.pipeline.phase);
+        let snapshots: Vec<&MetricsSnapshot> = outcome
+            .snapshots
+            .iter()
+            .filter(|s| Some(s.pipeline.phase) == phase)
+            .collect();
+        let sum = |f: &dyn Fn(&MetricsSnapshot) -> u64| snapshots.iter().map(|s| f(s)).sum::<u64>();
+        let max =
+            |f: &dyn Fn(&MetricsSnapshot) -> u64| snapshots.iter().map(|s| f(s)).max().unwrap_or(0);
         let tickers: Tickers = last.map(|s| s.rocksdb.tickers).unwrap_or_default();
         let cache = CacheHitRates::from_tickers(&tickers);
         let lookups = sum(&|s| s.rocksdb.lookups.lookups);
@@ -183,6 +191,7 @@ impl Summary {
             },
             timers_fired: last.map_or(0, |s| s.pipeline.timers_fired),
             sink: last.map(|s| s.pipeline.sink).unwrap_or_default(),
+            jobs: outcome.jobs.clone(),
             result_error: outcome.result_error,
             result_error_applies: outcome.fresh_state,
             state_error: outcome.state_error,
@@ -359,6 +368,23 @@ pub fn render_summary(report: &Report) -> String {
         ),
     );
     line("live SST size", human_bytes(s.live_sst_bytes as f64));
+    for job in &s.jobs {
+        line(
+            &format!("{} job", job.phase.name()),
+            format!(
+                "group '{}', {} records from {}{}{}",
+                job.group,
+                job.records_read,
+                job.started_from,
+                if job.records_skipped > 0 {
+                    format!(", SKIPPED {} it should have read", job.records_skipped)
+                } else {
+                    String::new()
+                },
+                if job.committed { ", committed" } else { "" }
+            ),
+        );
+    }
     line(
         "serving store writes",
         format!(

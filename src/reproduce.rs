@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::Context as _;
 
+use crate::config::workload::CatchUpState;
 use crate::config::{Millis, Profile, Workload};
 use crate::engine::{self, EngineConfig, RunOutcome};
 
@@ -12,6 +13,9 @@ use crate::engine::{self, EngineConfig, RunOutcome};
 pub struct Scenario {
     pub name: &'static str,
     pub story: &'static str,
+    /// The built-in workload both sides start from, and the events each side reads by default.
+    pub base: &'static str,
+    pub events: u64,
     broken: fn(&mut Workload),
     fixed: fn(&mut Workload),
     reproduced: fn(&Row, &Row) -> bool,
@@ -31,6 +35,12 @@ pub struct Row {
     pub missing: u64,
     pub max_abs: u64,
     pub compared: u64,
+    /// The job's final state against the oracle.
+    pub state: crate::pipeline::oracle::ResultError,
+    /// Where the last job started reading, and how many records it skipped that a correct
+    /// job would have read.
+    pub started_from: String,
+    pub skipped: u64,
 }
 
 impl Row {
@@ -38,7 +48,7 @@ impl Row {
         let p = outcome
             .snapshots
             .last()
-            .map(|s| s.pipeline)
+            .map(|s| s.pipeline.clone())
             .unwrap_or_default();
         let e = outcome.result_error;
         Row {
@@ -53,6 +63,13 @@ impl Row {
             missing: e.missing,
             max_abs: e.max_abs,
             compared: e.compared,
+            state: outcome.state_error,
+            started_from: outcome
+                .jobs
+                .last()
+                .map(|j| format!("the {} read from {}", j.phase.name(), j.started_from))
+                .unwrap_or_default(),
+            skipped: outcome.jobs.iter().map(|j| j.records_skipped).sum(),
         }
     }
 
@@ -68,6 +85,8 @@ fn set(spec_field: &mut Option<Millis>, text: &str) {
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "ttl-too-short",
+        base: "smoke",
+        events: 60_000,
         story: "timerState TTL (5m) shorter than the longest window (30m): the timer fires, reads null, skips the decrement, counts stay too high; fixed: TTL 1h",
         broken: |w| set(&mut w.spec.timer_state_ttl, "5m"),
         fixed: |w| set(&mut w.spec.timer_state_ttl, "1h"),
@@ -77,6 +96,8 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "idle-partition",
+        base: "smoke",
+        events: 60_000,
         story: "partition 3 gets no records and the source has no idleness: the watermark never moves, no timer ever fires; fixed: withIdleness(60s)",
         broken: |w| {
             w.spec.idle_partitions = vec![3];
@@ -90,6 +111,8 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "idleness-too-short",
+        base: "smoke",
+        events: 60_000,
         story: "bounded source, idleness 1s, partitions report their end 2s after their last record: they are idle by then and the valve drops their final maximum watermark; fixed: withIdleness(60s)",
         broken: |w| {
             set(&mut w.spec.bounded_end_delay, "2s");
@@ -108,21 +131,53 @@ pub const SCENARIOS: &[Scenario] = &[
                 && f.exact()
         },
     },
+    Scenario {
+        name: "same-consumer-group",
+        base: "backfill-catchup",
+        events: 60_000,
+        story: "the catch-up uses the backfill's consumer group: the backfill committed its end offsets, so the catch-up starts at the switch and silently skips the history it should rebuild; users active only before the switch keep their backfill counts forever; fixed: a group of its own",
+        broken: |w| {
+            if let Some(p) = &mut w.spec.phases {
+                p.catch_up_group = p.backfill_group.clone();
+            }
+        },
+        fixed: |w| {
+            if let Some(p) = &mut w.spec.phases {
+                p.catch_up_group = "catch-up".to_string();
+            }
+        },
+        reproduced: |b, f| b.skipped > 0 && b.over > 0 && f.skipped == 0 && f.exact(),
+    },
+    Scenario {
+        name: "backfill-savepoint",
+        base: "backfill-catchup",
+        events: 60_000,
+        story: "the catch-up restores the backfill's savepoint instead of rebuilding its state: the backfill registered no timers, so the history's counts never decrease; fixed: fresh state rebuilt from the log",
+        broken: |w| {
+            if let Some(p) = &mut w.spec.phases {
+                p.catch_up_state = CatchUpState::BackfillSavepoint;
+            }
+        },
+        fixed: |w| {
+            if let Some(p) = &mut w.spec.phases {
+                p.catch_up_state = CatchUpState::Fresh;
+            }
+        },
+        reproduced: |b, f| b.over > 0 && b.state.over > 0 && f.exact() && f.state.is_exact(),
+    },
 ];
-
-/// Names the CLI accepts, including the traps that need the backfill/catch-up pipeline.
-pub const PLANNED: &[&str] = &["same-consumer-group", "backfill-savepoint"];
 
 pub fn find(name: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().find(|s| s.name == name)
 }
 
-/// Runs both sides of `scenario` on `events` events of `smoke`; returns the rows and whether
-/// the contrast reproduced.
-pub fn run(scenario: &Scenario, events: u64) -> anyhow::Result<(Row, Row, bool)> {
+/// Runs both sides of `scenario` on `events` events of its base workload (None: the base's
+/// own); returns the rows and whether the contrast reproduced.
+pub fn run(scenario: &Scenario, events: Option<u64>) -> anyhow::Result<(Row, Row, bool)> {
     let profile = Profile::load("flink-default")?;
-    let mut base = Workload::load("smoke")?;
-    // `events` is the whole log (a bounded source ends there), at smoke's event-time pace.
+    let mut base = Workload::load(scenario.base)?;
+    let events = events.unwrap_or(scenario.events);
+    // `events` is the whole log (a bounded source ends there), at the base's event-time pace.
     let span = base.spec.event_time.span.0 as f64 * events as f64 / base.spec.events as f64;
     base.spec.event_time.span = Millis(span as u64);
     base.spec.events = events;
@@ -130,6 +185,7 @@ pub fn run(scenario: &Scenario, events: u64) -> anyhow::Result<(Row, Row, bool)>
     for (label, change) in [("broken", scenario.broken), ("fixed", scenario.fixed)] {
         let mut workload = base.clone();
         change(&mut workload);
+        let workload = Workload::from_spec(&workload.name, &workload.source, workload.spec)?;
         let dir = tempfile::Builder::new()
             .prefix("statebench-reproduce-")
             .tempdir()?;
@@ -197,8 +253,19 @@ pub fn render(scenario: &Scenario, broken: &Row, fixed: &Row, reproduced: bool) 
         broken.missing_decrements.to_string(),
         fixed.missing_decrements.to_string(),
     );
+    line(
+        "records skipped (should be read)",
+        broken.skipped.to_string(),
+        fixed.skipped.to_string(),
+    );
     let err = |r: &Row| format!("{}/{}/{}", r.over, r.under, r.missing);
     line("result error over/under/missing", err(broken), err(fixed));
+    let state = |r: &Row| format!("{}/{}/{}", r.state.over, r.state.under, r.state.missing);
+    line(
+        "state error over/under/missing",
+        state(broken),
+        state(fixed),
+    );
     line(
         "max |count error|",
         broken.max_abs.to_string(),
@@ -209,6 +276,10 @@ pub fn render(scenario: &Scenario, broken: &Row, fixed: &Row, reproduced: bool) 
         broken.compared.to_string(),
         fixed.compared.to_string(),
     );
+    if broken.skipped > 0 || fixed.skipped > 0 {
+        let _ = writeln!(out, "\n  broken: {}", broken.started_from);
+        let _ = writeln!(out, "  fixed:  {}", fixed.started_from);
+    }
     let _ = writeln!(
         out,
         "\n  {}",

@@ -172,7 +172,7 @@ fn a_bounded_source_ends_with_the_maximum_watermark_unless_idleness_drops_it() {
         engine::run_to_completion(config).unwrap()
     };
     let fixed = run("60s");
-    let last = fixed.snapshots.last().unwrap().pipeline;
+    let last = fixed.snapshots.last().unwrap().pipeline.clone();
     assert_eq!(
         last.watermark,
         i64::MAX,
@@ -181,7 +181,7 @@ fn a_bounded_source_ends_with_the_maximum_watermark_unless_idleness_drops_it() {
     assert_eq!(last.next_timer, None, "every timer fired");
     assert!(fixed.result_error.is_exact(), "{:?}", fixed.result_error);
     let broken = run("1s");
-    let last = broken.snapshots.last().unwrap().pipeline;
+    let last = broken.snapshots.last().unwrap().pipeline.clone();
     assert!(
         last.watermark < i64::MAX,
         "the final watermark is dropped: stuck at {}",

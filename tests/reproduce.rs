@@ -5,13 +5,16 @@ use statebench::reproduce;
 #[test]
 fn every_trap_reproduces_in_miniature() {
     for scenario in reproduce::SCENARIOS {
-        let (broken, fixed, ok) = reproduce::run(scenario, 30_000).unwrap();
+        // Half the default log for the smoke traps; the backfill traps need their whole log to
+        // get a full window past the switch.
+        let events = (scenario.base == "smoke").then_some(scenario.events / 2);
+        let (broken, fixed, ok) = reproduce::run(scenario, events).unwrap();
         assert!(ok, "{}", reproduce::render(scenario, &broken, &fixed, ok));
     }
 }
 
 #[test]
-fn unknown_and_planned_traps_are_usage_errors() {
+fn unknown_traps_are_usage_errors() {
     use clap::Parser;
     let run = |name: &str| {
         statebench::run(statebench::cli::Cli::parse_from([
@@ -26,6 +29,4 @@ fn unknown_and_planned_traps_are_usage_errors() {
         "{err}"
     );
     assert_eq!(statebench::exit_code(&err), 2);
-    let err = run("same-consumer-group").unwrap_err();
-    assert!(err.to_string().contains("is not available yet"), "{err}");
 }

@@ -14,6 +14,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("ads-hours", include_str!("../../workloads/ads-hours.yaml")),
     ("ads-days", include_str!("../../workloads/ads-days.yaml")),
+    (
+        "backfill-catchup",
+        include_str!("../../workloads/backfill-catchup.yaml"),
+    ),
 ];
 
 /// 2026-01-01T00:00:00Z, the default start of event time.
@@ -137,6 +141,117 @@ pub struct WorkloadSpec {
     /// TTL of the job's timerState (processing time = replay time). None: no TTL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timer_state_ttl: Option<Millis>,
+    /// How the job reads the log: readers, consumer group, starting and stopping offsets.
+    #[serde(default)]
+    pub source: SourceSpec,
+    /// Backfill then catch-up (the seed's two-phase switch); None: one streaming job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<PhasesSpec>,
+}
+
+/// Where a job starts reading when it has no checkpoint (Flink's `OffsetsInitializer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartingOffsets {
+    /// The oldest record the log retains (the start of event time).
+    #[default]
+    Earliest,
+    /// The end of the log when the job is deployed: only newer records.
+    Latest,
+    /// The group's committed offsets, or `committed-fallback` when it has none.
+    Committed,
+    /// The first record written at or after `source.starting-timestamp`.
+    Timestamp,
+}
+
+/// What `committed` does for a group that has never committed (Kafka's auto.offset.reset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OffsetReset {
+    #[default]
+    Earliest,
+    Latest,
+    /// Fail: the job refuses to start without committed offsets.
+    None,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SourceSpec {
+    /// Parallel source readers (default: one per partition). More readers than partitions
+    /// leaves readers without a partition; like Flink's Kafka source they hold the watermark
+    /// back unless `idleness` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readers: Option<u32>,
+    /// The consumer group the job commits its offsets to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default)]
+    pub starting_offsets: StartingOffsets,
+    #[serde(default)]
+    pub committed_fallback: OffsetReset,
+    /// For `starting-offsets: timestamp`: event time after `event-time.start`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starting_timestamp: Option<Millis>,
+    /// How much of the log (event time after `event-time.start`) is written when the job is
+    /// deployed; `latest` starts there, and the backlog before it is read at deploy time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_at: Option<Millis>,
+    /// Stop at the offsets of this time (after `event-time.start`) instead of the log's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_at: Option<Millis>,
+}
+
+/// How the catch-up job decides to write a count to the serving store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriteCondition {
+    /// The change's own event time (the event's, or the timer's) is at or after the switch.
+    #[default]
+    EventTime,
+    /// The job's current watermark is at or after the switch (the seed's trap: one idle
+    /// partition holds the watermark back and blocks every write).
+    Watermark,
+}
+
+/// Where the catch-up job's state comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CatchUpState {
+    /// Empty: rebuilt from the log, with timers.
+    #[default]
+    Fresh,
+    /// The backfill's final state and offsets, as if restored from its savepoint (the seed's
+    /// trap: the backfill registered no timers, so its counts never decrease).
+    BackfillSavepoint,
+}
+
+/// Backfill then catch-up: the backfill counts the history before the switch (+1 only, no
+/// timers), writes the serving store once and finishes; the catch-up rebuilds the state with
+/// timers from the log and writes the store only from the switch on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PhasesSpec {
+    /// The switch point (the seed's SCAN_END), event time after `event-time.start`; both jobs
+    /// are deployed then.
+    pub switch_at: Millis,
+    #[serde(default = "backfill_group")]
+    pub backfill_group: String,
+    /// A group of its own; the same as `backfill-group` is the seed's trap (the committed
+    /// offsets are past the catch-up range, which is silently skipped).
+    #[serde(default = "catch_up_group")]
+    pub catch_up_group: String,
+    #[serde(default)]
+    pub catch_up_writes: WriteCondition,
+    #[serde(default)]
+    pub catch_up_state: CatchUpState,
+}
+
+fn backfill_group() -> String {
+    "backfill".to_string()
+}
+fn catch_up_group() -> String {
+    "catch-up".to_string()
 }
 
 fn default_partitions() -> u32 {
@@ -331,6 +446,7 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
             spec.sample_interval
         ));
     }
+    validate_source(spec, limit, &mut problems);
     if let Rate::PerSecond(0) = spec.rate {
         problems
             .push("'rate' is 0; use 'max' or a positive number of events per second".to_string());
@@ -339,6 +455,82 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
         Ok(())
     } else {
         Err(problems.join("; "))
+    }
+}
+
+fn validate_source(spec: &WorkloadSpec, limit: u64, problems: &mut Vec<String>) {
+    let source = &spec.source;
+    let span = spec.event_time.span;
+    if source.readers.is_some_and(|r| r == 0 || r > 1024) {
+        problems.push("'source.readers' must be between 1 and 1024".to_string());
+    }
+    if source.group.as_ref().is_some_and(|g| g.trim().is_empty()) {
+        problems.push("'source.group' is empty; name the consumer group".to_string());
+    }
+    for (key, value) in [
+        ("source.starting-timestamp", source.starting_timestamp),
+        ("source.deployed-at", source.deployed_at),
+        ("source.stop-at", source.stop_at),
+    ] {
+        if value.is_some_and(|v| v.0 > span.0.min(limit)) {
+            problems.push(format!(
+                "'{key}' is past the end of the log ('event-time.span' is {span})"
+            ));
+        }
+    }
+    match (source.starting_offsets, source.starting_timestamp) {
+        (StartingOffsets::Timestamp, None) => problems.push(
+            "'source.starting-offsets: timestamp' needs 'source.starting-timestamp' (e.g. 10m)"
+                .to_string(),
+        ),
+        (StartingOffsets::Timestamp, Some(_)) | (_, None) => {}
+        (other, Some(_)) => problems.push(format!(
+            "'source.starting-timestamp' is set but 'source.starting-offsets' is {}, not timestamp",
+            serde_json::to_string(&other).unwrap_or_default()
+        )),
+    }
+    if let (Some(stop), Some(deployed)) = (source.stop_at, source.deployed_at)
+        && stop.0 <= deployed.0
+    {
+        problems.push(format!(
+            "'source.stop-at' ({stop}) must be after 'source.deployed-at' ({deployed})"
+        ));
+    }
+    let Some(phases) = &spec.phases else {
+        return;
+    };
+    let longest = spec.windows.iter().map(|w| w.0).max().unwrap_or(0);
+    if phases.switch_at.0 < longest || phases.switch_at.0 >= span.0 {
+        problems.push(format!(
+            "'phases.switch-at' is {} but must be at least the longest window ({}) and before the \
+             end of the log ('event-time.span' {span}): the backfill needs a full window of history \
+             and the catch-up something after the switch",
+            phases.switch_at,
+            Millis(longest)
+        ));
+    }
+    if source.starting_offsets != StartingOffsets::Earliest
+        || source.deployed_at.is_some()
+        || source.stop_at.is_some()
+        || source.group.is_some()
+    {
+        problems.push(
+            "'phases' set the jobs' groups, starting offsets and deploy time themselves; leave \
+             'source.group', 'source.starting-offsets', 'source.deployed-at' and \
+             'source.stop-at' out"
+                .to_string(),
+        );
+    }
+    for (key, group) in [
+        ("phases.backfill-group", &phases.backfill_group),
+        ("phases.catch-up-group", &phases.catch_up_group),
+    ] {
+        if group.trim().is_empty() {
+            problems.push(format!("'{key}' is empty; name the consumer group"));
+        }
+    }
+    if spec.trace.is_some() {
+        problems.push("'phases' cannot be combined with 'trace' yet".to_string());
     }
 }
 

@@ -17,6 +17,7 @@ use crate::backend::{
     BackendError, CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS, StateAccess, StateBackend,
 };
 use crate::config::Workload;
+use crate::config::workload::WriteCondition;
 
 /// What an operator sees: counted state access and its timer service.
 pub struct Context<'a> {
@@ -26,6 +27,8 @@ pub struct Context<'a> {
     pub now: i64,
     /// The serving store the job writes its counts to.
     pub sink: Box<dyn Sink>,
+    /// The operator's current watermark (already advanced when timers fire, as in Flink).
+    pub watermark: i64,
 }
 
 impl<'a> Context<'a> {
@@ -37,6 +40,7 @@ impl<'a> Context<'a> {
             timers,
             now: 0,
             sink,
+            watermark: i64::MIN,
         })
     }
 
@@ -46,6 +50,7 @@ impl<'a> Context<'a> {
         op: &mut impl Operator,
         watermark: i64,
     ) -> Result<(), PipelineError> {
+        self.watermark = self.watermark.max(watermark);
         while let Some(timer) = self.timers.poll_due(&mut self.state, watermark)? {
             op.on_timer(&timer, self)?;
         }
@@ -80,7 +85,24 @@ pub struct JobCounters {
     pub negative_counts: u64,
 }
 
+/// Which of the seed's jobs the operator is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobMode {
+    /// The real-time job: +1 now, -1 at expiry, every change written to the serving store.
+    Streaming,
+    /// The backfill: for each window, +1 for events inside it before the switch; no timers, no
+    /// timerState, no writes (the store is synced once at the end).
+    Backfill { switch: i64 },
+    /// The catch-up: the streaming job, but a change reaches the serving store only from the
+    /// switch on, decided by `condition`.
+    CatchUp {
+        switch: i64,
+        condition: WriteCondition,
+    },
+}
+
 pub struct FrequencyJob<'a> {
+    mode: JobMode,
     stats_cf: &'a ColumnFamily,
     timer_state_cf: &'a ColumnFamily,
     /// timerState TTL in processing-time ms (None: no TTL).
@@ -96,7 +118,16 @@ pub struct FrequencyJob<'a> {
 
 impl<'a> FrequencyJob<'a> {
     pub fn new(backend: &'a StateBackend, workload: &Workload) -> Result<Self, PipelineError> {
+        Self::with_mode(backend, workload, JobMode::Streaming)
+    }
+
+    pub fn with_mode(
+        backend: &'a StateBackend,
+        workload: &Workload,
+        mode: JobMode,
+    ) -> Result<Self, PipelineError> {
         Ok(FrequencyJob {
+            mode,
             stats_cf: backend.cf(CF_WINDOW_STATS)?,
             timer_state_cf: backend.cf(CF_TIMER_STATE)?,
             ttl: workload.spec.timer_state_ttl.map(|t| t.0 as i64),
@@ -140,6 +171,79 @@ impl<'a> FrequencyJob<'a> {
         Ok(out)
     }
 
+    /// The backfill's one sync of the serving store: every count in state, written once.
+    /// Returns the number of counts written.
+    pub fn sync_to_sink(&self, ctx: &mut Context) -> Result<u64, PipelineError> {
+        let counts = self.state_counts(&mut ctx.state)?;
+        for (user, window, count) in &counts {
+            ctx.sink.write(*user, *window, *count)?;
+        }
+        ctx.sink.flush()?;
+        Ok(counts.len() as u64)
+    }
+
+    /// Whether a count that changed at event time `at` goes to the serving store.
+    fn writes(&self, at: i64, ctx: &Context) -> bool {
+        match self.mode {
+            JobMode::Streaming => true,
+            JobMode::Backfill { .. } => false,
+            JobMode::CatchUp {
+                switch,
+                condition: WriteCondition::EventTime,
+            } => at >= switch,
+            JobMode::CatchUp {
+                switch,
+                condition: WriteCondition::Watermark,
+            } => ctx.watermark >= switch,
+        }
+    }
+
+    /// MapState<String, Stats>.get -> +1 -> put for window number `window` of the current key;
+    /// returns the new count.
+    fn increment(
+        &mut self,
+        window: usize,
+        event_time: i64,
+        ctx: &mut Context,
+    ) -> Result<i64, PipelineError> {
+        let serializer = self.serializer;
+        let k = self.key.with_string_user_key(&self.labels[window]);
+        let mut stats = ctx
+            .state
+            .get(self.stats_cf, k, |v| Ok(serializer.decode_stats(v)?))?
+            .unwrap_or(Stats {
+                count: 0,
+                first_event_time: event_time,
+                last_event_time: event_time,
+            });
+        stats.count += 1;
+        stats.last_event_time = stats.last_event_time.max(event_time);
+        serializer.encode_stats(&stats, &mut self.value);
+        ctx.state.put(self.stats_cf, k, &self.value)?;
+        Ok(stats.count)
+    }
+
+    /// The backfill's +1 for every window the event falls in, counted as of the switch.
+    fn backfill_event(
+        &mut self,
+        event: &Event,
+        switch: i64,
+        ctx: &mut Context,
+    ) -> Result<(), PipelineError> {
+        Generator::user_key(event.user, &mut self.user);
+        self.key.set_key(&self.user);
+        for i in 0..self.windows.len() {
+            let window = self.windows[i];
+            if event.event_time < switch - window || event.event_time >= switch {
+                continue;
+            }
+            self.increment(i, event.event_time, ctx)?;
+            self.counters.increments += 1;
+        }
+        self.counters.events += 1;
+        Ok(())
+    }
+
     /// Reads the user's current count in window number `window` (for tests and checks).
     pub fn count(
         &mut self,
@@ -158,25 +262,19 @@ impl<'a> FrequencyJob<'a> {
 
 impl Operator for FrequencyJob<'_> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context) -> Result<(), PipelineError> {
+        if let JobMode::Backfill { switch } = self.mode {
+            return self.backfill_event(event, switch, ctx);
+        }
+        let write = self.writes(event.event_time, ctx);
         Generator::user_key(event.user, &mut self.user);
         self.key.set_key(&self.user);
         let serializer = self.serializer;
-        for (i, window) in self.windows.iter().enumerate() {
-            // MapState<String, Stats>.get -> +1 -> put
-            let k = self.key.with_string_user_key(&self.labels[i]);
-            let mut stats = ctx
-                .state
-                .get(self.stats_cf, k, |v| Ok(serializer.decode_stats(v)?))?
-                .unwrap_or(Stats {
-                    count: 0,
-                    first_event_time: event.event_time,
-                    last_event_time: event.event_time,
-                });
-            stats.count += 1;
-            stats.last_event_time = stats.last_event_time.max(event.event_time);
-            serializer.encode_stats(&stats, &mut self.value);
-            ctx.state.put(self.stats_cf, k, &self.value)?;
-            ctx.sink.write(event.user, i, stats.count)?;
+        for i in 0..self.windows.len() {
+            let window = self.windows[i];
+            let count = self.increment(i, event.event_time, ctx)?;
+            if write {
+                ctx.sink.write(event.user, i, count)?;
+            }
 
             // timerState: remember what the timer at eventTime + window must decrement.
             let fire_at = event.event_time + window;
@@ -223,6 +321,7 @@ impl Operator for FrequencyJob<'_> {
             PipelineError::Backend(BackendError::Corrupt(format!("user key '{}'", timer.key)))
         })?;
         ctx.state.delete(self.timer_state_cf, k)?;
+        let write = self.writes(timer.timestamp, ctx);
         for (window, n) in decrement.windows {
             let Some(label) = self.labels.get(usize::from(window)) else {
                 continue;
@@ -240,7 +339,9 @@ impl Operator for FrequencyJob<'_> {
                 self.counters.negative_counts += 1;
             }
             self.counters.decrements += u64::from(n);
-            ctx.sink.write(user, usize::from(window), stats.count)?;
+            if write {
+                ctx.sink.write(user, usize::from(window), stats.count)?;
+            }
             if stats.count <= 0 {
                 // An empty window needs no state: keeps the state as small as the job's real one.
                 ctx.state.delete(self.stats_cf, k)?;

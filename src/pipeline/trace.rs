@@ -140,6 +140,7 @@ impl Trace {
                 event_time,
                 partition,
                 offset,
+                append_time: event_time,
             });
         }
         if events.is_empty() {

@@ -40,40 +40,95 @@ struct Partition {
     /// Processing time of the last record (or of the start).
     last_record_at: i64,
     idle: bool,
-    /// The partition reached its end and its final maximum watermark got through.
+    /// The partition reached its end offset: its split is released from its reader.
+    finished: bool,
+}
+
+/// A source reader (a parallel instance of the source): the valve's input. Its watermark is the
+/// minimum over its active splits; it is idle when every split it still reads is idle.
+#[derive(Debug, Clone)]
+struct Reader {
+    splits: Vec<usize>,
+    /// A reader with no partitions is an input that never sees a record: only idleness
+    /// (counted from the start) stops it holding the watermark back.
+    started_at: i64,
+    idle: bool,
+    /// Every split reached its end and the reader's final maximum watermark got through.
     finished_with_max: bool,
     finished: bool,
 }
 
-/// Per-partition watermarks combined into the operator's watermark.
+/// Flink's `KafkaSourceEnumerator.getSplitOwner`: partitions of a topic go round-robin over
+/// the readers, starting at an index derived from the topic name's Java hash code.
+pub fn split_owner(topic: &str, partition: u32, readers: u32) -> u32 {
+    let hash = topic.encode_utf16().fold(0i32, |h, c| {
+        h.wrapping_mul(31).wrapping_add(i32::from(c as i16))
+    });
+    let start = (hash.wrapping_mul(31) & 0x7FFF_FFFF) as u32 % readers.max(1);
+    (start + partition) % readers.max(1)
+}
+
+/// The topic name the synthetic log is written to (it decides which reader owns partition 0).
+pub const TOPIC: &str = "events";
+
+/// Per-partition watermarks, combined per reader and then over readers into the operator's
+/// watermark, as Flink's Kafka source (per-split watermarks) and `StatusWatermarkValve` do.
 #[derive(Debug, Clone)]
 pub struct WatermarkValve {
     partitions: Vec<Partition>,
+    readers: Vec<Reader>,
+    /// reader_of[partition]
+    reader_of: Vec<usize>,
     idleness: Option<i64>,
     emitted: i64,
-    /// Final maximum watermarks dropped because their partition was idle.
+    /// Final maximum watermarks dropped because their reader was idle.
     pub dropped_final_watermarks: u64,
 }
 
 impl WatermarkValve {
-    /// `idleness`: mark a partition idle after this much processing time without records
-    /// (`WatermarkStrategy::withIdleness`); None never marks one idle.
+    /// One reader per partition. `idleness`: mark a partition idle after this much processing
+    /// time without records (`WatermarkStrategy::withIdleness`); None never marks one idle.
     pub fn new(
         partitions: usize,
         out_of_orderness_ms: i64,
         idleness: Option<i64>,
         now: i64,
     ) -> Self {
+        Self::with_readers(partitions, partitions, out_of_orderness_ms, idleness, now)
+    }
+
+    /// `readers` parallel source readers share the partitions as Flink assigns them; readers
+    /// beyond the partition count get none.
+    pub fn with_readers(
+        partitions: usize,
+        readers: usize,
+        out_of_orderness_ms: i64,
+        idleness: Option<i64>,
+        now: i64,
+    ) -> Self {
+        let readers = readers.max(1);
+        let reader_of: Vec<usize> = (0..partitions)
+            .map(|p| split_owner(TOPIC, p as u32, readers as u32) as usize)
+            .collect();
         WatermarkValve {
             partitions: (0..partitions)
                 .map(|_| Partition {
                     generator: BoundedOutOfOrderness::new(out_of_orderness_ms),
                     last_record_at: now,
                     idle: false,
+                    finished: false,
+                })
+                .collect(),
+            readers: (0..readers)
+                .map(|r| Reader {
+                    splits: (0..partitions).filter(|p| reader_of[*p] == r).collect(),
+                    started_at: now,
+                    idle: false,
                     finished_with_max: false,
                     finished: false,
                 })
                 .collect(),
+            reader_of,
             idleness,
             emitted: i64::MIN,
             dropped_final_watermarks: 0,
@@ -85,22 +140,43 @@ impl WatermarkValve {
             p.generator.on_event(event_time);
             p.last_record_at = now;
             p.idle = false;
-        }
-    }
-
-    fn mark_idle(&mut self, now: i64) {
-        if let Some(idleness) = self.idleness {
-            for p in &mut self.partitions {
-                // Flink's IdlenessTimer: idle once strictly more than the timeout has passed.
-                if !p.finished_with_max && now.saturating_sub(p.last_record_at) > idleness {
-                    p.idle = true;
-                }
+            if let Some(r) = self.reader_of.get(partition) {
+                self.readers[*r].idle = false;
             }
         }
     }
 
-    /// A bounded partition reached its end offset and emits the maximum watermark. If it has
-    /// been marked idle by then, the valve drops that watermark (the seed's idleness trap).
+    fn mark_idle(&mut self, now: i64) {
+        let Some(idleness) = self.idleness else {
+            return;
+        };
+        // Flink's IdlenessTimer: idle once strictly more than the timeout has passed.
+        for p in &mut self.partitions {
+            if !p.finished && now.saturating_sub(p.last_record_at) > idleness {
+                p.idle = true;
+            }
+        }
+        for r in &mut self.readers {
+            if r.finished_with_max {
+                continue;
+            }
+            let open: Vec<&Partition> = r
+                .splits
+                .iter()
+                .map(|s| &self.partitions[*s])
+                .filter(|p| !p.finished)
+                .collect();
+            if r.splits.is_empty() {
+                r.idle = now.saturating_sub(r.started_at) > idleness;
+            } else if !open.is_empty() {
+                r.idle = open.iter().all(|p| p.idle);
+            }
+        }
+    }
+
+    /// A bounded partition reached its end offset and its split is released. When it was its
+    /// reader's last, the reader ends and emits the maximum watermark; if the reader has been
+    /// marked idle by then, the valve drops that watermark (the seed's idleness trap).
     pub fn on_partition_finished(&mut self, partition: usize, now: i64) {
         self.mark_idle(now);
         let Some(p) = self.partitions.get_mut(partition) else {
@@ -110,27 +186,45 @@ impl WatermarkValve {
             return;
         }
         p.finished = true;
-        if p.idle {
+        let was_idle = p.idle;
+        let reader = &mut self.readers[self.reader_of[partition]];
+        let all_done = reader.splits.iter().all(|s| self.partitions[*s].finished);
+        if !all_done || reader.finished {
+            return;
+        }
+        reader.finished = true;
+        // The reader's status when it ends is that of the split it read last.
+        if was_idle {
+            reader.idle = true;
             self.dropped_final_watermarks += 1;
         } else {
-            p.finished_with_max = true;
+            reader.idle = false;
+            reader.finished_with_max = true;
         }
     }
 
-    /// The combined watermark at `now`: the minimum over partitions that are active; it never
-    /// goes back, and it stays put while every partition is idle.
+    /// The combined watermark at `now`: the minimum over readers that are active, each the
+    /// minimum over its active splits; it never goes back, and it stays put while every reader
+    /// is idle.
     pub fn advance(&mut self, now: i64) -> i64 {
         self.mark_idle(now);
+        let partitions = &self.partitions;
         let active = self
-            .partitions
+            .readers
             .iter()
-            .filter(|p| !p.idle)
-            .map(|p| {
-                if p.finished_with_max {
-                    i64::MAX
-                } else {
-                    p.generator.current()
+            .filter(|r| !r.idle)
+            .map(|r| {
+                if r.finished_with_max {
+                    return i64::MAX;
                 }
+                r.splits
+                    .iter()
+                    .map(|s| &partitions[*s])
+                    .filter(|p| !p.idle && !p.finished)
+                    .map(|p| p.generator.current())
+                    .min()
+                    // An active reader without splits holds the watermark at its start.
+                    .unwrap_or(i64::MIN)
             })
             .min();
         if let Some(min) = active {
@@ -159,6 +253,16 @@ impl WatermarkValve {
 
     pub fn idle_partitions(&self) -> usize {
         self.partitions.iter().filter(|p| p.idle).count()
+    }
+
+    /// Readers the valve currently ignores as idle.
+    pub fn idle_readers(&self) -> usize {
+        self.readers.iter().filter(|r| r.idle).count()
+    }
+
+    /// Readers that were assigned no partition (parallelism above the partition count).
+    pub fn readers_without_partitions(&self) -> usize {
+        self.readers.iter().filter(|r| r.splits.is_empty()).count()
     }
 }
 
@@ -229,6 +333,61 @@ mod tests {
         assert_eq!(run(60_000), (i64::MAX, 0));
     }
 
+    #[test]
+    fn partitions_go_to_readers_as_flinks_kafka_enumerator_assigns_them() {
+        // Golden values from Flink's formula run on the JVM for topic "events".
+        let owners = |readers| {
+            (0..4)
+                .map(|p| split_owner(TOPIC, p, readers))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(owners(6), [5, 0, 1, 2]);
+        assert_eq!(owners(3), [2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn readers_beyond_the_partition_count_hold_the_watermark_back_without_idleness() {
+        let feed = |v: &mut WatermarkValve| {
+            for t in 0..100_000 {
+                for p in 0..4 {
+                    v.on_record(p, t, t);
+                }
+            }
+            v.advance(100_000)
+        };
+        // 6 readers, 4 partitions: two readers get no partition and never see a record.
+        let mut stuck = WatermarkValve::with_readers(4, 6, 0, None, 0);
+        assert_eq!(stuck.readers_without_partitions(), 2);
+        assert_eq!(feed(&mut stuck), i64::MIN);
+        let mut fixed = WatermarkValve::with_readers(4, 6, 0, Some(60_000), 0);
+        assert_eq!(feed(&mut fixed), 99_998);
+        assert_eq!(fixed.idle_readers(), 2);
+        // Fewer readers than partitions: the minimum over all partitions still rules.
+        let mut shared = WatermarkValve::with_readers(4, 2, 0, None, 0);
+        for p in 0..4 {
+            shared.on_record(p, 1_000 * (p as i64 + 1), 0);
+        }
+        assert_eq!(shared.advance(0), 999);
+    }
+
+    #[test]
+    fn a_reader_ends_with_its_last_partition() {
+        // Two partitions on one reader: the first to finish releases its split, the reader's
+        // final maximum watermark comes only with the second.
+        let mut v = WatermarkValve::with_readers(2, 1, 0, Some(60_000), 0);
+        v.on_record(0, 500, 0);
+        v.on_record(1, 100, 0);
+        v.on_partition_finished(1, 10);
+        assert_eq!(
+            v.advance(10),
+            499,
+            "the finished split no longer holds it back"
+        );
+        v.on_partition_finished(0, 20);
+        assert_eq!(v.advance(20), i64::MAX);
+        assert_eq!(v.dropped_final_watermarks, 0);
+    }
+
     proptest! {
         #[test]
         fn watermarks_never_go_back(
@@ -249,8 +408,8 @@ mod tests {
                 prop_assert!(wm >= last, "{} < {}", wm, last);
                 // The valve never runs ahead of a partition it waits for: an active partition
                 // that has not finished never sees the combined watermark pass its own.
-                for p in &v.partitions {
-                    if !p.idle && !p.finished {
+                for (i, p) in v.partitions.iter().enumerate() {
+                    if !p.idle && !p.finished && !v.readers[v.reader_of[i]].idle {
                         prop_assert!(wm <= p.generator.current().max(last), "valve ahead of a partition");
                     }
                 }

@@ -1,0 +1,147 @@
+//! Backfill then catch-up, the source's starting offsets and its readers, end to end.
+
+use statebench::config::workload::{CatchUpState, StartingOffsets, WriteCondition};
+use statebench::config::{Millis, Profile, Workload};
+use statebench::engine::{self, EngineConfig, Phase, RunOutcome};
+
+fn run(workload: Workload) -> RunOutcome {
+    let workload = Workload::from_spec("test", "test", workload.spec).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let events = workload.spec.events;
+    engine::run_to_completion(EngineConfig {
+        workload,
+        profile: Profile::load("flink-default").unwrap(),
+        data_dir: dir.path().to_path_buf(),
+        events,
+        duration: None,
+        sink: Default::default(),
+        trace: None,
+    })
+    .unwrap()
+}
+
+/// backfill-catchup at a third of its events (same span: sparser, faster).
+fn phased() -> Workload {
+    let mut w = Workload::load("backfill-catchup").unwrap();
+    w.spec.events = 20_000;
+    w
+}
+
+#[test]
+fn a_correct_switch_is_exact_and_each_job_reads_its_own_range() {
+    let outcome = run(phased());
+    assert!(
+        outcome.result_error.is_exact(),
+        "{:?}",
+        outcome.result_error
+    );
+    assert!(outcome.state_error.is_exact(), "{:?}", outcome.state_error);
+    let [backfill, catch_up] = outcome.jobs.as_slice() else {
+        panic!("two jobs: {:?}", outcome.jobs);
+    };
+    assert_eq!(backfill.phase, Phase::Backfill);
+    assert!(backfill.committed);
+    assert_eq!(backfill.start, vec![0; 4]);
+    // The backfill read the history (10 of 30 minutes), synced it once, and committed its end.
+    let history = backfill.end.iter().sum::<u64>();
+    assert!((6_000..7_500).contains(&history), "{history}");
+    assert_eq!(backfill.records_read, history);
+    assert!(backfill.sink_writes > 0);
+    // The catch-up rebuilt from the oldest record under its own group and read everything.
+    assert_eq!(catch_up.group, "catch-up");
+    assert_eq!(catch_up.start, vec![0; 4]);
+    assert_eq!(catch_up.records_read, 20_000);
+    assert_eq!(catch_up.records_skipped, 0);
+    // Before the switch the catch-up writes nothing: fewer writes than a streaming job's.
+    let job = outcome.snapshots.last().unwrap().pipeline.job;
+    assert!(catch_up.sink_writes - backfill.sink_writes < job.increments + job.decrements);
+}
+
+#[test]
+fn a_watermark_write_condition_with_an_idle_partition_blocks_every_write() {
+    let mut w = phased();
+    w.spec.idle_partitions = vec![3];
+    w.spec.idleness = None;
+    let phases = w.spec.phases.as_mut().unwrap();
+    phases.catch_up_writes = WriteCondition::Watermark;
+    let blocked = run(w.clone());
+    let written = |o: &RunOutcome| o.jobs[1].sink_writes - o.jobs[0].sink_writes;
+    assert_eq!(
+        blocked.snapshots.last().unwrap().pipeline.watermark,
+        i64::MIN
+    );
+    assert_eq!(
+        written(&blocked),
+        0,
+        "the stuck watermark blocked every write"
+    );
+    assert!(!blocked.result_error.is_exact());
+    // The event-time condition keeps writing with the same stuck watermark (nothing expires
+    // without a watermark, so its counts are not right either: the idle partition needs
+    // idleness; the write condition decides only whether the store hears anything at all).
+    w.spec.phases.as_mut().unwrap().catch_up_writes = WriteCondition::EventTime;
+    let flowing = run(w);
+    assert!(written(&flowing) > 10_000, "{}", written(&flowing));
+}
+
+#[test]
+fn the_mistakes_show_as_result_error() {
+    let mut same_group = phased();
+    let p = same_group.spec.phases.as_mut().unwrap();
+    p.catch_up_group = p.backfill_group.clone();
+    let o = run(same_group);
+    assert!(
+        o.jobs[1]
+            .started_from
+            .contains("committed offsets of group 'backfill'")
+    );
+    assert_eq!(o.jobs[1].start, o.jobs[0].end);
+    assert!(o.jobs[1].records_skipped > 0 && o.result_error.over > 0);
+
+    let mut savepoint = phased();
+    savepoint.spec.phases.as_mut().unwrap().catch_up_state = CatchUpState::BackfillSavepoint;
+    let o = run(savepoint);
+    assert!(
+        o.result_error.over > 0 && o.state_error.over > 0,
+        "{:?}",
+        o.state_error
+    );
+}
+
+fn smoke(events: u64) -> Workload {
+    let mut w = Workload::load("smoke").unwrap();
+    w.spec.events = events;
+    w.spec.event_time.span = Millis(events * 36); // smoke's pace
+    w
+}
+
+#[test]
+fn latest_reads_only_what_is_written_after_the_deploy_and_stays_exact() {
+    let mut w = smoke(20_000);
+    w.spec.source.deployed_at = Some(Millis(360_000)); // 10000 records in
+    w.spec.source.starting_offsets = StartingOffsets::Latest;
+    let o = run(w);
+    assert_eq!(o.jobs[0].records_read, 10_000);
+    assert_eq!(o.jobs[0].start.iter().sum::<u64>(), 10_000);
+    assert_eq!(
+        o.jobs[0].records_skipped, 0,
+        "latest is the job's own choice, not a skip"
+    );
+    assert!(o.result_error.is_exact(), "{:?}", o.result_error);
+}
+
+#[test]
+fn more_readers_than_partitions_need_idleness() {
+    let mut w = smoke(10_000);
+    w.spec.source.readers = Some(6);
+    let stuck = run(w.clone());
+    let last = stuck.snapshots.last().unwrap();
+    assert_eq!(last.pipeline.watermark, i64::MIN);
+    assert_eq!(last.pipeline.timers_fired, 0);
+    w.spec.idleness = Some(Millis(60_000));
+    let fixed = run(w);
+    let last = fixed.snapshots.last().unwrap();
+    assert!(last.pipeline.watermark > i64::MIN);
+    assert_eq!(last.pipeline.idle_readers, 2);
+    assert!(fixed.result_error.is_exact());
+}
