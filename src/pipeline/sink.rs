@@ -58,10 +58,18 @@ impl MemorySink {
     }
 }
 
+fn decimal_digits(n: u64) -> usize {
+    n.checked_ilog10().unwrap_or(0) as usize + 1
+}
+
+/// Length of `store_key(user, label)`, without building it (this runs for every write).
+fn store_key_len(user: u64, window_label: &str) -> usize {
+    "freq:user-".len() + decimal_digits(user) + 1 + window_label.len()
+}
+
 /// Bytes of a SET's key and value (the count as Redis stores it: decimal text).
 fn payload_bytes(key_len: usize, count: i64) -> u64 {
-    let digits = count.unsigned_abs().checked_ilog10().unwrap_or(0) as usize + 1;
-    (key_len + digits + usize::from(count < 0)) as u64
+    (key_len + decimal_digits(count.unsigned_abs()) + usize::from(count < 0)) as u64
 }
 
 impl Sink for MemorySink {
@@ -69,7 +77,7 @@ impl Sink for MemorySink {
         self.values.insert((user, window), count);
         self.counters.writes += 1;
         let label = self.labels.get(window).map_or("?", String::as_str);
-        self.counters.bytes += payload_bytes(store_key(user, label).len(), count);
+        self.counters.bytes += payload_bytes(store_key_len(user, label), count);
         Ok(())
     }
 
@@ -242,6 +250,9 @@ mod tests {
         assert_eq!(all, vec![(1, 0, 2), (2, 1, 1)]);
         assert_eq!(s.counters().writes, 3);
         assert_eq!(store_key(7, "1m"), "freq:user-7:1m");
+        for (user, label) in [(0, "1m"), (7, "10m"), (123_456, "1h"), (u64::MAX, "30m")] {
+            assert_eq!(store_key_len(user, label), store_key(user, label).len());
+        }
         assert_eq!(payload_bytes(14, 0), 15);
         assert_eq!(payload_bytes(14, -12), 17);
         assert_eq!(payload_bytes(14, 100), 17);
