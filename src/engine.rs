@@ -31,11 +31,28 @@ const COMPARE_EVERY_SAMPLES: u64 = 10;
 /// Events between two looks at the clock and the command channel.
 const CHECK_EVERY_EVENTS: u64 = 16;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum EngineCommand {
     Pause,
     Resume,
     Stop,
+    /// Apply knob `key` of `profile` (the edited profile) to the open database.
+    Apply {
+        profile: Box<Profile>,
+        key: String,
+    },
+}
+
+/// A live option change, as the engine applied (or refused) it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OptionChange {
+    /// Seconds into the run.
+    pub at_secs: f64,
+    pub key: String,
+    pub value: String,
+    pub applied: bool,
+    /// What RocksDB reports now (the OPTIONS file, capacities), or why it was refused.
+    pub detail: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -103,6 +120,8 @@ pub struct JobSource {
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct PipelineSample {
     pub phase: Phase,
+    /// Processing time (the replay clock) at this sample, epoch ms.
+    pub processing_time: i64,
     /// Per partition: records between the job's position and the log's head (the backlog).
     pub partition_lag: Vec<u64>,
     /// Source readers the valve ignores as idle (including readers without a partition).
@@ -145,6 +164,8 @@ pub struct MetricsSnapshot {
     pub latency: Latencies,
     /// Cumulative RocksDB operations issued by the job.
     pub ops: AccessCounters,
+    /// Live option changes so far, oldest first.
+    pub changes: Vec<OptionChange>,
     pub pipeline: PipelineSample,
     pub rocksdb: RocksDbSample,
 }
@@ -254,6 +275,9 @@ struct Run<'a> {
     oracle: Oracle,
     /// The oracle is fed and compared (not for the backfill, whose results are its sync).
     checked: bool,
+    /// The profile as changed live so far, and the changes.
+    live_profile: Profile,
+    changes: Vec<OptionChange>,
     /// When this job started, and the run's paused time then (its own time excludes both).
     started: Instant,
     paused_before: Duration,
@@ -370,6 +394,8 @@ impl<'a> Run<'a> {
             watermark,
             oracle: Oracle::new(&windows),
             checked: job.phase != Phase::Backfill,
+            live_profile: config.profile.clone(),
+            changes: Vec::new(),
             started: Instant::now(),
             paused_before: paused_for,
             sampling,
@@ -476,8 +502,10 @@ impl<'a> Run<'a> {
             },
             latency: ctx.state.latency.take_interval(),
             ops: ctx.state.counters,
+            changes: self.changes.clone(),
             pipeline: PipelineSample {
                 phase: self.phase,
+                processing_time: self.consumer.now(),
                 partition_lag: self.consumer.backlog(),
                 idle_readers: wm.idle_readers() as u32,
                 watermark: wm.emitted(),
@@ -525,11 +553,37 @@ impl<'a> Run<'a> {
     }
 
     /// Obeys pending commands; while paused, keeps publishing so clients see RocksDB settle.
+    /// Applies a live change and records what RocksDB says about it.
+    fn apply(&mut self, profile: Profile, key: String) {
+        let value = profile
+            .knobs
+            .values()
+            .into_iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+            .unwrap_or_default();
+        let (applied, detail) = match self.backend.apply_live(&profile, &key) {
+            Ok(evidence) => {
+                self.live_profile = profile;
+                (true, evidence)
+            }
+            Err(e) => (false, e.to_string()),
+        };
+        self.changes.push(OptionChange {
+            at_secs: self.sampling.started.elapsed().as_secs_f64(),
+            key,
+            value,
+            applied,
+            detail,
+        });
+    }
+
     fn handle_commands(&mut self, commands: &Receiver<EngineCommand>) -> Control {
         loop {
             match commands.try_recv() {
                 Ok(EngineCommand::Stop) => return Control::Stop,
                 Ok(EngineCommand::Resume) => {}
+                Ok(EngineCommand::Apply { profile, key }) => self.apply(*profile, key),
                 Ok(EngineCommand::Pause) => {
                     let paused_at = Instant::now();
                     let control = loop {
@@ -539,6 +593,10 @@ impl<'a> Run<'a> {
                                 break Control::Stop;
                             }
                             Ok(EngineCommand::Pause) => {}
+                            Ok(EngineCommand::Apply { profile, key }) => {
+                                self.apply(*profile, key);
+                                self.publish(RunState::Paused, None);
+                            }
                             Err(mpsc::RecvTimeoutError::Timeout) => {
                                 self.publish(RunState::Paused, None);
                             }
@@ -846,11 +904,6 @@ fn finish_last_job(
     fresh_state: bool,
 ) -> Result<RunOutcome, EngineError> {
     let config = run.config;
-    let option_mismatches = backend
-        .verify_options(&config.profile)?
-        .iter()
-        .map(ToString::to_string)
-        .collect();
     let stopped_early = if run.phase == Phase::Backfill {
         // A backfill that got here was stopped.
         true
@@ -869,6 +922,12 @@ fn finish_last_job(
     let state_error = run
         .oracle
         .compare(run.job.state_counts(&mut run.ctx.state)?);
+    // RocksDB's newest OPTIONS file against the profile as it stands, live changes included.
+    let option_mismatches = backend
+        .verify_options(&run.live_profile)?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let options_file = backend
         .latest_options_file()?
         .map(|p| p.display().to_string());

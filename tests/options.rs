@@ -175,3 +175,54 @@ fn the_io_rate_limit_really_throttles_flushes() {
         "throttled {throttled:.2} s vs unthrottled {free:.2} s"
     );
 }
+
+#[test]
+fn every_live_knob_changes_the_open_database_and_rocksdb_confirms_it() {
+    use statebench::config::profile::LIVE_KNOBS;
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::load("flink-default").unwrap();
+    let backend = StateBackend::open(dir.path(), &profile).unwrap();
+    let new_values = [
+        ("memory.managed-size", "128mb"),
+        ("memory.write-buffer-ratio", "0.25"),
+        ("writebuffer.size", "8mb"),
+        ("writebuffer.count", "4"),
+        ("compaction.level.target-file-size-base", "16mb"),
+        ("compaction.level.max-size-level-base", "64mb"),
+        ("compaction.level.multiplier", "8"),
+        ("compaction.level0-slowdown-writes-trigger", "10"),
+        ("compaction.level0-stop-writes-trigger", "20"),
+        ("compaction.soft-pending-compaction-bytes-limit", "1gb"),
+        ("compaction.hard-pending-compaction-bytes-limit", "4gb"),
+        ("compaction.disable-auto-compactions", "true"),
+    ];
+    assert_eq!(new_values.len(), LIVE_KNOBS.len(), "one case per live knob");
+    let mut edited = profile.clone();
+    for (key, value) in new_values {
+        edited = edited.edited(key, value).unwrap();
+        let evidence = backend.apply_live(&edited, key).unwrap();
+        assert!(!evidence.is_empty(), "{key}");
+    }
+    // The whole edited profile is now what RocksDB's newest OPTIONS file says.
+    let mismatches = backend.verify_options(&edited).unwrap();
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
+    let derived = edited.derived(STATE_COLUMN_FAMILIES.len());
+    let capacity = backend
+        .db()
+        .property_int_value("rocksdb.block-cache-capacity")
+        .unwrap()
+        .unwrap();
+    assert_eq!(capacity, derived.block_cache_capacity);
+    // A knob that needs a reopen is refused, and says so.
+    let err = backend
+        .apply_live(&edited, "block.blocksize")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("needs a restart"), "{err}");
+    // A value that is not valid for the knob is an error naming it, before RocksDB sees it.
+    let err = edited
+        .edited("writebuffer.count", "many")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("writebuffer.count"), "{err}");
+}

@@ -234,6 +234,34 @@ pub struct LevelSample {
     pub level: u32,
     pub files: u64,
     pub bytes: u64,
+    /// RocksDB's compaction score (cfstats; above 1 the level is due for compaction). Per
+    /// column family only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+}
+
+/// Compaction score per level from cfstats' "Compaction Stats" table rows (`  L1  2/0  8.01 MB
+/// 0.9 ...`).
+pub fn level_scores(cfstats: &str) -> Vec<(u32, f64)> {
+    let mut out = Vec::new();
+    for line in cfstats.lines() {
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        let Some(level) = tokens
+            .first()
+            .and_then(|t| t.strip_prefix('L'))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // Level, Files ("2/0"), Size value, Size unit, Score.
+        if let Some(score) = tokens.get(4).and_then(|t| t.parse::<f64>().ok())
+            && tokens.get(1).is_some_and(|t| t.contains('/'))
+            && !out.iter().any(|(l, _)| *l == level)
+        {
+            out.push((level, score));
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -356,10 +384,12 @@ impl RocksDbSampler {
         let mut column_families = Vec::new();
         let mut memtable_bytes = 0;
         let (mut live_sst_bytes, mut pending_compaction_bytes) = (0, 0);
+        let mut scores = Vec::new();
         for name in STATE_COLUMN_FAMILIES {
             let Ok(cf) = backend.cf(name) else { continue };
             if let Ok(Some(text)) = db.property_value_cf(cf, "rocksdb.cfstats") {
                 causes.add_cfstats(&text);
+                scores.push((name, level_scores(&text)));
             }
             let cf_int = |prop: &str| {
                 db.property_int_value_cf(cf, prop)
@@ -402,6 +432,7 @@ impl RocksDbSampler {
                             level,
                             files: 1,
                             bytes: file.size as u64,
+                            score: None,
                         }),
                     }
                 }
@@ -410,6 +441,14 @@ impl RocksDbSampler {
         levels.sort_by_key(|l| l.level);
         for cf in &mut column_families {
             cf.levels.sort_by_key(|l| l.level);
+            if let Some((_, cf_scores)) = scores.iter().find(|(n, _)| *n == cf.name) {
+                for level in &mut cf.levels {
+                    level.score = cf_scores
+                        .iter()
+                        .find(|(l, _)| *l == level.level)
+                        .map(|(_, s)| *s);
+                }
+            }
         }
         let l0_files = column_families
             .iter()
@@ -485,6 +524,12 @@ impl RocksDbSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn level_scores_come_from_the_compaction_stats_table() {
+        let cfstats = "\n** Compaction Stats [window-stats] **\nLevel    Files   Size     Score Read(GB)\n-----\n  L0      2/0    7.91 MB   0.5      0.0\n  L1      1/0   20.00 KB   1.2      0.0\n Sum      3/0   27.91 MB   0.0      0.0\n\n** Compaction Stats [window-stats] **\nPriority    Files   Size     Score\n Low      0/0    0.00 KB   0.0\n";
+        assert_eq!(level_scores(cfstats), vec![(0, 0.5), (1, 1.2)]);
+    }
 
     #[test]
     fn bloom_bits_come_from_filter_size_and_entries() {

@@ -38,6 +38,15 @@ pub enum BackendError {
     Codec(#[from] serializer::CodecError),
     #[error("corrupt state: {0}")]
     Corrupt(String),
+    #[error("'{0}' cannot change on an open database; it needs a restart")]
+    NotLive(String),
+    #[error("RocksDB did not apply {option}: expected {expected}, {file} has {found}")]
+    NotApplied {
+        option: String,
+        expected: String,
+        found: String,
+        file: String,
+    },
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -50,6 +59,8 @@ pub struct StateBackend {
     db: DB,
     /// Keeps statistics alive and readable for the life of the DB.
     opts: Options,
+    /// The shared block cache (a handle: resizing it resizes the one RocksDB uses).
+    cache: Cache,
     wbm: WriteBufferManager,
     write_opts: WriteOptions,
     read_opts: ReadOptions,
@@ -87,6 +98,7 @@ fn column_family_options(profile: &Profile, cache: &Cache) -> Options {
     opts.set_level_zero_stop_writes_trigger(k.level0_stop_writes_trigger as i32);
     opts.set_soft_pending_compaction_bytes_limit(k.soft_pending_compaction_bytes_limit.0 as usize);
     opts.set_hard_pending_compaction_bytes_limit(k.hard_pending_compaction_bytes_limit.0 as usize);
+    opts.set_disable_auto_compactions(k.disable_auto_compactions);
 
     let mut table = BlockBasedOptions::default();
     table.set_block_cache(cache);
@@ -145,6 +157,7 @@ impl StateBackend {
         Ok(StateBackend {
             db,
             opts,
+            cache: cache.clone(),
             wbm,
             write_opts,
             read_opts: ReadOptions::default(),
@@ -206,6 +219,114 @@ impl StateBackend {
             &options_file::OptionsFile::parse(&text),
             &STATE_COLUMN_FAMILIES,
         ))
+    }
+
+    /// Applies knob `key` of `profile` to the open database without losing state, and reads
+    /// back what RocksDB now runs with: the OPTIONS file RocksDB rewrites on every SetOptions,
+    /// or the cache's and the WriteBufferManager's capacity. Returns that evidence.
+    pub fn apply_live(&self, profile: &Profile, key: &str) -> Result<String, BackendError> {
+        let k = &profile.knobs;
+        let option = match key {
+            "writebuffer.size" => ("write_buffer_size", k.write_buffer_size.0.to_string()),
+            "writebuffer.count" => (
+                "max_write_buffer_number",
+                k.max_write_buffer_number.to_string(),
+            ),
+            "compaction.level.target-file-size-base" => (
+                "target_file_size_base",
+                k.target_file_size_base.0.to_string(),
+            ),
+            "compaction.level.max-size-level-base" => (
+                "max_bytes_for_level_base",
+                k.max_bytes_for_level_base.0.to_string(),
+            ),
+            "compaction.level.multiplier" => (
+                "max_bytes_for_level_multiplier",
+                k.max_bytes_for_level_multiplier.to_string(),
+            ),
+            "compaction.level0-slowdown-writes-trigger" => (
+                "level0_slowdown_writes_trigger",
+                k.level0_slowdown_writes_trigger.to_string(),
+            ),
+            "compaction.level0-stop-writes-trigger" => (
+                "level0_stop_writes_trigger",
+                k.level0_stop_writes_trigger.to_string(),
+            ),
+            "compaction.soft-pending-compaction-bytes-limit" => (
+                "soft_pending_compaction_bytes_limit",
+                k.soft_pending_compaction_bytes_limit.0.to_string(),
+            ),
+            "compaction.hard-pending-compaction-bytes-limit" => (
+                "hard_pending_compaction_bytes_limit",
+                k.hard_pending_compaction_bytes_limit.0.to_string(),
+            ),
+            "compaction.disable-auto-compactions" => (
+                "disable_auto_compactions",
+                k.disable_auto_compactions.to_string(),
+            ),
+            "memory.managed-size" | "memory.write-buffer-ratio" => {
+                return Ok(self.resize_memory(profile));
+            }
+            other => return Err(BackendError::NotLive(other.to_string())),
+        };
+        let (name, value) = option;
+        for cf in std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).chain(STATE_COLUMN_FAMILIES)
+        {
+            let handle = self
+                .db
+                .cf_handle(cf)
+                .ok_or(BackendError::MissingColumnFamily("default"))?;
+            self.db.set_options_cf(handle, &[(name, value.as_str())])?;
+        }
+        let path = self
+            .latest_options_file()?
+            .ok_or_else(|| BackendError::Corrupt("no OPTIONS file after SetOptions".to_string()))?;
+        let text = std::fs::read_to_string(&path).map_err(|source| BackendError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let file = options_file::OptionsFile::parse(&text);
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for cf in STATE_COLUMN_FAMILIES {
+            let found = file.cf(cf, name);
+            let same = match (found, value.parse::<f64>()) {
+                (Some(f), Ok(v)) => f.parse::<f64>().is_ok_and(|f| (f - v).abs() < 1e-9),
+                (found, _) => found == Some(value.as_str()),
+            };
+            if !same {
+                return Err(BackendError::NotApplied {
+                    option: name.to_string(),
+                    expected: value.clone(),
+                    found: found.unwrap_or("nothing").to_string(),
+                    file: file_name,
+                });
+            }
+        }
+        Ok(format!("{name}={value} in {file_name}"))
+    }
+
+    /// Resizes the shared block cache and the WriteBufferManager to `profile`'s managed memory
+    /// split, as Flink would have sized them; returns the capacities RocksDB now reports.
+    fn resize_memory(&self, profile: &Profile) -> String {
+        let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+        let mut cache = self.cache.clone();
+        cache.set_capacity(derived.block_cache_capacity as usize);
+        self.wbm
+            .set_buffer_size(derived.write_buffer_manager_capacity as usize);
+        let capacity = self
+            .db
+            .property_int_value("rocksdb.block-cache-capacity")
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        format!(
+            "block cache {} (rocksdb.block-cache-capacity), write buffer manager {}",
+            crate::config::units::human_bytes(capacity as f64),
+            crate::config::units::human_bytes(self.wbm.get_buffer_size() as f64)
+        )
     }
 
     /// The newest OPTIONS file RocksDB wrote: what RocksDB really runs with.

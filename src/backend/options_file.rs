@@ -152,6 +152,10 @@ pub fn verify(profile: &Profile, file: &OptionsFile, column_families: &[&str]) -
                 "hard_pending_compaction_bytes_limit",
                 k.hard_pending_compaction_bytes_limit.0.to_string(),
             ),
+            (
+                "disable_auto_compactions",
+                k.disable_auto_compactions.to_string(),
+            ),
         ] {
             let found = file.cf(cf, option);
             check(

@@ -166,6 +166,16 @@ macro_rules! knobs {
             }
         }
 
+        impl ProfileSpec {
+            fn from_knobs(knobs: &Knobs) -> ProfileSpec {
+                ProfileSpec {
+                    extends: None,
+                    description: None,
+                    $( $field: Some(knobs.$field.clone()), )*
+                }
+            }
+        }
+
         impl Knobs {
             /// `(key, value)` for every knob, values in YAML syntax.
             pub fn values(&self) -> Vec<(&'static str, String)> {
@@ -222,6 +232,29 @@ knobs! {
     hard_pending_compaction_bytes_limit: ByteSize = ByteSize(256 << 30), "compaction.hard-pending-compaction-bytes-limit", None;
     /// Flush + compaction write bandwidth per second (RocksDB's rate limiter): a slot's share of the disk; 0 = unlimited.
     io_rate_limit: ByteSize = ByteSize(0), "io.rate-limit-per-sec", None;
+    /// Stop automatic compactions (L0 then grows to the stop trigger): a live experiment.
+    disable_auto_compactions: bool = false, "compaction.disable-auto-compactions", None;
+}
+
+/// Knobs RocksDB can change on an open database (SetOptions, the cache's and the
+/// WriteBufferManager's capacity); every other knob needs a reopen.
+pub const LIVE_KNOBS: &[&str] = &[
+    "memory.managed-size",
+    "memory.write-buffer-ratio",
+    "writebuffer.size",
+    "writebuffer.count",
+    "compaction.level.target-file-size-base",
+    "compaction.level.max-size-level-base",
+    "compaction.level.multiplier",
+    "compaction.level0-slowdown-writes-trigger",
+    "compaction.level0-stop-writes-trigger",
+    "compaction.soft-pending-compaction-bytes-limit",
+    "compaction.hard-pending-compaction-bytes-limit",
+    "compaction.disable-auto-compactions",
+];
+
+pub fn is_live(key: &str) -> bool {
+    LIVE_KNOBS.contains(&key)
 }
 
 impl Knobs {
@@ -313,6 +346,40 @@ impl Profile {
             message,
         })?;
         Ok(profile)
+    }
+
+    /// This profile with knob `key` set to `value` (YAML syntax, e.g. `8mb`), validated as a
+    /// profile file would be.
+    pub fn edited(&self, key: &str, value: &str) -> Result<Profile, ConfigError> {
+        let origin = super::Origin::File(std::path::PathBuf::from(format!("edit of '{key}'")));
+        if !KNOBS.iter().any(|k| k.key == key) {
+            return Err(ConfigError::Invalid {
+                origin: origin.to_string(),
+                message: format!("unknown knob '{key}'"),
+            });
+        }
+        let text = format!("{key}: {value}\n");
+        let spec: ProfileSpec = parse_yaml(&text, &origin)?;
+        let current = ProfileSpec::from_knobs(&self.knobs);
+        let mut profile = self.clone();
+        profile.knobs = spec.inherit(current).resolve();
+        profile.validate().map_err(|message| ConfigError::Invalid {
+            origin: origin.to_string(),
+            message,
+        })?;
+        Ok(profile)
+    }
+
+    /// The profile as a self-contained YAML file (every knob, no `extends`).
+    pub fn to_yaml(&self, description: &str) -> String {
+        let mut out = format!(
+            "description: {}\n",
+            serde_json::to_string(description).unwrap_or_default()
+        );
+        for (key, value) in self.knobs.values() {
+            out.push_str(&format!("{key}: {value}\n"));
+        }
+        out
     }
 
     /// A profile from knobs built in code (tests, live tuning).
