@@ -26,6 +26,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a workload against a profile headless: progress, terminal summary, JSON report.
     Run(RunArgs),
+    /// Run a workload in the terminal UI: live dashboard, LSM view, live tuning of the profile,
+    /// and an A/B comparison with --compare.
+    Tui(TuiArgs),
     /// List profiles or show one with Flink's derived memory numbers.
     #[command(subcommand)]
     Profiles(ProfilesCommand),
@@ -79,6 +82,35 @@ pub struct RunArgs {
     /// No progress output; only the summary.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TuiArgs {
+    /// Workload: a YAML file or a built-in name.
+    #[arg(short, long, default_value = "smoke")]
+    pub workload: String,
+    /// RocksDB profile (A): a YAML file or a built-in name.
+    #[arg(short, long, default_value = "flink-default")]
+    pub profile: String,
+    /// A second profile (B): both run the workload in alternating time slices, side by side in
+    /// the A/B view.
+    #[arg(long)]
+    pub compare: Option<String>,
+    /// Process this many events instead of the workload's count.
+    #[arg(long)]
+    pub events: Option<u64>,
+    /// Stop each run after this much wall-clock time (e.g. 30s, 2m).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<crate::config::Millis>,
+    /// Write the JSON report of profile A's run to this file when you quit.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Screen refresh interval (e.g. 250ms). Snapshots arrive at the workload's sample interval.
+    #[arg(long, value_parser = parse_duration, default_value = "250ms")]
+    pub refresh: crate::config::Millis,
+    /// With --compare: how long each profile runs before the other gets the machine.
+    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    pub slice: crate::config::Millis,
 }
 
 #[derive(Debug, Subcommand)]

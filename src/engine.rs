@@ -55,9 +55,10 @@ pub struct OptionChange {
     pub detail: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunState {
+    #[default]
     Running,
     Paused,
     Finished,
@@ -150,7 +151,7 @@ pub struct PipelineSample {
 
 /// Everything statebench knows about the run at one instant: the one data model for the
 /// dashboard, the JSON report, the advisor and the CI gate.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct MetricsSnapshot {
     pub seq: u64,
     pub elapsed_secs: f64,

@@ -7,6 +7,7 @@ pub mod engine;
 pub mod pipeline;
 pub mod report;
 pub mod reproduce;
+pub mod tui;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 
-use cli::{Cli, Command, ProfilesCommand, ReproduceArgs, RunArgs, WorkloadsCommand};
+use cli::{Cli, Command, ProfilesCommand, ReproduceArgs, RunArgs, TuiArgs, WorkloadsCommand};
 use config::{ConfigError, Profile, Workload};
 use engine::{EngineCommand, EngineConfig, MetricsSnapshot};
 use report::Report;
@@ -23,6 +24,7 @@ use report::Report;
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run_headless(args),
+        Command::Tui(args) => run_tui(args),
         Command::Profiles(ProfilesCommand::List { dir }) => list_profiles(&dir),
         Command::Profiles(ProfilesCommand::Show { name, derived }) => show_profile(&name, derived),
         Command::Workloads(WorkloadsCommand::List) => {
@@ -195,10 +197,8 @@ fn prepare_data_dir(dir: Option<&Path>, reuse: bool) -> anyhow::Result<DataDir> 
     Ok(DataDir::Given(dir.to_path_buf()))
 }
 
-fn run_headless(args: RunArgs) -> anyhow::Result<()> {
-    let workload = Workload::load(&args.workload)?;
-    let profile = Profile::load(&args.profile)?;
-    if let Some(report) = &args.report {
+fn check_report_dir(report: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(report) = report {
         let parent = report::parent_dir(report);
         if !parent.is_dir() {
             bail!(UsageError(format!(
@@ -208,15 +208,74 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
             )));
         }
     }
-    // A trace is read and checked whole before anything is created or written.
-    let trace = match &workload.spec.trace {
+    Ok(())
+}
+
+type TraceEvents = std::sync::Arc<Vec<pipeline::source::Event>>;
+
+/// A trace is read and checked whole before anything is created or written.
+fn load_trace(workload: &Workload) -> anyhow::Result<Option<TraceEvents>> {
+    Ok(match &workload.spec.trace {
         Some(path) => {
             let trace = pipeline::trace::Trace::load(path, workload.spec.partitions)
                 .map_err(|e| UsageError(e.to_string()))?;
             Some(std::sync::Arc::new(trace.events))
         }
         None => None,
+    })
+}
+
+fn run_tui(args: TuiArgs) -> anyhow::Result<()> {
+    let workload = Workload::load(&args.workload)?;
+    let profile = Profile::load(&args.profile)?;
+    let compare = args.compare.as_deref().map(Profile::load).transpose()?;
+    check_report_dir(args.report.as_deref())?;
+    if !std::io::stdout().is_terminal() {
+        bail!(UsageError(
+            "statebench tui needs a terminal; use `statebench run` for headless runs".to_string()
+        ));
+    }
+    let trace = load_trace(&workload)?;
+    let events = args
+        .events
+        .unwrap_or(workload.spec.events)
+        .min(trace.as_ref().map_or(u64::MAX, |t| t.len() as u64));
+    let (outcome, live_profile) = tui::run(tui::TuiConfig {
+        workload: workload.clone(),
+        profile,
+        compare,
+        events,
+        duration: args
+            .duration
+            .or(workload.spec.duration)
+            .map(|d| d.as_duration()),
+        trace,
+        refresh: args.refresh.as_duration(),
+        slice: args.slice.as_duration(),
+    })?;
+    let Some(outcome) = outcome else {
+        return Ok(());
     };
+    let mut report = Report::new(&workload, &live_profile, &outcome);
+    // The TUI's data directory was temporary: name no OPTIONS file that no longer exists.
+    report.rocksdb_options_file = None;
+    if let Some(path) = &args.report {
+        report
+            .write_json(path)
+            .with_context(|| format!("cannot write the report {}", path.display()))?;
+    }
+    println!("{}", report::render_summary(&report));
+    if let Some(path) = &args.report {
+        println!("  report written to {}", path.display());
+    }
+    Ok(())
+}
+
+fn run_headless(args: RunArgs) -> anyhow::Result<()> {
+    let workload = Workload::load(&args.workload)?;
+    let profile = Profile::load(&args.profile)?;
+    check_report_dir(args.report.as_deref())?;
+    let trace = load_trace(&workload)?;
     let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse)?;
     let sink_config = match args.sink.as_str() {
         "memory" => engine::SinkConfig::Memory,

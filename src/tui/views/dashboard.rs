@@ -1,0 +1,347 @@
+//! The dashboard: throughput, latency, stalls and the pipeline on the left; block cache,
+//! lookups, memory and the LSM on the right.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style, Stylize};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Sparkline};
+
+use super::{
+    bad_high, bar, bytes, good_high, lag, latest, micros, panel, percent, rate, short, trend,
+};
+use crate::tui::app::{App, Side};
+
+pub fn render(app: &App, frame: &mut Frame, area: Rect) {
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
+    let spark = if area.height > 30 { area.height / 3 } else { 2 };
+    let [throughput, latency, stalls, pipeline] = Layout::vertical([
+        Constraint::Length(4 + spark),
+        Constraint::Length(5),
+        Constraint::Length(4),
+        Constraint::Min(5),
+    ])
+    .areas(left);
+    let [cache, lookups, memory, lsm] = Layout::vertical([
+        Constraint::Length(6),
+        Constraint::Length(4),
+        Constraint::Length(4),
+        Constraint::Min(5),
+    ])
+    .areas(right);
+    render_throughput(app, frame, throughput);
+    render_latency(&app.a, frame, latency);
+    render_stalls(&app.a, frame, stalls);
+    render_pipeline(&app.a, frame, pipeline);
+    render_cache(&app.a, frame, cache);
+    render_lookups(&app.a, frame, lookups);
+    render_memory(&app.a, frame, memory);
+    render_lsm(&app.a, frame, lsm);
+}
+
+fn render_throughput(app: &App, frame: &mut Frame, area: Rect) {
+    let side = &app.a;
+    let s = latest(side);
+    let block = panel("Throughput");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [text, chart, marks] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    let total = side.running_throughput();
+    frame.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::from(format!("{} ev/s ", rate(s.events_per_sec))).bold(),
+            Span::from(trend(&side.history, |s| s.events_per_sec)),
+            Span::from(format!("  run avg {} ev/s", rate(total))).dark_gray(),
+        ])),
+        text,
+    );
+    let width = chart.width as usize;
+    let start = side.history.len().saturating_sub(width);
+    let data: Vec<u64> = side
+        .history
+        .iter()
+        .skip(start)
+        .map(|s| s.events_per_sec.max(0.0) as u64)
+        .collect();
+    frame.render_widget(
+        Sparkline::default()
+            .data(&data)
+            .style(Style::default().fg(Color::Cyan)),
+        chart,
+    );
+    // Changes on the time axis: a ▲ under the sample where each took effect.
+    let mut row = vec![' '; width];
+    let mut any = false;
+    for mark in &app.marks {
+        let column = side
+            .history
+            .iter()
+            .skip(start)
+            .position(|s| side.offset_secs + s.elapsed_secs >= mark.at_secs);
+        if let Some(c) = column {
+            row[c] = '▲';
+            any = true;
+        }
+    }
+    let mut line: String = row.into_iter().collect();
+    if !any && !app.marks.is_empty() {
+        line = "(changes scrolled out of view)".to_string();
+    } else if let (true, Some(last)) = (any, app.marks.last()) {
+        let label = format!(" ▲ {}", last.label);
+        let used = line.trim_end().chars().count();
+        if used + label.chars().count() <= width {
+            line = format!("{}{label}", line.trim_end());
+        }
+    }
+    frame.render_widget(Paragraph::new(Line::from(line).magenta()), marks);
+}
+
+fn render_latency(side: &Side, frame: &mut Frame, area: Rect) {
+    let s = latest(side);
+    let l = &s.latency;
+    let lines = vec![
+        Line::from(vec![
+            Span::from("event "),
+            Span::from(format!(
+                "p50 {} p99 {} p999 {}",
+                micros(l.event_latency.p50_us),
+                micros(l.event_latency.p99_us),
+                micros(l.event_latency.p999_us)
+            ))
+            .bold(),
+            Span::from(format!(
+                " {}",
+                trend(&side.history, |s| s.latency.event_latency.p99_us)
+            )),
+        ]),
+        Line::from(format!("get   p99 {}", micros(l.get_latency.p99_us))),
+        Line::from(format!(
+            "put   p99 {} p999 {} max {}",
+            micros(l.put_latency.p99_us),
+            micros(l.put_latency.p999_us),
+            micros(l.put_latency.max_us)
+        )),
+    ];
+    frame.render_widget(
+        Paragraph::new(lines).block(panel("Latency (this interval)")),
+        area,
+    );
+}
+
+fn render_stalls(side: &Side, frame: &mut Frame, area: Rect) {
+    let s = latest(side);
+    let st = &s.rocksdb.stall;
+    let c = &st.causes;
+    let share = st.share;
+    let status = if st.write_stopped {
+        Span::from(" WRITES STOPPED ").black().on_red()
+    } else if st.delayed_write_rate > 0 {
+        Span::from(format!(" delayed to {}/s ", bytes(st.delayed_write_rate)))
+            .black()
+            .on_yellow()
+    } else {
+        Span::from(" not stalled ").dark_gray()
+    };
+    let lines = vec![
+        Line::from(vec![
+            Span::from(format!("{:.1}% of time stalled ", share * 100.0))
+                .fg(if share > 0.0 {
+                    Color::Red
+                } else {
+                    Color::Green
+                })
+                .bold(),
+            status,
+        ]),
+        Line::from(format!(
+            "delay/stop L0 {}/{} mem {}/{} pend {}/{}",
+            c.l0_file_count_delays,
+            c.l0_file_count_stops,
+            c.memtable_limit_delays,
+            c.memtable_limit_stops,
+            c.pending_compaction_bytes_delays,
+            c.pending_compaction_bytes_stops
+        )),
+    ];
+    frame.render_widget(Paragraph::new(lines).block(panel("Write stalls")), area);
+}
+
+fn render_pipeline(side: &Side, frame: &mut Frame, area: Rect) {
+    let s = latest(side);
+    let p = &s.pipeline;
+    let wall_lag = if p.watermark == i64::MIN {
+        i64::MAX
+    } else {
+        p.processing_time.saturating_sub(p.watermark)
+    };
+    let event_lag = if p.watermark == i64::MIN {
+        i64::MAX
+    } else {
+        p.watermark_lag_ms
+    };
+    let result = match p.result_error.or_else(|| {
+        side.history
+            .iter()
+            .rev()
+            .find_map(|s| s.pipeline.result_error)
+    }) {
+        None => Span::from("not compared yet").dark_gray(),
+        Some(e) if e.is_exact() => {
+            Span::from(format!("exact ({} counts)", short(e.compared))).green()
+        }
+        Some(e) => Span::from(format!(
+            "{} over, {} under, {} missing (max {})",
+            e.over, e.under, e.missing, e.max_abs
+        ))
+        .red()
+        .bold(),
+    };
+    let lags: Vec<String> = p.partition_lag.iter().map(|l| short(*l)).collect();
+    let lines = vec![
+        Line::from(format!(
+            "wm lag: events {}, clock {}",
+            lag(event_lag),
+            lag(wall_lag)
+        )),
+        Line::from(format!(
+            "timers fired {} of {}, late {}",
+            short(p.timers_fired),
+            short(p.timers_registered),
+            short(p.late_events)
+        )),
+        Line::from(format!(
+            "lag {} idle p{} r{}",
+            if lags.len() <= 6 {
+                lags.join(" ")
+            } else {
+                let max = p.partition_lag.iter().max().copied().unwrap_or(0);
+                format!("max {} of {} parts", short(max), lags.len())
+            },
+            p.idle_partitions,
+            p.idle_readers
+        )),
+        Line::from(vec![Span::from("oracle: "), result]),
+    ];
+    frame.render_widget(Paragraph::new(lines).block(panel("Pipeline")), area);
+}
+
+fn gauge_line(label: &str, ratio: Option<f64>, width: usize) -> Line<'static> {
+    let color = ratio.map_or(Color::DarkGray, good_high);
+    Line::from(vec![
+        Span::from(format!("{label:<7}")),
+        Span::from(bar(ratio.unwrap_or(0.0), width)).fg(color),
+        Span::from(format!(" {}", percent(ratio))),
+    ])
+}
+
+fn render_cache(side: &Side, frame: &mut Frame, area: Rect) {
+    let s = latest(side);
+    let c = &s.rocksdb.cache;
+    let width = (area.width as usize).saturating_sub(18).max(4);
+    let lines = vec![
+        gauge_line("filter", c.filter.rate, width),
+        gauge_line("index", c.index.rate, width),
+        gauge_line("data", c.data.rate, width),
+        gauge_line("all", c.overall.rate, width),
+    ];
+    frame.render_widget(
+        Paragraph::new(lines).block(panel("Block cache hit rate")),
+        area,
+    );
+}
+
+fn render_lookups(side: &Side, frame: &mut Frame, area: Rect) {
+    let s = latest(side);
+    let l = &s.rocksdb.lookups;
+    let lines = vec![
+        Line::from(format!(
+            "filter {:.3} blocks, {} per lookup",
+            l.filter_block_reads_per_lookup,
+            bytes(l.filter_bytes_read_per_lookup as u64)
+        )),
+        Line::from(format!(
+            "index  {:.3} blocks, {} per lookup",
+            l.index_block_reads_per_lookup,
+            bytes(l.index_bytes_read_per_lookup as u64)
+        )),
+    ];
+    frame.render_widget(
+        Paragraph::new(lines).block(panel("Reads from storage")),
+        area,
+    );
+}
+
+fn fill_line(label: &str, used: u64, capacity: u64, width: usize) -> Line<'static> {
+    let ratio = if capacity > 0 {
+        used as f64 / capacity as f64
+    } else {
+        0.0
+    };
+    Line::from(vec![
+        Span::from(format!("{label:<10}")),
+        Span::from(bar(ratio, width)).fg(bad_high(ratio)),
+        Span::from(format!(" {} / {}", bytes(used), bytes(capacity))),
+    ])
+}
+
+fn render_memory(side: &Side, frame: &mut Frame, area: Rect) {
+    let s = latest(side);
+    let m = &s.rocksdb.memory;
+    let width = (area.width as usize).saturating_sub(34).max(4);
+    let lines = vec![
+        fill_line("memtables", m.wbm_usage, m.wbm_capacity, width),
+        fill_line("cache", m.block_cache_usage, m.block_cache_capacity, width),
+    ];
+    frame.render_widget(
+        Paragraph::new(lines).block(panel("Memory (WBM, block cache)")),
+        area,
+    );
+}
+
+fn render_lsm(side: &Side, frame: &mut Frame, area: Rect) {
+    let s = latest(side);
+    let lsm = &s.rocksdb.lsm;
+    let k = &side.profile.knobs;
+    let slow = u64::from(k.level0_slowdown_writes_trigger);
+    let stop = u64::from(k.level0_stop_writes_trigger);
+    let ratio = if stop > 0 {
+        lsm.l0_files as f64 / stop as f64
+    } else {
+        0.0
+    };
+    let width = (area.width as usize).saturating_sub(30).max(4);
+    let lines = vec![
+        Line::from(vec![
+            Span::from(format!("L0 files {:<3}", lsm.l0_files)),
+            Span::from(bar(ratio, width)).fg(if lsm.l0_files >= slow {
+                Color::Red
+            } else {
+                bad_high(ratio)
+            }),
+            Span::from(format!(" slow {slow} stop {stop}")),
+        ]),
+        Line::from(format!(
+            "pending {} (soft {})",
+            bytes(lsm.pending_compaction_bytes),
+            bytes(k.soft_pending_compaction_bytes_limit.0)
+        )),
+        Line::from(format!(
+            "flush {} ({} run) compact {} ({} run)",
+            lsm.flushes, lsm.running_flushes, lsm.compactions, lsm.running_compactions
+        )),
+        Line::from(format!(
+            "write amp {:.2} levels {} SST {}",
+            s.rocksdb.io.write_amplification,
+            lsm.active_levels,
+            bytes(lsm.live_sst_bytes)
+        )),
+        Line::from("checkpoints: none configured").dark_gray(),
+    ];
+    frame.render_widget(Paragraph::new(lines).block(panel("LSM")), area);
+}
