@@ -153,10 +153,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let table = Table::new(
         rows,
         [
+            Constraint::Length(22),
             Constraint::Length(24),
-            Constraint::Length(14),
-            Constraint::Length(14),
-            Constraint::Min(8),
+            Constraint::Length(24),
+            Constraint::Min(6),
         ],
     )
     .header(
@@ -168,6 +168,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         ])
         .dark_gray(),
     )
-    .block(panel(&format!("A/B compare — {}", app.compare_note)));
+    .block(panel(&if app.compare_note.is_empty() {
+        "A/B compare".to_string()
+    } else {
+        format!("A/B compare — {}", app.compare_note)
+    }));
     frame.render_widget(table, area);
 }

@@ -93,7 +93,7 @@ fn render_throughput(app: &App, frame: &mut Frame, area: Rect) {
     if !any && !app.marks.is_empty() {
         line = "(changes scrolled out of view)".to_string();
     } else if let (true, Some(last)) = (any, app.marks.last()) {
-        let label = format!(" ▲ {}", last.label);
+        let label = format!(" {}", last.label);
         let used = line.trim_end().chars().count();
         if used + label.chars().count() <= width {
             line = format!("{}{label}", line.trim_end());

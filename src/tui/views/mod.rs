@@ -52,12 +52,28 @@ pub fn render(app: &App, frame: &mut Frame) {
 
 fn status_line(app: &App) -> Line<'static> {
     let last = app.a.last();
+    let running = |side: Option<&Side>| {
+        side.and_then(|s| s.last())
+            .is_some_and(|s| s.state == RunState::Running)
+    };
+    if !app.paused && app.b.is_some() && (running(Some(&app.a)) || running(app.b.as_ref())) {
+        let which = if running(Some(&app.a)) { "A" } else { "B" };
+        return status_with(
+            app,
+            Span::from(format!(" RUNNING {which} ")).black().on_green(),
+        );
+    }
     let state = match (app.paused, last.map(|s| s.state)) {
         (true, _) | (_, Some(RunState::Paused)) => Span::from(" PAUSED ").black().on_yellow(),
         (_, Some(RunState::Finished)) => Span::from(" FINISHED ").black().on_blue(),
         (_, Some(RunState::Running)) => Span::from(" RUNNING ").black().on_green(),
         (_, None) => Span::from(" STARTING ").black().on_gray(),
     };
+    status_with(app, state)
+}
+
+fn status_with(app: &App, state: Span<'static>) -> Line<'static> {
+    let last = app.a.last();
     let phase = last
         .map(|s| s.pipeline.phase)
         .filter(|p| *p != crate::engine::Phase::Streaming)

@@ -1,0 +1,244 @@
+//! Every view rendered from a fixture `App` into ratatui's `TestBackend`, at 80x24 and 160x48,
+//! compared with reviewed snapshots (insta). Also the keys that drive the views.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use statebench::backend::metrics::{ColumnFamilyLsm, HitRate, LevelSample};
+use statebench::config::{Profile, Workload};
+use statebench::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState};
+use statebench::pipeline::oracle::ResultError;
+use statebench::tui::app::{Action, App, Target, View};
+use statebench::tui::views;
+
+fn hit(rate: f64) -> HitRate {
+    HitRate {
+        hits: (rate * 1000.0) as u64,
+        misses: 1000 - (rate * 1000.0) as u64,
+        rate: Some(rate),
+    }
+}
+
+/// A plausible snapshot number `i` of a run on `flink-default`, deterministic.
+fn snapshot(i: u64, slow: f64) -> MetricsSnapshot {
+    let mut s = MetricsSnapshot {
+        seq: i,
+        elapsed_secs: i as f64 + 1.0,
+        interval_secs: 1.0,
+        state: RunState::Running,
+        events: 11_000 * (i + 1),
+        events_in_interval: (11_000.0 / slow) as u64,
+        events_per_sec: 11_000.0 / slow + (i % 5) as f64 * 300.0,
+        ..MetricsSnapshot::default()
+    };
+    s.latency.event_latency.p50_us = 31.3 * slow;
+    s.latency.event_latency.p99_us = 99.9 * slow;
+    s.latency.event_latency.p999_us = 820.0 * slow;
+    s.latency.get_latency.p99_us = 8.5 * slow;
+    s.latency.put_latency.p99_us = 5.5;
+    s.latency.put_latency.p999_us = 41.0;
+    s.latency.put_latency.max_us = 3_700.0;
+    let r = &mut s.rocksdb;
+    r.stall.share = if slow > 1.0 { 0.012 } else { 0.0 };
+    r.stall.causes.l0_file_count_delays = if slow > 1.0 { 45 } else { 0 };
+    r.cache.filter = hit(0.977);
+    r.cache.index = hit(0.991);
+    r.cache.data = hit(0.936 / slow);
+    r.cache.overall = hit(0.95);
+    r.lookups.filter_block_reads_per_lookup = 0.013;
+    r.lookups.filter_bytes_read_per_lookup = 47.0;
+    r.lookups.index_block_reads_per_lookup = 0.007;
+    r.lookups.index_bytes_read_per_lookup = 181.0;
+    r.memory.wbm_usage = 40 << 20;
+    r.memory.wbm_capacity = 85 << 20;
+    r.memory.block_cache_usage = 150 << 20;
+    r.memory.block_cache_capacity = 213 << 20;
+    r.lsm.l0_files = 5 + i % 3;
+    r.lsm.active_levels = 2;
+    r.lsm.live_sst_bytes = 8 << 20;
+    r.lsm.pending_compaction_bytes = 2 << 20;
+    r.lsm.flushes = 10 + i;
+    r.lsm.compactions = 3 + i / 4;
+    r.lsm.running_compactions = 1;
+    r.io.write_amplification = 0.81;
+    r.lsm.column_families = [
+        "window-stats",
+        "timer-state",
+        "_timer_state/event_window-timers",
+    ]
+    .iter()
+    .map(|name| ColumnFamilyLsm {
+        name: name.to_string(),
+        levels: vec![
+            LevelSample {
+                level: 0,
+                files: 4,
+                bytes: 800 << 10,
+                score: Some(1.0),
+            },
+            LevelSample {
+                level: 1,
+                files: 1,
+                bytes: 3 << 20,
+                score: Some(0.2),
+            },
+        ],
+        memtable_bytes: 514 << 10,
+        estimated_keys: 142_000,
+    })
+    .collect();
+    let p = &mut s.pipeline;
+    p.watermark = 1_767_225_600_000 + (i as i64) * 36_000;
+    p.max_event_time = p.watermark + 2_001;
+    p.watermark_lag_ms = 2_001;
+    p.processing_time = p.watermark + 2_500;
+    p.timers_registered = 40_000 * (i + 1);
+    p.timers_fired = 30_000 * (i + 1);
+    p.partition_lag = vec![0, 0, 0, 0];
+    p.result_error = (i % 10 == 9).then_some(ResultError {
+        compared: 79_412,
+        ..ResultError::default()
+    });
+    s
+}
+
+fn fixture(compare: bool) -> App {
+    let mut app = App::new(
+        Workload::load("smoke").unwrap(),
+        Profile::load("flink-default").unwrap(),
+        compare.then(|| Profile::load("minutes-wbm-sized").unwrap()),
+    );
+    for i in 0..30 {
+        let mut s = snapshot(i, 1.0);
+        if i >= 12 {
+            s.changes = vec![OptionChange {
+                at_secs: 12.5,
+                key: "writebuffer.size".into(),
+                value: "8mb".into(),
+                applied: true,
+                detail: "write_buffer_size=8388608 in OPTIONS-000197".into(),
+            }];
+        }
+        app.on_snapshot(Target::A, s);
+        if compare {
+            app.on_snapshot(Target::B, snapshot(i, 1.6));
+        }
+    }
+    app
+}
+
+fn render(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| views::render(app, f)).unwrap();
+    terminal.backend().to_string()
+}
+
+#[test]
+fn every_view_renders_at_80x24_and_160x48() {
+    for (view, compare) in [
+        (View::Dashboard, false),
+        (View::Lsm, false),
+        (View::Profile, false),
+        (View::Compare, true),
+    ] {
+        let mut app = fixture(compare);
+        app.view = view;
+        for (w, h) in [(80, 24), (160, 48)] {
+            let name = format!("{}_{w}x{h}", view.title().replace('/', "").to_lowercase());
+            insta::assert_snapshot!(name, render(&app, w, h));
+        }
+    }
+}
+
+#[test]
+fn help_and_small_terminals_render() {
+    let mut app = fixture(false);
+    app.help = true;
+    insta::assert_snapshot!("help_80x24", render(&app, 80, 24));
+    app.help = false;
+    // Below 80x24 the essentials still show, and nothing panics down to a tiny terminal.
+    insta::assert_snapshot!("compact_60x12", render(&app, 60, 12));
+    for (w, h) in [(1, 1), (10, 3), (79, 23), (20, 40)] {
+        render(&app, w, h);
+    }
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+#[test]
+fn keys_switch_views_edit_knobs_and_quit() {
+    let mut app = fixture(false);
+    for (k, view) in [
+        ('2', View::Lsm),
+        ('3', View::Profile),
+        ('4', View::Compare),
+        ('1', View::Dashboard),
+    ] {
+        app.update(key(KeyCode::Char(k)));
+        assert_eq!(app.view, view);
+    }
+    assert!(app.marks.iter().any(|m| m.label == "writebuffer.size=8mb"));
+    // Live knob: Enter, type, Enter -> an Apply command for engine A with the edited profile.
+    app.update(key(KeyCode::Char('3')));
+    let row = |name: &str| {
+        statebench::config::profile::KNOBS
+            .iter()
+            .position(|k| k.key == name)
+            .unwrap()
+    };
+    while app.editor.selected < row("writebuffer.count") {
+        app.update(key(KeyCode::Down));
+    }
+    app.update(key(KeyCode::Enter));
+    assert_eq!(app.editor.input.as_deref(), Some("2"));
+    app.update(key(KeyCode::Backspace));
+    app.update(key(KeyCode::Char('4')));
+    let actions = app.update(key(KeyCode::Enter));
+    match actions.as_slice() {
+        [Action::Send(Target::A, EngineCommand::Apply { profile, key })] => {
+            assert_eq!(key, "writebuffer.count");
+            assert_eq!(profile.knobs.max_write_buffer_number, 4);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A bad value is refused in the UI with the reason, nothing is sent.
+    app.update(key(KeyCode::Enter));
+    app.update(key(KeyCode::Char('x')));
+    assert!(app.update(key(KeyCode::Enter)).is_empty());
+    assert!(app.status.contains("not applied"), "{}", app.status);
+    // A knob that needs a reopen asks first; y restarts on the new profile.
+    while app.editor.selected < row("block.blocksize") {
+        app.update(key(KeyCode::Down));
+    }
+    while app.editor.selected > row("block.blocksize") {
+        app.update(key(KeyCode::Up));
+    }
+    app.update(key(KeyCode::Enter));
+    for _ in 0..3 {
+        app.update(key(KeyCode::Backspace));
+    }
+    for c in "16kb".chars() {
+        app.update(key(KeyCode::Char(c)));
+    }
+    assert!(app.update(key(KeyCode::Enter)).is_empty());
+    assert!(app.status.contains("needs a reopen"), "{}", app.status);
+    match app.update(key(KeyCode::Char('y'))).as_slice() {
+        [Action::Restart(profile, label)] => {
+            assert_eq!(profile.knobs.block_size.0, 16 << 10);
+            assert_eq!(label, "block.blocksize=16kb");
+        }
+        other => panic!("{other:?}"),
+    }
+    // p pauses, q quits.
+    match app.update(key(KeyCode::Char('p'))).as_slice() {
+        [Action::Send(Target::A, EngineCommand::Pause)] => {}
+        other => panic!("{other:?}"),
+    }
+    app.update(key(KeyCode::Char('1')));
+    assert!(matches!(
+        app.update(key(KeyCode::Char('q'))).as_slice(),
+        [Action::Quit]
+    ));
+}

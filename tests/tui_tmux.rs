@@ -1,0 +1,151 @@
+//! Drives the real binary in tmux as a user would: start `statebench tui` on smoke, wait for a
+//! non-zero events/s, visit every view, change a knob live and see RocksDB confirm it, quit
+//! with `q`, and check the terminal came back and the process exited 0.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Session(String);
+
+impl Session {
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(args)
+            .output()
+            .expect("tmux must be installed (Debian: apt-get install tmux; .ci/run installs it)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.tmux(&["send-keys", "-t", &self.0, k]);
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", &self.0])
+    }
+
+    /// Waits until `check` accepts the screen; panics with the screen after `secs`.
+    fn wait_for(&self, what: &str, secs: u64, check: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let screen = self.screen();
+            if check(&screen) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what}; the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .output();
+    }
+}
+
+/// A non-zero "N ev/s" on the dashboard.
+fn shows_throughput(screen: &str) -> bool {
+    screen.lines().any(|l| {
+        l.split(" ev/s").next().is_some_and(|before| {
+            let n = before.rsplit(['│', ' ']).next().unwrap_or("");
+            !n.is_empty() && n != "0" && n.chars().next().is_some_and(|c| c.is_ascii_digit())
+        }) && l.contains(" ev/s")
+    })
+}
+
+#[test]
+fn the_tui_runs_switches_views_tunes_live_and_quits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let exit_file = dir.path().join("exit");
+    let report = dir.path().join("report.json");
+    let bin = env!("CARGO_BIN_EXE_statebench");
+    let session = Session(format!("statebench-test-{}", std::process::id()));
+    let command = format!(
+        "cd {dir} && {bin} tui -w smoke --events 100000000 --report {report}; echo EXIT=$? > {exit}; sleep 120",
+        dir = dir.path().display(),
+        report = report.display(),
+        exit = exit_file.display()
+    );
+    session.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session.0,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &command,
+    ]);
+    session.wait_for("a non-zero events/s", 90, shows_throughput);
+
+    for (key, marker) in [
+        ("2", "LSM —"),
+        ("3", "Profile 'flink-default'"),
+        ("4", "A/B compare"),
+        ("?", "pause / resume the run"),
+    ] {
+        session.keys(&[key]);
+        session.wait_for(marker, 20, |s| s.contains(marker));
+    }
+    // Any key closes the help overlay (and does nothing else); then 1 is the dashboard.
+    session.keys(&["x"]);
+    session.wait_for("help closed", 20, |s| {
+        !s.contains("pause / resume the run") && s.contains("A/B compare")
+    });
+    session.keys(&["1"]);
+    session.wait_for("the dashboard", 20, |s| s.contains("Throughput"));
+
+    // writebuffer.size is the fourth knob: select it, type 8mb, apply.
+    session.keys(&["3", "Down", "Down", "Down", "Enter"]);
+    session.wait_for("the editor", 20, |s| s.contains("writebuffer.size = "));
+    session.keys(&[
+        "BSpace", "BSpace", "BSpace", "BSpace", "BSpace", "8mb", "Enter",
+    ]);
+    let screen = session.wait_for("the change confirmed by RocksDB", 30, |s| {
+        s.contains("applied writebuffer.size = 8mb")
+    });
+    assert!(
+        screen.contains("write_buffer_size=8388608 in OPTIONS-"),
+        "{screen}"
+    );
+
+    session.keys(&["1", "q"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !exit_file.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "no exit after q:\n{}",
+            session.screen()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&exit_file).unwrap().trim(),
+        "EXIT=0"
+    );
+    // The terminal is back: off the alternate screen, the summary printed, no dashboard left.
+    assert_eq!(
+        session
+            .tmux(&["display-message", "-p", "-t", &session.0, "#{alternate_on}"])
+            .trim(),
+        "0"
+    );
+    let screen = session.screen();
+    assert!(screen.contains("result error"), "{screen}");
+    assert!(!screen.contains("1 Dashboard"), "{screen}");
+    // The report holds the run, with the live change and the profile as it ended.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(json["profile"]["knobs"]["writebuffer.size"], "8mb");
+    assert!(json["summary"]["events"].as_u64().unwrap() > 0);
+    assert!(Path::new(&report).exists());
+}
