@@ -15,19 +15,19 @@ use crate::tui::app::{App, Side};
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
-    let spark = if area.height > 30 { area.height / 3 } else { 2 };
+    // The throughput chart and the LSM panel take whatever height is left.
     let [throughput, latency, stalls, pipeline] = Layout::vertical([
-        Constraint::Length(4 + spark),
+        Constraint::Min(6),
         Constraint::Length(5),
         Constraint::Length(4),
-        Constraint::Min(5),
+        Constraint::Length(6),
     ])
     .areas(left);
     let [cache, lookups, memory, lsm] = Layout::vertical([
         Constraint::Length(6),
         Constraint::Length(4),
         Constraint::Length(4),
-        Constraint::Min(5),
+        Constraint::Min(7),
     ])
     .areas(right);
     render_throughput(app, frame, throughput);
@@ -342,6 +342,14 @@ fn render_lsm(side: &Side, frame: &mut Frame, area: Rect) {
             bytes(lsm.live_sst_bytes)
         )),
         Line::from("checkpoints: none configured").dark_gray(),
+        Line::from(format!(
+            "all CFs: {}",
+            lsm.levels
+                .iter()
+                .map(|l| format!("L{} {}f {}", l.level, l.files, bytes(l.bytes)))
+                .collect::<Vec<_>>()
+                .join("  ")
+        )),
     ];
     frame.render_widget(Paragraph::new(lines).block(panel("LSM")), area);
 }
