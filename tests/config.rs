@@ -161,3 +161,22 @@ fn missing_files_and_parents_and_cycles_are_clear() {
         "{msg}"
     );
 }
+
+#[test]
+fn an_edited_profile_saved_as_yaml_loads_back_the_same() {
+    let edited = Profile::load("flink-default")
+        .unwrap()
+        .edited("block.blocksize", "16kb")
+        .unwrap()
+        .edited("compression.per-level", "[none, lz4, zstd]")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tuned.yaml");
+    std::fs::write(&path, edited.to_yaml("tuned: \"quoted\" text")).unwrap();
+    let loaded = Profile::load(path.to_str().unwrap()).unwrap();
+    assert_eq!(loaded.knobs, edited.knobs);
+    assert_eq!(
+        loaded.description.as_deref(),
+        Some("tuned: \"quoted\" text")
+    );
+}

@@ -242,3 +242,34 @@ fn keys_switch_views_edit_knobs_and_quit() {
         [Action::Quit]
     ));
 }
+
+#[test]
+fn a_restart_continues_the_time_axis_and_is_marked_where_it_happened() {
+    let mut app = fixture(false);
+    let before = app.a.now_secs();
+    assert_eq!(before, 30.0);
+    app.on_restart(
+        Profile::load("flink-default").unwrap(),
+        "block.blocksize=16kb".into(),
+    );
+    // The new engine's clock starts again at zero; the axis does not.
+    app.on_snapshot(Target::A, snapshot(0, 1.0));
+    assert_eq!(app.a.now_secs(), before + 1.0);
+    let mark = app.marks.last().unwrap();
+    assert_eq!(
+        (mark.at_secs, mark.label.as_str()),
+        (before, "restart block.blocksize=16kb")
+    );
+    let screen = render(&app, 80, 24);
+    let marks_row = screen.lines().find(|l| l.contains('▲')).unwrap();
+    // Two marks: the live change at 12.5 s and the restart under the old run's last sample
+    // (chart column 29), not at the start of the axis.
+    let columns: Vec<usize> = marks_row
+        .chars()
+        .skip(2) // the quote and the panel's border
+        .enumerate()
+        .filter(|(_, c)| *c == '▲')
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(columns, [12, 29], "{marks_row}");
+}

@@ -91,9 +91,9 @@ impl Side {
         self.history.back()
     }
 
-    /// Seconds on the shared time axis of the newest snapshot.
+    /// Seconds on the shared time axis of the newest snapshot (history holds axis times).
     pub fn now_secs(&self) -> f64 {
-        self.offset_secs + self.last().map_or(0.0, |s| s.elapsed_secs)
+        self.last().map_or(self.offset_secs, |s| s.elapsed_secs)
     }
 
     /// Events per second over the snapshots where this side was running (pauses excluded).
@@ -160,8 +160,9 @@ impl App {
         }
     }
 
-    /// A snapshot from an engine: history, and marks for live changes it reports.
-    pub fn on_snapshot(&mut self, target: Target, snapshot: MetricsSnapshot) {
+    /// A snapshot from an engine: history (on the shared time axis, which continues across
+    /// restarts), and marks for live changes it reports.
+    pub fn on_snapshot(&mut self, target: Target, mut snapshot: MetricsSnapshot) {
         let side = match target {
             Target::A => &mut self.a,
             Target::B => match self.b.as_mut() {
@@ -174,6 +175,7 @@ impl App {
             snapshot.changes[side.changes_seen.min(snapshot.changes.len())..].to_vec();
         side.changes_seen = snapshot.changes.len();
         let offset = side.offset_secs;
+        snapshot.elapsed_secs += offset;
         if side.history.len() == HISTORY {
             side.history.pop_front();
         }

@@ -83,7 +83,7 @@ fn render_throughput(app: &App, frame: &mut Frame, area: Rect) {
             .history
             .iter()
             .skip(start)
-            .position(|s| side.offset_secs + s.elapsed_secs >= mark.at_secs);
+            .position(|s| s.elapsed_secs >= mark.at_secs);
         if let Some(c) = column {
             row[c] = '▲';
             any = true;
