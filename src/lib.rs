@@ -252,13 +252,17 @@ fn run_tui(args: TuiArgs) -> anyhow::Result<()> {
         trace,
         refresh: args.refresh.as_duration(),
         slice: args.slice.as_duration(),
+        keep_options_as: args.report.as_ref().map(|r| r.with_extension("OPTIONS")),
     })?;
     let Some(outcome) = outcome else {
         return Ok(());
     };
     let mut report = Report::new(&workload, &live_profile, &outcome);
-    // The TUI's data directory was temporary: name no OPTIONS file that no longer exists.
-    report.rocksdb_options_file = None;
+    // The TUI's data directory was temporary: its OPTIONS file was kept beside the report.
+    report.rocksdb_options_file = args
+        .report
+        .as_ref()
+        .map(|r| r.with_extension("OPTIONS").display().to_string());
     if let Some(path) = &args.report {
         report
             .write_json(path)

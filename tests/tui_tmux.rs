@@ -2,7 +2,6 @@
 //! non-zero events/s, visit every view, change a knob live and see RocksDB confirm it, quit
 //! with `q`, and check the terminal came back and the process exited 0.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -147,5 +146,12 @@ fn the_tui_runs_switches_views_tunes_live_and_quits_cleanly() {
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(json["profile"]["knobs"]["writebuffer.size"], "8mb");
     assert!(json["summary"]["events"].as_u64().unwrap() > 0);
-    assert!(Path::new(&report).exists());
+    // RocksDB's final OPTIONS file is kept beside the report, with the live change in it.
+    let options = std::fs::read_to_string(report.with_extension("OPTIONS")).unwrap();
+    assert!(options.contains("write_buffer_size=8388608"));
+    assert_eq!(
+        json["rocksdb_options_file"],
+        report.with_extension("OPTIONS").display().to_string()
+    );
+    assert!(json["option_mismatches"].as_array().unwrap().is_empty());
 }

@@ -25,6 +25,9 @@ pub struct TuiConfig {
     pub trace: Option<std::sync::Arc<Vec<crate::pipeline::source::Event>>>,
     pub refresh: Duration,
     pub slice: Duration,
+    /// Copy RocksDB's final OPTIONS file of profile A's run here (its data directory is
+    /// temporary and goes away when the TUI ends).
+    pub keep_options_as: Option<PathBuf>,
 }
 
 /// One engine and the temporary RocksDB directory it runs in.
@@ -131,6 +134,12 @@ pub fn run(config: TuiConfig) -> anyhow::Result<(Option<RunOutcome>, Profile)> {
     // ratatui::init installs a panic hook that restores the terminal before the panic prints.
     let mut terminal = ratatui::init();
     let guard = TerminalGuard;
+    // SIGTERM (or a Ctrl-C that reaches us as a signal) quits like q: the terminal comes back.
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+    }
     let mut active = Target::A;
     let mut last_switch = Instant::now();
     let mut incoming = Vec::new();
@@ -166,6 +175,9 @@ pub fn run(config: TuiConfig) -> anyhow::Result<(Option<RunOutcome>, Profile)> {
                 }
             }
             terminal.draw(|frame| views::render(&app, frame))?;
+            if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+                return Ok(());
+            }
             if !event::poll(config.refresh)? {
                 continue;
             }
@@ -205,6 +217,12 @@ pub fn run(config: TuiConfig) -> anyhow::Result<(Option<RunOutcome>, Profile)> {
     })();
     // Stop both runs (RocksDB closes) before the terminal comes back.
     let outcome = a.stop();
+    if let (Ok(Some(o)), Some(dest)) = (&outcome, &config.keep_options_as)
+        && let Some(options) = &o.options_file
+    {
+        std::fs::copy(options, dest)
+            .with_context(|| format!("cannot copy RocksDB's OPTIONS file to {}", dest.display()))?;
+    }
     if let Some(b) = b.as_mut() {
         let _ = b.stop();
     }
