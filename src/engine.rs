@@ -36,10 +36,11 @@ pub enum EngineCommand {
     Pause,
     Resume,
     Stop,
-    /// Apply knob `key` of `profile` (the edited profile) to the open database.
+    /// Set knob `key` to `value` (YAML syntax) on the open database; the engine edits the
+    /// profile it runs with, so quick successive changes never undo each other.
     Apply {
-        profile: Box<Profile>,
         key: String,
+        value: String,
     },
 }
 
@@ -113,8 +114,11 @@ pub struct JobSource {
     /// Records a correct job would have read that this one skipped (start past the truth).
     pub records_skipped: u64,
     pub committed: bool,
-    /// Counts the job wrote to the serving store.
+    /// Counts this job wrote to the serving store.
     pub sink_writes: u64,
+    /// Its state came from a savepoint: the records before its start are in that state, not
+    /// replayed (they still count as skipped against what a correct job reads).
+    pub restored: bool,
 }
 
 /// The pipeline's own view of itself in one sample.
@@ -279,6 +283,10 @@ struct Run<'a> {
     /// The profile as changed live so far, and the changes.
     live_profile: Profile,
     changes: Vec<OptionChange>,
+    /// The shared serving store's counters when this job started (its own are the rest).
+    sink_base: SinkCounters,
+    /// The job's state was restored from a savepoint rather than rebuilt.
+    restored: bool,
     /// When this job started, and the run's paused time then (its own time excludes both).
     started: Instant,
     paused_before: Duration,
@@ -301,6 +309,17 @@ struct Sampling {
     sampler: RocksDbSampler,
     last_gets: u64,
     history: Vec<MetricsSnapshot>,
+}
+
+/// How a job's reading loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The source was read to its end, or the event limit was reached.
+    Finished,
+    /// The wall-clock cap (--duration) ran out.
+    OverTime,
+    /// A Stop command.
+    Stopped,
 }
 
 /// What the command channel asked for.
@@ -382,6 +401,7 @@ impl<'a> Run<'a> {
             consumer.now(),
         );
         let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
+        let sink_base = sink.counters();
         let mut ctx = Context::new(backend, sink)?;
         ctx.now = consumer.now();
         Ok(Run {
@@ -395,6 +415,8 @@ impl<'a> Run<'a> {
             watermark,
             oracle: Oracle::new(&windows),
             checked: job.phase != Phase::Backfill,
+            sink_base,
+            restored: false,
             live_profile: config.profile.clone(),
             changes: Vec::new(),
             started: Instant::now(),
@@ -517,7 +539,7 @@ impl<'a> Run<'a> {
                 timers_registered: ctx.timers.registered,
                 next_timer: ctx.timers.next_timestamp(),
                 late_events: self.late_events,
-                sink: ctx.sink.counters(),
+                sink: ctx.sink.counters().since(&self.sink_base),
                 result_error,
                 timers_fired: ctx.timers.fired,
                 job: self.job.counters,
@@ -555,20 +577,22 @@ impl<'a> Run<'a> {
 
     /// Obeys pending commands; while paused, keeps publishing so clients see RocksDB settle.
     /// Applies a live change and records what RocksDB says about it.
-    fn apply(&mut self, profile: Profile, key: String) {
-        let value = profile
-            .knobs
-            .values()
-            .into_iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| v)
-            .unwrap_or_default();
-        let (applied, detail) = match self.backend.apply_live(&profile, &key) {
-            Ok(evidence) => {
+    fn apply(&mut self, key: String, value: String) {
+        let result = self
+            .live_profile
+            .edited(&key, &value)
+            .map_err(|e| e.to_string())
+            .and_then(|profile| {
+                let evidence = self
+                    .backend
+                    .apply_live(&profile, &key)
+                    .map_err(|e| e.to_string())?;
                 self.live_profile = profile;
-                (true, evidence)
-            }
-            Err(e) => (false, e.to_string()),
+                Ok(evidence)
+            });
+        let (applied, detail) = match result {
+            Ok(evidence) => (true, evidence),
+            Err(e) => (false, e),
         };
         self.changes.push(OptionChange {
             at_secs: self.sampling.started.elapsed().as_secs_f64(),
@@ -584,8 +608,11 @@ impl<'a> Run<'a> {
             match commands.try_recv() {
                 Ok(EngineCommand::Stop) => return Control::Stop,
                 Ok(EngineCommand::Resume) => {}
-                Ok(EngineCommand::Apply { profile, key }) => self.apply(*profile, key),
+                Ok(EngineCommand::Apply { key, value }) => self.apply(key, value),
                 Ok(EngineCommand::Pause) => {
+                    // Close the running interval first, so no sample mixes running and paused
+                    // time (A/B compares the running ones).
+                    self.publish(RunState::Running, None);
                     let paused_at = Instant::now();
                     let control = loop {
                         match commands.recv_timeout(self.sampling.interval) {
@@ -594,8 +621,8 @@ impl<'a> Run<'a> {
                                 break Control::Stop;
                             }
                             Ok(EngineCommand::Pause) => {}
-                            Ok(EngineCommand::Apply { profile, key }) => {
-                                self.apply(*profile, key);
+                            Ok(EngineCommand::Apply { key, value }) => {
+                                self.apply(key, value);
                                 self.publish(RunState::Paused, None);
                             }
                             Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -604,6 +631,8 @@ impl<'a> Run<'a> {
                         }
                     };
                     self.paused_for += paused_at.elapsed();
+                    // The next interval starts now: it holds only running time.
+                    self.sampling.last_at = Instant::now();
                     if let Control::Stop = control {
                         return Control::Stop;
                     }
@@ -634,6 +663,11 @@ impl<'a> Run<'a> {
             let wm = self.watermark.advance(at);
             self.emit_watermark(wm)?;
         }
+        // Then "no more splits": readers without a partition end as well.
+        let at = self.ctx.now;
+        self.watermark.on_source_finished(at);
+        let wm = self.watermark.advance(at);
+        self.emit_watermark(wm)?;
         Ok(())
     }
 }
@@ -645,22 +679,24 @@ impl Run<'_> {
         &mut self,
         limit: Option<u64>,
         commands: &Receiver<EngineCommand>,
-    ) -> Result<bool, EngineError> {
-        let mut stopped_early = false;
+    ) -> Result<End, EngineError> {
+        let mut end = End::Finished;
         while limit.is_none_or(|l| self.processed < l) && self.step()? {
             if self.processed.is_multiple_of(CHECK_EVERY_EVENTS) {
                 let now = Instant::now();
                 self.maybe_sample(now)?;
                 if self.over_time(now) {
+                    end = End::OverTime;
                     break;
                 }
                 self.pace(now);
                 if let Control::Stop = self.handle_commands(commands) {
-                    stopped_early = true;
+                    end = End::Stopped;
                     break;
                 }
             }
         }
+        let stopped_early = end == End::Stopped;
         // Only a source read to its end ends; a run cut short by --events, --duration or Stop
         // leaves its partitions open, as an unbounded one would.
         if let (Some(delay), false, true, true) = (
@@ -673,7 +709,12 @@ impl Run<'_> {
         }
         self.ctx.timers.flush(&mut self.ctx.state)?;
         self.ctx.sink.flush().map_err(PipelineError::from)?;
-        Ok(stopped_early)
+        Ok(end)
+    }
+
+    /// The serving store's counters for this job alone.
+    fn sink_counters(&self) -> SinkCounters {
+        self.ctx.sink.counters().since(&self.sink_base)
     }
 
     fn job_source(&self, committed: bool) -> JobSource {
@@ -686,7 +727,8 @@ impl Run<'_> {
             records_read: self.processed,
             records_skipped: self.consumer.skipped(),
             committed,
-            sink_writes: self.ctx.sink.counters().writes,
+            sink_writes: self.sink_counters().writes,
+            restored: self.restored,
         }
     }
 }
@@ -813,9 +855,10 @@ fn run_phases(
         Duration::ZERO,
         snapshots.clone(),
     )?;
-    let stopped = backfill.drive(None, &commands)?;
+    let end = backfill.drive(None, &commands)?;
     let mut jobs = Vec::new();
-    if stopped {
+    if end != End::Finished {
+        // Cut short (Stop or --duration): no sync, no commit, no catch-up.
         jobs.push(backfill.job_source(false));
         return finish_last_job(backfill, &backfill_backend, &commands, jobs, fresh_state);
     }
@@ -830,10 +873,11 @@ fn run_phases(
         ctx,
         mut sampling,
         paused_for,
+        live_profile,
+        changes,
         ..
     } = backfill;
     let sink = ctx.sink;
-    sampling.next_job();
 
     let catch_up_mode = JobMode::CatchUp {
         switch,
@@ -887,12 +931,23 @@ fn run_phases(
     let backend = if from_savepoint {
         &backfill_backend
     } else {
-        catch_up_backend = StateBackend::open(&config.data_dir.join("catch-up"), &config.profile)?;
+        // Live changes made during the backfill carry over to the catch-up's database.
+        catch_up_backend = StateBackend::open(&config.data_dir.join("catch-up"), &live_profile)?;
         &catch_up_backend
     };
-    let run = Run::new(
+    // A new database starts its RocksDB counters from zero; a restored one continues.
+    if !from_savepoint {
+        sampling.next_job();
+    } else {
+        sampling.last_events = 0;
+        sampling.last_gets = 0;
+    }
+    let mut run = Run::new(
         backend, config, log, job, sink, sampling, paused_for, snapshots,
     )?;
+    run.live_profile = live_profile;
+    run.changes = changes;
+    run.restored = from_savepoint;
     finish_last_job(run, backend, &commands, jobs, fresh_state)
 }
 
@@ -906,11 +961,13 @@ fn finish_last_job(
 ) -> Result<RunOutcome, EngineError> {
     let config = run.config;
     let stopped_early = if run.phase == Phase::Backfill {
-        // A backfill that got here was stopped.
+        // A backfill that got here was cut short.
         true
     } else {
-        run.drive(Some(config.events), commands)?
+        run.drive(Some(config.events), commands)? == End::Stopped
     };
+    // A run that ended inside the backfill never wrote its results: nothing to compare.
+    let fresh_state = fresh_state && run.phase != Phase::Backfill;
     // The last job's own processing time (the summary describes it; a backfill is in `jobs`).
     let processing_secs = run
         .started

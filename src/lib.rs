@@ -240,7 +240,7 @@ fn run_tui(args: TuiArgs) -> anyhow::Result<()> {
         .events
         .unwrap_or(workload.spec.events)
         .min(trace.as_ref().map_or(u64::MAX, |t| t.len() as u64));
-    let (outcome, live_profile) = tui::run(tui::TuiConfig {
+    let ended = tui::run(tui::TuiConfig {
         workload: workload.clone(),
         profile,
         compare,
@@ -254,15 +254,12 @@ fn run_tui(args: TuiArgs) -> anyhow::Result<()> {
         slice: args.slice.as_duration(),
         keep_options_as: args.report.as_ref().map(|r| r.with_extension("OPTIONS")),
     })?;
-    let Some(outcome) = outcome else {
+    let Some(outcome) = ended.outcome else {
         return Ok(());
     };
-    let mut report = Report::new(&workload, &live_profile, &outcome);
+    let mut report = Report::new(&workload, &ended.profile, &outcome);
     // The TUI's data directory was temporary: its OPTIONS file was kept beside the report.
-    report.rocksdb_options_file = args
-        .report
-        .as_ref()
-        .map(|r| r.with_extension("OPTIONS").display().to_string());
+    report.rocksdb_options_file = ended.options_kept.map(|p| p.display().to_string());
     if let Some(path) = &args.report {
         report
             .write_json(path)

@@ -376,10 +376,10 @@ pub fn render_summary(report: &Report) -> String {
                 job.group,
                 job.records_read,
                 job.started_from,
-                if job.records_skipped > 0 {
-                    format!(", SKIPPED {} it should have read", job.records_skipped)
-                } else {
-                    String::new()
+                match (job.records_skipped, job.restored) {
+                    (0, _) => String::new(),
+                    (n, true) => format!(", {n} earlier records not replayed (restored state)"),
+                    (n, false) => format!(", SKIPPED {n} it should have read"),
                 },
                 if job.committed { ", committed" } else { "" }
             ),

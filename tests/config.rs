@@ -180,3 +180,30 @@ fn an_edited_profile_saved_as_yaml_loads_back_the_same() {
         Some("tuned: \"quoted\" text")
     );
 }
+
+#[test]
+fn source_and_phase_mistakes_name_the_field_and_what_is_valid() {
+    let msg = Workload::load("tests/fixtures/invalid/workload-phases-switch-too-early.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("workload-phases-switch-too-early.yaml")
+            && msg
+                .contains("'phases.switch-at' is 5m but must be at least the longest window (10m)"),
+        "{msg}"
+    );
+    let msg = Workload::load("tests/fixtures/invalid/workload-timestamp-without-time.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("'source.starting-offsets: timestamp' needs 'source.starting-timestamp'"),
+        "{msg}"
+    );
+    let msg = Workload::load("tests/fixtures/invalid/workload-committed-never-found.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("'source.committed-fallback: none'") && msg.contains("earliest | latest"),
+        "{msg}"
+    );
+}

@@ -197,9 +197,8 @@ fn keys_switch_views_edit_knobs_and_quit() {
     app.update(key(KeyCode::Char('4')));
     let actions = app.update(key(KeyCode::Enter));
     match actions.as_slice() {
-        [Action::Send(Target::A, EngineCommand::Apply { profile, key })] => {
-            assert_eq!(key, "writebuffer.count");
-            assert_eq!(profile.knobs.max_write_buffer_number, 4);
+        [Action::Send(Target::A, EngineCommand::Apply { key, value })] => {
+            assert_eq!((key.as_str(), value.as_str()), ("writebuffer.count", "4"));
         }
         other => panic!("{other:?}"),
     }
@@ -272,4 +271,54 @@ fn a_restart_continues_the_time_axis_and_is_marked_where_it_happened() {
         .map(|(i, _)| i)
         .collect();
     assert_eq!(columns, [12, 29], "{marks_row}");
+}
+
+#[test]
+fn marks_that_scrolled_out_of_the_chart_are_not_drawn_at_its_edge() {
+    let mut app = fixture(false);
+    // 100 more samples: the chart (36 columns at 80x24) shows only the newest.
+    for i in 30..130 {
+        app.on_snapshot(Target::A, snapshot(i, 1.0));
+    }
+    let screen = render(&app, 80, 24);
+    assert!(!screen.contains('▲'), "{screen}");
+}
+
+#[test]
+fn ab_scheduler_runs_one_side_at_a_time_and_pause_stops_both() {
+    use statebench::tui::Scheduler;
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let slice = Duration::from_secs(2);
+    let mut s = Scheduler::new(slice, t0);
+    let names = |cmds: Vec<(Target, EngineCommand)>| -> Vec<String> {
+        cmds.into_iter()
+            .map(|(t, c)| format!("{t:?} {c:?}"))
+            .collect()
+    };
+    assert!(s.tick(t0 + Duration::from_secs(1), false, false).is_empty());
+    assert_eq!(
+        names(s.tick(t0 + slice, false, false)),
+        ["A Pause", "B Resume"]
+    );
+    assert_eq!(s.active(), Target::B);
+    // The user pauses: both stop; resuming continues only B, with a fresh slice.
+    assert_eq!(names(s.pause()), ["A Pause", "B Pause"]);
+    assert!(s.tick(t0 + slice * 5, false, false).is_empty());
+    let back = t0 + slice * 6;
+    assert_eq!(names(s.resume(back)), ["B Resume"]);
+    assert!(
+        s.tick(back + Duration::from_secs(1), false, false)
+            .is_empty()
+    );
+    assert_eq!(
+        names(s.tick(back + slice, false, false)),
+        ["B Pause", "A Resume"]
+    );
+    // B finishes: A runs alone from then on.
+    assert!(s.tick(back + slice * 2, false, true).is_empty());
+    assert_eq!(s.active(), Target::A);
+    let mut s = Scheduler::new(slice, t0);
+    assert_eq!(names(s.tick(t0, true, false)), ["B Resume"]);
+    assert!(s.tick(t0 + slice * 3, true, false).is_empty());
 }

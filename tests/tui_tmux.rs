@@ -2,6 +2,7 @@
 //! non-zero events/s, visit every view, change a knob live and see RocksDB confirm it, quit
 //! with `q`, and check the terminal came back and the process exited 0.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -154,4 +155,43 @@ fn the_tui_runs_switches_views_tunes_live_and_quits_cleanly() {
         report.with_extension("OPTIONS").display().to_string()
     );
     assert!(json["option_mismatches"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn closing_the_terminal_ends_the_tui() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let bin = env!("CARGO_BIN_EXE_statebench");
+    let session = Session(format!("statebench-hup-{}", std::process::id()));
+    // exec: the shell's pid becomes the TUI's.
+    let command = format!(
+        "echo $$ > {pid}; exec {bin} tui -w smoke --events 100000000",
+        pid = pid_file.display()
+    );
+    session.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session.0,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &command,
+    ]);
+    session.wait_for("a non-zero events/s", 90, shows_throughput);
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    // The terminal goes away (SIGHUP): the TUI must stop its run and exit, not spin forever.
+    session.tmux(&["kill-session", "-t", &session.0]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "statebench tui (pid {pid}) still running"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -265,7 +265,7 @@ impl StateBackend {
                 k.disable_auto_compactions.to_string(),
             ),
             "memory.managed-size" | "memory.write-buffer-ratio" => {
-                return Ok(self.resize_memory(profile));
+                return self.resize_memory(profile);
             }
             other => return Err(BackendError::NotLive(other.to_string())),
         };
@@ -275,7 +275,7 @@ impl StateBackend {
             let handle = self
                 .db
                 .cf_handle(cf)
-                .ok_or(BackendError::MissingColumnFamily("default"))?;
+                .ok_or_else(|| BackendError::Corrupt(format!("column family '{cf}' is missing")))?;
             self.db.set_options_cf(handle, &[(name, value.as_str())])?;
         }
         let path = self
@@ -309,8 +309,9 @@ impl StateBackend {
     }
 
     /// Resizes the shared block cache and the WriteBufferManager to `profile`'s managed memory
-    /// split, as Flink would have sized them; returns the capacities RocksDB now reports.
-    fn resize_memory(&self, profile: &Profile) -> String {
+    /// split, as Flink would have sized them; returns the capacities RocksDB now reports, or
+    /// an error when they are not what was asked.
+    fn resize_memory(&self, profile: &Profile) -> Result<String, BackendError> {
         let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
         let mut cache = self.cache.clone();
         cache.set_capacity(derived.block_cache_capacity as usize);
@@ -322,11 +323,24 @@ impl StateBackend {
             .ok()
             .flatten()
             .unwrap_or(0);
-        format!(
+        let wbm = self.wbm.get_buffer_size() as u64;
+        if capacity != derived.block_cache_capacity || wbm != derived.write_buffer_manager_capacity
+        {
+            return Err(BackendError::NotApplied {
+                option: "managed memory".to_string(),
+                expected: format!(
+                    "cache {} + WBM {}",
+                    derived.block_cache_capacity, derived.write_buffer_manager_capacity
+                ),
+                found: format!("cache {capacity} + WBM {wbm}"),
+                file: "RocksDB's properties".to_string(),
+            });
+        }
+        Ok(format!(
             "block cache {} (rocksdb.block-cache-capacity), write buffer manager {}",
             crate::config::units::human_bytes(capacity as f64),
-            crate::config::units::human_bytes(self.wbm.get_buffer_size() as f64)
-        )
+            crate::config::units::human_bytes(wbm as f64)
+        ))
     }
 
     /// The newest OPTIONS file RocksDB wrote: what RocksDB really runs with.

@@ -232,7 +232,7 @@ knobs! {
     hard_pending_compaction_bytes_limit: ByteSize = ByteSize(256 << 30), "compaction.hard-pending-compaction-bytes-limit", None;
     /// Flush + compaction write bandwidth per second (RocksDB's rate limiter): a slot's share of the disk; 0 = unlimited.
     io_rate_limit: ByteSize = ByteSize(0), "io.rate-limit-per-sec", None;
-    /// Stop automatic compactions (L0 then grows to the stop trigger): a live experiment.
+    /// Stop automatic compactions: L0 grows without bound (RocksDB then skips the L0 and pending-bytes stall conditions): a live experiment.
     disable_auto_compactions: bool = false, "compaction.disable-auto-compactions", None;
 }
 

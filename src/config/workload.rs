@@ -188,8 +188,9 @@ pub struct SourceSpec {
     pub group: Option<String>,
     #[serde(default)]
     pub starting_offsets: StartingOffsets,
-    #[serde(default)]
-    pub committed_fallback: OffsetReset,
+    /// Only with `starting-offsets: committed` (default earliest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committed_fallback: Option<OffsetReset>,
     /// For `starting-offsets: timestamp`: event time after `event-time.start`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub starting_timestamp: Option<Millis>,
@@ -461,8 +462,23 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
 fn validate_source(spec: &WorkloadSpec, limit: u64, problems: &mut Vec<String>) {
     let source = &spec.source;
     let span = spec.event_time.span;
-    if source.readers.is_some_and(|r| r == 0 || r > 1024) {
-        problems.push("'source.readers' must be between 1 and 1024".to_string());
+    if let Some(r) = source.readers.filter(|r| *r == 0 || *r > 1024) {
+        problems.push(format!(
+            "'source.readers' is {r} but must be between 1 and 1024"
+        ));
+    }
+    match (source.starting_offsets, source.committed_fallback) {
+        (StartingOffsets::Committed, Some(OffsetReset::None)) if spec.phases.is_none() => problems
+            .push(
+                "'source.committed-fallback: none' can never start: a run's broker starts empty \
+                 and only backfill/catch-up phases commit; use earliest | latest"
+                    .to_string(),
+            ),
+        (StartingOffsets::Committed, _) | (_, None) => {}
+        (_, Some(_)) => problems.push(
+            "'source.committed-fallback' is set but 'source.starting-offsets' is not committed"
+                .to_string(),
+        ),
     }
     if source.group.as_ref().is_some_and(|g| g.trim().is_empty()) {
         problems.push("'source.group' is empty; name the consumer group".to_string());
@@ -489,12 +505,16 @@ fn validate_source(spec: &WorkloadSpec, limit: u64, problems: &mut Vec<String>) 
             serde_json::to_string(&other).unwrap_or_default()
         )),
     }
-    if let (Some(stop), Some(deployed)) = (source.stop_at, source.deployed_at)
-        && stop.0 <= deployed.0
+    if let (Some(stop), Some(from)) = (source.stop_at, source.starting_timestamp)
+        && stop.0 <= from.0
     {
         problems.push(format!(
-            "'source.stop-at' ({stop}) must be after 'source.deployed-at' ({deployed})"
+            "'source.stop-at' ({stop}) must be after 'source.starting-timestamp' ({from}): \
+             the job would read nothing"
         ));
+    }
+    if source.stop_at.is_some_and(|s| s.0 == 0) {
+        problems.push("'source.stop-at' must be after the start of the log".to_string());
     }
     let Some(phases) = &spec.phases else {
         return;

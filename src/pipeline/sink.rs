@@ -35,6 +35,20 @@ pub struct SinkCounters {
     pub round_trip_micros: u64,
 }
 
+impl SinkCounters {
+    /// What happened since `base` (an earlier reading of the same store).
+    pub fn since(&self, base: &SinkCounters) -> SinkCounters {
+        SinkCounters {
+            writes: self.writes.saturating_sub(base.writes),
+            bytes: self.bytes.saturating_sub(base.bytes),
+            flushes: self.flushes.saturating_sub(base.flushes),
+            round_trip_micros: self
+                .round_trip_micros
+                .saturating_sub(base.round_trip_micros),
+        }
+    }
+}
+
 /// The serving-store key of a result, as the seeds' job names its Redis keys.
 pub fn store_key(user: u64, window_label: &str) -> String {
     format!("freq:user-{user}:{window_label}")

@@ -303,7 +303,7 @@ impl ReadPlan {
             store,
             &group,
             spec.starting_offsets,
-            spec.committed_fallback,
+            spec.committed_fallback.unwrap_or_default(),
             spec.starting_timestamp.map(|t| start_time + t.0 as i64),
             deployed_at,
         )?;
@@ -334,8 +334,13 @@ pub fn resolve_start(
         StartingOffsets::Earliest => earliest(),
         StartingOffsets::Latest => latest(),
         StartingOffsets::Timestamp => {
+            // Kafka's offsetsForTimes on the log as it is at deploy time: a timestamp past its
+            // end resolves to the end (Flink's TimestampOffsetsInitializer falls back to it).
             let at = timestamp.unwrap_or(deployed_at);
-            (log.offsets_at(at), format!("timestamp {at}"))
+            (
+                log.offsets_at(at.min(deployed_at)),
+                format!("timestamp {at}"),
+            )
         }
         StartingOffsets::Committed => match store.committed(group) {
             Some(offsets) => (

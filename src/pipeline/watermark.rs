@@ -61,9 +61,9 @@ struct Reader {
 /// Flink's `KafkaSourceEnumerator.getSplitOwner`: partitions of a topic go round-robin over
 /// the readers, starting at an index derived from the topic name's Java hash code.
 pub fn split_owner(topic: &str, partition: u32, readers: u32) -> u32 {
-    let hash = topic.encode_utf16().fold(0i32, |h, c| {
-        h.wrapping_mul(31).wrapping_add(i32::from(c as i16))
-    });
+    let hash = topic
+        .encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
     let start = (hash.wrapping_mul(31) & 0x7FFF_FFFF) as u32 % readers.max(1);
     (start + partition) % readers.max(1)
 }
@@ -200,6 +200,22 @@ impl WatermarkValve {
         } else {
             reader.idle = false;
             reader.finished_with_max = true;
+        }
+    }
+
+    /// A bounded source ended: readers that were assigned no partition get "no more splits"
+    /// and end too, with the maximum watermark (dropped if they are idle by then).
+    pub fn on_source_finished(&mut self, now: i64) {
+        self.mark_idle(now);
+        for r in &mut self.readers {
+            if r.splits.is_empty() && !r.finished {
+                r.finished = true;
+                if r.idle {
+                    self.dropped_final_watermarks += 1;
+                } else {
+                    r.finished_with_max = true;
+                }
+            }
         }
     }
 
@@ -393,8 +409,9 @@ mod tests {
         fn watermarks_never_go_back(
             ops in proptest::collection::vec((0usize..4, 0i64..10_000, 0u8..10), 1..400),
             idleness in proptest::option::of(1i64..5_000),
+            readers in 1usize..7,
         ) {
-            let mut v = WatermarkValve::new(4, 100, idleness, 0);
+            let mut v = WatermarkValve::with_readers(4, readers, 100, idleness, 0);
             let mut now = 0;
             let mut last = v.emitted();
             for (partition, event_time, action) in ops {

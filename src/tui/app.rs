@@ -355,15 +355,23 @@ impl App {
             self.status = format!("{key} is already {value}");
             return Vec::new();
         }
-        if is_live(key) {
+        if self.a.finished {
+            self.status = "the run has finished: nothing to apply to".to_string();
+            Vec::new()
+        } else if is_live(key) {
             self.status = format!("applying {key} = {value} ...");
             vec![Action::Send(
                 Target::A,
                 EngineCommand::Apply {
-                    profile: Box::new(edited),
                     key: key.to_string(),
+                    value,
                 },
             )]
+        } else if self.b.is_some() {
+            self.status = format!(
+                "{key} needs a reopen, which A/B cannot do fairly mid-run: start statebench again with the new profile"
+            );
+            Vec::new()
         } else {
             self.editor.confirm = Some((Box::new(edited), format!("{key}={value}")));
             self.status = format!(

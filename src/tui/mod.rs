@@ -110,9 +110,8 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Runs the TUI until `q`; returns profile A's outcome and profile as it stood (live changes
-/// included).
-pub fn run(config: TuiConfig) -> anyhow::Result<(Option<RunOutcome>, Profile)> {
+/// Runs the TUI until `q` (or a signal); returns profile A's run as it stood.
+pub fn run(config: TuiConfig) -> anyhow::Result<TuiOutcome> {
     let mut a = Engine::start(&config, &config.profile)?;
     let mut b = match &config.compare {
         Some(p) => {
@@ -134,14 +133,18 @@ pub fn run(config: TuiConfig) -> anyhow::Result<(Option<RunOutcome>, Profile)> {
     // ratatui::init installs a panic hook that restores the terminal before the panic prints.
     let mut terminal = ratatui::init();
     let guard = TerminalGuard;
-    // SIGTERM (or a Ctrl-C that reaches us as a signal) quits like q: the terminal comes back.
+    // SIGTERM, SIGHUP (the terminal went away) or a Ctrl-C that arrives as a signal quit like q.
     let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     {
         let flag = interrupted.clone();
         let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
     }
-    let mut active = Target::A;
-    let mut last_switch = Instant::now();
+    // Keys are read on a thread of their own, so the loop never blocks inside the terminal and
+    // always sees the flag above.
+    let keys = spawn_key_reader();
+    let mut scheduler = b
+        .as_ref()
+        .map(|_| Scheduler::new(config.slice, Instant::now()));
     let mut incoming = Vec::new();
     let result: anyhow::Result<()> = (|| {
         loop {
@@ -154,46 +157,51 @@ pub fn run(config: TuiConfig) -> anyhow::Result<(Option<RunOutcome>, Profile)> {
                 for s in incoming.drain(..) {
                     app.on_snapshot(Target::B, s);
                 }
-                // Alternate the machine between the two profiles, one slice each.
-                let alone = a.finished() || b.finished();
-                if !app.paused && !alone && last_switch.elapsed() >= config.slice {
-                    let (stop, go) = match active {
-                        Target::A => (&a, &*b),
-                        Target::B => (&*b, &a),
-                    };
-                    stop.send(EngineCommand::Pause);
-                    go.send(EngineCommand::Resume);
-                    active = if active == Target::A {
-                        Target::B
-                    } else {
-                        Target::A
-                    };
-                    last_switch = Instant::now();
-                } else if alone && !app.paused {
-                    a.send(EngineCommand::Resume);
-                    b.send(EngineCommand::Resume);
+            }
+            if let (Some(sched), Some(b)) = (scheduler.as_mut(), b.as_ref()) {
+                for (target, command) in sched.tick(Instant::now(), a.finished(), b.finished()) {
+                    match target {
+                        Target::A => a.send(command),
+                        Target::B => b.send(command),
+                    }
                 }
             }
             terminal.draw(|frame| views::render(&app, frame))?;
             if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
                 return Ok(());
             }
-            if !event::poll(config.refresh)? {
-                continue;
-            }
-            let Event::Key(key) = event::read()? else {
-                continue;
+            let key = match keys.recv_timeout(config.refresh) {
+                Ok(key) => key,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                // The reader stopped: the terminal is gone.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
             };
-            if key.kind != KeyEventKind::Press {
-                continue;
-            }
             for action in app.update(key) {
                 match action {
                     Action::Quit => return Ok(()),
+                    // With A/B the scheduler owns pause and resume: one side runs at a time.
+                    Action::Send(target, command)
+                        if scheduler.is_some()
+                            && matches!(command, EngineCommand::Pause | EngineCommand::Resume) =>
+                    {
+                        let (Some(sched), Target::A) = (scheduler.as_mut(), target) else {
+                            continue;
+                        };
+                        let commands = match command {
+                            EngineCommand::Pause => sched.pause(),
+                            _ => sched.resume(Instant::now()),
+                        };
+                        for (target, command) in commands {
+                            match (target, &b) {
+                                (Target::A, _) => a.send(command),
+                                (Target::B, Some(b)) => b.send(command),
+                                (Target::B, None) => {}
+                            }
+                        }
+                    }
                     Action::Send(Target::A, command) => a.send(command),
                     Action::Send(Target::B, command) => {
                         if let Some(b) = &b {
-                            // In A/B mode only the active side runs; pause applies to both.
                             b.send(command);
                         }
                     }
@@ -217,19 +225,131 @@ pub fn run(config: TuiConfig) -> anyhow::Result<(Option<RunOutcome>, Profile)> {
     })();
     // Stop both runs (RocksDB closes) before the terminal comes back.
     let outcome = a.stop();
-    if let (Ok(Some(o)), Some(dest)) = (&outcome, &config.keep_options_as)
-        && let Some(options) = &o.options_file
-    {
-        std::fs::copy(options, dest)
-            .with_context(|| format!("cannot copy RocksDB's OPTIONS file to {}", dest.display()))?;
-    }
     if let Some(b) = b.as_mut() {
         let _ = b.stop();
     }
+    let kept = match (&outcome, &config.keep_options_as) {
+        (Ok(Some(o)), Some(dest)) => match &o.options_file {
+            Some(options) => std::fs::copy(options, dest)
+                .map(|_| Some(dest.clone()))
+                .with_context(|| {
+                    format!("cannot copy RocksDB's OPTIONS file to {}", dest.display())
+                }),
+            None => Ok(None),
+        },
+        _ => Ok(None),
+    };
     drop(terminal);
     drop(guard);
     result?;
-    Ok((outcome?, app.a.profile.clone()))
+    Ok(TuiOutcome {
+        outcome: outcome?,
+        profile: app.a.profile.clone(),
+        options_kept: kept?,
+    })
+}
+
+/// What the TUI hands back when it ends.
+pub struct TuiOutcome {
+    /// Profile A's run (None if it never produced one).
+    pub outcome: Option<RunOutcome>,
+    /// Profile A as it stood at the end, live changes included.
+    pub profile: Profile,
+    /// Where RocksDB's final OPTIONS file was kept, if it was.
+    pub options_kept: Option<PathBuf>,
+}
+
+/// Reads terminal events on a thread of its own and forwards key presses.
+fn spawn_key_reader() -> std::sync::mpsc::Receiver<ratatui::crossterm::event::KeyEvent> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _ = std::thread::Builder::new()
+        .name("statebench-keys".into())
+        .spawn(move || {
+            loop {
+                match event::read() {
+                    Ok(Event::Key(key)) if key.kind == KeyEventKind::Press => {
+                        if tx.send(key).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    // No terminal to read from any more: dropping `tx` tells the loop.
+                    Err(_) => return,
+                }
+            }
+        });
+    rx
+}
+
+/// A/B: one profile runs at a time, switching every slice; a user pause stops both, and a
+/// resume continues the side whose turn it was with a fresh slice.
+#[derive(Debug)]
+pub struct Scheduler {
+    slice: Duration,
+    active: Target,
+    last_switch: Instant,
+    paused: bool,
+}
+
+impl Scheduler {
+    /// A runs first; B must have been started paused.
+    pub fn new(slice: Duration, now: Instant) -> Scheduler {
+        Scheduler {
+            slice,
+            active: Target::A,
+            last_switch: now,
+            paused: false,
+        }
+    }
+
+    pub fn active(&self) -> Target {
+        self.active
+    }
+
+    /// Commands due at `now`: switch sides after a slice; once one side has finished, the
+    /// other runs alone.
+    pub fn tick(
+        &mut self,
+        now: Instant,
+        a_done: bool,
+        b_done: bool,
+    ) -> Vec<(Target, EngineCommand)> {
+        if self.paused {
+            return Vec::new();
+        }
+        let other = |t: Target| if t == Target::A { Target::B } else { Target::A };
+        match (a_done, b_done) {
+            (false, false) if now.duration_since(self.last_switch) >= self.slice => {
+                let (stop, go) = (self.active, other(self.active));
+                self.active = go;
+                self.last_switch = now;
+                vec![(stop, EngineCommand::Pause), (go, EngineCommand::Resume)]
+            }
+            (true, false) if self.active == Target::A => {
+                self.active = Target::B;
+                vec![(Target::B, EngineCommand::Resume)]
+            }
+            (false, true) if self.active == Target::B => {
+                self.active = Target::A;
+                vec![(Target::A, EngineCommand::Resume)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn pause(&mut self) -> Vec<(Target, EngineCommand)> {
+        self.paused = true;
+        vec![
+            (Target::A, EngineCommand::Pause),
+            (Target::B, EngineCommand::Pause),
+        ]
+    }
+
+    pub fn resume(&mut self, now: Instant) -> Vec<(Target, EngineCommand)> {
+        self.paused = false;
+        self.last_switch = now;
+        vec![(self.active, EngineCommand::Resume)]
+    }
 }
 
 /// Writes `profile` as `<name>-tuned.yaml` in the current directory, never over an existing

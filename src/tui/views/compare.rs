@@ -79,15 +79,19 @@ const METRICS: &[Metric] = &[
         lower_is_better: true,
     },
     Metric {
-        name: "L0 files (now)",
-        value: |s| s.last().map(|m| m.rocksdb.lsm.l0_files as f64),
-        show: |v| format!("{v:.0}"),
+        name: "L0 files (mean)",
+        value: |s| mean(s, |m| Some(m.rocksdb.lsm.l0_files as f64)),
+        show: |v| format!("{v:.1}"),
         lower_is_better: true,
     },
     Metric {
-        name: "flushes (total)",
-        value: |s| s.last().map(|m| m.rocksdb.lsm.flushes as f64),
-        show: |v| format!("{v:.0}"),
+        name: "flushes / 10K events",
+        value: |s| {
+            s.last()
+                .filter(|m| m.events > 0)
+                .map(|m| m.rocksdb.lsm.flushes as f64 * 10_000.0 / m.events as f64)
+        },
+        show: |v| format!("{v:.2}"),
         lower_is_better: true,
     },
     Metric {

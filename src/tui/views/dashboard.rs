@@ -78,7 +78,12 @@ fn render_throughput(app: &App, frame: &mut Frame, area: Rect) {
     // Changes on the time axis: a ▲ under the sample where each took effect.
     let mut row = vec![' '; width];
     let mut any = false;
+    let first_visible = side.history.get(start).map_or(f64::MAX, |s| s.elapsed_secs);
     for mark in &app.marks {
+        // A mark before the first visible sample has scrolled out of view.
+        if mark.at_secs < first_visible {
+            continue;
+        }
         let column = side
             .history
             .iter()
@@ -295,7 +300,7 @@ fn render_memory(side: &Side, frame: &mut Frame, area: Rect) {
     let m = &s.rocksdb.memory;
     let width = (area.width as usize).saturating_sub(34).max(4);
     let lines = vec![
-        fill_line("memtables", m.wbm_usage, m.wbm_capacity, width),
+        fill_line("WBM use", m.wbm_usage, m.wbm_capacity, width),
         fill_line("cache", m.block_cache_usage, m.block_cache_capacity, width),
     ];
     frame.render_widget(
@@ -327,7 +332,7 @@ fn render_lsm(side: &Side, frame: &mut Frame, area: Rect) {
             Span::from(format!(" slow {slow} stop {stop}")),
         ]),
         Line::from(format!(
-            "pending {} (soft {})",
+            "pending Σ {}, soft/CF {}",
             bytes(lsm.pending_compaction_bytes),
             bytes(k.soft_pending_compaction_bytes_limit.0)
         )),
@@ -341,7 +346,7 @@ fn render_lsm(side: &Side, frame: &mut Frame, area: Rect) {
             lsm.active_levels,
             bytes(lsm.live_sst_bytes)
         )),
-        Line::from("checkpoints: none configured").dark_gray(),
+        Line::from("checkpoints: not modelled yet").dark_gray(),
         Line::from(format!(
             "all CFs: {}",
             lsm.levels
