@@ -9,6 +9,23 @@ use std::time::{Duration, Instant};
 struct Session(String);
 
 impl Session {
+    /// Runs `command` in a new 100x30 session and waits for the dashboard to show a non-zero
+    /// events/s.
+    fn start(&self, command: &str) {
+        self.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            &self.0,
+            "-x",
+            "100",
+            "-y",
+            "30",
+            command,
+        ]);
+        self.wait_for("a non-zero events/s", 90, shows_throughput);
+    }
+
     fn tmux(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .args(args)
@@ -74,18 +91,7 @@ fn the_tui_runs_switches_views_tunes_live_and_quits_cleanly() {
         report = report.display(),
         exit = exit_file.display()
     );
-    session.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &session.0,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &command,
-    ]);
-    session.wait_for("a non-zero events/s", 90, shows_throughput);
+    session.start(&command);
 
     for (key, marker) in [
         ("2", "LSM —"),
@@ -168,18 +174,7 @@ fn closing_the_terminal_ends_the_tui() {
         "echo $$ > {pid}; exec {bin} tui -w smoke --events 100000000",
         pid = pid_file.display()
     );
-    session.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &session.0,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &command,
-    ]);
-    session.wait_for("a non-zero events/s", 90, shows_throughput);
+    session.start(&command);
     let pid = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
