@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The TUI's cost: events/s of the same workload headless (`statebench run`) and in the TUI at its
-# default refresh (driven in tmux), alternating, N pairs; prints each run and the medians.
+# default refresh (driven in tmux), alternating, N pairs; prints each run and the medians, and
+# the CPU time of the TUI's own threads against the engine thread's (a count noise barely moves).
 # Usage: benches/tui_overhead.sh [WORKLOAD] [EVENTS] [PAIRS]   (needs tmux and a release build)
 set -euo pipefail
 workload="${1:-ads-minutes}"
@@ -18,14 +19,23 @@ for i in $(seq "$pairs"); do
   headless+=("$(rate "$out/run-$i.json")")
 
   tmux new-session -d -s sb-bench -x 100 -y 30 \
-    "$bin tui -w $workload --events $events --report $out/tui-$i.json; sleep 5"
+    "exec $bin tui -w $workload --events $events --report $out/tui-$i.json"
+  pid="$(tmux display-message -p -t sb-bench '#{pane_pid}')"
   until tmux capture-pane -p -t sb-bench | grep -q FINISHED; do sleep 0.5; done
+  # CPU time per thread (utime + stime, clock ticks): the TUI's own threads against the engine's.
+  cpu="$(for t in /proc/"$pid"/task/*; do
+           comm="$(cat "$t/comm" 2>/dev/null)"
+           set -- $(cut -d' ' -f14,15 < "$t/stat" 2>/dev/null || echo 0 0)
+           echo "$comm $(( $1 + $2 ))"; done)"
+  ui_ticks="$(echo "$cpu" | awk '$1=="statebench" || $1=="statebench-keys" {s+=$2} END {print s+0}')"
+  # The whole process, threads that already ended (the engine) included.
+  set -- $(cut -d' ' -f14,15 < /proc/"$pid"/stat); all_ticks=$(( $1 + $2 ))
   tmux send-keys -t sb-bench q
   until [ -s "$out/tui-$i.json" ]; do sleep 0.2; done
   sleep 0.5
   tmux kill-session -t sb-bench 2>/dev/null || true
   tui+=("$(rate "$out/tui-$i.json")")
-  echo "pair $i: headless ${headless[-1]} events/s, tui ${tui[-1]} events/s"
+  echo "pair $i: headless ${headless[-1]} events/s, tui ${tui[-1]} events/s; tui threads ${ui_ticks} of ${all_ticks} CPU ticks"
 done
 python3 - "${headless[*]}" "${tui[*]}" <<'PY'
 import statistics, sys
