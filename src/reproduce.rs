@@ -254,7 +254,7 @@ pub fn render(scenario: &Scenario, broken: &Row, fixed: &Row, reproduced: bool) 
         fixed.missing_decrements.to_string(),
     );
     line(
-        "records skipped (should be read)",
+        "history records not read",
         broken.skipped.to_string(),
         fixed.skipped.to_string(),
     );
