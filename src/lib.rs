@@ -391,8 +391,13 @@ impl Progress {
 
     fn update(&self, s: &MetricsSnapshot) {
         let r = &s.rocksdb;
+        // With backfill and catch-up, say which job the numbers belong to.
+        let job = match s.pipeline.phase {
+            engine::Phase::Streaming => String::new(),
+            phase => format!("[{}] ", phase.name()),
+        };
         let msg = format!(
-            "{:>8.0} ev/s  put p99 {:>7.1} µs  stall {:>5.1} %  L0 {:>2}  cache {}",
+            "{job}{:>8.0} ev/s  put p99 {:>7.1} µs  stall {:>5.1} %  L0 {:>2}  cache {}",
             s.events_per_sec,
             s.latency.put_latency.p99_us,
             r.stall.share * 100.0,

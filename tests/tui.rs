@@ -34,7 +34,9 @@ fn snapshot(i: u64, slow: f64) -> MetricsSnapshot {
     s.latency.event_latency.p50_us = 31.3 * slow;
     s.latency.event_latency.p99_us = 99.9 * slow;
     s.latency.event_latency.p999_us = 820.0 * slow;
+    s.latency.get_latency.p50_us = 2.1 * slow;
     s.latency.get_latency.p99_us = 8.5 * slow;
+    s.latency.get_latency.p999_us = 41.0 * slow;
     s.latency.put_latency.p99_us = 5.5;
     s.latency.put_latency.p999_us = 41.0;
     s.latency.put_latency.max_us = 3_700.0;

@@ -26,8 +26,8 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let [cache, lookups, memory, lsm] = Layout::vertical([
         Constraint::Length(6),
         Constraint::Length(4),
-        Constraint::Length(4),
-        Constraint::Min(7),
+        Constraint::Length(5),
+        Constraint::Min(6),
     ])
     .areas(right);
     render_throughput(app, frame, throughput);
@@ -125,7 +125,12 @@ fn render_latency(side: &Side, frame: &mut Frame, area: Rect) {
                 trend(&side.history, |s| s.latency.event_latency.p99_us)
             )),
         ]),
-        Line::from(format!("get   p99 {}", micros(l.get_latency.p99_us))),
+        Line::from(format!(
+            "get   p50 {} p99 {} p999 {}",
+            micros(l.get_latency.p50_us),
+            micros(l.get_latency.p99_us),
+            micros(l.get_latency.p999_us)
+        )),
         Line::from(format!(
             "put   p99 {} p999 {} max {}",
             micros(l.put_latency.p99_us),
@@ -299,7 +304,19 @@ fn render_memory(side: &Side, frame: &mut Frame, area: Rect) {
     let s = latest(side);
     let m = &s.rocksdb.memory;
     let width = (area.width as usize).saturating_sub(34).max(4);
+    let memtables: u64 = s
+        .rocksdb
+        .lsm
+        .column_families
+        .iter()
+        .map(|c| c.memtable_bytes)
+        .sum();
     let lines = vec![
+        Line::from(format!(
+            "memtables {} in {} CFs",
+            bytes(memtables),
+            s.rocksdb.lsm.column_families.len()
+        )),
         fill_line("WBM use", m.wbm_usage, m.wbm_capacity, width),
         fill_line("cache", m.block_cache_usage, m.block_cache_capacity, width),
     ];
