@@ -28,6 +28,12 @@ pub enum Command {
     Run(RunArgs),
     /// Run a workload in the terminal UI: live dashboard, LSM view, live tuning of the profile,
     /// and an A/B comparison with --compare.
+    #[command(
+        after_help = "Keys: 1 2 3 4 (or Tab) dashboard / LSM / profile / A/B, p pause, \
+q quit (summary printed, --report written), ? help. In the profile view: arrows select a knob, \
+Enter edits it (live knobs apply at once with RocksDB's confirmation; others restart the run \
+after y), s saves the edited profile as <name>-tuned.yaml."
+    )]
     Tui(TuiArgs),
     /// List profiles or show one with Flink's derived memory numbers.
     #[command(subcommand)]
