@@ -195,6 +195,9 @@ pub struct RunOutcome {
     pub fresh_state: bool,
     /// How each job read the log (one entry, or backfill and catch-up).
     pub jobs: Vec<JobSource>,
+    /// A bounded source read to its end: the serving store against the end-of-input truth
+    /// (every window expired), independent of the watermark the job reached. None otherwise.
+    pub end_of_input_error: Option<ResultError>,
 }
 
 /// Where the job's results go.
@@ -976,6 +979,20 @@ fn finish_last_job(
         .as_secs_f64();
     // The serving store and the job's state against the exact truth at the last watermark.
     let result_error = run.compare_sink()?;
+    // A bounded source read to its end has one right answer whatever the job's watermark did:
+    // every window expired. A dropped or stuck final watermark shows here as counts left over.
+    let bounded_end = config.workload.spec.bounded_end_delay.is_some()
+        && !stopped_early
+        && run.phase != Phase::Backfill
+        && run.consumer.exhausted();
+    let end_of_input_error = if bounded_end {
+        let all = run.ctx.sink.read_all().map_err(PipelineError::from)?;
+        let mut truth = run.oracle.clone();
+        truth.on_watermark(i64::MAX);
+        Some(truth.compare(all))
+    } else {
+        None
+    };
     run.publish(RunState::Finished, Some(result_error));
     let state_error = run
         .oracle
@@ -1003,5 +1020,6 @@ fn finish_last_job(
         state_error,
         fresh_state,
         jobs,
+        end_of_input_error,
     })
 }

@@ -92,6 +92,10 @@ pub struct Summary {
     pub result_error_applies: bool,
     /// The job's RocksDB state at the end against the oracle.
     pub state_error: ResultError,
+    /// Bounded runs read to their end: the serving store against the end-of-input truth
+    /// (every window expired), whatever watermark the job reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_of_input_error: Option<ResultError>,
     /// RocksDB's own counters, for cross-checking the job's.
     pub rocksdb_keys_read: u64,
     pub rocksdb_keys_written: u64,
@@ -195,6 +199,7 @@ impl Summary {
             result_error: outcome.result_error,
             result_error_applies: outcome.fresh_state,
             state_error: outcome.state_error,
+            end_of_input_error: outcome.end_of_input_error,
             rocksdb_keys_read: tickers.keys_read,
             rocksdb_keys_written: tickers.keys_written,
         }
@@ -399,7 +404,7 @@ pub fn render_summary(report: &Report) -> String {
     line(
         "result error (sink vs oracle)",
         if !s.result_error_applies {
-            "n/a: the run continued on earlier state (--reuse)".to_string()
+            "n/a: the run did not start from empty state or never wrote its results".to_string()
         } else if e.is_exact() {
             format!("none: {} counts exact", e.compared)
         } else {
@@ -409,6 +414,20 @@ pub fn render_summary(report: &Report) -> String {
             )
         },
     );
+    if let (Some(e), true) = (&s.end_of_input_error, s.result_error_applies) {
+        line(
+            "vs end-of-input truth",
+            if e.is_exact() {
+                "exact: every window expired in the store".to_string()
+            } else {
+                format!(
+                    "{} counts left over (max {}): the final watermark did not get through",
+                    e.over + e.under,
+                    e.max_abs
+                )
+            },
+        );
+    }
     if let Some(path) = &report.rocksdb_options_file {
         line("RocksDB OPTIONS file", path.clone());
     }

@@ -37,6 +37,8 @@ pub struct Row {
     pub compared: u64,
     /// The job's final state against the oracle.
     pub state: crate::pipeline::oracle::ResultError,
+    /// Bounded runs: the store against the end-of-input truth.
+    pub end_of_input: Option<crate::pipeline::oracle::ResultError>,
     /// Where the last job started reading, and how many records it skipped that a correct
     /// job would have read.
     pub started_from: String,
@@ -64,6 +66,7 @@ impl Row {
             max_abs: e.max_abs,
             compared: e.compared,
             state: outcome.state_error,
+            end_of_input: outcome.end_of_input_error,
             started_from: outcome
                 .jobs
                 .last()
@@ -126,9 +129,11 @@ pub const SCENARIOS: &[Scenario] = &[
             b.dropped_final_watermarks > 0
                 && b.watermark < i64::MAX
                 && b.next_timer.is_some()
+                && b.end_of_input.is_some_and(|e| e.over > 0)
                 && f.watermark == i64::MAX
                 && f.next_timer.is_none()
                 && f.exact()
+                && f.end_of_input.is_some_and(|e| e.is_exact())
         },
     },
     Scenario {
@@ -266,6 +271,14 @@ pub fn render(scenario: &Scenario, broken: &Row, fixed: &Row, reproduced: bool) 
         state(broken),
         state(fixed),
     );
+    if broken.end_of_input.is_some() || fixed.end_of_input.is_some() {
+        let end = |r: &Row| {
+            r.end_of_input.map_or("-".to_string(), |e| {
+                format!("{}/{}/{}", e.over, e.under, e.missing)
+            })
+        };
+        line("vs end-of-input truth", end(broken), end(fixed));
+    }
     line(
         "max |count error|",
         broken.max_abs.to_string(),

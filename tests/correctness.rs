@@ -63,6 +63,11 @@ proptest! {
         prop_assert!(last.pipeline.sink.writes > last.pipeline.job.increments, "every +1 and every -1 is written");
         if bounded {
             prop_assert_eq!(last.pipeline.watermark, i64::MAX);
+            // Read to its end, a bounded run has one right answer: every window expired.
+            let end = outcome.end_of_input_error.expect("a bounded run read to its end");
+            prop_assert!(end.is_exact(), "vs end of input: {:?}", end);
+        } else {
+            prop_assert!(outcome.end_of_input_error.is_none());
         }
     }
 }

@@ -31,6 +31,7 @@ impl ResultError {
     }
 }
 
+#[derive(Debug, Clone)]
 pub struct Oracle {
     windows: Vec<i64>,
     /// counts[user] = count per window index.
