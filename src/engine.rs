@@ -793,7 +793,7 @@ fn run_engine(
                 Duration::ZERO,
                 snapshots,
             )?;
-            finish_last_job(run, &backend, &commands, Vec::new(), fresh_state)
+            finish_last_job(run, &backend, &commands, Vec::new(), fresh_state, None)
         }
         Some(phases) => run_phases(
             &config,
@@ -863,7 +863,14 @@ fn run_phases(
     if end != End::Finished {
         // Cut short (Stop or --duration): no sync, no commit, no catch-up.
         jobs.push(backfill.job_source(false));
-        return finish_last_job(backfill, &backfill_backend, &commands, jobs, fresh_state);
+        return finish_last_job(
+            backfill,
+            &backfill_backend,
+            &commands,
+            jobs,
+            fresh_state,
+            Some(end),
+        );
     }
     // Sync the serving store once, commit the end offsets (the bounded job's final
     // checkpoint), finish.
@@ -951,7 +958,7 @@ fn run_phases(
     run.live_profile = live_profile;
     run.changes = changes;
     run.restored = from_savepoint;
-    finish_last_job(run, backend, &commands, jobs, fresh_state)
+    finish_last_job(run, backend, &commands, jobs, fresh_state, None)
 }
 
 /// Drives the run's last job to its end and builds the outcome.
@@ -961,14 +968,16 @@ fn finish_last_job(
     commands: &Receiver<EngineCommand>,
     mut jobs: Vec<JobSource>,
     fresh_state: bool,
+    ended: Option<End>,
 ) -> Result<RunOutcome, EngineError> {
     let config = run.config;
-    let stopped_early = if run.phase == Phase::Backfill {
-        // A backfill that got here was cut short.
-        true
-    } else {
-        run.drive(Some(config.events), commands)? == End::Stopped
+    // `ended`: the job already ran (a backfill cut short); otherwise drive it now.
+    let end = match ended {
+        Some(end) => end,
+        None => run.drive(Some(config.events), commands)?,
     };
+    // Only a Stop (Ctrl-C, q) is "stopped early"; --duration is a bound the user chose.
+    let stopped_early = end == End::Stopped;
     // A run that ended inside the backfill never wrote its results: nothing to compare.
     let fresh_state = fresh_state && run.phase != Phase::Backfill;
     // The last job's own processing time (the summary describes it; a backfill is in `jobs`).
@@ -987,9 +996,7 @@ fn finish_last_job(
         && run.consumer.exhausted();
     let end_of_input_error = if bounded_end {
         let all = run.ctx.sink.read_all().map_err(PipelineError::from)?;
-        let mut truth = run.oracle.clone();
-        truth.on_watermark(i64::MAX);
-        Some(truth.compare(all))
+        Some(run.oracle.all_expired().compare(all))
     } else {
         None
     };

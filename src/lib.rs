@@ -265,9 +265,12 @@ fn run_tui(args: TuiArgs) -> anyhow::Result<()> {
             .write_json(path)
             .with_context(|| format!("cannot write the report {}", path.display()))?;
     }
-    println!("{}", report::render_summary(&report));
+    // The terminal may be gone (the TUI ended on a hang-up): printing must not panic.
+    use std::io::Write as _;
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{}", report::render_summary(&report));
     if let Some(path) = &args.report {
-        println!("  report written to {}", path.display());
+        let _ = writeln!(out, "  report written to {}", path.display());
     }
     Ok(())
 }

@@ -162,14 +162,23 @@ fn a_bounded_source_ends_its_readers_without_partitions_too() {
 }
 
 #[test]
-fn a_timestamp_past_the_log_at_deploy_starts_at_its_end() {
+fn a_timestamp_start_resolves_against_the_log_at_deploy() {
     let mut w = smoke(20_000);
-    w.spec.source.deployed_at = Some(Millis(180_000)); // 5000 records in
+    w.spec.source.deployed_at = Some(Millis(540_000)); // 15000 records written
     w.spec.source.starting_offsets = StartingOffsets::Timestamp;
-    w.spec.source.starting_timestamp = Some(Millis(540_000)); // 15000 records in, not yet written
-    let o = run(w);
+    w.spec.source.starting_timestamp = Some(Millis(180_000)); // 5000 records in
+    let o = run(w.clone());
     assert_eq!(o.jobs[0].start.iter().sum::<u64>(), 5_000);
     assert_eq!(o.jobs[0].records_read, 15_000);
+    // A timestamp not yet written at deploy would start at the log's end: refused, with why.
+    w.spec.source.starting_timestamp = Some(Millis(600_000));
+    let err = Workload::from_spec("t", "t.yaml", w.spec)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("'source.starting-timestamp' (10m) is after 'source.deployed-at' (9m)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -192,7 +201,7 @@ fn a_backfill_cut_short_neither_commits_nor_starts_the_catch_up() {
     assert_eq!(o.jobs.len(), 1, "{:?}", o.jobs);
     assert_eq!(o.jobs[0].phase, Phase::Backfill);
     assert!(!o.jobs[0].committed);
-    assert!(o.stopped_early);
+    assert!(!o.stopped_early, "--duration is a bound, not a stop");
     assert!(
         !o.fresh_state,
         "the comparison with the oracle does not apply"

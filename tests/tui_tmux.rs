@@ -167,12 +167,14 @@ fn the_tui_runs_switches_views_tunes_live_and_quits_cleanly() {
 fn closing_the_terminal_ends_the_tui() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pid");
+    let report = dir.path().join("hup.json");
     let bin = env!("CARGO_BIN_EXE_statebench");
     let session = Session(format!("statebench-hup-{}", std::process::id()));
     // exec: the shell's pid becomes the TUI's.
     let command = format!(
-        "echo $$ > {pid}; exec {bin} tui -w smoke --events 100000000",
-        pid = pid_file.display()
+        "echo $$ > {pid}; exec {bin} tui -w smoke --events 100000000 --report {report}",
+        pid = pid_file.display(),
+        report = report.display()
     );
     session.start(&command);
     let pid = std::fs::read_to_string(&pid_file)
@@ -189,4 +191,10 @@ fn closing_the_terminal_ends_the_tui() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // It quit like q: the run stopped cleanly and the report was written.
+    // (stderr stays on the dead terminal on purpose: nothing may panic writing to it.)
+    let text = std::fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("no report after a hang-up: {e}"));
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(json["summary"]["stopped_early"].as_bool().unwrap());
 }

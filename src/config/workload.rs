@@ -513,6 +513,24 @@ fn validate_source(spec: &WorkloadSpec, limit: u64, problems: &mut Vec<String>) 
              the job would read nothing"
         ));
     }
+    if let Some(from) = source.starting_timestamp
+        && from.0 > source.deployed_at.map_or(0, |d| d.0)
+    {
+        problems.push(format!(
+            "'source.starting-timestamp' ({from}) is after 'source.deployed-at' ({}): Kafka \
+             resolves a timestamp against the log at deploy time, so the job would start at \
+             the log's end; set 'source.deployed-at' at or after it",
+            source.deployed_at.unwrap_or(Millis(0))
+        ));
+    }
+    if let (StartingOffsets::Latest, Some(stop)) = (source.starting_offsets, source.stop_at)
+        && stop.0 <= source.deployed_at.map_or(0, |d| d.0)
+    {
+        problems.push(format!(
+            "'source.stop-at' ({stop}) is not after 'source.deployed-at': starting at latest, \
+             the job would read nothing"
+        ));
+    }
     if source.stop_at.is_some_and(|s| s.0 == 0) {
         problems.push("'source.stop-at' must be after the start of the log".to_string());
     }

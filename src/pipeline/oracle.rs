@@ -75,6 +75,12 @@ impl Oracle {
         }
     }
 
+    /// An oracle over the same windows that has seen nothing: every true count is zero (the
+    /// end-of-input truth of a bounded run, once every window has expired).
+    pub fn all_expired(&self) -> Oracle {
+        Oracle::new(&self.windows)
+    }
+
     /// The true count of `user` in window number `window`.
     pub fn count(&self, user: u64, window: usize) -> i64 {
         self.counts.get(&user).map_or(0, |c| c[window])

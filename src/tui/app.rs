@@ -355,8 +355,8 @@ impl App {
             self.status = format!("{key} is already {value}");
             return Vec::new();
         }
-        if self.a.finished {
-            self.status = "the run has finished: nothing to apply to".to_string();
+        if self.a.finished && is_live(key) {
+            self.status = "the run has finished: nothing to apply to live".to_string();
             Vec::new()
         } else if is_live(key) {
             self.status = format!("applying {key} = {value} ...");

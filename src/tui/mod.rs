@@ -106,7 +106,9 @@ struct TerminalGuard;
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
-        ratatui::restore();
+        // Quietly: after a hang-up there is no terminal, and printing the failure to a dead
+        // stderr would panic before the report is written.
+        let _ = ratatui::try_restore();
     }
 }
 
@@ -166,9 +168,17 @@ pub fn run(config: TuiConfig) -> anyhow::Result<TuiOutcome> {
                     }
                 }
             }
-            terminal.draw(|frame| views::render(&app, frame))?;
             if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
                 return Ok(());
+            }
+            if let Err(e) = terminal.draw(|frame| views::render(&app, frame)) {
+                // A terminal that hung up fails to draw before (or just as) its SIGHUP arrives:
+                // that is a quit, and the report must still be written.
+                std::thread::sleep(Duration::from_millis(200));
+                if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Ok(());
+                }
+                return Err(e.into());
             }
             let key = match keys.recv_timeout(config.refresh) {
                 Ok(key) => key,
@@ -239,7 +249,14 @@ pub fn run(config: TuiConfig) -> anyhow::Result<TuiOutcome> {
         },
         _ => Ok(None),
     };
-    drop(terminal);
+    if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+        // The terminal may be gone: its Drop would try to show the cursor and report the
+        // failure on stderr (a panic on a dead terminal). Nothing is left to restore there.
+        std::mem::forget(terminal);
+        let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::cursor::Show);
+    } else {
+        drop(terminal);
+    }
     drop(guard);
     result?;
     Ok(TuiOutcome {
