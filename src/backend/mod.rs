@@ -204,7 +204,7 @@ impl StateBackend {
         &self,
         profile: &Profile,
     ) -> Result<Vec<options_file::Mismatch>, BackendError> {
-        let Some(path) = self.latest_options_file()? else {
+        let Some((_, file)) = self.read_latest_options()? else {
             return Ok(vec![options_file::Mismatch {
                 section: "-".into(),
                 option: "OPTIONS file".into(),
@@ -212,100 +212,68 @@ impl StateBackend {
                 found: None,
             }]);
         };
-        let text =
-            std::fs::read_to_string(&path).map_err(|source| BackendError::Io { path, source })?;
-        Ok(options_file::verify(
-            profile,
-            &options_file::OptionsFile::parse(&text),
-            &STATE_COLUMN_FAMILIES,
-        ))
+        Ok(options_file::verify(profile, &file, &STATE_COLUMN_FAMILIES))
+    }
+
+    /// The newest OPTIONS file's name and contents.
+    fn read_latest_options(
+        &self,
+    ) -> Result<Option<(String, options_file::OptionsFile)>, BackendError> {
+        let Some(path) = self.latest_options_file()? else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| BackendError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(Some((name, options_file::OptionsFile::parse(&text))))
     }
 
     /// Applies knob `key` of `profile` to the open database without losing state, and reads
     /// back what RocksDB now runs with: the OPTIONS file RocksDB rewrites on every SetOptions,
     /// or the cache's and the WriteBufferManager's capacity. Returns that evidence.
     pub fn apply_live(&self, profile: &Profile, key: &str) -> Result<String, BackendError> {
-        let k = &profile.knobs;
-        let option = match key {
-            "writebuffer.size" => ("write_buffer_size", k.write_buffer_size.0.to_string()),
-            "writebuffer.count" => (
-                "max_write_buffer_number",
-                k.max_write_buffer_number.to_string(),
-            ),
-            "compaction.level.target-file-size-base" => (
-                "target_file_size_base",
-                k.target_file_size_base.0.to_string(),
-            ),
-            "compaction.level.max-size-level-base" => (
-                "max_bytes_for_level_base",
-                k.max_bytes_for_level_base.0.to_string(),
-            ),
-            "compaction.level.multiplier" => (
-                "max_bytes_for_level_multiplier",
-                k.max_bytes_for_level_multiplier.to_string(),
-            ),
-            "compaction.level0-slowdown-writes-trigger" => (
-                "level0_slowdown_writes_trigger",
-                k.level0_slowdown_writes_trigger.to_string(),
-            ),
-            "compaction.level0-stop-writes-trigger" => (
-                "level0_stop_writes_trigger",
-                k.level0_stop_writes_trigger.to_string(),
-            ),
-            "compaction.soft-pending-compaction-bytes-limit" => (
-                "soft_pending_compaction_bytes_limit",
-                k.soft_pending_compaction_bytes_limit.0.to_string(),
-            ),
-            "compaction.hard-pending-compaction-bytes-limit" => (
-                "hard_pending_compaction_bytes_limit",
-                k.hard_pending_compaction_bytes_limit.0.to_string(),
-            ),
-            "compaction.disable-auto-compactions" => (
-                "disable_auto_compactions",
-                k.disable_auto_compactions.to_string(),
-            ),
-            "memory.managed-size" | "memory.write-buffer-ratio" => {
-                return self.resize_memory(profile);
-            }
-            other => return Err(BackendError::NotLive(other.to_string())),
+        if !crate::config::profile::is_live(key) {
+            return Err(BackendError::NotLive(key.to_string()));
+        }
+        if key.starts_with("memory.") {
+            return self.resize_memory(profile);
+        }
+        let Some(options_file::CfOption { option, value, .. }) =
+            options_file::cf_options(&profile.knobs)
+                .into_iter()
+                .find(|o| o.knob == key)
+        else {
+            return Err(BackendError::NotLive(key.to_string()));
         };
-        let (name, value) = option;
         for cf in std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).chain(STATE_COLUMN_FAMILIES)
         {
             let handle = self
                 .db
                 .cf_handle(cf)
                 .ok_or_else(|| BackendError::Corrupt(format!("column family '{cf}' is missing")))?;
-            self.db.set_options_cf(handle, &[(name, value.as_str())])?;
+            self.db
+                .set_options_cf(handle, &[(option, value.as_str())])?;
         }
-        let path = self
-            .latest_options_file()?
+        let (file_name, file) = self
+            .read_latest_options()?
             .ok_or_else(|| BackendError::Corrupt("no OPTIONS file after SetOptions".to_string()))?;
-        let text = std::fs::read_to_string(&path).map_err(|source| BackendError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let file = options_file::OptionsFile::parse(&text);
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         for cf in STATE_COLUMN_FAMILIES {
-            let found = file.cf(cf, name);
-            let same = match (found, value.parse::<f64>()) {
-                (Some(f), Ok(v)) => f.parse::<f64>().is_ok_and(|f| (f - v).abs() < 1e-9),
-                (found, _) => found == Some(value.as_str()),
-            };
-            if !same {
+            let found = file.cf(cf, option);
+            if !found.is_some_and(|f| options_file::same_value(f, &value)) {
                 return Err(BackendError::NotApplied {
-                    option: name.to_string(),
-                    expected: value.clone(),
+                    option: option.to_string(),
+                    expected: value,
                     found: found.unwrap_or("nothing").to_string(),
                     file: file_name,
                 });
             }
         }
-        Ok(format!("{name}={value} in {file_name}"))
+        Ok(format!("{option}={value} in {file_name}"))
     }
 
     /// Resizes the shared block cache and the WriteBufferManager to `profile`'s managed memory

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::Profile;
+use crate::config::profile::Knobs;
 
 /// Sections (`DBOptions`, `CFOptions "name"`, `TableOptions/BlockBasedTable "name"`) to key/values.
 #[derive(Debug, Default, Clone)]
@@ -73,10 +74,96 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
-fn same_number(found: &str, expected: f64) -> bool {
-    found
-        .parse::<f64>()
-        .is_ok_and(|v| (v - expected).abs() < 1e-9)
+/// Whether RocksDB's `found` is the value we set: the same text, or the same number
+/// (RocksDB writes doubles as `10.000000`).
+pub fn same_value(found: &str, expected: &str) -> bool {
+    found == expected
+        || matches!(
+            (found.parse::<f64>(), expected.parse::<f64>()),
+            (Ok(f), Ok(e)) if (f - e).abs() < 1e-9
+        )
+}
+
+/// A profile knob that is one plain column-family option.
+pub struct CfOption {
+    /// The profile's key, e.g. `writebuffer.size`.
+    pub knob: &'static str,
+    /// RocksDB's name, as in the OPTIONS file and SetOptions.
+    pub option: &'static str,
+    pub value: String,
+}
+
+/// Every knob that maps one-to-one onto a column-family option, with the value `k` gives it:
+/// what `verify` checks in the OPTIONS file and what live tuning sets (compression per level
+/// and the table options are checked on their own).
+pub fn cf_options(k: &Knobs) -> Vec<CfOption> {
+    let o = |knob, option, value: String| CfOption {
+        knob,
+        option,
+        value,
+    };
+    vec![
+        o(
+            "writebuffer.size",
+            "write_buffer_size",
+            k.write_buffer_size.0.to_string(),
+        ),
+        o(
+            "writebuffer.count",
+            "max_write_buffer_number",
+            k.max_write_buffer_number.to_string(),
+        ),
+        o(
+            "writebuffer.number-to-merge",
+            "min_write_buffer_number_to_merge",
+            k.min_write_buffer_number_to_merge.to_string(),
+        ),
+        o(
+            "compaction.level.target-file-size-base",
+            "target_file_size_base",
+            k.target_file_size_base.0.to_string(),
+        ),
+        o(
+            "compaction.level.max-size-level-base",
+            "max_bytes_for_level_base",
+            k.max_bytes_for_level_base.0.to_string(),
+        ),
+        o(
+            "compaction.level.multiplier",
+            "max_bytes_for_level_multiplier",
+            k.max_bytes_for_level_multiplier.to_string(),
+        ),
+        o(
+            "compaction.level.use-dynamic-size",
+            "level_compaction_dynamic_level_bytes",
+            k.dynamic_level_bytes.to_string(),
+        ),
+        o(
+            "compaction.level0-slowdown-writes-trigger",
+            "level0_slowdown_writes_trigger",
+            k.level0_slowdown_writes_trigger.to_string(),
+        ),
+        o(
+            "compaction.level0-stop-writes-trigger",
+            "level0_stop_writes_trigger",
+            k.level0_stop_writes_trigger.to_string(),
+        ),
+        o(
+            "compaction.soft-pending-compaction-bytes-limit",
+            "soft_pending_compaction_bytes_limit",
+            k.soft_pending_compaction_bytes_limit.0.to_string(),
+        ),
+        o(
+            "compaction.hard-pending-compaction-bytes-limit",
+            "hard_pending_compaction_bytes_limit",
+            k.hard_pending_compaction_bytes_limit.0.to_string(),
+        ),
+        o(
+            "compaction.disable-auto-compactions",
+            "disable_auto_compactions",
+            k.disable_auto_compactions.to_string(),
+        ),
+    ]
 }
 
 /// Checks that RocksDB applied every knob of `profile` to `column_families`.
@@ -114,66 +201,11 @@ pub fn verify(profile: &Profile, file: &OptionsFile, column_families: &[&str]) -
     }
     for cf in column_families {
         let section = format!("CFOptions \"{cf}\"");
-        for (option, expected) in [
-            ("write_buffer_size", k.write_buffer_size.0.to_string()),
-            (
-                "max_write_buffer_number",
-                k.max_write_buffer_number.to_string(),
-            ),
-            (
-                "min_write_buffer_number_to_merge",
-                k.min_write_buffer_number_to_merge.to_string(),
-            ),
-            (
-                "target_file_size_base",
-                k.target_file_size_base.0.to_string(),
-            ),
-            (
-                "max_bytes_for_level_base",
-                k.max_bytes_for_level_base.0.to_string(),
-            ),
-            (
-                "level_compaction_dynamic_level_bytes",
-                k.dynamic_level_bytes.to_string(),
-            ),
-            (
-                "level0_slowdown_writes_trigger",
-                k.level0_slowdown_writes_trigger.to_string(),
-            ),
-            (
-                "level0_stop_writes_trigger",
-                k.level0_stop_writes_trigger.to_string(),
-            ),
-            (
-                "soft_pending_compaction_bytes_limit",
-                k.soft_pending_compaction_bytes_limit.0.to_string(),
-            ),
-            (
-                "hard_pending_compaction_bytes_limit",
-                k.hard_pending_compaction_bytes_limit.0.to_string(),
-            ),
-            (
-                "disable_auto_compactions",
-                k.disable_auto_compactions.to_string(),
-            ),
-        ] {
+        for CfOption { option, value, .. } in cf_options(k) {
             let found = file.cf(cf, option);
-            check(
-                section.clone(),
-                option,
-                found,
-                expected.clone(),
-                found == Some(expected.as_str()),
-            );
+            let ok = found.is_some_and(|f| same_value(f, &value));
+            check(section.clone(), option, found, value, ok);
         }
-        let found = file.cf(cf, "max_bytes_for_level_multiplier");
-        check(
-            section.clone(),
-            "max_bytes_for_level_multiplier",
-            found,
-            k.max_bytes_for_level_multiplier.to_string(),
-            found.is_some_and(|f| same_number(f, k.max_bytes_for_level_multiplier)),
-        );
         let expected_levels: Vec<&str> = (0..7)
             .map(|l| k.compression_for_level(l).rocksdb_name())
             .collect();
