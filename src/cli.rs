@@ -57,12 +57,13 @@ pub struct ReproduceArgs {
     pub events: Option<u64>,
 }
 
+/// What to run and how far: shared by `run` and `tui`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub struct JobArgs {
     /// Workload: a YAML file or a built-in name.
     #[arg(short, long, default_value = "smoke")]
     pub workload: String,
-    /// RocksDB profile: a YAML file or a built-in name.
+    /// RocksDB profile: a YAML file or a built-in name (profile A with `tui --compare`).
     #[arg(short, long, default_value = "flink-default")]
     pub profile: String,
     /// Process this many events instead of the workload's count (event time keeps the
@@ -72,9 +73,16 @@ pub struct RunArgs {
     /// Stop after this much wall-clock time (e.g. 30s, 2m), or at --events, whichever is first.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<crate::config::Millis>,
-    /// Write the JSON report (summary + every snapshot) to this file.
+    /// Write the JSON report (summary + every snapshot) to this file; `tui` writes profile A's
+    /// when you quit.
     #[arg(long)]
     pub report: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
     /// RocksDB directory. Default: a fresh temporary directory, removed after the run.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
@@ -92,25 +100,12 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct TuiArgs {
-    /// Workload: a YAML file or a built-in name.
-    #[arg(short, long, default_value = "smoke")]
-    pub workload: String,
-    /// RocksDB profile (A): a YAML file or a built-in name.
-    #[arg(short, long, default_value = "flink-default")]
-    pub profile: String,
+    #[command(flatten)]
+    pub job: JobArgs,
     /// A second profile (B): both run the workload in alternating time slices, side by side in
     /// the A/B view.
     #[arg(long)]
     pub compare: Option<String>,
-    /// Process this many events instead of the workload's count.
-    #[arg(long)]
-    pub events: Option<u64>,
-    /// Stop each run after this much wall-clock time (e.g. 30s, 2m).
-    #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<crate::config::Millis>,
-    /// Write the JSON report of profile A's run to this file when you quit.
-    #[arg(long)]
-    pub report: Option<PathBuf>,
     /// Screen refresh interval (e.g. 250ms). Snapshots arrive at the workload's sample interval.
     #[arg(long, value_parser = parse_duration, default_value = "250ms")]
     pub refresh: crate::config::Millis,

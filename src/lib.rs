@@ -225,34 +225,65 @@ fn load_trace(workload: &Workload) -> anyhow::Result<Option<TraceEvents>> {
     })
 }
 
+/// A job from the command line, loaded and checked before anything is created or written.
+struct Job {
+    workload: Workload,
+    profile: Profile,
+    trace: Option<TraceEvents>,
+    /// Events to process: --events or the workload's, at most the trace's.
+    events: u64,
+    duration: Option<Duration>,
+}
+
+impl Job {
+    fn load(args: &cli::JobArgs) -> anyhow::Result<Job> {
+        let workload = Workload::load(&args.workload)?;
+        let profile = Profile::load(&args.profile)?;
+        check_report_dir(args.report.as_deref())?;
+        let trace = load_trace(&workload)?;
+        let events = args
+            .events
+            .unwrap_or(workload.spec.events)
+            .min(trace.as_ref().map_or(u64::MAX, |t| t.len() as u64));
+        let duration = args
+            .duration
+            .or(workload.spec.duration)
+            .map(|d| d.as_duration());
+        Ok(Job {
+            workload,
+            profile,
+            trace,
+            events,
+            duration,
+        })
+    }
+}
+
 fn run_tui(args: TuiArgs) -> anyhow::Result<()> {
-    let workload = Workload::load(&args.workload)?;
-    let profile = Profile::load(&args.profile)?;
+    let Job {
+        workload,
+        profile,
+        trace,
+        events,
+        duration,
+    } = Job::load(&args.job)?;
     let compare = args.compare.as_deref().map(Profile::load).transpose()?;
-    check_report_dir(args.report.as_deref())?;
     if !std::io::stdout().is_terminal() {
         bail!(UsageError(
             "statebench tui needs a terminal; use `statebench run` for headless runs".to_string()
         ));
     }
-    let trace = load_trace(&workload)?;
-    let events = args
-        .events
-        .unwrap_or(workload.spec.events)
-        .min(trace.as_ref().map_or(u64::MAX, |t| t.len() as u64));
+    let report_path = args.job.report;
     let ended = tui::run(tui::TuiConfig {
         workload: workload.clone(),
         profile,
         compare,
         events,
-        duration: args
-            .duration
-            .or(workload.spec.duration)
-            .map(|d| d.as_duration()),
+        duration,
         trace,
         refresh: args.refresh.as_duration(),
         slice: args.slice.as_duration(),
-        keep_options_as: args.report.as_ref().map(|r| r.with_extension("OPTIONS")),
+        keep_options_as: report_path.as_ref().map(|r| r.with_extension("OPTIONS")),
     })?;
     let Some(outcome) = ended.outcome else {
         return Ok(());
@@ -260,7 +291,7 @@ fn run_tui(args: TuiArgs) -> anyhow::Result<()> {
     let mut report = Report::new(&workload, &ended.profile, &outcome);
     // The TUI's data directory was temporary: its OPTIONS file was kept beside the report.
     report.rocksdb_options_file = ended.options_kept.map(|p| p.display().to_string());
-    if let Some(path) = &args.report {
+    if let Some(path) = &report_path {
         report
             .write_json(path)
             .with_context(|| format!("cannot write the report {}", path.display()))?;
@@ -269,17 +300,20 @@ fn run_tui(args: TuiArgs) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut out = std::io::stdout();
     let _ = writeln!(out, "{}", report::render_summary(&report));
-    if let Some(path) = &args.report {
+    if let Some(path) = &report_path {
         let _ = writeln!(out, "  report written to {}", path.display());
     }
     Ok(())
 }
 
 fn run_headless(args: RunArgs) -> anyhow::Result<()> {
-    let workload = Workload::load(&args.workload)?;
-    let profile = Profile::load(&args.profile)?;
-    check_report_dir(args.report.as_deref())?;
-    let trace = load_trace(&workload)?;
+    let Job {
+        workload,
+        profile,
+        trace,
+        events,
+        duration,
+    } = Job::load(&args.job)?;
     let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse)?;
     let sink_config = match args.sink.as_str() {
         "memory" => engine::SinkConfig::Memory,
@@ -299,14 +333,6 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
             "--sink '{other}': expected 'memory' or a Redis URL such as redis://127.0.0.1:6379"
         ))),
     };
-    let events = args
-        .events
-        .unwrap_or(workload.spec.events)
-        .min(trace.as_ref().map_or(u64::MAX, |t| t.len() as u64));
-    let duration = args
-        .duration
-        .or(workload.spec.duration)
-        .map(|d| d.as_duration());
 
     let handle = engine::spawn(EngineConfig {
         workload: workload.clone(),
@@ -346,7 +372,7 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
         // The temporary data directory goes away: keep RocksDB's OPTIONS file beside the
         // report, and name no file that will not exist.
         report.rocksdb_options_file = None;
-        if let (Some(options), Some(path)) = (&outcome.options_file, &args.report) {
+        if let (Some(options), Some(path)) = (&outcome.options_file, &args.job.report) {
             let kept = path.with_extension("OPTIONS");
             std::fs::copy(options, &kept).with_context(|| {
                 format!("cannot copy RocksDB's OPTIONS file to {}", kept.display())
@@ -354,13 +380,13 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
             report.rocksdb_options_file = Some(kept.display().to_string());
         }
     }
-    if let Some(path) = &args.report {
+    if let Some(path) = &args.job.report {
         report
             .write_json(path)
             .with_context(|| format!("cannot write the report {}", path.display()))?;
     }
     println!("{}", report::render_summary(&report));
-    if let Some(path) = &args.report {
+    if let Some(path) = &args.job.report {
         println!("  report written to {}", path.display());
     }
     Ok(())

@@ -243,13 +243,20 @@ impl<'a> Report<'a> {
     /// Writes the JSON report atomically: a temporary file next to `path`, then a rename, so a
     /// crash never leaves a half-written report.
     pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
-        let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
-        serde_json::to_writer_pretty(&mut tmp, self)?;
-        tmp.write_all(b"\n")?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        let mut json = serde_json::to_vec_pretty(self)?;
+        json.push(b'\n');
+        write_atomically(path, &json)
     }
+}
+
+/// Writes `bytes` to `path` whole or not at all: a synced temporary file in the same directory,
+/// renamed into place.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 fn pct(v: f64) -> String {

@@ -4,7 +4,7 @@
 pub mod app;
 pub mod views;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::TryRecvError;
 use std::time::{Duration, Instant};
 
@@ -384,17 +384,7 @@ fn save_profile(profile: &Profile) -> anyhow::Result<PathBuf> {
         .find(|p| !p.exists())
         .context("too many saved profiles here")?;
     let text = profile.to_yaml(&format!("{} as edited in statebench tui", profile.name));
-    write_atomically(&path, &text)?;
-    Ok(path)
-}
-
-fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let dir = crate::report::parent_dir(path);
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    tmp.write_all(text.as_bytes())?;
-    tmp.persist(path)
+    crate::report::write_atomically(&path, text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    Ok(path)
 }
