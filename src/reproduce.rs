@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use crate::config::workload::CatchUpState;
 use crate::config::{Millis, Profile, Workload};
 use crate::engine::{self, EngineConfig, RunOutcome};
+use crate::pipeline::oracle::ResultError;
 
 /// A trap: how to break the workload, how to fix it, and what proves the contrast.
 pub struct Scenario {
@@ -30,15 +31,12 @@ pub struct Row {
     pub expired_timer_state: u64,
     pub missing_decrements: u64,
     pub dropped_final_watermarks: u64,
-    pub over: u64,
-    pub under: u64,
-    pub missing: u64,
-    pub max_abs: u64,
-    pub compared: u64,
+    /// The serving store against the oracle.
+    pub result: ResultError,
     /// The job's final state against the oracle.
-    pub state: crate::pipeline::oracle::ResultError,
+    pub state: ResultError,
     /// Bounded runs: the store against the end-of-input truth.
-    pub end_of_input: Option<crate::pipeline::oracle::ResultError>,
+    pub end_of_input: Option<ResultError>,
     /// Where the last job started reading, and how many records it skipped that a correct
     /// job would have read.
     pub started_from: String,
@@ -52,7 +50,6 @@ impl Row {
             .last()
             .map(|s| s.pipeline.clone())
             .unwrap_or_default();
-        let e = outcome.result_error;
         Row {
             label: label.to_string(),
             watermark: p.watermark,
@@ -60,11 +57,7 @@ impl Row {
             expired_timer_state: p.job.expired_timer_state,
             missing_decrements: p.job.missing_decrements,
             dropped_final_watermarks: p.dropped_final_watermarks,
-            over: e.over,
-            under: e.under,
-            missing: e.missing,
-            max_abs: e.max_abs,
-            compared: e.compared,
+            result: outcome.result_error,
             state: outcome.state_error,
             end_of_input: outcome.end_of_input_error,
             started_from: outcome
@@ -77,7 +70,7 @@ impl Row {
     }
 
     fn exact(&self) -> bool {
-        self.over == 0 && self.under == 0 && self.missing == 0
+        self.result.is_exact()
     }
 }
 
@@ -94,7 +87,10 @@ pub const SCENARIOS: &[Scenario] = &[
         broken: |w| set(&mut w.spec.timer_state_ttl, "5m"),
         fixed: |w| set(&mut w.spec.timer_state_ttl, "1h"),
         reproduced: |b, f| {
-            b.over > 0 && b.expired_timer_state > 0 && f.exact() && f.expired_timer_state == 0
+            b.result.over > 0
+                && b.expired_timer_state > 0
+                && f.exact()
+                && f.expired_timer_state == 0
         },
     },
     Scenario {
@@ -151,7 +147,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 p.catch_up_group = "catch-up".to_string();
             }
         },
-        reproduced: |b, f| b.skipped > 0 && b.over > 0 && f.skipped == 0 && f.exact(),
+        reproduced: |b, f| b.skipped > 0 && b.result.over > 0 && f.skipped == 0 && f.exact(),
     },
     Scenario {
         name: "backfill-savepoint",
@@ -168,7 +164,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 p.catch_up_state = CatchUpState::Fresh;
             }
         },
-        reproduced: |b, f| b.over > 0 && b.state.over > 0 && f.exact() && f.state.is_exact(),
+        reproduced: |b, f| b.result.over > 0 && b.state.over > 0 && f.exact() && f.state.is_exact(),
     },
 ];
 
@@ -230,65 +226,36 @@ pub fn render(scenario: &Scenario, broken: &Row, fixed: &Row, reproduced: bool) 
     let mut out = String::new();
     let _ = writeln!(out, "{}: {}\n", scenario.name, scenario.story);
     let _ = writeln!(out, "  {:<34} {:>22} {:>22}", "", "broken", "fixed");
-    let mut line = |label: &str, b: String, f: String| {
+    // One row: a label, and the same reading of each side.
+    let mut row = |label: &str, read: &dyn Fn(&Row) -> String| {
+        let (b, f) = (read(broken), read(fixed));
         let _ = writeln!(out, "  {label:<34} {b:>22} {f:>22}");
     };
-    line(
-        "final watermark",
-        show_watermark(broken.watermark, start),
-        show_watermark(fixed.watermark, start),
-    );
-    let pending = |r: &Row| {
+    let counts = |e: &ResultError| format!("{}/{}/{}", e.over, e.under, e.missing);
+    row("final watermark", &|r| show_watermark(r.watermark, start));
+    row("earliest pending timer", &|r| {
         r.next_timer
             .map_or("none".to_string(), |t| show_watermark(t, start))
-    };
-    line("earliest pending timer", pending(broken), pending(fixed));
-    line(
-        "final max watermarks dropped",
-        broken.dropped_final_watermarks.to_string(),
-        fixed.dropped_final_watermarks.to_string(),
-    );
-    line(
-        "expired timerState reads",
-        broken.expired_timer_state.to_string(),
-        fixed.expired_timer_state.to_string(),
-    );
-    line(
-        "timers without a decrement",
-        broken.missing_decrements.to_string(),
-        fixed.missing_decrements.to_string(),
-    );
-    line(
-        "history records not read",
-        broken.skipped.to_string(),
-        fixed.skipped.to_string(),
-    );
-    let err = |r: &Row| format!("{}/{}/{}", r.over, r.under, r.missing);
-    line("result error over/under/missing", err(broken), err(fixed));
-    let state = |r: &Row| format!("{}/{}/{}", r.state.over, r.state.under, r.state.missing);
-    line(
-        "state error over/under/missing",
-        state(broken),
-        state(fixed),
-    );
+    });
+    row("final max watermarks dropped", &|r| {
+        r.dropped_final_watermarks.to_string()
+    });
+    row("expired timerState reads", &|r| {
+        r.expired_timer_state.to_string()
+    });
+    row("timers without a decrement", &|r| {
+        r.missing_decrements.to_string()
+    });
+    row("history records not read", &|r| r.skipped.to_string());
+    row("result error over/under/missing", &|r| counts(&r.result));
+    row("state error over/under/missing", &|r| counts(&r.state));
     if broken.end_of_input.is_some() || fixed.end_of_input.is_some() {
-        let end = |r: &Row| {
-            r.end_of_input.map_or("-".to_string(), |e| {
-                format!("{}/{}/{}", e.over, e.under, e.missing)
-            })
-        };
-        line("vs end-of-input truth", end(broken), end(fixed));
+        row("vs end-of-input truth", &|r| {
+            r.end_of_input.as_ref().map_or("-".to_string(), counts)
+        });
     }
-    line(
-        "max |count error|",
-        broken.max_abs.to_string(),
-        fixed.max_abs.to_string(),
-    );
-    line(
-        "counts compared",
-        broken.compared.to_string(),
-        fixed.compared.to_string(),
-    );
+    row("max |count error|", &|r| r.result.max_abs.to_string());
+    row("counts compared", &|r| r.result.compared.to_string());
     if broken.skipped > 0 || fixed.skipped > 0 {
         let _ = writeln!(out, "\n  broken: {}", broken.started_from);
         let _ = writeln!(out, "  fixed:  {}", fixed.started_from);
