@@ -223,6 +223,22 @@ pub struct EngineConfig {
     pub trace: Option<std::sync::Arc<Vec<crate::pipeline::source::Event>>>,
 }
 
+impl EngineConfig {
+    /// A run of the whole workload on the in-process store: the defaults every caller starts
+    /// from (`EngineConfig { events: 10_000, ..EngineConfig::new(w, p, dir) }`).
+    pub fn new(workload: Workload, profile: Profile, data_dir: impl Into<PathBuf>) -> EngineConfig {
+        EngineConfig {
+            events: workload.spec.events,
+            workload,
+            profile,
+            data_dir: data_dir.into(),
+            duration: None,
+            sink: SinkConfig::default(),
+            trace: None,
+        }
+    }
+}
+
 pub struct EngineHandle {
     pub commands: Sender<EngineCommand>,
     pub snapshots: Receiver<Box<MetricsSnapshot>>,

@@ -335,13 +335,15 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
     };
 
     let handle = engine::spawn(EngineConfig {
-        workload: workload.clone(),
-        profile: profile.clone(),
-        data_dir: data_dir.path().to_path_buf(),
         events,
         duration,
         sink: sink_config,
         trace,
+        ..EngineConfig::new(
+            workload.clone(),
+            profile.clone(),
+            data_dir.path().to_path_buf(),
+        )
     })?;
     // Ctrl-C or SIGTERM stops the run cleanly: RocksDB closes, the summary prints and the
     // report is written for what ran. A second signal kills the process as usual.

@@ -191,13 +191,8 @@ pub fn run(scenario: &Scenario, events: Option<u64>) -> anyhow::Result<(Row, Row
             .prefix("statebench-reproduce-")
             .tempdir()?;
         let outcome = engine::run_to_completion(EngineConfig {
-            workload,
-            profile: profile.clone(),
-            data_dir: dir.path().to_path_buf(),
             events,
-            duration: None,
-            sink: Default::default(),
-            trace: None,
+            ..EngineConfig::new(workload, profile.clone(), dir.path().to_path_buf())
         })
         .with_context(|| format!("{} ({label}) failed", scenario.name))?;
         rows.push(Row::new(label, &outcome));

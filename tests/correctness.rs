@@ -44,14 +44,10 @@ proptest! {
         w.spec.event_time.span = Millis(events * 500);
         let w = Workload::from_spec("random", "proptest", w.spec).unwrap();
         let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("minutes-wbm-starved").unwrap();
         let outcome = engine::run_to_completion(EngineConfig {
-            workload: w,
-            profile: Profile::load("minutes-wbm-starved").unwrap(),
-            data_dir: dir.path().to_path_buf(),
             events,
-            duration: None,
-            sink: Default::default(),
-            trace: None,
+            ..EngineConfig::new(w, profile, dir.path())
         }).unwrap();
         prop_assert!(outcome.result_error.is_exact(), "sink: {:?}", outcome.result_error);
         prop_assert!(outcome.state_error.is_exact(), "state: {:?}", outcome.state_error);

@@ -9,13 +9,12 @@ fn config(dir: &std::path::Path, events: u64) -> EngineConfig {
     let mut workload = Workload::load("smoke").unwrap();
     workload.spec.sample_interval = Millis(100);
     EngineConfig {
-        workload,
-        profile: Profile::load("minutes-wbm-starved").unwrap(),
-        data_dir: dir.to_path_buf(),
         events,
-        duration: None,
-        sink: Default::default(),
-        trace: None,
+        ..EngineConfig::new(
+            workload,
+            Profile::load("minutes-wbm-starved").unwrap(),
+            dir.to_path_buf(),
+        )
     }
 }
 

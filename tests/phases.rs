@@ -9,13 +9,12 @@ fn run(workload: Workload) -> RunOutcome {
     let dir = tempfile::tempdir().unwrap();
     let events = workload.spec.events;
     engine::run_to_completion(EngineConfig {
-        workload,
-        profile: Profile::load("flink-default").unwrap(),
-        data_dir: dir.path().to_path_buf(),
         events,
-        duration: None,
-        sink: Default::default(),
-        trace: None,
+        ..EngineConfig::new(
+            workload,
+            Profile::load("flink-default").unwrap(),
+            dir.path().to_path_buf(),
+        )
     })
     .unwrap()
 }
@@ -189,13 +188,13 @@ fn a_backfill_cut_short_neither_commits_nor_starts_the_catch_up() {
     let w = Workload::from_spec("test", "test", w.spec).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let o = engine::run_to_completion(EngineConfig {
-        workload: w,
-        profile: Profile::load("flink-default").unwrap(),
-        data_dir: dir.path().to_path_buf(),
         events: 2_000_000,
         duration: Some(std::time::Duration::from_millis(300)),
-        sink: Default::default(),
-        trace: None,
+        ..EngineConfig::new(
+            w,
+            Profile::load("flink-default").unwrap(),
+            dir.path().to_path_buf(),
+        )
     })
     .unwrap();
     assert_eq!(o.jobs.len(), 1, "{:?}", o.jobs);

@@ -70,16 +70,16 @@ fn counts_read_back_from_redis_equal_the_oracle() {
     let url = format!("redis://127.0.0.1:{}", server.port);
     let dir = tempfile::tempdir().unwrap();
     let outcome = engine::run_to_completion(EngineConfig {
-        workload: Workload::load("smoke").unwrap(),
-        profile: Profile::load("flink-default").unwrap(),
-        data_dir: dir.path().to_path_buf(),
         events: 20_000,
-        duration: None,
         sink: SinkConfig::Redis {
             url: url.clone(),
             prefix: "test-run:".to_string(),
         },
-        trace: None,
+        ..EngineConfig::new(
+            Workload::load("smoke").unwrap(),
+            Profile::load("flink-default").unwrap(),
+            dir.path().to_path_buf(),
+        )
     })
     .unwrap();
     assert!(
@@ -124,16 +124,16 @@ fn an_unreachable_redis_is_a_clear_error() {
         .port();
     let dir = tempfile::tempdir().unwrap();
     let err = engine::run_to_completion(EngineConfig {
-        workload: Workload::load("smoke").unwrap(),
-        profile: Profile::load("flink-default").unwrap(),
-        data_dir: dir.path().to_path_buf(),
         events: 100,
-        duration: None,
         sink: SinkConfig::Redis {
             url: format!("redis://127.0.0.1:{port}"),
             prefix: "x:".to_string(),
         },
-        trace: None,
+        ..EngineConfig::new(
+            Workload::load("smoke").unwrap(),
+            Profile::load("flink-default").unwrap(),
+            dir.path().to_path_buf(),
+        )
     })
     .unwrap_err();
     assert!(

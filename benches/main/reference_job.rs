@@ -20,13 +20,8 @@ pub fn bench(c: &mut Criterion) {
             || tempfile::tempdir().expect("temporary directory"),
             |dir| {
                 let outcome = engine::run_to_completion(EngineConfig {
-                    workload: workload.clone(),
-                    profile: profile.clone(),
-                    data_dir: dir.path().to_path_buf(),
                     events: EVENTS,
-                    duration: None,
-                    sink: Default::default(),
-                    trace: None,
+                    ..EngineConfig::new(workload.clone(), profile.clone(), dir.path().to_path_buf())
                 })
                 .expect("run");
                 let summary = statebench::report::Summary::new(&outcome);

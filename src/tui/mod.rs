@@ -44,13 +44,14 @@ impl Engine {
             .tempdir()
             .context("cannot create a temporary data directory")?;
         let handle = engine::spawn(EngineConfig {
-            workload: config.workload.clone(),
-            profile: profile.clone(),
-            data_dir: dir.path().to_path_buf(),
             events: config.events,
             duration: config.duration,
-            sink: Default::default(),
             trace: config.trace.clone(),
+            ..EngineConfig::new(
+                config.workload.clone(),
+                profile.clone(),
+                dir.path().to_path_buf(),
+            )
         })?;
         Ok(Engine {
             handle: Some(handle),
