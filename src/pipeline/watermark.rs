@@ -160,16 +160,17 @@ impl WatermarkValve {
             if r.finished_with_max {
                 continue;
             }
-            let open: Vec<&Partition> = r
+            // Splits still open; once all are finished the reader keeps its last status.
+            let mut open = r
                 .splits
                 .iter()
                 .map(|s| &self.partitions[*s])
                 .filter(|p| !p.finished)
-                .collect();
+                .peekable();
             if r.splits.is_empty() {
                 r.idle = now.saturating_sub(r.started_at) > idleness;
-            } else if !open.is_empty() {
-                r.idle = open.iter().all(|p| p.idle);
+            } else if open.peek().is_some() {
+                r.idle = open.all(|p| p.idle);
             }
         }
     }

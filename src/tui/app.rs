@@ -153,13 +153,6 @@ impl App {
         }
     }
 
-    pub fn side(&self, target: Target) -> Option<&Side> {
-        match target {
-            Target::A => Some(&self.a),
-            Target::B => self.b.as_ref(),
-        }
-    }
-
     /// A snapshot from an engine: history (on the shared time axis, which continues across
     /// restarts), and marks for live changes it reports.
     pub fn on_snapshot(&mut self, target: Target, mut snapshot: MetricsSnapshot) {

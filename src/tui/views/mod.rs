@@ -112,7 +112,7 @@ fn tab_line(app: &App) -> Line<'static> {
 
 /// Below 80x24: the numbers that matter, one per line.
 fn compact(app: &App, frame: &mut Frame, area: Rect) {
-    let s = app.a.last().cloned().unwrap_or_default();
+    let s = latest(&app.a);
     let lines = vec![
         Line::from(format!("events/s {}", rate(s.events_per_sec))),
         Line::from(format!(
@@ -270,7 +270,10 @@ pub fn lag(ms: i64) -> String {
     }
 }
 
-/// The latest snapshot of a side, or an empty one before the first arrives.
-pub fn latest(side: &Side) -> MetricsSnapshot {
-    side.last().cloned().unwrap_or_default()
+/// The latest snapshot of a side, or an empty one before the first arrives (borrowed: views
+/// draw several times a second and never need a copy).
+pub fn latest(side: &Side) -> &MetricsSnapshot {
+    static EMPTY: std::sync::LazyLock<MetricsSnapshot> =
+        std::sync::LazyLock::new(MetricsSnapshot::default);
+    side.last().unwrap_or(&EMPTY)
 }
