@@ -297,8 +297,6 @@ struct Run<'a> {
     consumer: Consumer,
     watermark: WatermarkValve,
     oracle: Oracle,
-    /// The oracle is fed and compared (not for the backfill, whose results are its sync).
-    checked: bool,
     /// The profile as changed live so far, and the changes.
     live_profile: Profile,
     changes: Vec<OptionChange>,
@@ -378,9 +376,12 @@ impl Sampling {
         }
     }
 
-    /// A new job on a new backend: its counters start from zero.
-    fn next_job(&mut self) {
-        self.sampler = RocksDbSampler::default();
+    /// A new job: its own counters start from zero; RocksDB's too when it has a new database
+    /// (a job restored on the same database continues its RocksDB counters).
+    fn next_job(&mut self, new_database: bool) {
+        if new_database {
+            self.sampler = RocksDbSampler::default();
+        }
         self.last_events = 0;
         self.last_gets = 0;
     }
@@ -433,7 +434,6 @@ impl<'a> Run<'a> {
             consumer,
             watermark,
             oracle: Oracle::new(&windows),
-            checked: job.phase != Phase::Backfill,
             sink_base,
             restored: false,
             live_profile: config.profile.clone(),
@@ -452,7 +452,7 @@ impl<'a> Run<'a> {
     /// Processes one event; every `WATERMARK_EVERY_EVENTS` events emits a watermark, which
     /// fires due timers. False when the source is exhausted.
     fn step(&mut self) -> Result<bool, EngineError> {
-        let checked = self.checked;
+        let checked = self.checked();
         let oracle = &mut self.oracle;
         // The truth sees the records the job reads, and those it wrongly skips.
         let Some(event) = self.consumer.next(|e| {
@@ -478,13 +478,18 @@ impl<'a> Run<'a> {
         Ok(true)
     }
 
+    /// The oracle is fed and compared (not for the backfill, whose results are its one sync).
+    fn checked(&self) -> bool {
+        self.phase != Phase::Backfill
+    }
+
     /// Forwards a watermark downstream if it moved: like Flink's valve, the operator (and the
     /// oracle) only ever see strictly increasing watermarks.
     fn emit_watermark(&mut self, wm: i64) -> Result<(), EngineError> {
         if wm > self.forwarded {
             self.forwarded = wm;
             self.ctx.advance_watermark(&mut self.job, wm)?;
-            if self.checked {
+            if self.checked() {
                 self.oracle.on_watermark(wm);
             }
         }
@@ -497,7 +502,7 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         // Reading the whole store is cheap only in process: compare every few samples.
-        let compare = self.checked
+        let compare = self.checked()
             && matches!(self.config.sink, SinkConfig::Memory)
             && self.sampling.seq % COMPARE_EVERY_SAMPLES == COMPARE_EVERY_SAMPLES - 1;
         let result_error = if compare {
@@ -722,7 +727,7 @@ impl Run<'_> {
             self.config.workload.spec.bounded_end_delay,
             stopped_early,
             self.consumer.exhausted(),
-            self.checked,
+            self.checked(),
         ) {
             self.end_bounded_source(delay)?;
         }
@@ -961,13 +966,7 @@ fn run_phases(
         catch_up_backend = StateBackend::open(&config.data_dir.join("catch-up"), &live_profile)?;
         &catch_up_backend
     };
-    // A new database starts its RocksDB counters from zero; a restored one continues.
-    if !from_savepoint {
-        sampling.next_job();
-    } else {
-        sampling.last_events = 0;
-        sampling.last_gets = 0;
-    }
+    sampling.next_job(!from_savepoint);
     let mut run = Run::new(
         backend, config, log, job, sink, sampling, paused_for, snapshots,
     )?;
