@@ -423,7 +423,7 @@ impl<'a> Run<'a> {
         let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
         let sink_base = sink.counters();
         let mut ctx = Context::new(backend, sink)?;
-        ctx.now = consumer.now();
+        ctx.set_now(consumer.now());
         Ok(Run {
             backend,
             config,
@@ -464,7 +464,7 @@ impl<'a> Run<'a> {
         };
         let start = Instant::now();
         let now = self.consumer.now();
-        self.ctx.now = now;
+        self.ctx.set_now(now);
         self.job.on_event(&event, &mut self.ctx)?;
         self.watermark
             .on_record(event.partition as usize, event.event_time, now);
@@ -682,7 +682,7 @@ impl<'a> Run<'a> {
         ends.sort();
         for (at, partition) in ends {
             // The replay clock never goes back (TTL reads it).
-            self.ctx.now = self.ctx.now.max(at);
+            self.ctx.set_now(self.ctx.now.max(at));
             self.watermark.on_partition_finished(partition, at);
             let wm = self.watermark.advance(at);
             self.emit_watermark(wm)?;
@@ -796,7 +796,11 @@ fn run_engine(
     let sampling = Sampling::new(config.workload.spec.sample_interval.as_duration());
     match config.workload.spec.phases.clone() {
         None => {
-            let backend = StateBackend::open(&config.data_dir, &config.profile)?;
+            let backend = StateBackend::open_with_ttl(
+                &config.data_dir,
+                &config.profile,
+                state_ttl(&config.workload),
+            )?;
             let plan = ReadPlan::from_workload(&log, &offsets).map_err(EngineError::Source)?;
             let job = JobSpec {
                 phase: Phase::Streaming,
@@ -844,7 +848,8 @@ fn run_phases(
     let switch = log.start_time() + phases.switch_at.0 as i64;
     // Both jobs are deployed at the switch; the backfill reads the retained history up to it.
     let backfill_dir = config.data_dir.join("backfill");
-    let backfill_backend = StateBackend::open(&backfill_dir, &config.profile)?;
+    let backfill_backend =
+        StateBackend::open_with_ttl(&backfill_dir, &config.profile, state_ttl(&config.workload))?;
     let fresh_state = state_is_empty(&backfill_backend);
     let (start, reason) = resolve_start(
         log,
@@ -963,7 +968,11 @@ fn run_phases(
         &backfill_backend
     } else {
         // Live changes made during the backfill carry over to the catch-up's database.
-        catch_up_backend = StateBackend::open(&config.data_dir.join("catch-up"), &live_profile)?;
+        catch_up_backend = StateBackend::open_with_ttl(
+            &config.data_dir.join("catch-up"),
+            &live_profile,
+            state_ttl(&config.workload),
+        )?;
         &catch_up_backend
     };
     sampling.next_job(!from_savepoint);
@@ -1044,4 +1053,9 @@ fn finish_last_job(
         jobs,
         end_of_input_error,
     })
+}
+
+/// The timerState TTL (ms) the job declares, which decides Flink's TTL compaction filter.
+fn state_ttl(workload: &Workload) -> Option<i64> {
+    workload.spec.timer_state_ttl.map(|t| t.0 as i64)
 }

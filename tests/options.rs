@@ -226,3 +226,120 @@ fn every_live_knob_changes_the_open_database_and_rocksdb_confirms_it() {
         .to_string();
     assert!(err.contains("writebuffer.count"), "{err}");
 }
+
+/// The options a target fixes (no knob sets them), as RocksDB wrote them back.
+#[test]
+fn each_target_s_fixed_options_are_in_effect() {
+    use statebench::config::target::Target;
+    for target in Target::ALL {
+        let mut profile = Profile::load("flink-default").unwrap();
+        profile.knobs.target = target;
+        let file = options_of(&profile);
+        let mismatches = verify(&profile, &file, &STATE_COLUMN_FAMILIES);
+        assert!(mismatches.is_empty(), "{target:?}: {mismatches:#?}");
+        let cf = CF_WINDOW_STATS;
+        let (arena, format, checksum, decouple) = match target {
+            Target::Flink120 => ("8388608", "5", "kCRC32c", "false"),
+            Target::RocksDb118 => ("1048576", "7", "kXXH3", "true"),
+        };
+        assert_eq!(file.cf(cf, "arena_block_size"), Some(arena), "{target:?}");
+        assert_eq!(file.table(cf, "format_version"), Some(format), "{target:?}");
+        assert_eq!(file.table(cf, "checksum"), Some(checksum), "{target:?}");
+        assert_eq!(
+            file.table(cf, "decouple_partitioned_filters"),
+            Some(decouple),
+            "{target:?}"
+        );
+    }
+}
+
+/// Flink's cache keeps a tenth for index and filter blocks; RocksDB's LRU default is half.
+/// RocksDB prints the cache it really uses into its LOG.
+#[test]
+fn the_block_cache_has_the_targets_high_priority_pool() {
+    use statebench::config::target::Target;
+    for (target, expected) in [
+        (Target::Flink120, "high_pri_pool_ratio: 0.100"),
+        (Target::RocksDb118, "high_pri_pool_ratio: 0.500"),
+    ] {
+        let mut profile = Profile::load("flink-default").unwrap();
+        profile.knobs.target = target;
+        let dir = tempfile::tempdir().unwrap();
+        let backend = StateBackend::open(dir.path(), &profile).unwrap();
+        drop(backend);
+        let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap();
+        assert!(log.contains(expected), "{target:?}: LOG lacks '{expected}'");
+    }
+}
+
+/// The WriteBufferManager charges memtable arena blocks: under Flink 1.20 the first few KB
+/// written to an empty memtable (past the arena's 2 KB inline block) cost an eighth of the
+/// write buffer (8 MiB of 64 MiB), under RocksDB 11's defaults at most 1 MiB — case study 1's
+/// forced flushes come from this.
+#[test]
+fn one_write_charges_a_whole_arena_block_to_the_write_buffer_manager() {
+    use statebench::config::target::Target;
+    for target in Target::ALL {
+        let mut profile = Profile::load("flink-default").unwrap();
+        profile.knobs.target = target;
+        let dir = tempfile::tempdir().unwrap();
+        let backend = StateBackend::open(dir.path(), &profile).unwrap();
+        let before = backend.memory().write_buffer_manager_usage();
+        let cf = backend.cf(CF_WINDOW_STATS).unwrap();
+        for i in 0..100u32 {
+            backend
+                .db()
+                .put_cf(cf, i.to_be_bytes(), [7u8; 100])
+                .unwrap();
+        }
+        let charged = backend.memory().write_buffer_manager_usage() - before;
+        let arena = profile.target_options().arena_block_size;
+        assert!(
+            charged >= arena && charged < arena + (1 << 20),
+            "{target:?}: 10 KB of puts charged {charged} bytes, arena block {arena}"
+        );
+    }
+}
+
+/// Flink attaches its TTL compaction filter to states with a TTL only.
+#[test]
+fn the_ttl_compaction_filter_sits_on_the_timer_state_only() {
+    use statebench::backend::CF_TIMER_STATE;
+    let profile = Profile::load("flink-default").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let backend = StateBackend::open_with_ttl(dir.path(), &profile, Some(3_600_000)).unwrap();
+    let path = backend.latest_options_file().unwrap().unwrap();
+    let file = OptionsFile::parse(&std::fs::read_to_string(path).unwrap());
+    let factory = |cf| {
+        file.cf(cf, "compaction_filter_factory")
+            .unwrap_or("nullptr")
+    };
+    assert!(
+        factory(CF_TIMER_STATE).contains("FlinkCompactionFilterFactory"),
+        "{}",
+        factory(CF_TIMER_STATE)
+    );
+    assert_eq!(factory(CF_WINDOW_STATS), "nullptr");
+}
+
+/// Expired timerState entries leave the SST files at compaction; live ones stay.
+#[test]
+fn compaction_drops_expired_timer_state() {
+    use statebench::backend::CF_TIMER_STATE;
+    let profile = Profile::load("flink-default").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = 60_000;
+    let backend = StateBackend::open_with_ttl(dir.path(), &profile, Some(ttl)).unwrap();
+    let cf = backend.cf(CF_TIMER_STATE).unwrap();
+    // [not null][last write][value], as Flink's TTL map state writes it.
+    let entry = |written: i64| [&[0u8][..], &written.to_be_bytes(), b"d"].concat();
+    backend.db().put_cf(cf, b"old", entry(1_000)).unwrap();
+    backend.db().put_cf(cf, b"new", entry(100_000)).unwrap();
+    backend.set_processing_time(1_000 + ttl + 1);
+    backend.db().flush_cf(cf).unwrap();
+    backend
+        .db()
+        .compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
+    assert_eq!(backend.db().get_cf(cf, b"old").unwrap(), None);
+    assert!(backend.db().get_cf(cf, b"new").unwrap().is_some());
+}

@@ -66,7 +66,7 @@ fn snapshot(i: u64, slow: f64) -> MetricsSnapshot {
     r.lsm.column_families = [
         "window-stats",
         "timer-state",
-        "_timer_state/event_window-timers",
+        "_timer_state/event_user-timers",
     ]
     .iter()
     .map(|name| ColumnFamilyLsm {

@@ -483,8 +483,8 @@ impl RocksDbSampler {
             },
             memory: MemorySample {
                 memtable_bytes,
-                wbm_usage: backend.write_buffer_manager().get_usage() as u64,
-                wbm_capacity: backend.write_buffer_manager().get_buffer_size() as u64,
+                wbm_usage: backend.memory().write_buffer_manager_usage(),
+                wbm_capacity: backend.memory().write_buffer_manager_capacity(),
                 block_cache_usage: int_prop("rocksdb.block-cache-usage"),
                 block_cache_capacity: int_prop("rocksdb.block-cache-capacity"),
                 block_cache_pinned: int_prop("rocksdb.block-cache-pinned-usage"),

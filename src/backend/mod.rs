@@ -3,30 +3,44 @@
 
 pub mod keys;
 pub mod latency;
+pub mod memory;
 pub mod metrics;
 pub mod options_file;
 pub mod perf;
 pub mod serializer;
+pub mod ttl_filter;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rocksdb::{
-    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DB,
-    DBCompressionType, Options, ReadOptions, WriteBatch, WriteBufferManager, WriteOptions,
+    BlockBasedIndexType, BlockBasedOptions, ChecksumType, ColumnFamily, ColumnFamilyDescriptor, DB,
+    DBCompressionType, Options, ReadOptions, WriteBatch, WriteOptions,
 };
 
 use crate::config::Profile;
 use crate::config::profile::Compression;
+use crate::config::target::{Checksum, TargetOptions};
+use memory::SharedMemory;
 
 /// `MapState<String window, Stats>` of the reference job.
 pub const CF_WINDOW_STATS: &str = "window-stats";
 /// `MapState<Long timer, Decrement>`: what each timer must decrement.
 pub const CF_TIMER_STATE: &str = "timer-state";
-/// Flink's RocksDB timer service column family for the operator's event-time timers.
-pub const CF_TIMERS: &str = "_timer_state/event_window-timers";
+/// Flink's RocksDB timer service column family for a KeyedProcessFunction's event-time timers.
+pub const CF_TIMERS: &str = "_timer_state/event_user-timers";
+/// Its processing-time timers: Flink creates the column family and scans its key-group heads
+/// when the timer service starts, though the reference job registers none.
+pub const CF_PROCESSING_TIMERS: &str = "_timer_state/processing_user-timers";
 /// Column families that hold state and share the WriteBufferManager.
 pub const STATE_COLUMN_FAMILIES: [&str; 3] = [CF_WINDOW_STATS, CF_TIMER_STATE, CF_TIMERS];
+/// Every column family the job creates besides RocksDB's default one.
+pub const ALL_COLUMN_FAMILIES: [&str; 4] = [
+    CF_WINDOW_STATS,
+    CF_TIMER_STATE,
+    CF_TIMERS,
+    CF_PROCESSING_TIMERS,
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
@@ -59,9 +73,10 @@ pub struct StateBackend {
     db: DB,
     /// Keeps statistics alive and readable for the life of the DB.
     opts: Options,
-    /// The shared block cache (a handle: resizing it resizes the one RocksDB uses).
-    cache: Cache,
-    wbm: WriteBufferManager,
+    /// The shared block cache and WriteBufferManager (resizing them resizes RocksDB's).
+    memory: SharedMemory,
+    /// Processing time for the TTL compaction filter.
+    ttl_clock: ttl_filter::TtlClock,
     write_opts: WriteOptions,
     read_opts: ReadOptions,
     path: PathBuf,
@@ -79,11 +94,13 @@ fn compression(c: Compression) -> DBCompressionType {
     }
 }
 
-/// Column-family options as Flink's RocksDBResourceContainer builds them with managed memory.
-fn column_family_options(profile: &Profile, cache: &Cache) -> Options {
+/// Column-family options as Flink's RocksDBResourceContainer builds them with managed memory
+/// (the shared cache is installed afterwards by [`SharedMemory::install_table`]).
+fn column_family_options(profile: &Profile, target: &TargetOptions) -> Options {
     let k = &profile.knobs;
     let mut opts = Options::default();
     opts.set_write_buffer_size(k.write_buffer_size.0 as usize);
+    opts.set_arena_block_size(target.arena_block_size as usize);
     opts.set_max_write_buffer_number(k.max_write_buffer_number as i32);
     opts.set_min_write_buffer_number_to_merge(k.min_write_buffer_number_to_merge as i32);
     opts.set_target_file_size_base(k.target_file_size_base.0);
@@ -101,9 +118,14 @@ fn column_family_options(profile: &Profile, cache: &Cache) -> Options {
     opts.set_disable_auto_compactions(k.disable_auto_compactions);
 
     let mut table = BlockBasedOptions::default();
-    table.set_block_cache(cache);
     table.set_block_size(k.block_size.0 as usize);
     table.set_metadata_block_size(k.metadata_block_size.0 as usize);
+    table.set_format_version(target.format_version);
+    table.set_checksum_type(match target.checksum {
+        Checksum::Crc32c => ChecksumType::CRC32c,
+        Checksum::Xxh3 => ChecksumType::XXH3,
+    });
+    table.set_optimize_filters_for_memory(target.optimize_filters_for_memory);
     // Flink with managed memory: index and filters live in (and are charged to) the cache,
     // with high priority, and L0's are pinned.
     table.set_cache_index_and_filter_blocks(true);
@@ -122,24 +144,50 @@ fn column_family_options(profile: &Profile, cache: &Cache) -> Options {
 }
 
 impl StateBackend {
-    /// Opens (creating if needed) the state backend at `path` with `profile`'s options.
+    /// Opens (creating if needed) the state backend at `path` with `profile`'s options and no
+    /// state TTL.
     pub fn open(path: &Path, profile: &Profile) -> Result<StateBackend, BackendError> {
+        Self::open_with_ttl(path, profile, None)
+    }
+
+    /// Opens the state backend for a job whose timerState has a TTL of `state_ttl` ms
+    /// (processing time): with the target's TTL compaction filter, as Flink attaches it.
+    pub fn open_with_ttl(
+        path: &Path,
+        profile: &Profile,
+        state_ttl: Option<i64>,
+    ) -> Result<StateBackend, BackendError> {
         let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+        let target = profile.target_options();
         let k = &profile.knobs;
-        let cache = Cache::new_lru_cache(derived.block_cache_capacity as usize);
-        let wbm = WriteBufferManager::new_write_buffer_manager_with_cache(
-            derived.write_buffer_manager_capacity as usize,
-            false,
-            cache.clone(),
-        );
-        let mut opts = column_family_options(profile, &cache);
+        let memory = SharedMemory::new(
+            derived.block_cache_capacity,
+            target.high_pri_pool_ratio,
+            derived.write_buffer_manager_capacity,
+        )?;
+        let clock = ttl_filter::TtlClock::default();
+        let cf_options = |name: &str| -> Result<Options, BackendError> {
+            let mut opts = column_family_options(profile, &target);
+            memory.install_table(&mut opts, target.decouple_partitioned_filters)?;
+            if let Some(ttl) = state_ttl.filter(|_| target.ttl_compaction_filter)
+                && name == CF_TIMER_STATE
+            {
+                opts.set_compaction_filter_factory(ttl_filter::TtlFilterFactory::new(
+                    ttl,
+                    clock.clone(),
+                ));
+            }
+            Ok(opts)
+        };
+        let mut opts = cf_options(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)?;
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         opts.enable_statistics();
         opts.set_max_background_jobs(k.background_jobs as i32);
         opts.set_use_direct_reads(k.use_direct_reads);
         opts.set_use_direct_io_for_flush_and_compaction(k.use_direct_io_for_flush_and_compaction);
-        opts.set_write_buffer_manager(&wbm);
+        opts.set_compaction_readahead_size(target.compaction_readahead_size as usize);
+        memory.install_write_buffer_manager(&mut opts);
         opts.set_max_open_files(-1);
         if k.io_rate_limit.0 > 0 {
             // RocksDB's defaults: 100 ms refill period, fairness 10; limits flush and compaction writes.
@@ -148,8 +196,9 @@ impl StateBackend {
         opts.set_stats_dump_period_sec(0);
         // Flink gives every column family, the unused default one included, the same options.
         let descriptors = std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
-            .chain(STATE_COLUMN_FAMILIES)
-            .map(|name| ColumnFamilyDescriptor::new(name, column_family_options(profile, &cache)));
+            .chain(ALL_COLUMN_FAMILIES)
+            .map(|name| Ok(ColumnFamilyDescriptor::new(name, cf_options(name)?)))
+            .collect::<Result<Vec<_>, BackendError>>()?;
         let db = DB::open_cf_descriptors(&opts, path, descriptors)?;
         let mut write_opts = WriteOptions::default();
         // Flink's state backend writes without a WAL: checkpoints provide durability.
@@ -157,12 +206,17 @@ impl StateBackend {
         Ok(StateBackend {
             db,
             opts,
-            cache: cache.clone(),
-            wbm,
+            memory,
+            ttl_clock: clock,
             write_opts,
             read_opts: ReadOptions::default(),
             path: path.to_path_buf(),
         })
+    }
+
+    /// Tells the TTL compaction filter the job's processing time (ms).
+    pub fn set_processing_time(&self, now: i64) {
+        self.ttl_clock.set(now);
     }
 
     pub fn db(&self) -> &DB {
@@ -173,8 +227,9 @@ impl StateBackend {
         &self.opts
     }
 
-    pub fn write_buffer_manager(&self) -> &WriteBufferManager {
-        &self.wbm
+    /// The shared block cache and WriteBufferManager.
+    pub fn memory(&self) -> &SharedMemory {
+        &self.memory
     }
 
     pub fn path(&self) -> &Path {
@@ -212,7 +267,7 @@ impl StateBackend {
                 found: None,
             }]);
         };
-        Ok(options_file::verify(profile, &file, &STATE_COLUMN_FAMILIES))
+        Ok(options_file::verify(profile, &file, &ALL_COLUMN_FAMILIES))
     }
 
     /// The newest OPTIONS file's name and contents.
@@ -243,37 +298,40 @@ impl StateBackend {
         if key.starts_with("memory.") {
             return self.resize_memory(profile);
         }
-        let Some(options_file::CfOption { option, value, .. }) =
-            options_file::cf_options(&profile.knobs)
-                .into_iter()
-                .find(|o| o.knob == key)
-        else {
+        let options: Vec<(&str, String)> = options_file::cf_options(&profile.knobs)
+            .into_iter()
+            .filter(|o| o.knob == key)
+            .map(|o| (o.option, o.value))
+            .collect();
+        if options.is_empty() {
             return Err(BackendError::NotLive(key.to_string()));
-        };
-        for cf in std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).chain(STATE_COLUMN_FAMILIES)
-        {
+        }
+        let settings: Vec<(&str, &str)> = options.iter().map(|(o, v)| (*o, v.as_str())).collect();
+        for cf in std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).chain(ALL_COLUMN_FAMILIES) {
             let handle = self
                 .db
                 .cf_handle(cf)
                 .ok_or_else(|| BackendError::Corrupt(format!("column family '{cf}' is missing")))?;
-            self.db
-                .set_options_cf(handle, &[(option, value.as_str())])?;
+            self.db.set_options_cf(handle, &settings)?;
         }
         let (file_name, file) = self
             .read_latest_options()?
             .ok_or_else(|| BackendError::Corrupt("no OPTIONS file after SetOptions".to_string()))?;
-        for cf in STATE_COLUMN_FAMILIES {
-            let found = file.cf(cf, option);
-            if !found.is_some_and(|f| options_file::same_value(f, &value)) {
-                return Err(BackendError::NotApplied {
-                    option: option.to_string(),
-                    expected: value,
-                    found: found.unwrap_or("nothing").to_string(),
-                    file: file_name,
-                });
+        for cf in ALL_COLUMN_FAMILIES {
+            for (option, value) in &options {
+                let found = file.cf(cf, option);
+                if !found.is_some_and(|f| options_file::same_value(f, value)) {
+                    return Err(BackendError::NotApplied {
+                        option: option.to_string(),
+                        expected: value.clone(),
+                        found: found.unwrap_or("nothing").to_string(),
+                        file: file_name,
+                    });
+                }
             }
         }
-        Ok(format!("{option}={value} in {file_name}"))
+        let applied: Vec<String> = options.iter().map(|(o, v)| format!("{o}={v}")).collect();
+        Ok(format!("{} in {file_name}", applied.join(", ")))
     }
 
     /// Resizes the shared block cache and the WriteBufferManager to `profile`'s managed memory
@@ -281,17 +339,16 @@ impl StateBackend {
     /// an error when they are not what was asked.
     fn resize_memory(&self, profile: &Profile) -> Result<String, BackendError> {
         let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
-        let mut cache = self.cache.clone();
-        cache.set_capacity(derived.block_cache_capacity as usize);
-        self.wbm
-            .set_buffer_size(derived.write_buffer_manager_capacity as usize);
+        self.memory.set_cache_capacity(derived.block_cache_capacity);
+        self.memory
+            .set_write_buffer_manager_capacity(derived.write_buffer_manager_capacity);
         let capacity = self
             .db
             .property_int_value("rocksdb.block-cache-capacity")
             .ok()
             .flatten()
             .unwrap_or(0);
-        let wbm = self.wbm.get_buffer_size() as u64;
+        let wbm = self.memory.write_buffer_manager_capacity();
         if capacity != derived.block_cache_capacity || wbm != derived.write_buffer_manager_capacity
         {
             return Err(BackendError::NotApplied {
@@ -363,6 +420,11 @@ impl<'a> StateAccess<'a> {
         }
     }
 
+    /// The job's processing time (ms), for the TTL compaction filter.
+    pub fn set_processing_time(&self, now: i64) {
+        self.backend.set_processing_time(now);
+    }
+
     /// Point lookup; `f` sees the value while it is pinned (Flink deserializes right away).
     pub fn get<T>(
         &mut self,
@@ -401,10 +463,8 @@ impl<'a> StateAccess<'a> {
         Ok(())
     }
 
+    /// Writes `batch`, even an empty one (Flink's batch wrapper does, and RocksDB counts it).
     pub fn write_batch(&mut self, batch: WriteBatch) -> Result<(), BackendError> {
-        if batch.is_empty() {
-            return Ok(());
-        }
         let entries = batch.len() as u64;
         let bytes = batch.size_in_bytes() as u64;
         let start = Instant::now();

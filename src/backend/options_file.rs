@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::config::Profile;
 use crate::config::profile::Knobs;
+use crate::config::target::TargetOptions;
 
 /// Sections (`DBOptions`, `CFOptions "name"`, `TableOptions/BlockBasedTable "name"`) to key/values.
 #[derive(Debug, Default, Clone)]
@@ -93,7 +94,7 @@ pub struct CfOption {
     pub value: String,
 }
 
-/// Every knob that maps one-to-one onto a column-family option, with the value `k` gives it:
+/// Every knob that maps onto column-family options (one row per option), with the value `k` gives it:
 /// what `verify` checks in the OPTIONS file and what live tuning sets (compression per level
 /// and the table options are checked on their own).
 pub fn cf_options(k: &Knobs) -> Vec<CfOption> {
@@ -107,6 +108,15 @@ pub fn cf_options(k: &Knobs) -> Vec<CfOption> {
             "writebuffer.size",
             "write_buffer_size",
             k.write_buffer_size.0.to_string(),
+        ),
+        // The memtable arena block follows the write buffer as the target's RocksDB sizes it
+        // (Flink 1.20: an eighth of it), so a live change of the buffer moves it too.
+        o(
+            "writebuffer.size",
+            "arena_block_size",
+            TargetOptions::new(k.target, k.write_buffer_size.0)
+                .arena_block_size
+                .to_string(),
         ),
         o(
             "writebuffer.count",
@@ -199,6 +209,16 @@ pub fn verify(profile: &Profile, file: &OptionsFile, column_families: &[&str]) -
             found == Some(expected.as_str()),
         );
     }
+    let target = profile.target_options();
+    let found = db("compaction_readahead_size");
+    let expected = target.compaction_readahead_size.to_string();
+    check(
+        "DBOptions".into(),
+        "compaction_readahead_size",
+        found,
+        expected.clone(),
+        found == Some(expected.as_str()),
+    );
     for cf in column_families {
         let section = format!("CFOptions \"{cf}\"");
         for CfOption { option, value, .. } in cf_options(k) {
@@ -234,6 +254,16 @@ pub fn verify(profile: &Profile, file: &OptionsFile, column_families: &[&str]) -
                 .to_string(),
             ),
             ("cache_index_and_filter_blocks", "true".to_string()),
+            ("format_version", target.format_version.to_string()),
+            ("checksum", target.checksum.rocksdb_name().to_string()),
+            (
+                "optimize_filters_for_memory",
+                target.optimize_filters_for_memory.to_string(),
+            ),
+            (
+                "decouple_partitioned_filters",
+                target.decouple_partitioned_filters.to_string(),
+            ),
         ] {
             let found = file.table(cf, option);
             check(

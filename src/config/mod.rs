@@ -4,6 +4,7 @@
 //! that name the file, the line, the key and what would have been valid.
 
 pub mod profile;
+pub mod target;
 pub mod units;
 pub mod workload;
 

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::target::{Target, TargetOptions};
 use super::units::{ByteSize, human_bytes};
 use super::{ConfigError, Origin, locate, parse_yaml};
 
@@ -103,6 +104,11 @@ impl KnobValue for u32 {
 impl KnobValue for f64 {
     fn show(&self) -> String {
         format!("{self}")
+    }
+}
+impl KnobValue for Target {
+    fn show(&self) -> String {
+        self.name().to_string()
     }
 }
 impl KnobValue for Vec<Compression> {
@@ -234,6 +240,8 @@ knobs! {
     io_rate_limit: ByteSize = ByteSize(0), "io.rate-limit-per-sec", None;
     /// Stop automatic compactions: L0 grows without bound (RocksDB then skips the L0 and pending-bytes stall conditions): a live experiment.
     disable_auto_compactions: bool = false, "compaction.disable-auto-compactions", None;
+    /// Whose RocksDB to reproduce: flink-1.20 (FRocksDB 6.20.3's effective options: arena, cache high-priority pool, checksum, format, TTL filter) or rocksdb-11.8 (RocksDB's own defaults, to measure the difference).
+    target: Target = Target::Flink120, "target", None;
 }
 
 /// Knobs RocksDB can change on an open database (SetOptions, the cache's and the
@@ -298,6 +306,8 @@ pub struct Derived {
     pub write_buffer_budget_per_column_family: u64,
     pub arena_block_size: u64,
     pub mutable_limit: u64,
+    /// Share of the block cache kept for index and filter blocks.
+    pub high_pri_pool_ratio: f64,
     /// Bits per key RocksDB really gets, if a bloom filter is on.
     pub effective_bloom_bits_per_key: Option<f64>,
     /// Things the user should know: silently overridden settings, poor memory configurations.
@@ -518,6 +528,11 @@ impl Profile {
     }
 
     /// Flink's memory math for `state_column_families` states sharing one WriteBufferManager.
+    /// The options the profile's target fixes that no knob sets.
+    pub fn target_options(&self) -> TargetOptions {
+        TargetOptions::new(self.knobs.target, self.knobs.write_buffer_size.0)
+    }
+
     pub fn derived(&self, state_column_families: usize) -> Derived {
         let k = &self.knobs;
         let m = k.managed_memory.0 as f64;
@@ -526,9 +541,10 @@ impl Profile {
         let cache = ((3.0 - r) * m / 3.0) as u64;
         let wbm = (2.0 * m * r / 3.0) as u64;
         let per_cf = wbm / state_column_families.max(1) as u64;
-        // Flink's arena-block-size check: write_buffer_size / 8 rounded up to 4 KB must fit in
-        // the mutable limit (7/8 of the WriteBufferManager), or RocksDB flushes constantly.
-        let arena = (k.write_buffer_size.0 / 8).div_ceil(4096) * 4096;
+        // Flink's arena-block-size check: the arena block (write_buffer_size / 8 rounded up to
+        // 4 KB under Flink 1.20) must fit in the mutable limit (7/8 of the WriteBufferManager),
+        // or RocksDB flushes constantly.
+        let arena = self.target_options().arena_block_size;
         let mutable_limit = wbm * 7 / 8;
         let mut notes = Vec::new();
         if arena > mutable_limit {
@@ -555,16 +571,21 @@ impl Profile {
                 k.bloom_bits_per_key, FLINK_PARTITIONED_BLOOM_BITS
             ));
         }
-        notes.push(
-            "block cache high-priority pool: RocksDB's default LRU ratio (0.5) is used; Flink's high-prio-pool-ratio (default 0.1) cannot be set through RocksDB's C API"
-                .to_string(),
-        );
+        if k.target != Target::Flink120 {
+            notes.push(format!(
+                "target {}: RocksDB's own defaults, not Flink's (arena {}, high-priority pool {}): numbers will differ from a Flink job's",
+                k.target.name(),
+                human_bytes(arena as f64),
+                self.target_options().high_pri_pool_ratio
+            ));
+        }
         Derived {
             block_cache_capacity: cache,
             write_buffer_manager_capacity: wbm,
             state_column_families,
             write_buffer_budget_per_column_family: per_cf,
             arena_block_size: arena,
+            high_pri_pool_ratio: self.target_options().high_pri_pool_ratio,
             mutable_limit,
             effective_bloom_bits_per_key: effective_bloom,
             notes,
@@ -608,6 +629,11 @@ impl fmt::Display for Derived {
             "  arena block size          {:>10}   must not exceed mutable limit {}",
             human_bytes(self.arena_block_size as f64),
             human_bytes(self.mutable_limit as f64)
+        )?;
+        writeln!(
+            f,
+            "  high-priority pool        {:>10}   of the block cache for index and filter blocks",
+            self.high_pri_pool_ratio
         )?;
         match self.effective_bloom_bits_per_key {
             Some(bits) => writeln!(

@@ -14,7 +14,8 @@ use super::timers::{Timer, TimerService};
 use crate::backend::keys::{self, CompositeKey};
 use crate::backend::serializer::{Decrement, Stats, ValueSerializer};
 use crate::backend::{
-    BackendError, CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS, StateAccess, StateBackend,
+    BackendError, CF_PROCESSING_TIMERS, CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS, StateAccess,
+    StateBackend,
 };
 use crate::config::Workload;
 use crate::config::workload::WriteCondition;
@@ -34,6 +35,10 @@ pub struct Context<'a> {
 impl<'a> Context<'a> {
     pub fn new(backend: &'a StateBackend, sink: Box<dyn Sink>) -> Result<Self, PipelineError> {
         let mut state = StateAccess::new(backend);
+        // Flink's timer service creates the processing-time queue first and, like the
+        // event-time one, loads the head of each of its key groups; the job registers no
+        // processing-time timers, so the queue is not kept.
+        TimerService::open(backend.cf(CF_PROCESSING_TIMERS)?, &mut state)?;
         let timers = TimerService::open(backend.cf(CF_TIMERS)?, &mut state)?;
         Ok(Context {
             state,
@@ -42,6 +47,12 @@ impl<'a> Context<'a> {
             sink,
             watermark: i64::MIN,
         })
+    }
+
+    /// Moves processing time (the replay clock, which TTL reads) to `now`.
+    pub fn set_now(&mut self, now: i64) {
+        self.now = now;
+        self.state.set_processing_time(now);
     }
 
     /// Fires every timer at or before `watermark` on `op`.
@@ -313,6 +324,10 @@ impl Operator for FrequencyJob<'_> {
             self.ttl,
             &mut self.counters,
         )?;
+        // The field report's onTimer removes the timerState entry in a `finally`, whatever it
+        // read: also when the entry was missing, and again after the TTL wrapper removed an
+        // expired one.
+        ctx.state.delete(self.timer_state_cf, k)?;
         let Some(decrement) = decrement else {
             self.counters.missing_decrements += 1;
             return Ok(());
@@ -320,7 +335,6 @@ impl Operator for FrequencyJob<'_> {
         let user = user_id(&timer.key).ok_or_else(|| {
             PipelineError::Backend(BackendError::Corrupt(format!("user key '{}'", timer.key)))
         })?;
-        ctx.state.delete(self.timer_state_cf, k)?;
         let write = self.writes(timer.timestamp, ctx);
         for (window, n) in decrement.windows {
             let Some(label) = self.labels.get(usize::from(window)) else {

@@ -106,7 +106,9 @@ impl<'a> TimerService<'a> {
         }
         let prefix = keys::key_group_prefix(kg);
         let seek_to = q.seek_hint.clone().unwrap_or_else(|| prefix.clone());
-        self.flush_batch(state)?;
+        // Flink's RocksDBWriteBatchWrapper#flush writes the batch before every scan, an empty
+        // one too: RocksDB sees a write (and checks its WriteBufferManager) either way.
+        state.write_batch(std::mem::take(&mut self.batch))?;
         let (loaded, more) = state.scan_prefix(self.cf, &prefix, &seek_to, CACHE_SIZE)?;
         // Invariant for `keys::timer_timestamp` and friends: every cached key is long enough.
         if let Some(bad) = loaded.iter().find(|k| k.len() < keys::MIN_TIMER_KEY_LEN) {

@@ -1,0 +1,131 @@
+//! Flink's shared managed memory: one LRU block cache (with Flink's high-priority pool ratio)
+//! and the WriteBufferManager that charges every memtable to it, built by the C++ shim
+//! (`flink_shim.cc`) because RocksDB's C API cannot set the cache's high-priority pool.
+
+use std::ptr::NonNull;
+
+use rocksdb::{AsRawPtr, Options};
+
+use super::BackendError;
+
+#[repr(C)]
+struct RawMemory {
+    _private: [u8; 0],
+}
+
+unsafe extern "C" {
+    fn statebench_memory_create(
+        cache_capacity: usize,
+        high_pri_pool_ratio: f64,
+        wbm_capacity: usize,
+    ) -> *mut RawMemory;
+    fn statebench_memory_destroy(memory: *mut RawMemory);
+    fn statebench_memory_set_cache_capacity(memory: *mut RawMemory, capacity: usize);
+    fn statebench_memory_set_wbm_capacity(memory: *mut RawMemory, capacity: usize);
+    fn statebench_memory_wbm_usage(memory: *const RawMemory) -> usize;
+    fn statebench_memory_wbm_capacity(memory: *const RawMemory) -> usize;
+    fn statebench_options_set_memory(
+        options: *mut librocksdb_sys::rocksdb_options_t,
+        memory: *const RawMemory,
+    );
+    fn statebench_options_set_table(
+        options: *mut librocksdb_sys::rocksdb_options_t,
+        memory: *const RawMemory,
+        decouple_partitioned_filters: u8,
+    ) -> i32;
+}
+
+/// The block cache and WriteBufferManager every column family shares.
+pub struct SharedMemory {
+    raw: NonNull<RawMemory>,
+}
+
+// The shim's object holds two shared_ptrs to RocksDB's thread-safe Cache and
+// WriteBufferManager; every function it exposes is safe to call from any thread.
+unsafe impl Send for SharedMemory {}
+unsafe impl Sync for SharedMemory {}
+
+impl SharedMemory {
+    /// A cache of `cache_capacity` bytes reserving `high_pri_pool_ratio` for index and filter
+    /// blocks, and a non-stalling WriteBufferManager of `wbm_capacity` bytes charged to it.
+    pub fn new(
+        cache_capacity: u64,
+        high_pri_pool_ratio: f64,
+        wbm_capacity: u64,
+    ) -> Result<SharedMemory, BackendError> {
+        // SAFETY: plain values in; the shim returns an owned object or null.
+        let raw = unsafe {
+            statebench_memory_create(
+                cache_capacity as usize,
+                high_pri_pool_ratio,
+                wbm_capacity as usize,
+            )
+        };
+        NonNull::new(raw)
+            .map(|raw| SharedMemory { raw })
+            .ok_or_else(|| {
+                BackendError::Corrupt(format!(
+                    "RocksDB refused an LRU cache of {cache_capacity} bytes with high-priority pool ratio {high_pri_pool_ratio}"
+                ))
+            })
+    }
+
+    /// Charges the memtables of a database opened with `opts` to this WriteBufferManager.
+    pub fn install_write_buffer_manager(&self, opts: &mut Options) {
+        // SAFETY: both pointers are alive for the call; the shim copies a shared_ptr.
+        unsafe { statebench_options_set_memory(opts.as_raw_ptr(), self.raw.as_ptr()) }
+    }
+
+    /// Rebuilds the block-based table factory of column-family options `opts` with this
+    /// cache and `decouple_partitioned_filters`.
+    pub fn install_table(
+        &self,
+        opts: &mut Options,
+        decouple_partitioned_filters: bool,
+    ) -> Result<(), BackendError> {
+        // SAFETY: both pointers are alive for the call; the shim copies the table options.
+        let rc = unsafe {
+            statebench_options_set_table(
+                opts.as_raw_ptr(),
+                self.raw.as_ptr(),
+                u8::from(decouple_partitioned_filters),
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(BackendError::Corrupt(
+                "column-family options without a block-based table factory".to_string(),
+            ))
+        }
+    }
+
+    pub fn set_cache_capacity(&self, capacity: u64) {
+        // SAFETY: the object is alive while self is.
+        unsafe { statebench_memory_set_cache_capacity(self.raw.as_ptr(), capacity as usize) }
+    }
+
+    pub fn set_write_buffer_manager_capacity(&self, capacity: u64) {
+        // SAFETY: the object is alive while self is.
+        unsafe { statebench_memory_set_wbm_capacity(self.raw.as_ptr(), capacity as usize) }
+    }
+
+    /// Bytes of memtable memory the WriteBufferManager counts (arena blocks allocated).
+    pub fn write_buffer_manager_usage(&self) -> u64 {
+        // SAFETY: the object is alive while self is.
+        unsafe { statebench_memory_wbm_usage(self.raw.as_ptr()) as u64 }
+    }
+
+    pub fn write_buffer_manager_capacity(&self) -> u64 {
+        // SAFETY: the object is alive while self is.
+        unsafe { statebench_memory_wbm_capacity(self.raw.as_ptr()) as u64 }
+    }
+}
+
+impl Drop for SharedMemory {
+    fn drop(&mut self) {
+        // SAFETY: created by statebench_memory_create and dropped once; RocksDB's options and
+        // database hold their own shared_ptrs, so the cache outlives this handle if still used.
+        unsafe { statebench_memory_destroy(self.raw.as_ptr()) }
+    }
+}
