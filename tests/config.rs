@@ -103,6 +103,15 @@ fn unknown_key_names_file_line_and_suggestion() {
 }
 
 #[test]
+fn the_old_compression_key_points_to_flinks_spelling() {
+    let msg = profile_error("tests/fixtures/invalid/profile-old-compression-key.yaml");
+    assert_eq!(
+        msg,
+        "unknown key 'compression.per-level' in tests/fixtures/invalid/profile-old-compression-key.yaml line 3 (did you mean 'compression.per.level'?)"
+    );
+}
+
+#[test]
 fn bad_units_name_the_key_and_the_valid_units() {
     let msg = profile_error("tests/fixtures/invalid/profile-bad-unit.yaml");
     assert!(msg.starts_with("tests/fixtures/invalid/profile-bad-unit.yaml line 2, key 'writebuffer.size': invalid size '64xb'"), "{msg}");
@@ -168,7 +177,7 @@ fn an_edited_profile_saved_as_yaml_loads_back_the_same() {
         .unwrap()
         .edited("block.blocksize", "16kb")
         .unwrap()
-        .edited("compression.per-level", "[none, lz4, zstd]")
+        .edited("compression.per.level", "[none, lz4, zstd]")
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tuned.yaml");

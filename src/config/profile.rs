@@ -225,7 +225,7 @@ knobs! {
     /// Size levels from the bottom up (level_compaction_dynamic_level_bytes).
     dynamic_level_bytes: bool = false, "compaction.level.use-dynamic-size", Some("state.backend.rocksdb.compaction.level.use-dynamic-size");
     /// Compression per level, L0 first; the last entry applies to all deeper levels.
-    compression_per_level: Vec<Compression> = vec![Compression::Snappy], "compression.per-level", Some("state.backend.rocksdb.compression.per-level");
+    compression_per_level: Vec<Compression> = vec![Compression::Snappy], "compression.per.level", Some("state.backend.rocksdb.compression.per.level");
     /// Background flush + compaction threads (max_background_jobs).
     background_jobs: u32 = 2, "thread.num", Some("state.backend.rocksdb.thread.num");
     /// L0 file count at which writes are slowed down.
@@ -486,7 +486,7 @@ impl Profile {
         }
         if k.compression_per_level.is_empty() || k.compression_per_level.len() > 7 {
             problems.push(format!(
-                "'compression.per-level' has {} entries but needs 1 to 7 (one per level, the last repeats)",
+                "'compression.per.level' has {} entries but needs 1 to 7 (one per level, the last repeats)",
                 k.compression_per_level.len()
             ));
         }
