@@ -162,7 +162,7 @@ impl StateBackend {
         let k = &profile.knobs;
         let memory = SharedMemory::new(
             derived.block_cache_capacity,
-            target.high_pri_pool_ratio,
+            k.high_prio_pool_ratio,
             derived.write_buffer_manager_capacity,
         )?;
         let clock = ttl_filter::TtlClock::default();

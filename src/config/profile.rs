@@ -196,6 +196,8 @@ knobs! {
     managed_memory: ByteSize = ByteSize(64 << 20), "memory.managed-size", Some("state.backend.rocksdb.memory.fixed-per-slot");
     /// Share of managed memory for memtables (WriteBufferManager); the rest is block cache.
     write_buffer_ratio: f64 = 0.5, "memory.write-buffer-ratio", Some("state.backend.rocksdb.memory.write-buffer-ratio");
+    /// Share of the block cache kept for index and filter blocks (Flink builds its LRU cache with it).
+    high_prio_pool_ratio: f64 = 0.1, "memory.high-prio-pool-ratio", Some("state.backend.rocksdb.memory.high-prio-pool-ratio");
     /// Two-level index and partitioned bloom filters (Flink forces a 10-bit bloom with them).
     partitioned_index_filters: bool = false, "memory.partitioned-index-filters", Some("state.backend.rocksdb.memory.partitioned-index-filters");
     /// Size of one memtable per column family.
@@ -418,6 +420,21 @@ impl Profile {
                 k.write_buffer_ratio
             ));
         }
+        if !(k.high_prio_pool_ratio > 0.0 && k.high_prio_pool_ratio < 1.0) {
+            problems.push(format!(
+                "'memory.high-prio-pool-ratio' is {} but must be between 0 and 1 (exclusive); Flink's default is 0.1",
+                k.high_prio_pool_ratio
+            ));
+        }
+        // RocksDBMemoryConfiguration#validate: the memtables' share of the cache they are
+        // charged to (2r / (3 - r)) and the high-priority pool must leave room for data blocks.
+        let memtable_share = 2.0 * k.write_buffer_ratio / (3.0 - k.write_buffer_ratio);
+        if memtable_share + k.high_prio_pool_ratio >= 1.0 {
+            problems.push(format!(
+                "'memory.write-buffer-ratio' {} with 'memory.high-prio-pool-ratio' {} leaves no block cache for data: Flink refuses it (2r/(3-r) + ratio must stay below 1)",
+                k.write_buffer_ratio, k.high_prio_pool_ratio
+            ));
+        }
         if k.partitioned_index_filters && !k.use_bloom_filter {
             problems.push(
                 "'memory.partitioned-index-filters: true' needs 'use-bloom-filter: true': there is no filter to partition"
@@ -573,10 +590,9 @@ impl Profile {
         }
         if k.target != Target::Flink120 {
             notes.push(format!(
-                "target {}: RocksDB's own defaults, not Flink's (arena {}, high-priority pool {}): numbers will differ from a Flink job's",
+                "target {}: RocksDB's own defaults, not Flink's (e.g. arena block {}): numbers will differ from a Flink job's",
                 k.target.name(),
                 human_bytes(arena as f64),
-                self.target_options().high_pri_pool_ratio
             ));
         }
         Derived {
@@ -585,7 +601,7 @@ impl Profile {
             state_column_families,
             write_buffer_budget_per_column_family: per_cf,
             arena_block_size: arena,
-            high_pri_pool_ratio: self.target_options().high_pri_pool_ratio,
+            high_pri_pool_ratio: k.high_prio_pool_ratio,
             mutable_limit,
             effective_bloom_bits_per_key: effective_bloom,
             notes,

@@ -50,8 +50,6 @@ impl Checksum {
 pub struct TargetOptions {
     /// Memtable arena block: what the WriteBufferManager charges per allocation step.
     pub arena_block_size: u64,
-    /// Share of the block cache reserved for high-priority (index and filter) blocks.
-    pub high_pri_pool_ratio: f64,
     /// RocksDB 8.x's decoupled filter partitions (false: cut at index partition boundaries).
     pub decouple_partitioned_filters: bool,
     pub format_version: i32,
@@ -69,12 +67,10 @@ impl TargetOptions {
             // to 4 KiB (Flink's RocksDBMemoryControllerUtils checks that figure against the
             // WriteBufferManager); RocksJava's BlockBasedTableConfig writes format_version 5 and
             // CRC32c; 6.20 has no filter memory optimisation, no compaction readahead and couples
-            // filter partitions to index partitions. Flink's RocksDBResourceContainer builds its
-            // LRU cache with high-prio-pool-ratio 0.1 and attaches its TTL compaction filter to
-            // every state with a TTL.
+            // filter partitions to index partitions. Flink attaches its TTL compaction filter to
+            // every state with a TTL. (Its cache's high-priority pool is a knob of its own.)
             Target::Flink120 => TargetOptions {
                 arena_block_size: (write_buffer_size / 8).div_ceil(4096) * 4096,
-                high_pri_pool_ratio: 0.1,
                 decouple_partitioned_filters: false,
                 format_version: 5,
                 checksum: Checksum::Crc32c,
@@ -82,10 +78,9 @@ impl TargetOptions {
                 compaction_readahead_size: 0,
                 ttl_compaction_filter: true,
             },
-            // RocksDB 11.8: the arena is capped at 1 MiB; LRUCacheOptions' 0.5 high-priority pool.
+            // RocksDB 11.8: the arena is capped at 1 MiB.
             Target::RocksDb118 => TargetOptions {
                 arena_block_size: (write_buffer_size / 8).min(1 << 20).div_ceil(4096) * 4096,
-                high_pri_pool_ratio: 0.5,
                 decouple_partitioned_filters: true,
                 format_version: 7,
                 checksum: Checksum::Xxh3,
