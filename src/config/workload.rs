@@ -31,7 +31,7 @@ pub enum Distribution {
     HotSet,
 }
 
-/// How values are serialized: Flink's POJO serializer or a generic, self-describing one (Kryo).
+/// How values are serialized: Flink's POJO serializer or its Kryo fallback (`pipeline.force-kryo`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SerializerKind {

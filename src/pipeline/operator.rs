@@ -12,7 +12,7 @@ use super::sink::Sink;
 use super::source::{Event, Generator};
 use super::timers::{Timer, TimerService};
 use crate::backend::keys::{self, CompositeKey};
-use crate::backend::serializer::{Decrement, Stats, ValueSerializer};
+use crate::backend::serializer::{CodecError, Decrement, Stats, ValueSerializer};
 use crate::backend::{
     BackendError, CF_PROCESSING_TIMERS, CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS, StateAccess,
     StateBackend,
@@ -137,19 +137,20 @@ impl<'a> FrequencyJob<'a> {
         workload: &Workload,
         mode: JobMode,
     ) -> Result<Self, PipelineError> {
+        let labels: Vec<String> = workload
+            .spec
+            .windows
+            .iter()
+            .map(|w| Workload::window_label(*w))
+            .collect();
         Ok(FrequencyJob {
             mode,
             stats_cf: backend.cf(CF_WINDOW_STATS)?,
             timer_state_cf: backend.cf(CF_TIMER_STATE)?,
             ttl: workload.spec.timer_state_ttl.map(|t| t.0 as i64),
             windows: workload.spec.windows.iter().map(|w| w.0 as i64).collect(),
-            labels: workload
-                .spec
-                .windows
-                .iter()
-                .map(|w| Workload::window_label(*w))
-                .collect(),
-            serializer: ValueSerializer(workload.spec.serializer),
+            serializer: ValueSerializer::new(workload.spec.serializer, &labels),
+            labels,
             key: CompositeKey::default(),
             user: String::new(),
             value: Vec::with_capacity(128),
@@ -163,7 +164,7 @@ impl<'a> FrequencyJob<'a> {
         &self,
         state: &mut StateAccess,
     ) -> Result<Vec<(u64, usize, i64)>, PipelineError> {
-        let serializer = self.serializer;
+        let serializer = &self.serializer;
         let mut out = Vec::new();
         state.for_each(self.stats_cf, |key, value| {
             let parsed = keys::split_string_map_key(key).and_then(|(user, label)| {
@@ -217,7 +218,7 @@ impl<'a> FrequencyJob<'a> {
         event_time: i64,
         ctx: &mut Context,
     ) -> Result<i64, PipelineError> {
-        let serializer = self.serializer;
+        let serializer = &self.serializer;
         let k = self.key.with_string_user_key(&self.labels[window]);
         let mut stats = ctx
             .state
@@ -263,7 +264,7 @@ impl<'a> FrequencyJob<'a> {
         window: usize,
     ) -> Result<i64, PipelineError> {
         self.key.set_key(user);
-        let serializer = self.serializer;
+        let serializer = &self.serializer;
         let k = self.key.with_string_user_key(&self.labels[window]);
         Ok(state
             .get(self.stats_cf, k, |v| Ok(serializer.decode_stats(v)?))?
@@ -279,13 +280,13 @@ impl Operator for FrequencyJob<'_> {
         let write = self.writes(event.event_time, ctx);
         Generator::user_key(event.user, &mut self.user);
         self.key.set_key(&self.user);
-        let serializer = self.serializer;
         for i in 0..self.windows.len() {
             let window = self.windows[i];
             let count = self.increment(i, event.event_time, ctx)?;
             if write {
                 ctx.sink.write(event.user, i, count)?;
             }
+            let serializer = &self.serializer;
 
             // timerState: remember what the timer at eventTime + window must decrement.
             let fire_at = event.event_time + window;
@@ -302,7 +303,8 @@ impl Operator for FrequencyJob<'_> {
             decrement.add(i as u8, 1);
             encode_with_ttl(self.ttl, ctx.now, &mut self.value, |out| {
                 serializer.encode_decrement(&decrement, out)
-            });
+            })
+            .map_err(BackendError::from)?;
             ctx.state.put(self.timer_state_cf, k, &self.value)?;
 
             ctx.timers.register(&mut ctx.state, &self.key, fire_at)?;
@@ -314,7 +316,7 @@ impl Operator for FrequencyJob<'_> {
 
     fn on_timer(&mut self, timer: &Timer, ctx: &mut Context) -> Result<(), PipelineError> {
         self.key.set_key(&timer.key);
-        let serializer = self.serializer;
+        let serializer = &self.serializer;
         let k = self.key.with_long_user_key(timer.timestamp);
         let decrement = read_decrement(
             ctx,
@@ -378,19 +380,20 @@ fn encode_with_ttl(
     ttl: Option<i64>,
     now: i64,
     out: &mut Vec<u8>,
-    encode: impl FnOnce(&mut Vec<u8>),
-) {
+    encode: impl FnOnce(&mut Vec<u8>) -> Result<(), CodecError>,
+) -> Result<(), CodecError> {
     match ttl {
         None => encode(out),
         Some(_) => {
             // The map value is written null-sensitively around Flink's TtlValue:
-            // [not-null flag][last-write timestamp][user value].
-            let mut value = Vec::with_capacity(32);
-            encode(&mut value);
-            out.clear();
-            out.push(0);
-            out.extend_from_slice(&now.to_be_bytes());
-            out.extend_from_slice(value.get(1..).unwrap_or_default());
+            // [not-null flag][last-write timestamp][user value]; the timestamp goes in after
+            // the encoder's null flag, in place.
+            encode(out)?;
+            let len = out.len().max(1);
+            out.resize(len + 8, 0);
+            out.copy_within(1..len, 9);
+            out[1..9].copy_from_slice(&now.to_be_bytes());
+            Ok(())
         }
     }
 }
@@ -402,7 +405,7 @@ fn read_decrement(
     ctx: &mut Context,
     cf: &ColumnFamily,
     key: &[u8],
-    serializer: ValueSerializer,
+    serializer: &ValueSerializer,
     ttl: Option<i64>,
     counters: &mut JobCounters,
 ) -> Result<Option<Decrement>, PipelineError> {
@@ -446,21 +449,29 @@ mod tests {
 
     #[test]
     fn ttl_values_have_flinks_layout() {
-        let serializer = ValueSerializer(crate::config::workload::SerializerKind::Compact);
-        let d = Decrement {
-            windows: vec![(1, 2)],
-        };
-        let mut plain = Vec::new();
-        serializer.encode_decrement(&d, &mut plain);
-        let mut with_ttl = Vec::new();
-        encode_with_ttl(Some(60_000), 1_234, &mut with_ttl, |out| {
-            serializer.encode_decrement(&d, out)
-        });
-        // [not null][timestamp][value without its own null flag]
-        assert_eq!(with_ttl[0], 0);
-        assert_eq!(with_ttl[1..9], 1_234i64.to_be_bytes());
-        assert_eq!(with_ttl[9..], plain[1..]);
-        assert_eq!(serializer.decode_decrement_body(&with_ttl[9..]), Ok(d));
+        for kind in [
+            crate::config::workload::SerializerKind::Compact,
+            crate::config::workload::SerializerKind::Generic,
+        ] {
+            let serializer = ValueSerializer::new(kind, &["1m", "5m"]);
+            let d = Decrement {
+                windows: vec![(1, 2)],
+            };
+            let mut plain = Vec::new();
+            serializer.encode_decrement(&d, &mut plain).unwrap();
+            // A buffer holding an earlier, longer value.
+            let mut with_ttl = vec![7; 64];
+            encode_with_ttl(Some(60_000), 1_234, &mut with_ttl, |out| {
+                serializer.encode_decrement(&d, out)
+            })
+            .unwrap();
+            // [not null][timestamp][value without its own null flag]
+            assert_eq!(with_ttl.len(), plain.len() + 8);
+            assert_eq!(with_ttl[0], 0);
+            assert_eq!(with_ttl[1..9], 1_234i64.to_be_bytes());
+            assert_eq!(with_ttl[9..], plain[1..]);
+            assert_eq!(serializer.decode_decrement_body(&with_ttl[9..]), Ok(d));
+        }
     }
 
     #[test]
