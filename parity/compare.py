@@ -36,13 +36,14 @@ def read_counts(path):
 
 
 EVENT = re.compile(r"EVENT_LOG_v1 (\{.*\})\s*$")
+HIGH_PRI = re.compile(r"^\s*high_pri_pool_ratio: ([0-9.]+)\s*$")
 
 
 def log_events(paths):
     """RocksDB LOG files -> flush and compaction events (FRocksDB 6.20 and RocksDB 11 write the
     same EVENT_LOG_v1 lines). Flushes caused by closing the database (reason `Shutdown`) are
     counted apart: the Flink job is measured while its database is open."""
-    out = {"flush_started": 0, "flush_finished": 0, "compaction_started": 0,
+    out = {"high_pri_pool_ratio": set(), "flush_started": 0, "flush_finished": 0, "compaction_started": 0,
            "compaction_finished": 0, "shutdown_flushes": 0, "flush_reasons": {},
            "flushed_entries": 0, "flushed_deletes": 0}
     for path in paths:
@@ -50,6 +51,11 @@ def log_events(paths):
             for line in f:
                 m = EVENT.search(line)
                 if not m:
+                    # The block cache's options, printed with each column family's table options
+                    # (the OPTIONS file shows the cache in neither version).
+                    r = HIGH_PRI.search(line)
+                    if r:
+                        out["high_pri_pool_ratio"].add(float(r.group(1)))
                     continue
                 try:
                     ev = json.loads(m.group(1))
@@ -58,7 +64,7 @@ def log_events(paths):
                 kind = ev.get("event")
                 if kind == "flush_started":
                     reason = ev.get("flush_reason", "?")
-                    if reason == "Shutdown":
+                    if reason.replace(" ", "") == "Shutdown":
                         out["shutdown_flushes"] += 1
                         continue
                     out["flush_started"] += 1
@@ -293,6 +299,10 @@ def main():
     t.add("flushes (LOG flush_finished)", lf["flush_finished"], ls["flush_finished"], "within",
           "(statebench's closing flushes left out)")
     t.add("compactions (LOG compaction_finished)", lf["compaction_finished"], ls["compaction_finished"], "within")
+    def ratios(found):
+        return ",".join(f"{v:g}" for v in sorted(found)) or "-"
+    t.add("block cache high_pri_pool_ratio (LOG)", ratios(lf["high_pri_pool_ratio"]),
+          ratios(ls["high_pri_pool_ratio"]), "exact")
     t.add("bytes written / event", per_event(tick["BYTES_WRITTEN"], events_f),
           per_event(sb_tick["bytes_written"], events_s), "info")
     t.add("flush bytes written", tick["FLUSH_WRITE_BYTES"], sb_tick["flush_write_bytes"], "info")
@@ -320,13 +330,15 @@ def main():
     print(t.render())
     print(f"\nflush reasons  Flink: {lf['flush_reasons']}  statebench: {ls['flush_reasons']}"
           f" (+{ls['shutdown_flushes']} at close)")
-    print(f"\nOPTIONS: {len(diffs)} differences, {len(diffs) - len(unexplained)} explained in "
-          f"{os.path.basename(a.explained)}, {len(unexplained)} unexplained:")
-    for key, shown in grouped(unexplained):
+    lines = grouped(unexplained)
+    print(f"\nOPTIONS: {len(diffs)} differences (per column family), {len(diffs) - len(unexplained)} "
+          f"explained in {os.path.basename(a.explained)}, {len(unexplained)} unexplained "
+          f"({len(lines)} options):")
+    for key, shown in lines:
         print(f"  UNEXPLAINED  {key}: {shown}")
     failed = list(t.failed)
     if unexplained:
-        failed.append(f"{len(unexplained)} unexplained OPTIONS differences")
+        failed.append(f"{len(lines)} unexplained OPTIONS differences")
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump({"name": a.name, "rows": t.rows, "failed": failed,
