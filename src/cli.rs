@@ -96,6 +96,10 @@ pub struct RunArgs {
     /// No progress output; only the summary.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Also write the job's final state as CSV lines `key,window,count` (sorted), e.g. to
+    /// compare it with another engine's (`parity/`).
+    #[arg(long)]
+    pub final_counts: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -130,6 +134,10 @@ pub enum ProfilesCommand {
         /// derives, and settings Flink overrides.
         #[arg(long)]
         derived: bool,
+        /// Print the profile as Flink configuration lines instead (`key: value`, Flink's keys;
+        /// knobs Flink has no key for as `statebench.<knob>`, for a RocksDBOptionsFactory).
+        #[arg(long, conflicts_with = "derived")]
+        flink: bool,
     },
 }
 

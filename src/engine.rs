@@ -191,6 +191,8 @@ pub struct RunOutcome {
     pub result_error: ResultError,
     /// The job's final state compared with the oracle.
     pub state_error: ResultError,
+    /// The job's final state: (user id, window index, count) for every window-stats entry.
+    pub final_state: Vec<(u64, usize, i64)>,
     /// The run started from empty state, so the comparisons with the oracle apply.
     pub fresh_state: bool,
     /// How each job read the log (one entry, or backfill and catch-up).
@@ -1025,9 +1027,8 @@ fn finish_last_job(
         None
     };
     run.publish(RunState::Finished, Some(result_error));
-    let state_error = run
-        .oracle
-        .compare(run.job.state_counts(&mut run.ctx.state)?);
+    let final_state = run.job.state_counts(&mut run.ctx.state)?;
+    let state_error = run.oracle.compare(final_state.iter().copied());
     // RocksDB's newest OPTIONS file against the profile as it stands, live changes included.
     let option_mismatches = backend
         .verify_options(&run.live_profile)?
@@ -1049,6 +1050,7 @@ fn finish_last_job(
         option_mismatches,
         result_error,
         state_error,
+        final_state,
         fresh_state,
         jobs,
         end_of_input_error,

@@ -26,7 +26,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run_headless(args),
         Command::Tui(args) => run_tui(args),
         Command::Profiles(ProfilesCommand::List { dir }) => list_profiles(&dir),
-        Command::Profiles(ProfilesCommand::Show { name, derived }) => show_profile(&name, derived),
+        Command::Profiles(ProfilesCommand::Show {
+            name, flink: true, ..
+        }) => show_flink_config(&name),
+        Command::Profiles(ProfilesCommand::Show { name, derived, .. }) => {
+            show_profile(&name, derived)
+        }
         Command::Workloads(WorkloadsCommand::List) => {
             for (name, _) in config::workload::BUILTIN {
                 let w = Workload::load(name)?;
@@ -115,6 +120,23 @@ fn show_profile(name: &str, derived: bool) -> anyhow::Result<()> {
             profile.knobs.managed_memory, profile.knobs.write_buffer_ratio
         );
         print!("{}", profile.derived(backend::STATE_COLUMN_FAMILIES.len()));
+    }
+    Ok(())
+}
+
+/// The effective profile as Flink configuration lines (`profiles show --flink`).
+fn show_flink_config(name: &str) -> anyhow::Result<()> {
+    let profile = Profile::load(name)?;
+    println!(
+        "# profile '{}' ({}) as Flink 1.20 configuration",
+        profile.name, profile.source
+    );
+    println!(
+        "# {}*: knobs Flink has no key for, to be set in a RocksDBOptionsFactory",
+        config::flink::FACTORY_PREFIX
+    );
+    for (key, value) in config::flink::flink_config(&profile) {
+        println!("{key}: {value}");
     }
     Ok(())
 }
@@ -387,11 +409,41 @@ fn run_headless(args: RunArgs) -> anyhow::Result<()> {
             .write_json(path)
             .with_context(|| format!("cannot write the report {}", path.display()))?;
     }
+    if let Some(path) = &args.final_counts {
+        write_final_counts(path, &workload, &outcome.final_state)
+            .with_context(|| format!("cannot write the final counts {}", path.display()))?;
+    }
     println!("{}", report::render_summary(&report));
     if let Some(path) = &args.job.report {
         println!("  report written to {}", path.display());
     }
     Ok(())
+}
+
+/// The job's final state as sorted CSV lines `key,window,count`, keys as the job keys them
+/// (`user-N`) and windows by label.
+fn write_final_counts(
+    path: &Path,
+    workload: &Workload,
+    state: &[(u64, usize, i64)],
+) -> std::io::Result<()> {
+    let labels: Vec<String> = workload
+        .spec
+        .windows
+        .iter()
+        .map(|w| Workload::window_label(*w))
+        .collect();
+    let mut lines: Vec<String> = state
+        .iter()
+        .map(|(user, window, count)| {
+            let mut key = String::new();
+            pipeline::source::Generator::user_key(*user, &mut key);
+            let label = labels.get(*window).map_or("?", String::as_str);
+            format!("{key},{label},{count}\n")
+        })
+        .collect();
+    lines.sort();
+    report::write_atomically(path, lines.concat().as_bytes())
 }
 
 /// A progress bar on a terminal, plain lines otherwise.

@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""Compares one parity run of Flink 1.20.1 and of statebench on the same trace and profile.
+
+Prints a table (metric, Flink, statebench, ratio, verdict) and the OPTIONS differences, and exits
+non-zero unless: keys read and written per event, state gets / puts / deletes, timer-queue
+entries, timers fired, the last watermark and the final counts are exactly equal; flushes and
+compactions are within 10 % of each other; Flink knows every configuration key it was given; and
+every OPTIONS difference is listed in the explanations file.
+
+Standard library only.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+
+FLUSH_COMPACTION_TOLERANCE = 0.10
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def read_counts(path):
+    """`key,window,count` lines -> {(key, window): count}."""
+    counts = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                key, window, count = line.rsplit(",", 2)
+                counts[(key, window)] = int(count)
+    return counts
+
+
+EVENT = re.compile(r"EVENT_LOG_v1 (\{.*\})\s*$")
+HIGH_PRI = re.compile(r"^\s*high_pri_pool_ratio: ([0-9.]+)\s*$")
+
+
+def log_events(paths):
+    """RocksDB LOG files -> flush and compaction events (FRocksDB 6.20 and RocksDB 11 write the
+    same EVENT_LOG_v1 lines). Flushes caused by closing the database (reason `Shutdown`) are
+    counted apart: the Flink job is measured while its database is open."""
+    out = {"high_pri_pool_ratio": set(), "flush_started": 0, "flush_finished": 0, "compaction_started": 0,
+           "compaction_finished": 0, "shutdown_flushes": 0, "flush_reasons": {},
+           "flushed_entries": 0, "flushed_deletes": 0}
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = EVENT.search(line)
+                if not m:
+                    # The block cache's options, printed with each column family's table options
+                    # (the OPTIONS file shows the cache in neither version).
+                    r = HIGH_PRI.search(line)
+                    if r:
+                        out["high_pri_pool_ratio"].add(float(r.group(1)))
+                    continue
+                try:
+                    ev = json.loads(m.group(1))
+                except ValueError:
+                    continue
+                kind = ev.get("event")
+                if kind == "flush_started":
+                    reason = ev.get("flush_reason", "?")
+                    if reason.replace(" ", "") == "Shutdown":
+                        out["shutdown_flushes"] += 1
+                        continue
+                    out["flush_started"] += 1
+                    out["flush_reasons"][reason] = out["flush_reasons"].get(reason, 0) + 1
+                    out["flushed_entries"] += ev.get("num_entries", 0)
+                    out["flushed_deletes"] += ev.get("num_deletes", 0)
+                elif kind in ("flush_finished", "compaction_started", "compaction_finished"):
+                    out[kind] += 1
+    # flush_finished has no reason: take off the shutdown flushes (they come last).
+    out["flush_finished"] = max(0, out["flush_finished"] - out["shutdown_flushes"])
+    return out
+
+
+def parse_options(path):
+    """A RocksDB OPTIONS file -> {section: {option: value}}."""
+    sections = {}
+    current = None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for raw in f:
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("[") and line.endswith("]"):
+                current = line[1:-1]
+                sections.setdefault(current, {})
+                continue
+            if current is not None and "=" in line:
+                key, value = line.split("=", 1)
+                sections[current][key.strip()] = value.strip()
+    return sections
+
+
+def section_kind(section):
+    """`CFOptions "timer-state"` -> (`CFOptions`, `timer-state`)."""
+    m = re.match(r'^(\S+)(?:\s+"(.*)")?$', section)
+    if not m:
+        return section, None
+    return m.group(1), m.group(2)
+
+
+def read_explanations(path):
+    """`option | why` lines. `option` is `Kind.option` (Kind: Version, DBOptions, CFOptions,
+    TableOptions/BlockBasedTable), `Kind[cf].option` for one column family, or
+    `section:<section name>` for a section only one side has."""
+    explained = {}
+    with open(path, encoding="utf-8") as f:
+        for number, raw in enumerate(f, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if "|" not in line:
+                sys.exit(f"{path} line {number}: expected 'option | why', got {line!r}")
+            key, why = (part.strip() for part in line.split("|", 1))
+            if not why:
+                sys.exit(f"{path} line {number}: '{key}' has no explanation")
+            explained[key] = why
+    return explained
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison
+
+
+class Table:
+    def __init__(self):
+        self.rows = []
+        self.failed = []
+
+    def add(self, metric, flink, statebench, rule, note=""):
+        """rule: 'exact', 'within' (10 %), or 'info' (shown, not gated)."""
+        ratio = ""
+        if isinstance(flink, (int, float)) and isinstance(statebench, (int, float)):
+            if flink:
+                ratio = f"{statebench / flink:.3f}"
+            elif statebench == 0:
+                ratio = "1.000"
+            else:
+                ratio = "inf"
+        if rule == "exact":
+            ok = flink == statebench
+            verdict = "ok" if ok else "FAIL (must be equal)"
+        elif rule == "within":
+            hi = max(flink, statebench)
+            ok = hi == 0 or abs(flink - statebench) <= FLUSH_COMPACTION_TOLERANCE * hi
+            verdict = "ok" if ok else f"FAIL (must be within {FLUSH_COMPACTION_TOLERANCE:.0%})"
+        else:
+            ok = True
+            verdict = "info"
+        if not ok:
+            self.failed.append(metric)
+        self.rows.append((metric, fmt(flink), fmt(statebench), ratio, verdict + (f"  {note}" if note else "")))
+
+    def render(self):
+        header = ("metric", "Flink 1.20.1", "statebench", "sb/flink", "verdict")
+        widths = [max(len(r[i]) for r in self.rows + [header]) for i in range(4)]
+        lines = []
+        for r in [header] + self.rows:
+            lines.append("  ".join(r[i].ljust(widths[i]) if i == 0 else r[i].rjust(widths[i])
+                                   for i in range(4)) + "  " + r[4])
+            if r is header:
+                lines.append("-" * (sum(widths) + 8 + 24))
+        return "\n".join(lines)
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+EVENT_TIMERS = "_timer_state/event_"
+
+
+def align_timer_sections(flink, ours):
+    """The event-time timer column family is `_timer_state/event_<timer service name>`. When the
+    two sides name their timer service differently, compare its options under Flink's name and
+    report the name itself as one difference (`cf-name:<statebench's name>`)."""
+    def timer_cfs(sections):
+        return {section_kind(s)[1] for s in sections if (section_kind(s)[1] or "").startswith(EVENT_TIMERS)}
+    a, b = timer_cfs(flink), timer_cfs(ours)
+    if len(a) != 1 or len(b) != 1 or a == b:
+        return ours, []
+    (fname,), (oname,) = a, b
+    renamed = {}
+    for section, options in ours.items():
+        kind, cf = section_kind(section)
+        renamed[f'{kind} "{fname}"' if cf == oname else section] = options
+    return renamed, [(f"cf-name:{oname}", f"Flink's event-timer column family is '{fname}', statebench's '{oname}'")]
+
+
+def compare_options(flink_path, statebench_path, explained):
+    """Differences between the two OPTIONS files, each with its explanation or None."""
+    flink = parse_options(flink_path)
+    ours, renamed = align_timer_sections(flink, parse_options(statebench_path))
+    diffs = [(key, shown, explained.get(key)) for key, shown in renamed]
+    for section in sorted(set(flink) | set(ours)):
+        kind, cf = section_kind(section)
+        if section not in ours or section not in flink:
+            side = "Flink" if section in flink else "statebench"
+            key = f"section:{section}"
+            diffs.append((key, f"only {side} has [{section}]", explained.get(key)))
+            continue
+        a, b = flink[section], ours[section]
+        for option in sorted(set(a) | set(b)):
+            va, vb = a.get(option), b.get(option)
+            if va == vb:
+                continue
+            scoped = f"{kind}[{cf}].{option}" if cf is not None else f"{kind}.{option}"
+            why = explained.get(scoped) or explained.get(f"{kind}.{option}")
+            shown = (f"Flink {va if va is not None else '(no such option)'}, "
+                     f"statebench {vb if vb is not None else '(no such option)'}")
+            diffs.append((scoped, shown, why))
+    return diffs
+
+
+def grouped(diffs):
+    """One line per option and pair of values, naming every column family that has it."""
+    groups = {}
+    for key, shown, _ in diffs:
+        m = re.match(r"^(.*)\[(.*)\]\.(.*)$", key)
+        if m:
+            kind, cf, option = m.groups()
+            groups.setdefault((f"{kind}[%s].{option}", shown), []).append(cf)
+        else:
+            groups.setdefault((key, shown), [])
+    return [(pattern % ", ".join(cfs) if cfs else pattern, shown) for (pattern, shown), cfs in groups.items()]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--name", required=True, help="what is compared (profile, serializer)")
+    p.add_argument("--flink", required=True, help="the Flink job's output directory")
+    p.add_argument("--report", required=True, help="statebench's JSON report")
+    p.add_argument("--statebench-counts", required=True, help="statebench run --final-counts")
+    p.add_argument("--statebench-data", required=True, help="statebench's --data-dir (its LOG)")
+    p.add_argument("--explained", required=True, help="parity/options-explained.txt")
+    p.add_argument("--json", help="write the comparison here as JSON")
+    a = p.parse_args()
+
+    with open(os.path.join(a.flink, "flink.json"), encoding="utf-8") as f:
+        fl = json.load(f)
+    with open(a.report, encoding="utf-8") as f:
+        report = json.load(f)
+    summary = report["summary"]
+    last = report["snapshots"][-1]
+    job = fl["job"]
+    tick = fl["tickers"]
+    sb_tick = last["rocksdb"]["tickers"]
+    ops = last["ops"]
+
+    events_f, events_s = job["events"], summary["events"]
+    t = Table()
+    t.add("events", events_f, events_s, "exact")
+    t.add("last watermark", job["last_watermark"], last["pipeline"]["watermark"], "exact")
+
+    def per_event(v, n):
+        return v / n if n else 0.0
+
+    t.add("RocksDB keys read / event", per_event(tick["NUMBER_KEYS_READ"], events_f),
+          per_event(summary["rocksdb_keys_read"], events_s), "exact")
+    t.add("RocksDB keys written / event", per_event(tick["NUMBER_KEYS_WRITTEN"], events_f),
+          per_event(summary["rocksdb_keys_written"], events_s), "exact")
+    gets_f = job["window_stats_gets"] + job["timer_state_gets"]
+    puts_f = job["window_stats_puts"] + job["timer_state_puts"]
+    dels_f = job["window_stats_deletes"] + job["timer_state_deletes"]
+    t.add("state gets", gets_f, summary["gets"], "exact")
+    t.add("state puts", puts_f, summary["puts"], "exact")
+    t.add("state deletes", dels_f, summary["deletes"], "exact")
+    # Flink: every key RocksDB wrote that was not a state put or delete is a timer-queue entry.
+    timer_entries_f = tick["NUMBER_KEYS_WRITTEN"] - puts_f - dels_f
+    t.add("timer-queue entries written", timer_entries_f, ops["batch_entries"], "exact")
+    t.add("timers fired", job["timers_fired"], summary["timers_fired"], "exact")
+    t.add("gets seen by RocksDB = state gets", tick["NUMBER_KEYS_READ"] - gets_f,
+          summary["rocksdb_keys_read"] - summary["gets"], "exact",
+          "(0 on both sides: no other point lookups)")
+
+    fc = read_counts(os.path.join(a.flink, "flink-final-counts.csv"))
+    sc = read_counts(a.statebench_counts)
+    mismatched = sum(1 for k in set(fc) | set(sc) if fc.get(k) != sc.get(k))
+    t.add("final (user, window) entries", len(fc), len(sc), "exact")
+    t.add("final counts, sum", sum(fc.values()), sum(sc.values()), "exact")
+    t.add("final counts that differ", 0, mismatched, "exact")
+
+    flink_logs = sorted(glob.glob(os.path.join(a.flink, "flink-LOG*")))
+    sb_logs = sorted(glob.glob(os.path.join(a.statebench_data, "LOG*")))
+    lf, ls = log_events(flink_logs), log_events(sb_logs)
+    hist = fl["histograms"]
+    t.add("flushes (FLUSH_TIME count)", hist["FLUSH_TIME_count"], summary["flushes"], "within")
+    t.add("compactions (COMPACTION_TIME count)", hist["COMPACTION_TIME_count"], summary["compactions"], "within")
+    t.add("flushes (LOG flush_finished)", lf["flush_finished"], ls["flush_finished"], "within",
+          "(statebench's closing flushes left out)")
+    t.add("compactions (LOG compaction_finished)", lf["compaction_finished"], ls["compaction_finished"], "within")
+    def ratios(found):
+        return ",".join(f"{v:g}" for v in sorted(found)) or "-"
+    t.add("block cache high_pri_pool_ratio (LOG)", ratios(lf["high_pri_pool_ratio"]),
+          ratios(ls["high_pri_pool_ratio"]), "exact")
+    t.add("bytes written / event", per_event(tick["BYTES_WRITTEN"], events_f),
+          per_event(sb_tick["bytes_written"], events_s), "info")
+    t.add("flush bytes written", tick["FLUSH_WRITE_BYTES"], sb_tick["flush_write_bytes"], "info")
+    t.add("compaction bytes written", tick["COMPACT_WRITE_BYTES"], sb_tick["compact_write_bytes"], "info")
+    t.add("iterator seeks", tick["NUMBER_DB_SEEK"], ops["iterator_seeks"], "info",
+          "(Flink also scans its processing-time timer CF)")
+    t.add("stall micros", tick["STALL_MICROS"], sb_tick["stall_micros"], "info")
+    t.add("block cache hits", tick["BLOCK_CACHE_HIT"], sb_tick["block_cache_hit"], "info")
+    t.add("block cache misses", tick["BLOCK_CACHE_MISS"], sb_tick["block_cache_miss"], "info")
+
+    unknown = []
+    check = os.path.join(a.flink, "flink-config-check.txt")
+    with open(check, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("unknown_keys"):
+                unknown = line.split()[1:]
+    t.add("profile keys Flink 1.20.1 does not know", len(unknown), 0, "exact",
+          ("(" + ", ".join(unknown) + ")") if unknown else "")
+
+    explained = read_explanations(a.explained)
+    diffs = compare_options(os.path.join(a.flink, "flink.OPTIONS"), report["rocksdb_options_file"], explained)
+    unexplained = [d for d in diffs if d[2] is None]
+
+    print(f"== parity: {a.name} ==")
+    print(t.render())
+    print(f"\nflush reasons  Flink: {lf['flush_reasons']}  statebench: {ls['flush_reasons']}"
+          f" (+{ls['shutdown_flushes']} at close)")
+    lines = grouped(unexplained)
+    print(f"\nOPTIONS: {len(diffs)} differences (per column family), {len(diffs) - len(unexplained)} "
+          f"explained in {os.path.basename(a.explained)}, {len(unexplained)} unexplained "
+          f"({len(lines)} options):")
+    for key, shown in lines:
+        print(f"  UNEXPLAINED  {key}: {shown}")
+    failed = list(t.failed)
+    if unexplained:
+        failed.append(f"{len(lines)} unexplained OPTIONS differences")
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump({"name": a.name, "rows": t.rows, "failed": failed,
+                       "flush_reasons": {"flink": lf["flush_reasons"], "statebench": ls["flush_reasons"]},
+                       "options_differences": [{"option": k, "values": s, "explained": w} for k, s, w in diffs]},
+                      f, indent=2)
+            f.write("\n")
+    if failed:
+        print(f"\nFAIL ({a.name}): " + "; ".join(failed))
+        return 1
+    print(f"\nPASS ({a.name})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+package statebench.parity;
+
+import java.io.File;
+import java.lang.reflect.Field;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.FallbackKey;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+
+/**
+ * The field report's ad frequency job on Flink 1.20.1's embedded RocksDB state backend, in a
+ * local MiniCluster at parallelism 1, replaying a trace that statebench replays too.
+ *
+ * <pre>
+ * ParityJob --trace T.csv --windows 1m=60000,5m=300000 --out-of-orderness 3000
+ *           --watermark-every 64 --ttl 2592000000 --serializer pojo|kryo
+ *           --flink-conf profile.conf --out DIR
+ * </pre>
+ *
+ * {@code --flink-conf} holds {@code key: value} lines ({@code statebench profiles show --flink}).
+ */
+public class ParityJob {
+    public static void main(String[] args) throws Exception {
+        Map<String, String> opts = new HashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            opts.put(args[i].replaceFirst("^--", ""), args[i + 1]);
+        }
+        String out = require(opts, "out");
+        Files.createDirectories(Path.of(out));
+
+        // windows: label=ms, in the workload's order (statebench's window labels).
+        List<String> labels = new ArrayList<>();
+        List<Long> windows = new ArrayList<>();
+        for (String w : require(opts, "windows").split(",")) {
+            String[] kv = w.split("=");
+            labels.add(kv[0].trim());
+            windows.add(Long.parseLong(kv[1].trim()));
+        }
+
+        String trace = require(opts, "trace");
+        List<TraceEvent> events = TraceSource.read(trace);
+        long users = events.stream().map(e -> e.user).distinct().count();
+
+        Configuration conf = new Configuration();
+        Map<String, String> profile = new LinkedHashMap<>();
+        for (String line : Files.readAllLines(Path.of(require(opts, "flink-conf")), StandardCharsets.UTF_8)) {
+            line = line.trim();
+            if (line.isEmpty() || line.startsWith("#")) {
+                continue;
+            }
+            int colon = line.indexOf(':');
+            profile.put(line.substring(0, colon).trim(), line.substring(colon + 1).trim());
+        }
+        Set<String> known = knownRocksDBKeys();
+        List<String> unknown = new ArrayList<>();
+        for (Map.Entry<String, String> e : profile.entrySet()) {
+            if (e.getKey().startsWith("state.backend.rocksdb.") && !known.contains(e.getKey())) {
+                unknown.add(e.getKey());
+                System.err.println("parity: Flink 1.20.1 has no option '" + e.getKey() + "' (it would be ignored)");
+            }
+            conf.setString(e.getKey(), e.getValue());
+        }
+        conf.setString("state.backend.type", "rocksdb");
+        conf.setString("state.backend.rocksdb.options-factory", ObservingOptionsFactory.class.getName());
+        conf.setString("state.backend.rocksdb.localdir", new File(out, "flink-rocksdb").getAbsolutePath());
+        // statebench's MAX_PARALLELISM: 256 key groups, a 2-byte key-group prefix.
+        conf.setString("pipeline.max-parallelism", "256");
+        conf.setString("pipeline.auto-watermark-interval", "0");
+        boolean kryo = opts.getOrDefault("serializer", "pojo").equals("kryo");
+        conf.setString("pipeline.force-kryo", Boolean.toString(kryo));
+
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+        long outOfOrderness = Long.parseLong(require(opts, "out-of-orderness"));
+        long every = Long.parseLong(opts.getOrDefault("watermark-every", "64"));
+        long ttl = Long.parseLong(require(opts, "ttl"));
+
+        @SuppressWarnings("deprecation")
+        var source = env.addSource(new TraceSource(trace), "trace", TypeInformation.of(TraceEvent.class));
+        source.assignTimestampsAndWatermarks(
+                        WatermarkStrategy.<TraceEvent>forGenerator(ctx -> new EveryNthEventWatermarks(outOfOrderness, every))
+                                .withTimestampAssigner((e, ts) -> e.eventTime))
+                .keyBy((KeySelector<TraceEvent, String>) e -> e.user, Types.STRING)
+                .transform("frequency", Types.VOID, new ParityOperator(new FrequencyFunction(labels, windows, ttl), out))
+                .sinkTo(new DiscardingSink<>());
+
+        Files.writeString(Path.of(out, "flink-config-check.txt"),
+                "events " + events.size() + "\nusers " + users + "\nserializer " + (kryo ? "kryo" : "pojo")
+                        + "\nunknown_keys " + String.join(" ", unknown) + "\n",
+                StandardCharsets.UTF_8);
+        long start = System.nanoTime();
+        env.execute("statebench parity");
+        System.err.printf("parity: Flink job finished in %.1f s%n", (System.nanoTime() - start) / 1e9);
+        if (!Files.exists(Path.of(out, "flink.json"))) {
+            System.err.println("parity: the job ended without measuring (no final watermark reached the operator)");
+            System.exit(1);
+        }
+    }
+
+    private static String require(Map<String, String> opts, String key) {
+        String v = opts.get(key);
+        if (v == null) {
+            throw new IllegalArgumentException("missing --" + key);
+        }
+        return v;
+    }
+
+    /** Every key (and fallback key) of Flink's RocksDB option classes. */
+    private static Set<String> knownRocksDBKeys() throws Exception {
+        Set<String> keys = new TreeSet<>();
+        for (String cls : new String[] {"org.apache.flink.contrib.streaming.state.RocksDBConfigurableOptions",
+                "org.apache.flink.contrib.streaming.state.RocksDBOptions"}) {
+            for (Field f : Class.forName(cls).getFields()) {
+                if (ConfigOption.class.isAssignableFrom(f.getType())) {
+                    ConfigOption<?> o = (ConfigOption<?>) f.get(null);
+                    keys.add(o.key());
+                    for (FallbackKey k : o.fallbackKeys()) {
+                        keys.add(k.getKey());
+                    }
+                }
+            }
+        }
+        return keys;
+    }
+}

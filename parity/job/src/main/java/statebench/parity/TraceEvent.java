@@ -1,0 +1,14 @@
+package statebench.parity;
+
+/** One trace record: the key the job keys by ({@code user-N}, N dense in order of first appearance) and its event time. */
+public class TraceEvent {
+    public String user;
+    public long eventTime;
+
+    public TraceEvent() {}
+
+    public TraceEvent(String user, long eventTime) {
+        this.user = user;
+        this.eventTime = eventTime;
+    }
+}
