@@ -10,6 +10,7 @@ every OPTIONS difference is listed in the explanations file.
 Standard library only.
 """
 import argparse
+import statistics
 import glob
 import json
 import os
@@ -17,6 +18,7 @@ import re
 import sys
 
 FLUSH_COMPACTION_TOLERANCE = 0.10
+BYTES_TOLERANCE = 0.05
 
 
 # ---------------------------------------------------------------------------------------------
@@ -39,16 +41,28 @@ EVENT = re.compile(r"EVENT_LOG_v1 (\{.*\})\s*$")
 HIGH_PRI = re.compile(r"^\s*high_pri_pool_ratio: ([0-9.]+)\s*$")
 
 
+SWITCH = re.compile(r"New memtable created with log file: #\d+\. Immutable memtables: (\d+)")
+
+
 def log_events(paths):
     """RocksDB LOG files -> flush and compaction events (FRocksDB 6.20 and RocksDB 11 write the
     same EVENT_LOG_v1 lines). Flushes caused by closing the database (reason `Shutdown`) are
     counted apart: the Flink job is measured while its database is open."""
     out = {"high_pri_pool_ratio": set(), "flush_started": 0, "flush_finished": 0, "compaction_started": 0,
            "compaction_finished": 0, "shutdown_flushes": 0, "flush_reasons": {},
-           "flushed_entries": 0, "flushed_deletes": 0}
+           "flushed_entries": 0, "flushed_deletes": 0, "switches": 0, "switches_onto_pending": 0}
     for path in paths:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
+                # A memtable switch logs how many immutable memtables of that column family
+                # were still unflushed: FRocksDB 6.20's WriteBufferManager flush also picks a
+                # column family whose flush is pending (a write stop when it then has 2);
+                # RocksDB 7+ skips such column families.
+                w = SWITCH.search(line)
+                if w:
+                    out["switches"] += 1
+                    out["switches_onto_pending"] += int(w.group(1)) > 0
+                    continue
                 m = EVENT.search(line)
                 if not m:
                     # The block cache's options, printed with each column family's table options
@@ -150,6 +164,15 @@ class Table:
             hi = max(flink, statebench)
             ok = hi == 0 or abs(flink - statebench) <= FLUSH_COMPACTION_TOLERANCE * hi
             verdict = "ok" if ok else f"FAIL (must be within {FLUSH_COMPACTION_TOLERANCE:.0%})"
+        elif rule == "within5":
+            ok = flink != 0 and abs(statebench - flink) <= BYTES_TOLERANCE * flink
+            verdict = "ok" if ok else f"FAIL (must be within {BYTES_TOLERANCE:.0%})"
+        elif rule == "zero":
+            ok = flink == 0 and statebench == 0
+            verdict = "ok" if ok else "FAIL (must be 0 on both sides)"
+        elif rule == "missing":
+            ok = False
+            verdict = "FAIL (not measured)"
         else:
             ok = True
             verdict = "info"
@@ -197,6 +220,20 @@ def align_timer_sections(flink, ours):
     return renamed, [(f"cf-name:{oname}", f"Flink's event-timer column family is '{fname}', statebench's '{oname}'")]
 
 
+NUM_LEVELS = 7
+
+
+def per_level(value):
+    """compression_per_level as the compression of each of the 7 levels: RocksDB applies a
+    list's last entry to every deeper level (6.20 and 11 write the list differently)."""
+    if value is None:
+        return None
+    items = [v.strip("{} ") for v in value.split(":") if v.strip("{} ")]
+    if not items:
+        return []
+    return (items + [items[-1]] * NUM_LEVELS)[:NUM_LEVELS]
+
+
 def compare_options(flink_path, statebench_path, explained):
     """Differences between the two OPTIONS files, each with its explanation or None."""
     flink = parse_options(flink_path)
@@ -212,10 +249,12 @@ def compare_options(flink_path, statebench_path, explained):
         a, b = flink[section], ours[section]
         for option in sorted(set(a) | set(b)):
             va, vb = a.get(option), b.get(option)
-            if va == vb:
+            if va == vb or (option == "compression_per_level" and per_level(va) == per_level(vb)):
                 continue
             scoped = f"{kind}[{cf}].{option}" if cf is not None else f"{kind}.{option}"
-            why = explained.get(scoped) or explained.get(f"{kind}.{option}")
+            # `option=value` explains only statebench's value named there.
+            why = (explained.get(f"{scoped}={vb}") or explained.get(f"{kind}.{option}={vb}")
+                   or explained.get(scoped) or explained.get(f"{kind}.{option}"))
             shown = (f"Flink {va if va is not None else '(no such option)'}, "
                      f"statebench {vb if vb is not None else '(no such option)'}")
             diffs.append((scoped, shown, why))
@@ -235,21 +274,43 @@ def grouped(diffs):
     return [(pattern % ", ".join(cfs) if cfs else pattern, shown) for (pattern, shown), cfs in groups.items()]
 
 
+def load_flink(directory):
+    with open(os.path.join(directory, "flink.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load_report(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--name", required=True, help="what is compared (profile, serializer)")
-    p.add_argument("--flink", required=True, help="the Flink job's output directory")
-    p.add_argument("--report", required=True, help="statebench's JSON report")
+    p.add_argument("--flink", required=True, action="append",
+                   help="the Flink job's output directory (repeat for repeated runs)")
+    p.add_argument("--report", required=True, action="append",
+                   help="statebench's JSON report (repeat for repeated runs)")
     p.add_argument("--statebench-counts", required=True, help="statebench run --final-counts")
-    p.add_argument("--statebench-data", required=True, help="statebench's --data-dir (its LOG)")
+    p.add_argument("--statebench-data", required=True, action="append",
+                   help="statebench's --data-dir (its LOG), one per --report")
     p.add_argument("--explained", required=True, help="parity/options-explained.txt")
     p.add_argument("--json", help="write the comparison here as JSON")
+    p.add_argument("--timing", choices=["gate", "info"], default="gate",
+                   help="gate flush and compaction counts (medians within 10 %%) or only show them")
+    p.add_argument("--serializer", choices=["pojo", "kryo"], default="pojo",
+                   help="the job's serializer (kryo gates bytes written per event)")
     a = p.parse_args()
-
-    with open(os.path.join(a.flink, "flink.json"), encoding="utf-8") as f:
-        fl = json.load(f)
-    with open(a.report, encoding="utf-8") as f:
-        report = json.load(f)
+    if len(a.report) != len(a.statebench_data):
+        p.error("give one --statebench-data per --report")
+    # Exact quantities are deterministic: the first run of each side is compared. Flush and
+    # compaction counts depend on when background flushes finish against the writes (they
+    # varied by +-20 % between runs of either side here), so their medians over the runs are.
+    runs_f = [load_flink(d) for d in a.flink]
+    runs_s = [load_report(r) for r in a.report]
+    a.flink, a.flink_rest = a.flink[0], a.flink[1:]
+    fl = runs_f[0]
+    report = runs_s[0]
     summary = report["summary"]
     last = report["snapshots"][-1]
     job = fl["job"]
@@ -260,6 +321,19 @@ def main():
     events_f, events_s = job["events"], summary["events"]
     t = Table()
     t.add("events", events_f, events_s, "exact")
+    # Every run of a side must do exactly the same state work; only its timing may differ.
+    def work(flink_run=None, report_run=None):
+        if flink_run is not None:
+            j, k = flink_run["job"], flink_run["tickers"]
+            return (j["events"], j["last_watermark"], j["timers_fired"], k["NUMBER_KEYS_READ"],
+                    k["NUMBER_KEYS_WRITTEN"], k["BYTES_WRITTEN"])
+        sm, sn = report_run["summary"], report_run["snapshots"][-1]
+        return (sm["events"], sn["pipeline"]["watermark"], sm["timers_fired"], sm["rocksdb_keys_read"],
+                sm["rocksdb_keys_written"], sn["rocksdb"]["tickers"]["bytes_written"])
+    t.add("runs that did other state work than run 1",
+          sum(work(flink_run=r) != work(flink_run=runs_f[0]) for r in runs_f),
+          sum(work(report_run=r) != work(report_run=runs_s[0]) for r in runs_s), "zero",
+          f"({len(runs_f)} / {len(runs_s)} runs: events, watermark, timers, keys and bytes written)")
     t.add("last watermark", job["last_watermark"], last["pipeline"]["watermark"], "exact")
 
     def per_event(v, n):
@@ -290,25 +364,44 @@ def main():
     t.add("final counts, sum", sum(fc.values()), sum(sc.values()), "exact")
     t.add("final counts that differ", 0, mismatched, "exact")
 
-    flink_logs = sorted(glob.glob(os.path.join(a.flink, "flink-LOG*")))
-    sb_logs = sorted(glob.glob(os.path.join(a.statebench_data, "LOG*")))
-    lf, ls = log_events(flink_logs), log_events(sb_logs)
-    hist = fl["histograms"]
-    t.add("flushes (FLUSH_TIME count)", hist["FLUSH_TIME_count"], summary["flushes"], "within")
-    t.add("compactions (COMPACTION_TIME count)", hist["COMPACTION_TIME_count"], summary["compactions"], "within")
-    t.add("flushes (LOG flush_finished)", lf["flush_finished"], ls["flush_finished"], "within",
-          "(statebench's closing flushes left out)")
-    t.add("compactions (LOG compaction_finished)", lf["compaction_finished"], ls["compaction_finished"], "within")
+    logs_f = [log_events(sorted(glob.glob(os.path.join(d, "flink-LOG*")))) for d in [a.flink] + a.flink_rest]
+    logs_s = [log_events(sorted(glob.glob(os.path.join(d, "LOG*")))) for d in a.statebench_data]
+    lf, ls = logs_f[0], logs_s[0]
+
+    def timed(name, flink_values, statebench_values, note=""):
+        spread = (f"(median of {len(flink_values)} / {len(statebench_values)} runs; "
+                  f"Flink {min(flink_values):,}-{max(flink_values):,}, "
+                  f"statebench {min(statebench_values):,}-{max(statebench_values):,})")
+        t.add(name, statistics.median(flink_values), statistics.median(statebench_values),
+              "within" if a.timing == "gate" else "info", (note + " " + spread).strip())
+
+    timed("flushes (FLUSH_TIME count)", [f["histograms"]["FLUSH_TIME_count"] for f in runs_f],
+          [r["summary"]["flushes"] for r in runs_s])
+    timed("compactions (COMPACTION_TIME count)", [f["histograms"]["COMPACTION_TIME_count"] for f in runs_f],
+          [r["summary"]["compactions"] for r in runs_s])
+    timed("flushes (LOG flush_finished)", [l["flush_finished"] for l in logs_f],
+          [l["flush_finished"] for l in logs_s], "(statebench's closing flushes left out)")
+    timed("compactions (LOG compaction_finished)", [l["compaction_finished"] for l in logs_f],
+          [l["compaction_finished"] for l in logs_s])
+    t.add("memtable switches onto a pending flush (LOG)", statistics.median(l["switches_onto_pending"] for l in logs_f),
+          statistics.median(l["switches_onto_pending"] for l in logs_s), "info",
+          "(median; FRocksDB 6.20's WriteBufferManager also switches a column family whose flush "
+          "is pending, which stops writes; RocksDB 7+ skips it)")
     def ratios(found):
         return ",".join(f"{v:g}" for v in sorted(found)) or "-"
-    t.add("block cache high_pri_pool_ratio (LOG)", ratios(lf["high_pri_pool_ratio"]),
-          ratios(ls["high_pri_pool_ratio"]), "exact")
+    hp_f, hp_s = ratios(lf["high_pri_pool_ratio"]), ratios(ls["high_pri_pool_ratio"])
+    t.add("block cache high_pri_pool_ratio (LOG)", hp_f, hp_s, "exact" if "-" not in (hp_f, hp_s) else "missing",
+          "" if "-" not in (hp_f, hp_s) else "(not found in a LOG: RocksDB's LOG format changed?)")
+    # Kryo: statebench's generic serializer writes Kryo's bytes, so RocksDB must see the same
+    # bytes (within 5 %). POJO: the compact serializer writes the Stats POJO as Flink does but a
+    # timerState value in its own layout (Flink's POJO holds a Kryo-serialized HashMap), so
+    # the figure is shown, not gated.
     t.add("bytes written / event", per_event(tick["BYTES_WRITTEN"], events_f),
-          per_event(sb_tick["bytes_written"], events_s), "info")
+          per_event(sb_tick["bytes_written"], events_s), "within5" if a.serializer == "kryo" else "info")
     t.add("flush bytes written", tick["FLUSH_WRITE_BYTES"], sb_tick["flush_write_bytes"], "info")
     t.add("compaction bytes written", tick["COMPACT_WRITE_BYTES"], sb_tick["compact_write_bytes"], "info")
-    t.add("iterator seeks", tick["NUMBER_DB_SEEK"], ops["iterator_seeks"], "info",
-          "(Flink also scans its processing-time timer CF)")
+    t.add("iterator seeks", tick["NUMBER_DB_SEEK"], ops["iterator_seeks"], "exact",
+          "(both scan the event- and processing-time timer queues' key-group heads at open)")
     t.add("stall micros", tick["STALL_MICROS"], sb_tick["stall_micros"], "info")
     t.add("block cache hits", tick["BLOCK_CACHE_HIT"], sb_tick["block_cache_hit"], "info")
     t.add("block cache misses", tick["BLOCK_CACHE_MISS"], sb_tick["block_cache_miss"], "info")

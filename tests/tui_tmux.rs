@@ -110,8 +110,15 @@ fn the_tui_runs_switches_views_tunes_live_and_quits_cleanly() {
     session.keys(&["1"]);
     session.wait_for("the dashboard", 20, |s| s.contains("Throughput"));
 
-    // writebuffer.size is the fourth knob: select it, type 8mb, apply.
-    session.keys(&["3", "Down", "Down", "Down", "Enter"]);
+    // Select writebuffer.size (its row follows the knob table's order), type 8mb, apply.
+    let row = statebench::config::profile::KNOBS
+        .iter()
+        .position(|k| k.key == "writebuffer.size")
+        .expect("a writebuffer.size knob");
+    let mut keys = vec!["3"];
+    keys.extend(std::iter::repeat_n("Down", row));
+    keys.push("Enter");
+    session.keys(&keys);
     session.wait_for("the editor", 20, |s| s.contains("writebuffer.size = "));
     session.keys(&[
         "BSpace", "BSpace", "BSpace", "BSpace", "BSpace", "8mb", "Enter",

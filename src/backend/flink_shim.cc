@@ -36,7 +36,7 @@ extern "C" {
 // Returns null when RocksDB refuses the cache options.
 statebench_memory_t* statebench_memory_create(size_t cache_capacity,
                                               double high_pri_pool_ratio,
-                                              size_t wbm_capacity) {
+                                              size_t wbm_capacity) try {
   rocksdb::LRUCacheOptions lru;
   lru.capacity = cache_capacity;
   lru.num_shard_bits = -1;
@@ -52,6 +52,9 @@ statebench_memory_t* statebench_memory_create(size_t cache_capacity,
   memory->wbm = std::make_shared<rocksdb::WriteBufferManager>(
       wbm_capacity, cache, /*allow_stall=*/false);
   return memory;
+} catch (...) {
+  // No C++ exception may cross into Rust: out of memory reads as a refused cache.
+  return nullptr;
 }
 
 void statebench_memory_destroy(statebench_memory_t* memory) { delete memory; }
@@ -82,10 +85,10 @@ void statebench_options_set_memory(rocksdb_options_t* options,
 
 // Column-family options: rebuilds the block-based table factory `options` already has with
 // the shared cache and `decouple_partitioned_filters`. Returns 0, or -1 when the options have
-// no block-based table factory.
+// no block-based table factory (or RocksDB threw).
 int statebench_options_set_table(rocksdb_options_t* options,
                                  const statebench_memory_t* memory,
-                                 unsigned char decouple_partitioned_filters) {
+                                 unsigned char decouple_partitioned_filters) try {
   if (!options->rep.table_factory) {
     return -1;
   }
@@ -99,6 +102,8 @@ int statebench_options_set_table(rocksdb_options_t* options,
   table.decouple_partitioned_filters = decouple_partitioned_filters != 0;
   options->rep.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return 0;
+} catch (...) {
+  return -1;
 }
 
 }  // extern "C"

@@ -64,7 +64,7 @@ impl SharedMemory {
         NonNull::new(raw)
             .map(|raw| SharedMemory { raw })
             .ok_or_else(|| {
-                BackendError::Corrupt(format!(
+                BackendError::Setup(format!(
                     "RocksDB refused an LRU cache of {cache_capacity} bytes with high-priority pool ratio {high_pri_pool_ratio}"
                 ))
             })
@@ -94,7 +94,7 @@ impl SharedMemory {
         if rc == 0 {
             Ok(())
         } else {
-            Err(BackendError::Corrupt(
+            Err(BackendError::Setup(
                 "column-family options without a block-based table factory".to_string(),
             ))
         }

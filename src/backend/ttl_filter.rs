@@ -3,8 +3,8 @@
 //! time is dropped, so expired state leaves the SST files without being read.
 //!
 //! A map state's value is `[null flag][TtlValue: timestamp (8 bytes, big-endian)][value]`, so
-//! the timestamp sits at offset 1. Like Flink's filter, it asks for the current time only every
-//! [`QUERY_TIME_AFTER_NUM_ENTRIES`] entries (StateTtlConfig's default).
+//! the timestamp sits at offset 1. Like Flink's filter, it asks for the current time on the first
+//! entry and then only every [`QUERY_TIME_AFTER_NUM_ENTRIES`] entries (StateTtlConfig's default).
 
 use std::ffi::{CStr, CString};
 use std::sync::Arc;
@@ -56,8 +56,9 @@ impl CompactionFilterFactory for TtlFilterFactory {
         TtlFilter {
             ttl: self.ttl,
             clock: self.clock.clone(),
-            now: self.clock.now(),
-            seen: 0,
+            now: 0,
+            // Full, so the first entry reads the clock (then entries 1001, 2001, …).
+            seen: QUERY_TIME_AFTER_NUM_ENTRIES,
             name: c"FlinkCompactionFilter".to_owned(),
         }
     }
@@ -79,10 +80,13 @@ pub struct TtlFilter {
 impl TtlFilter {
     /// Whether an entry written at `value`'s timestamp has expired by the filter's time.
     fn expired(&mut self, value: &[u8]) -> bool {
-        self.seen += 1;
-        if self.seen.is_multiple_of(QUERY_TIME_AFTER_NUM_ENTRIES) {
+        // FRocksDB's UpdateCurrentTimestampIfStale: the time is read on the first entry and
+        // again after every QUERY_TIME_AFTER_NUM_ENTRIES entries.
+        if self.seen >= QUERY_TIME_AFTER_NUM_ENTRIES {
+            self.seen = 0;
             self.now = self.clock.now();
         }
+        self.seen += 1;
         let Some(bytes) = value.get(TIMESTAMP_OFFSET..TIMESTAMP_OFFSET + 8) else {
             return false;
         };
@@ -142,12 +146,14 @@ mod tests {
             is_full_compaction: false,
             is_manual_compaction: false,
         });
+        // The first entry reads the clock (5,000: not expired) …
+        assert!(matches!(f.filter(1, b"k", &value(4_500)), Decision::Keep));
         clock.set(50_000);
-        for _ in 0..QUERY_TIME_AFTER_NUM_ENTRIES - 2 {
+        // … which is not read again for the next 999 entries …
+        for _ in 1..QUERY_TIME_AFTER_NUM_ENTRIES {
             assert!(matches!(f.filter(1, b"k", &value(4_500)), Decision::Keep));
         }
-        // The 1000th entry refreshes the time, and from then on the entry has expired.
-        assert!(matches!(f.filter(1, b"k", &value(4_500)), Decision::Keep));
+        // … and the 1001st reads 50,000: from then on the entry has expired.
         assert!(matches!(f.filter(1, b"k", &value(4_500)), Decision::Remove));
     }
 }

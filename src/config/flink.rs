@@ -78,10 +78,9 @@ mod tests {
         assert_eq!(get("state.backend.rocksdb.writebuffer.count"), Some("2"));
         assert_eq!(get("state.backend.rocksdb.use-bloom-filter"), Some("false"));
         assert_eq!(get("statebench.use-direct-reads"), Some("false"));
-        let compression = lines
-            .iter()
-            .find(|(k, _)| k.starts_with("state.backend.rocksdb.compression.per"))
-            .map(|(_, v)| v.as_str());
-        assert_eq!(compression, Some("SNAPPY_COMPRESSION"));
+        assert_eq!(
+            get("state.backend.rocksdb.compression.per.level"),
+            Some("SNAPPY_COMPRESSION")
+        );
     }
 }

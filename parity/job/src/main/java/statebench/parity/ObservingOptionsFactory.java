@@ -45,6 +45,13 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
                 case "compaction.hard-pending-compaction-bytes-limit":
                 case "compaction.disable-auto-compactions":
                     break;
+                case "target":
+                    // Whose RocksDB statebench imitates: this job is that RocksDB.
+                    if (!"flink-1.20".equals(knobs.get(key))) {
+                        throw new IllegalArgumentException("statebench profile has target '" + knobs.get(key)
+                                + "': a Flink 1.20 job is compared only with target flink-1.20");
+                    }
+                    break;
                 default:
                     throw new IllegalArgumentException("ObservingOptionsFactory does not know the statebench knob '"
                             + key + "': map it to a RocksDB option here");
