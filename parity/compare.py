@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Compares one parity run of Flink 1.20.1 and of statebench on the same trace and profile.
+"""Compares repeated parity runs of Flink 1.20.1 and of statebench on the same trace and profile.
 
 Prints a table (metric, Flink, statebench, ratio, verdict) and the OPTIONS differences, and exits
 non-zero unless: keys read and written per event, state gets / puts / deletes, timer-queue
-entries, timers fired, the last watermark and the final counts are exactly equal; flushes and
-compactions are within 10 % of each other; Flink knows every configuration key it was given; and
-every OPTIONS difference is listed in the explanations file.
+entries, timers fired, iterator seeks, the last watermark and the final counts are exactly equal
+(every run of a side doing the same state work as its first); with --timing gate, statebench's
+median flush and compaction counts lie within 10 % of the range Flink's runs span (single runs
+of either side vary by up to +-20 %, so one Flink run is no reference); under Kryo, bytes
+written per event are within 5 %; both LOGs show the same block-cache high-priority pool; Flink
+knows every configuration key it was given; and every OPTIONS difference is listed in the
+explanations file.
 
 Standard library only.
 """
@@ -148,7 +152,7 @@ class Table:
         self.failed = []
 
     def add(self, metric, flink, statebench, rule, note=""):
-        """rule: 'exact', 'within' (10 %), or 'info' (shown, not gated)."""
+        """rule: 'exact', 'zero', 'within5' (5 %), ('range', lo, hi) (within 10 % of Flink's runs), or 'info' (shown, not gated)."""
         ratio = ""
         if isinstance(flink, (int, float)) and isinstance(statebench, (int, float)):
             if flink:
@@ -164,6 +168,11 @@ class Table:
             hi = max(flink, statebench)
             ok = hi == 0 or abs(flink - statebench) <= FLUSH_COMPACTION_TOLERANCE * hi
             verdict = "ok" if ok else f"FAIL (must be within {FLUSH_COMPACTION_TOLERANCE:.0%})"
+        elif isinstance(rule, tuple) and rule[0] == "range":
+            _, lo, hi = rule
+            ok = (1 - FLUSH_COMPACTION_TOLERANCE) * lo <= statebench <= (1 + FLUSH_COMPACTION_TOLERANCE) * hi
+            verdict = "ok" if ok else (f"FAIL (must be within {FLUSH_COMPACTION_TOLERANCE:.0%} of "
+                                       f"Flink's runs, {lo:,}-{hi:,})")
         elif rule == "within5":
             ok = flink != 0 and abs(statebench - flink) <= BYTES_TOLERANCE * flink
             verdict = "ok" if ok else f"FAIL (must be within {BYTES_TOLERANCE:.0%})"
@@ -369,11 +378,13 @@ def main():
     lf, ls = logs_f[0], logs_s[0]
 
     def timed(name, flink_values, statebench_values, note=""):
-        spread = (f"(median of {len(flink_values)} / {len(statebench_values)} runs; "
-                  f"Flink {min(flink_values):,}-{max(flink_values):,}, "
-                  f"statebench {min(statebench_values):,}-{max(statebench_values):,})")
+        # Flink's own runs spread by up to +-20 % here, so one Flink run is not the reference:
+        # statebench's median must lie within 10 % of the range Flink's runs span.
+        lo, hi = min(flink_values), max(flink_values)
+        spread = (f"(medians of {len(flink_values)} / {len(statebench_values)} runs; "
+                  f"Flink {lo:,}-{hi:,}, statebench {min(statebench_values):,}-{max(statebench_values):,})")
         t.add(name, statistics.median(flink_values), statistics.median(statebench_values),
-              "within" if a.timing == "gate" else "info", (note + " " + spread).strip())
+              ("range", lo, hi) if a.timing == "gate" else "info", (note + " " + spread).strip())
 
     timed("flushes (FLUSH_TIME count)", [f["histograms"]["FLUSH_TIME_count"] for f in runs_f],
           [r["summary"]["flushes"] for r in runs_s])
