@@ -348,13 +348,7 @@ enum Control {
 }
 
 fn open_sink(config: &EngineConfig) -> Result<Box<dyn Sink>, EngineError> {
-    let labels: Vec<String> = config
-        .workload
-        .spec
-        .windows
-        .iter()
-        .map(|w| Workload::window_label(*w))
-        .collect();
+    let labels = config.workload.window_labels();
     Ok(match &config.sink {
         SinkConfig::Memory => Box::new(MemorySink::new(labels)),
         SinkConfig::Redis { url, prefix } => {

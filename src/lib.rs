@@ -427,12 +427,7 @@ fn write_final_counts(
     workload: &Workload,
     state: &[(u64, usize, i64)],
 ) -> std::io::Result<()> {
-    let labels: Vec<String> = workload
-        .spec
-        .windows
-        .iter()
-        .map(|w| Workload::window_label(*w))
-        .collect();
+    let labels = workload.window_labels();
     let mut lines: Vec<String> = state
         .iter()
         .map(|(user, window, count)| {

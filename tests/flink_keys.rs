@@ -81,35 +81,14 @@ impl FlinkKeys {
                 "'{key}' ({place}) is not a current Flink 1.20.1 key: {what}"
             ));
         }
-        let suggestion = self
-            .current
-            .keys()
-            .map(|k| (edit_distance(key, k), *k))
-            .filter(|(d, _)| *d <= 3)
-            .min()
-            .map(|(_, k)| format!(" (did you mean '{k}'?)"))
+        let keys: Vec<&str> = self.current.keys().copied().collect();
+        let suggestion = statebench::config::nearest(key, &keys)
+            .map(|k| format!(" (did you mean '{k}'?)"))
             .unwrap_or_default();
         Some(format!(
             "'{key}' ({place}) is not a Flink 1.20.1 key{suggestion}"
         ))
     }
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (row[j + 1] + 1)
-                .min(row[j] + 1)
-                .min(prev + usize::from(ca != *cb));
-            prev = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 fn assert_no_problems(what: &str, problems: &[String]) {

@@ -187,7 +187,7 @@ fn yaml_error(err: &serde_norway::Error, text: &str, origin: &Origin) -> ConfigE
 }
 
 /// The candidate closest to `key` by edit distance, if it is close enough to be a likely typo.
-pub(crate) fn nearest<'a>(key: &str, candidates: &[&'a str]) -> Option<&'a str> {
+pub fn nearest<'a>(key: &str, candidates: &[&'a str]) -> Option<&'a str> {
     candidates
         .iter()
         .map(|c| (edit_distance(key, c), *c))

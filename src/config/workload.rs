@@ -314,6 +314,15 @@ impl Workload {
     pub fn window_label(window: Millis) -> String {
         window.to_string()
     }
+
+    /// The label of every window, in the workload's order (the MapState's user keys).
+    pub fn window_labels(&self) -> Vec<String> {
+        self.spec
+            .windows
+            .iter()
+            .map(|w| Self::window_label(*w))
+            .collect()
+    }
 }
 
 fn validate(spec: &WorkloadSpec) -> Result<(), String> {

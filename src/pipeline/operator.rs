@@ -137,12 +137,7 @@ impl<'a> FrequencyJob<'a> {
         workload: &Workload,
         mode: JobMode,
     ) -> Result<Self, PipelineError> {
-        let labels: Vec<String> = workload
-            .spec
-            .windows
-            .iter()
-            .map(|w| Workload::window_label(*w))
-            .collect();
+        let labels = workload.window_labels();
         Ok(FrequencyJob {
             mode,
             stats_cf: backend.cf(CF_WINDOW_STATS)?,
