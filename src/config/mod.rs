@@ -3,6 +3,7 @@
 //! Every config struct denies unknown fields; this module turns serde's errors into messages
 //! that name the file, the line, the key and what would have been valid.
 
+pub mod derived;
 pub mod flink;
 pub mod profile;
 pub mod target;
