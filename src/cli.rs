@@ -53,7 +53,7 @@ pub struct ReproduceArgs {
     pub name: Option<String>,
     /// Events per side (default: 60000 of `smoke`, or the 60000 of `backfill-catchup` for the
     /// backfill traps). The event-time pace stays the base workload's.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_events)]
     pub events: Option<u64>,
 }
 
@@ -68,7 +68,7 @@ pub struct JobArgs {
     pub profile: String,
     /// Process this many events instead of the workload's count (event time keeps the
     /// workload's pace, so a shorter run is a prefix of the full one).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_events)]
     pub events: Option<u64>,
     /// Stop after this much wall-clock time (e.g. 30s, 2m), or at --events, whichever is first.
     #[arg(long, value_parser = parse_duration)]
@@ -122,9 +122,9 @@ pub struct TuiArgs {
 pub enum ProfilesCommand {
     /// List the built-in profiles and those in a folder.
     List {
-        /// Also list the profiles in this folder.
-        #[arg(long, default_value = "profiles")]
-        dir: PathBuf,
+        /// Also list the profiles in this folder (default: ./profiles, when there is one).
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// Print the effective profile (after `extends:`), and with --derived Flink's memory math.
     Show {
@@ -153,7 +153,25 @@ pub enum WorkloadsCommand {
 }
 
 fn parse_duration(text: &str) -> Result<crate::config::Millis, String> {
-    crate::config::Millis::parse(text)
-        .filter(|m| m.0 > 0)
-        .ok_or_else(|| format!("invalid duration '{text}' (expected e.g. 30s, 2m, 500ms)"))
+    let duration = crate::config::Millis::parse(text)
+        .ok_or_else(|| format!("invalid duration '{text}' (expected e.g. 30s, 2m, 500ms)"))?;
+    if duration.0 == 0 {
+        return Err(format!(
+            "'{text}' is no time at all: a run that processes nothing measures nothing (give e.g. 30s, 2m, 500ms)"
+        ));
+    }
+    Ok(duration)
+}
+
+fn parse_events(text: &str) -> Result<u64, String> {
+    let events: u64 = text
+        .parse()
+        .map_err(|_| format!("invalid number of events '{text}' (expected e.g. 100000)"))?;
+    if events == 0 {
+        return Err(
+            "0 events: a run that processes nothing measures nothing (give at least 1, or leave --events out for the workload's count)"
+                .to_string(),
+        );
+    }
+    Ok(events)
 }

@@ -25,7 +25,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run_headless(args),
         Command::Tui(args) => run_tui(args),
-        Command::Profiles(ProfilesCommand::List { dir }) => list_profiles(&dir),
+        Command::Profiles(ProfilesCommand::List { dir }) => list_profiles(dir.as_deref()),
         Command::Profiles(ProfilesCommand::Show {
             name, flink: true, ..
         }) => show_flink_config(&name),
@@ -66,7 +66,16 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
 #[error("{0}")]
 pub struct UsageError(String);
 
-fn list_profiles(dir: &Path) -> anyhow::Result<()> {
+fn list_profiles(dir: Option<&Path>) -> anyhow::Result<()> {
+    // An explicit --dir must exist; the default folder is listed only where there is one.
+    let dir = match dir {
+        Some(d) if !d.is_dir() => bail!(UsageError(format!(
+            "--dir '{}' is not a folder (give a folder of profile YAML files)",
+            d.display()
+        ))),
+        Some(d) => d,
+        None => Path::new("profiles"),
+    };
     println!("built-in:");
     for (name, _) in config::profile::BUILTIN {
         let p = Profile::load(name)?;

@@ -232,3 +232,33 @@ fn a_malformed_trace_stops_the_run_before_anything_is_written() {
     assert_eq!(statebench::exit_code(&err), 2);
     assert!(!report.exists() && !data.exists(), "nothing half-done");
 }
+
+/// A run of nothing is refused before anything starts, with why, for every command that runs
+/// (the binary exits with clap's usage code 2).
+#[test]
+fn zero_events_or_zero_time_is_refused_with_why() {
+    for args in [
+        vec!["run", "--events", "0"],
+        vec!["tui", "--events", "0"],
+        vec!["reproduce", "ttl-too-short", "--events", "0"],
+        vec!["run", "--duration", "0s"],
+    ] {
+        let mut argv = vec!["statebench"];
+        argv.extend_from_slice(&args);
+        let err = Cli::try_parse_from(argv).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("measures nothing"), "{args:?}: {text}");
+        assert!(
+            text.contains(args[args.len() - 2]),
+            "{args:?} names the flag: {text}"
+        );
+        assert_eq!(err.exit_code(), 2, "{args:?}");
+    }
+}
+
+#[test]
+fn listing_profiles_of_a_folder_that_does_not_exist_is_an_error() {
+    let err = run(&["profiles", "list", "--dir", "/nonexistent/profiles"]).unwrap_err();
+    assert!(err.to_string().contains("is not a folder"), "{err}");
+    assert_eq!(statebench::exit_code(&err), 2);
+}
