@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::backend::STATE_COLUMN_FAMILIES;
-use crate::backend::metrics::{CacheHitRates, HitRate, StallCauses, Tickers};
+use crate::backend::metrics::{CacheHitRates, StallCauses, Tickers};
 use crate::config::profile::Derived;
 use crate::config::units::human_bytes;
 use crate::config::{Profile, Workload};
@@ -16,14 +16,17 @@ use crate::pipeline::sink::SinkCounters;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Cache hit rates over the whole run, each 0..1; 0 when there was no access of that type,
-/// which `cache_accesses` tells apart from "always missed".
+/// Below this many lookups a hit rate is printed with its lookup count.
+const FEW_LOOKUPS: u64 = 100;
+
+/// Cache hit rates over the whole run, each 0..1; null when there was no access of that type
+/// (never looked up is not "always missed"). `cache_accesses` says how many lookups a rate rests on.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct HitRateSummary {
-    pub overall: f64,
-    pub filter: f64,
-    pub index: f64,
-    pub data: f64,
+    pub overall: Option<f64>,
+    pub filter: Option<f64>,
+    pub index: Option<f64>,
+    pub data: Option<f64>,
 }
 
 /// Block cache lookups (hits + misses) over the whole run, by block type.
@@ -103,10 +106,6 @@ pub struct Summary {
     pub jobs: Vec<JobSource>,
 }
 
-fn rate(h: HitRate) -> f64 {
-    h.rate.unwrap_or(0.0)
-}
-
 impl Summary {
     pub fn new(outcome: &RunOutcome) -> Summary {
         let last = outcome.snapshots.last();
@@ -155,10 +154,10 @@ impl Summary {
             stall_counts: last.map(|s| s.rocksdb.stall.causes).unwrap_or_default(),
             write_stopped_samples: sum(&|s| u64::from(s.rocksdb.stall.write_stopped)),
             cache_hit_rate: HitRateSummary {
-                overall: rate(cache.overall),
-                filter: rate(cache.filter),
-                index: rate(cache.index),
-                data: rate(cache.data),
+                overall: cache.overall.rate,
+                filter: cache.filter.rate,
+                index: cache.index.rate,
+                data: cache.data.rate,
             },
             cache_accesses: CacheAccesses {
                 overall: cache.overall.hits + cache.overall.misses,
@@ -322,13 +321,12 @@ pub fn render_summary(report: &Report) -> String {
             s.stall_counts.pending_compaction_bytes_stops,
         ),
     );
-    // "n/a" when a block type was never looked up: 0 % would read as "always missed".
-    let hit = |rate: f64, accesses: u64| {
-        if accesses == 0 {
-            "n/a".to_string()
-        } else {
-            pct(rate)
-        }
+    // "n/a" when a block type was never looked up (0 % would read as "always missed"); a rate
+    // drawn from few lookups says how few.
+    let hit = |rate: Option<f64>, accesses: u64| match rate {
+        None => "n/a".to_string(),
+        Some(r) if accesses < FEW_LOOKUPS => format!("{} of {accesses}", pct(r)),
+        Some(r) => pct(r),
     };
     let (r, a) = (&s.cache_hit_rate, &s.cache_accesses);
     line(

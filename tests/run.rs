@@ -46,10 +46,23 @@ fn smoke_run_writes_a_report_consistent_with_rocksdbs_statistics() {
     assert_eq!(num("events"), 60_000.0);
     assert!(num("events_per_sec") > 0.0);
     assert!(num("p99_event_latency_us") > 0.0);
+    // A rate where there were lookups, null where there were none (no bloom filter here: no
+    // filter block is ever looked up).
     for key in ["overall", "filter", "index", "data"] {
-        let v = s["cache_hit_rate"][key].as_f64().unwrap();
-        assert!((0.0..=1.0).contains(&v), "cache_hit_rate.{key} = {v}");
+        let accesses = s["cache_accesses"][key].as_u64().unwrap();
+        let rate = &s["cache_hit_rate"][key];
+        if accesses == 0 {
+            assert!(
+                rate.is_null(),
+                "cache_hit_rate.{key} = {rate} with no lookups"
+            );
+        } else {
+            let v = rate.as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&v), "cache_hit_rate.{key} = {v}");
+        }
     }
+    assert!(s["cache_hit_rate"]["filter"].is_null());
+    assert!(s["cache_hit_rate"]["data"].as_f64().is_some());
     for key in [
         "stall_micros",
         "filter_block_reads_per_lookup",
