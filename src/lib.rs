@@ -53,12 +53,25 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 pub fn exit_code(err: &anyhow::Error) -> u8 {
     if err
         .chain()
-        .any(|e| e.is::<ConfigError>() || e.is::<UsageError>())
+        .any(|e| e.is::<ConfigError>() || e.is::<UsageError>() || data_dir_in_use(e))
     {
         2
     } else {
         1
     }
+}
+
+/// Whether `e` says the data directory belongs to another process (a usage error: exit 2).
+fn data_dir_in_use(e: &(dyn std::error::Error + 'static)) -> bool {
+    use crate::backend::BackendError;
+    use crate::engine::EngineError;
+    use crate::pipeline::PipelineError;
+    let backend = match e.downcast_ref::<EngineError>() {
+        Some(EngineError::Backend(b)) => Some(b),
+        Some(EngineError::Pipeline(PipelineError::Backend(b))) => Some(b),
+        _ => e.downcast_ref::<BackendError>(),
+    };
+    matches!(backend, Some(BackendError::InUse(_)))
 }
 
 /// A command line that cannot be carried out as given.

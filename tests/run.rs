@@ -275,3 +275,27 @@ fn listing_profiles_of_a_folder_that_does_not_exist_is_an_error() {
     assert!(err.to_string().contains("is not a folder"), "{err}");
     assert_eq!(statebench::exit_code(&err), 2);
 }
+
+/// A data directory another run holds is a usage error that says so, once.
+#[test]
+fn a_data_dir_in_use_is_refused_with_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = statebench::config::Profile::load("flink-default").unwrap();
+    let holder = statebench::backend::StateBackend::open(dir.path(), &profile).unwrap();
+    let data = dir.path().to_string_lossy().into_owned();
+    let err = run(&[
+        "run",
+        "--events",
+        "100",
+        "--quiet",
+        "--data-dir",
+        &data,
+        "--reuse",
+    ])
+    .unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains("is in use by another run"), "{text}");
+    assert_eq!(text.matches("LOCK").count(), 1, "said once: {text}");
+    assert_eq!(statebench::exit_code(&err), 2);
+    drop(holder);
+}

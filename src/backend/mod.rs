@@ -44,8 +44,15 @@ pub const ALL_COLUMN_FAMILIES: [&str; 4] = [
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
+    // Not a `source`: the message already holds RocksDB's words, and a source would print them
+    // twice in an error chain.
     #[error("rocksdb: {0}")]
-    RocksDb(#[from] rocksdb::Error),
+    RocksDb(rocksdb::Error),
+    #[error(
+        "the data directory {} is in use by another run (RocksDB's LOCK is held): wait for that run to end, or give another --data-dir",
+        .0.display()
+    )]
+    InUse(PathBuf),
     #[error("column family '{0}' is missing")]
     MissingColumnFamily(&'static str),
     #[error("{0}")]
@@ -68,6 +75,12 @@ pub enum BackendError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+impl From<rocksdb::Error> for BackendError {
+    fn from(e: rocksdb::Error) -> Self {
+        BackendError::RocksDb(e)
+    }
 }
 
 /// One RocksDB instance with Flink's options for a profile.
@@ -201,7 +214,15 @@ impl StateBackend {
             .chain(ALL_COLUMN_FAMILIES)
             .map(|name| Ok(ColumnFamilyDescriptor::new(name, cf_options(name)?)))
             .collect::<Result<Vec<_>, BackendError>>()?;
-        let db = DB::open_cf_descriptors(&opts, path, descriptors)?;
+        let db = DB::open_cf_descriptors(&opts, path, descriptors).map_err(|e| {
+            // RocksDB's words for a LOCK file another process ("While lock file: …/LOCK: …")
+            // or this one ("lock hold by current process … /LOCK: …") holds.
+            if e.kind() == rocksdb::ErrorKind::IOError && e.as_ref().contains("/LOCK: ") {
+                BackendError::InUse(path.to_path_buf())
+            } else {
+                BackendError::RocksDb(e)
+            }
+        })?;
         let mut write_opts = WriteOptions::default();
         // Flink's state backend writes without a WAL: checkpoints provide durability.
         write_opts.disable_wal(true);
