@@ -235,7 +235,16 @@ fn prepare_data_dir(dir: Option<&Path>, reuse: bool) -> anyhow::Result<DataDir> 
             )));
         }
     } else {
-        std::fs::create_dir_all(dir)
+        // A new directory, but not a new tree: a mistyped parent must not silently appear.
+        let parent = report::parent_dir(dir);
+        if !parent.is_dir() {
+            bail!(UsageError(format!(
+                "--data-dir {}: its parent folder {} does not exist (create it first, or give an existing place)",
+                dir.display(),
+                parent.display()
+            )));
+        }
+        std::fs::create_dir(dir)
             .with_context(|| format!("cannot create --data-dir {}", dir.display()))?;
     }
     Ok(DataDir::Given(dir.to_path_buf()))

@@ -216,3 +216,21 @@ fn source_and_phase_mistakes_name_the_field_and_what_is_valid() {
         "{msg}"
     );
 }
+
+#[test]
+fn an_empty_profile_is_refused_and_a_child_keeps_only_its_own_description() {
+    let msg = profile_error("tests/fixtures/invalid/profile-empty.yaml");
+    assert_eq!(
+        msg,
+        "tests/fixtures/invalid/profile-empty.yaml: the profile is empty: write 'extends: flink-default' for Flink's defaults, then the knobs that differ"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let child = dir.path().join("child.yaml");
+    std::fs::write(&child, "extends: flink-default\nwritebuffer.size: 8mb\n").unwrap();
+    let p = Profile::load(&child.to_string_lossy()).unwrap();
+    assert_eq!(
+        p.description, None,
+        "flink-default's description is not this file's"
+    );
+    assert_eq!(p.knobs.write_buffer_size.0, 8 << 20);
+}

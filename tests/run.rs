@@ -299,3 +299,14 @@ fn a_data_dir_in_use_is_refused_with_why() {
     assert_eq!(statebench::exit_code(&err), 2);
     drop(holder);
 }
+
+#[test]
+fn a_data_dir_under_a_missing_folder_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("no-such-folder").join("db");
+    let data_arg = data.to_string_lossy().into_owned();
+    let err = run(&["run", "--events", "100", "--quiet", "--data-dir", &data_arg]).unwrap_err();
+    assert!(err.to_string().contains("does not exist"), "{err}");
+    assert_eq!(statebench::exit_code(&err), 2);
+    assert!(!data.exists(), "nothing created");
+}

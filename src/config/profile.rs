@@ -161,7 +161,8 @@ macro_rules! knobs {
             fn inherit(self, parent: ProfileSpec) -> ProfileSpec {
                 ProfileSpec {
                     extends: parent.extends,
-                    description: self.description.or(parent.description),
+                    // A description says what this file is for: the parent's would mislabel it.
+                    description: self.description,
                     $( $field: self.$field.or(parent.$field), )*
                 }
             }
@@ -303,6 +304,15 @@ impl Profile {
     /// Loads a profile by path or built-in name, following `extends:`.
     pub fn load(name: &str) -> Result<Profile, ConfigError> {
         let (origin, text) = locate("profile", name, BUILTIN)?;
+        if text
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+        {
+            return Err(ConfigError::Invalid {
+                origin: origin.to_string(),
+                message: "the profile is empty: write 'extends: flink-default' for Flink's defaults, then the knobs that differ".to_string(),
+            });
+        }
         let mut spec: ProfileSpec = parse_yaml(&text, &origin)?;
         let name = origin.name();
         let mut chain = vec![name.clone()];
