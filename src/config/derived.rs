@@ -67,8 +67,27 @@ impl Profile {
             ));
         }
         if per_cf < k.write_buffer_size.0 {
+            // What would give every state a full write buffer: 2 * M * r / 3 >= n * size.
+            let needed = 3.0 * state_column_families as f64 * k.write_buffer_size.0 as f64 / 2.0;
+            let memory_fix = needed / r;
+            let ratio_fix = needed / m;
+            // Flink refuses a ratio whose memtables and high-priority pool fill the cache.
+            let ratio_ok = ratio_fix < 1.0
+                && 2.0 * ratio_fix / (3.0 - ratio_fix) + k.high_prio_pool_ratio < 1.0;
+            let fix = if ratio_ok {
+                format!(
+                    "memory.managed-size {} (at ratio {r}) or memory.write-buffer-ratio {:.2} would give each a full buffer",
+                    human_bytes(memory_fix),
+                    (ratio_fix * 100.0).ceil() / 100.0
+                )
+            } else {
+                format!(
+                    "memory.managed-size {} (at ratio {r}) would give each a full buffer",
+                    human_bytes(memory_fix)
+                )
+            };
             notes.push(format!(
-                "each of the {state_column_families} state column families gets about {} of WriteBufferManager budget, less than writebuffer.size {}: the WBM forces small flushes before memtables fill (case study 1)",
+                "each of the {state_column_families} state column families gets about {} of WriteBufferManager budget, less than writebuffer.size {}: the WBM forces small flushes before memtables fill (case study 1); {fix}",
                 human_bytes(per_cf as f64),
                 human_bytes(k.write_buffer_size.0 as f64)
             ));
@@ -219,6 +238,30 @@ mod tests {
                 .iter()
                 .any(|n| n.contains("flush memtable constantly"))
         );
+    }
+
+    /// The budget warning says what would lift it: minutes-wbm-starved's seed numbers (M 18 MB,
+    /// r 0.25, 4 MB buffers, 3 states) need M = 3 * 3 * 4 / (2 * 0.25) = 72 MB.
+    #[test]
+    fn the_budget_warning_names_the_memory_that_would_fix_it() {
+        let knobs = Knobs {
+            managed_memory: ByteSize(18 << 20),
+            write_buffer_ratio: 0.25,
+            write_buffer_size: ByteSize(4 << 20),
+            ..Knobs::default()
+        };
+        let derived = Profile::from_knobs("starved", knobs).unwrap().derived(3);
+        let note = derived
+            .notes
+            .iter()
+            .find(|n| n.contains("less than writebuffer.size"))
+            .expect("the budget warning");
+        assert!(
+            note.contains("memory.managed-size 72.0 MiB (at ratio 0.25)"),
+            "{note}"
+        );
+        // r = 3 * 3 * 4 / (2 * 18) = 1.0: no ratio can do it.
+        assert!(!note.contains("memory.write-buffer-ratio"), "{note}");
     }
 
     /// 64 MB of managed memory (the parity check's profile): one 8 MiB arena block passes
