@@ -130,10 +130,12 @@ fn show_profile(name: &str, derived: bool) -> anyhow::Result<()> {
     }
     for (key, value) in profile.knobs.values() {
         let info = config::profile::KNOBS.iter().find(|k| k.key == key);
-        let flink = info
-            .and_then(|k| k.flink_key)
-            .map(|f| format!("  # {f}"))
-            .unwrap_or_else(|| "  # no Flink key: set it in a RocksDBOptionsFactory".to_string());
+        let flink = match info.and_then(|k| k.flink_key) {
+            Some(f) => format!("  # {f}"),
+            // Not a RocksDB option: which Flink's RocksDB the run imitates.
+            None if key == "target" => "  # statebench only: whose RocksDB to imitate".to_string(),
+            None => "  # no Flink key: set it in a RocksDBOptionsFactory".to_string(),
+        };
         println!("{key}: {value}{flink}");
     }
     if derived {

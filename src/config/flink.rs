@@ -21,40 +21,37 @@ fn flink_compression(c: Compression) -> &'static str {
     }
 }
 
-/// A knob's value in Flink's syntax: sizes as statebench writes them (`64mb`, which Flink's
-/// `MemorySize` parses), lists of compressions as Flink's `;`-separated enum names.
-fn flink_value(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Array(items) => items
-            .iter()
-            .map(|item| {
-                serde_json::from_value::<Compression>(item.clone())
-                    .map(|c| flink_compression(c).to_string())
-                    .unwrap_or_else(|_| flink_value(item))
-            })
-            .collect::<Vec<_>>()
-            .join(";"),
-        other => other.to_string(),
-    }
-}
-
 /// `(key, value)` for every knob of `profile`, in knob-table order: the Flink key where the
-/// knob table names one, `statebench.<knob>` otherwise.
+/// knob table names one, `statebench.<knob>` otherwise. Values are in the syntax the profile
+/// YAML uses (sizes like `64mb`, which Flink's `MemorySize` parses), but for the compression
+/// list, which Flink writes as `;`-separated `CompressionType` names.
 pub fn flink_config(profile: &Profile) -> Vec<(String, String)> {
-    let values = serde_json::to_value(&profile.knobs).unwrap_or_default();
-    KNOBS
-        .iter()
-        .filter_map(|knob| {
-            let value = flink_value(values.get(knob.key)?);
-            let key = match knob.flink_key {
-                Some(flink) => flink.to_string(),
-                None => format!("{FACTORY_PREFIX}{}", knob.key),
+    let k = &profile.knobs;
+    k.values()
+        .into_iter()
+        .map(|(key, value)| {
+            let flink_key = KNOBS
+                .iter()
+                .find(|knob| knob.key == key)
+                .and_then(|knob| knob.flink_key);
+            let value = if key == COMPRESSION_KEY {
+                let names: Vec<&str> = k
+                    .compression_per_level
+                    .iter()
+                    .map(|c| flink_compression(*c))
+                    .collect();
+                names.join(";")
+            } else {
+                value
             };
-            Some((key, value))
+            let key = flink_key.map_or_else(|| format!("{FACTORY_PREFIX}{key}"), str::to_string);
+            (key, value)
         })
         .collect()
 }
+
+/// The knob whose value Flink writes in its own syntax.
+const COMPRESSION_KEY: &str = "compression.per.level";
 
 #[cfg(test)]
 mod tests {
