@@ -5,8 +5,8 @@ Prints a table (metric, Flink, statebench, ratio, verdict) and the OPTIONS diffe
 non-zero unless: keys read and written per event, state gets / puts / deletes, timer-queue
 entries, timers fired, iterator seeks, the last watermark and the final counts are exactly equal
 (every run of a side doing the same state work as its first); with --timing gate, statebench's
-median flush and compaction counts lie within 10 % of the range Flink's runs span (single runs
-of either side vary by up to +-20 %, so one Flink run is no reference); under Kryo, bytes
+medians of what background timing moves lie near the range Flink's runs span (TIMING_GATES
+says how near, and why); under Kryo, bytes
 written per event are within 5 %; both LOGs show the same block-cache high-priority pool; Flink
 knows every configuration key it was given; and every OPTIONS difference is listed in the
 explanations file.
@@ -21,8 +21,29 @@ import os
 import re
 import sys
 
-FLUSH_COMPACTION_TOLERANCE = 0.10
 BYTES_TOLERANCE = 0.05
+
+# What background timing moves, and how near Flink's range statebench's median must lie. Both
+# sides' flush counts follow how fast they write against how fast they flush: FRocksDB 6.20's
+# WriteBufferManager (and statebench's emulation of it) also switches a column family whose
+# flush is pending, more often the slower flushes run. For one profile and trace, Flink's own
+# median flush count was 3,867, 4,578, 5,047 and 7,441 on different occasions on one 2-core
+# machine, so no tolerance tighter than that spread holds in CI. The gates below hold the parts
+# that spread less, and catch a different regime (3 flushes against 3,867 before the arena fix;
+# RocksDB 11's own WriteBufferManager choice: 0.48 of Flink's flushes under load):
+#   - switches of a column family with no flush pending: mostly what the WriteBufferManager's
+#     memory accounting decides (Flink's medians 2,367-3,205 across those occasions, statebench
+#     0.87-0.96 of Flink's side by side): within 20 %;
+#   - flushes, bytes flushed and bytes compacted (write amplification): within a factor of 1.5
+#     (statebench 0.90-1.38 of Flink's side by side; before the 6.20 flush choice was modelled,
+#     0.48 and 0.56 under load).
+# Compaction counts are shown: they follow the flush count, and RocksDB 11 cuts compactions
+# differently from 6.20 (more, smaller ones for about the same bytes).
+TIMING_GATES = {
+    "fresh_switches": ("pct", 0.20),
+    "flushes": ("factor", 1.5),
+    "bytes": ("factor", 1.5),
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,7 +173,8 @@ class Table:
         self.failed = []
 
     def add(self, metric, flink, statebench, rule, note=""):
-        """rule: 'exact', 'zero', 'within5' (5 %), ('range', lo, hi) (within 10 % of Flink's runs), or 'info' (shown, not gated)."""
+        """rule: 'exact', 'zero', 'within5' (5 %), ('range', lo, hi, gate) (near Flink's runs, as
+        TIMING_GATES[gate] says), or 'info' (shown, not gated)."""
         ratio = ""
         if isinstance(flink, (int, float)) and isinstance(statebench, (int, float)):
             if flink:
@@ -164,15 +186,15 @@ class Table:
         if rule == "exact":
             ok = flink == statebench
             verdict = "ok" if ok else "FAIL (must be equal)"
-        elif rule == "within":
-            hi = max(flink, statebench)
-            ok = hi == 0 or abs(flink - statebench) <= FLUSH_COMPACTION_TOLERANCE * hi
-            verdict = "ok" if ok else f"FAIL (must be within {FLUSH_COMPACTION_TOLERANCE:.0%})"
         elif isinstance(rule, tuple) and rule[0] == "range":
-            _, lo, hi = rule
-            ok = (1 - FLUSH_COMPACTION_TOLERANCE) * lo <= statebench <= (1 + FLUSH_COMPACTION_TOLERANCE) * hi
-            verdict = "ok" if ok else (f"FAIL (must be within {FLUSH_COMPACTION_TOLERANCE:.0%} of "
-                                       f"Flink's runs, {lo:,}-{hi:,})")
+            _, lo, hi, gate = rule
+            kind, amount = TIMING_GATES[gate]
+            if kind == "pct":
+                low, high, what = (1 - amount) * lo, (1 + amount) * hi, f"{amount:.0%}"
+            else:
+                low, high, what = lo / amount, hi * amount, f"a factor of {amount:g}"
+            ok = low <= statebench <= high
+            verdict = "ok" if ok else f"FAIL (must be within {what} of Flink's runs, {lo:,}-{hi:,})"
         elif rule == "within5":
             ok = flink != 0 and abs(statebench - flink) <= BYTES_TOLERANCE * flink
             verdict = "ok" if ok else f"FAIL (must be within {BYTES_TOLERANCE:.0%})"
@@ -306,7 +328,7 @@ def main():
     p.add_argument("--explained", required=True, help="parity/options-explained.txt")
     p.add_argument("--json", help="write the comparison here as JSON")
     p.add_argument("--timing", choices=["gate", "info"], default="gate",
-                   help="gate flush and compaction counts (medians within 10 %%) or only show them")
+                   help="gate what background timing moves (TIMING_GATES) or only show it")
     p.add_argument("--serializer", choices=["pojo", "kryo"], default="pojo",
                    help="the job's serializer (kryo gates bytes written per event)")
     a = p.parse_args()
@@ -377,27 +399,39 @@ def main():
     logs_s = [log_events(sorted(glob.glob(os.path.join(d, "LOG*")))) for d in a.statebench_data]
     lf, ls = logs_f[0], logs_s[0]
 
-    def timed(name, flink_values, statebench_values, note=""):
-        # Flink's own runs spread by up to +-20 % here, so one Flink run is not the reference:
-        # statebench's median must lie within 10 % of the range Flink's runs span.
+    def timed(name, flink_values, statebench_values, gate, note=""):
+        # One Flink run is not the reference: statebench's median is held against the range
+        # Flink's runs span (TIMING_GATES).
         lo, hi = min(flink_values), max(flink_values)
         spread = (f"(medians of {len(flink_values)} / {len(statebench_values)} runs; "
                   f"Flink {lo:,}-{hi:,}, statebench {min(statebench_values):,}-{max(statebench_values):,})")
-        t.add(name, statistics.median(flink_values), statistics.median(statebench_values),
-              ("range", lo, hi) if a.timing == "gate" else "info", (note + " " + spread).strip())
+        rule = ("range", lo, hi, gate) if a.timing == "gate" and gate else "info"
+        t.add(name, statistics.median(flink_values), statistics.median(statebench_values), rule,
+              (note + " " + spread).strip())
 
+    timed("memtable switches, no flush pending (LOG)",
+          [l["switches"] - l["switches_onto_pending"] for l in logs_f],
+          [l["switches"] - l["switches_onto_pending"] for l in logs_s], "fresh_switches",
+          "(the WriteBufferManager's memory accounting)")
+    timed("memtable switches onto a pending flush (LOG)", [l["switches_onto_pending"] for l in logs_f],
+          [l["switches_onto_pending"] for l in logs_s], None,
+          "(FRocksDB 6.20's WriteBufferManager also switches a column family whose flush is "
+          "pending, which stops writes at 2; statebench's target flink-1.20 does it as 6.20 does; "
+          "how often follows write speed against flush speed)")
     timed("flushes (FLUSH_TIME count)", [f["histograms"]["FLUSH_TIME_count"] for f in runs_f],
-          [r["summary"]["flushes"] for r in runs_s])
-    timed("compactions (COMPACTION_TIME count)", [f["histograms"]["COMPACTION_TIME_count"] for f in runs_f],
-          [r["summary"]["compactions"] for r in runs_s])
+          [r["summary"]["flushes"] for r in runs_s], "flushes")
     timed("flushes (LOG flush_finished)", [l["flush_finished"] for l in logs_f],
-          [l["flush_finished"] for l in logs_s], "(statebench's closing flushes left out)")
+          [l["flush_finished"] for l in logs_s], "flushes", "(statebench's closing flushes left out)")
+    timed("flush bytes written", [f["tickers"]["FLUSH_WRITE_BYTES"] for f in runs_f],
+          [r["snapshots"][-1]["rocksdb"]["tickers"]["flush_write_bytes"] for r in runs_s], "bytes")
+    timed("compaction bytes written", [f["tickers"]["COMPACT_WRITE_BYTES"] for f in runs_f],
+          [r["snapshots"][-1]["rocksdb"]["tickers"]["compact_write_bytes"] for r in runs_s], "bytes")
+    timed("compactions (COMPACTION_TIME count)", [f["histograms"]["COMPACTION_TIME_count"] for f in runs_f],
+          [r["summary"]["compactions"] for r in runs_s], None)
     timed("compactions (LOG compaction_finished)", [l["compaction_finished"] for l in logs_f],
-          [l["compaction_finished"] for l in logs_s])
-    t.add("memtable switches onto a pending flush (LOG)", statistics.median(l["switches_onto_pending"] for l in logs_f),
-          statistics.median(l["switches_onto_pending"] for l in logs_s), "info",
-          "(median; FRocksDB 6.20's WriteBufferManager also switches a column family whose flush "
-          "is pending, which stops writes; RocksDB 7+ skips it)")
+          [l["compaction_finished"] for l in logs_s], None)
+    timed("stall micros", [f["tickers"]["STALL_MICROS"] for f in runs_f],
+          [r["snapshots"][-1]["rocksdb"]["tickers"]["stall_micros"] for r in runs_s], None)
     def ratios(found):
         return ",".join(f"{v:g}" for v in sorted(found)) or "-"
     hp_f, hp_s = ratios(lf["high_pri_pool_ratio"]), ratios(ls["high_pri_pool_ratio"])
@@ -409,11 +443,8 @@ def main():
     # the figure is shown, not gated.
     t.add("bytes written / event", per_event(tick["BYTES_WRITTEN"], events_f),
           per_event(sb_tick["bytes_written"], events_s), "within5" if a.serializer == "kryo" else "info")
-    t.add("flush bytes written", tick["FLUSH_WRITE_BYTES"], sb_tick["flush_write_bytes"], "info")
-    t.add("compaction bytes written", tick["COMPACT_WRITE_BYTES"], sb_tick["compact_write_bytes"], "info")
     t.add("iterator seeks", tick["NUMBER_DB_SEEK"], ops["iterator_seeks"], "exact",
           "(both scan the event- and processing-time timer queues' key-group heads at open)")
-    t.add("stall micros", tick["STALL_MICROS"], sb_tick["stall_micros"], "info")
     t.add("block cache hits", tick["BLOCK_CACHE_HIT"], sb_tick["block_cache_hit"], "info")
     t.add("block cache misses", tick["BLOCK_CACHE_MISS"], sb_tick["block_cache_miss"], "info")
 

@@ -346,3 +346,51 @@ fn compaction_drops_expired_timer_state() {
     assert_eq!(backend.db().get_cf(cf, b"old").unwrap(), None);
     assert!(backend.db().get_cf(cf, b"new").unwrap().is_some());
 }
+
+/// Memtable switches RocksDB logged onto a column family that still had unflushed immutable
+/// memtables ("... Immutable memtables: N" with N > 0).
+fn switches_onto_pending_flush(data_dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(data_dir.join("LOG"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split("Immutable memtables: ").nth(1))
+        .filter(|n| n.trim().trim_end_matches('.') != "0")
+        .count()
+}
+
+#[test]
+fn flink_s_write_buffer_manager_also_switches_a_column_family_whose_flush_is_pending() {
+    // Case study 1's profile: a starved WriteBufferManager and a slow disk, so flushes pend.
+    let starved = Profile::load("minutes-wbm-starved").unwrap();
+    let run = |profile: Profile| {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = statebench::engine::run_to_completion(statebench::engine::EngineConfig {
+            events: 10_000,
+            ..statebench::engine::EngineConfig::new(
+                statebench::config::Workload::load("smoke").unwrap(),
+                profile,
+                dir.path(),
+            )
+        })
+        .unwrap();
+        let ops = outcome.snapshots.last().unwrap().ops;
+        (
+            ops.pending_flush_switches,
+            switches_onto_pending_flush(dir.path()),
+        )
+    };
+    // FRocksDB 6.20 (Flink 1.20): statebench makes the switches RocksDB 11 would skip, and
+    // RocksDB's own LOG shows each of them.
+    let (ours, logged) = run(starved.clone());
+    assert!(
+        ours > 0,
+        "no switch onto a pending flush under a starved WBM"
+    );
+    assert!(
+        logged as u64 >= ours,
+        "LOG shows {logged} of {ours} switches"
+    );
+    // RocksDB 11.8's own choice skips those column families.
+    let (ours, _) = run(starved.edited("target", "rocksdb-11.8").unwrap());
+    assert_eq!(ours, 0);
+}

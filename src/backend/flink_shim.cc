@@ -2,16 +2,24 @@
 // the shared block cache's high-priority pool ratio (Flink builds its LRU cache with
 // high-prio-pool-ratio 0.1; the C API's LRU cache always gets RocksDB's 0.5) and the
 // block-based table's decouple_partitioned_filters (FRocksDB 6.20.3 predates it: its
-// partitioned filters are coupled to the index partitions).
+// partitioned filters are coupled to the index partitions). And FRocksDB 6.20's choice of
+// the column family a WriteBufferManager flush switches (see statebench_wbm620_before_write).
 //
 // Compiled by build.rs against the public headers of the RocksDB that librocksdb-sys builds,
 // and linked into the same binary, so it shares that RocksDB's objects.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "rocksdb/advanced_cache.h"
 #include "rocksdb/cache.h"
+#include "rocksdb/db.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_buffer_manager.h"
@@ -21,11 +29,52 @@
 struct rocksdb_options_t {
   rocksdb::Options rep;
 };
+// The C API's database and column-family handles (also from db/c.cc).
+struct rocksdb_t {
+  rocksdb::DB* rep;
+};
+struct rocksdb_column_family_handle_t {
+  rocksdb::ColumnFamilyHandle* rep;
+  bool immortal;
+};
+
+namespace {
+
+// Remembers the order in which column families' memtables were sealed: the column family
+// sealed longest ago holds the oldest mutable memtable (smallest creation sequence), the one
+// a WriteBufferManager flush picks. Never-sealed column families keep their opening order.
+class SealOrder : public rocksdb::EventListener {
+ public:
+  const char* Name() const override { return "statebench.SealOrder"; }
+
+  void OnMemTableSealed(const rocksdb::MemTableInfo& info) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sealed_at_[info.cf_name] = ++seals_;
+  }
+
+  uint64_t SealedAt(const std::string& cf) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sealed_at_.find(cf);
+    return it == sealed_at_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  uint64_t seals_ = 0;
+  std::unordered_map<std::string, uint64_t> sealed_at_;
+};
+
+}  // namespace
 
 // Flink's shared managed memory: one block cache and the WriteBufferManager charging it.
+// With FRocksDB 6.20's flush choice, also the seal order and the database's column families
+// (set once the database is open; its handles outlive every call that reads them).
 struct statebench_memory_t {
   std::shared_ptr<rocksdb::Cache> cache;
   std::shared_ptr<rocksdb::WriteBufferManager> wbm;
+  std::shared_ptr<SealOrder> seal_order = std::make_shared<SealOrder>();
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> column_families;
 };
 
 extern "C" {
@@ -102,6 +151,74 @@ int statebench_options_set_table(rocksdb_options_t* options,
   table.decouple_partitioned_filters = decouple_partitioned_filters != 0;
   options->rep.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return 0;
+} catch (...) {
+  return -1;
+}
+
+// DB options: RocksDB tells `memory` when it seals a memtable (for the 6.20 flush choice).
+void statebench_options_track_seals(rocksdb_options_t* options,
+                                    const statebench_memory_t* memory) {
+  options->rep.listeners.push_back(memory->seal_order);
+}
+
+// The open database and its column families in creation order (the order RocksDB iterates
+// them in when it picks a column family to flush). Returns 0, or -1 if RocksDB threw.
+int statebench_memory_attach(statebench_memory_t* memory, rocksdb_t* db,
+                             rocksdb_column_family_handle_t* const* cfs,
+                             size_t n) try {
+  memory->db = db->rep;
+  memory->column_families.clear();
+  for (size_t i = 0; i < n; ++i) {
+    memory->column_families.push_back(cfs[i]->rep);
+  }
+  return 0;
+} catch (...) {
+  return -1;
+}
+
+// FRocksDB 6.20.3 (Flink 1.20) and RocksDB 11 agree on when the WriteBufferManager asks for a
+// flush (ShouldFlush, checked before every write) and on which column family it flushes: the
+// non-empty one with the oldest mutable memtable, but RocksDB 7+ skips column families with
+// immutable memtables still unflushed, while 6.20 switches them too. Under memory pressure,
+// 6.20 thus cuts a column family whose flush is pending into ever smaller memtables, and
+// stops writes when it holds max_write_buffer_number of them, which is what Flink jobs see.
+// Called before each write: when 6.20 would switch such a column family, switch it now (a
+// flush without waiting; RocksDB counts it as manual). Returns 1 when it switched one, 0 when
+// RocksDB 11 will do what 6.20 does, -1 when the flush failed (writes stopped: 6.20 would
+// also just wait), -2 before statebench_memory_attach.
+int statebench_wbm620_before_write(statebench_memory_t* memory) try {
+  if (!memory->wbm->ShouldFlush()) {
+    return 0;
+  }
+  if (memory->db == nullptr) {
+    return -2;
+  }
+  rocksdb::ColumnFamilyHandle* picked = nullptr;
+  uint64_t picked_at = 0;
+  for (rocksdb::ColumnFamilyHandle* cf : memory->column_families) {
+    uint64_t entries = 0;
+    if (!memory->db->GetIntProperty(cf, "rocksdb.num-entries-active-mem-table",
+                                    &entries) ||
+        entries == 0) {
+      continue;
+    }
+    uint64_t sealed_at = memory->seal_order->SealedAt(cf->GetName());
+    if (picked == nullptr || sealed_at < picked_at) {
+      picked = cf;
+      picked_at = sealed_at;
+    }
+  }
+  uint64_t unflushed = 0;
+  if (picked == nullptr ||
+      !memory->db->GetIntProperty(picked, "rocksdb.num-immutable-mem-table",
+                                  &unflushed) ||
+      unflushed == 0) {
+    return 0;
+  }
+  rocksdb::FlushOptions flush;
+  flush.wait = false;
+  flush.allow_write_stall = true;
+  return memory->db->Flush(flush, picked).ok() ? 1 : -1;
 } catch (...) {
   return -1;
 }

@@ -4,7 +4,7 @@
 
 use std::ptr::NonNull;
 
-use rocksdb::{AsRawPtr, Options};
+use rocksdb::{AsColumnFamilyRef, AsRawPtr, ColumnFamily, DB, Options};
 
 use super::BackendError;
 
@@ -28,6 +28,17 @@ unsafe extern "C" {
         options: *mut librocksdb_sys::rocksdb_options_t,
         memory: *const RawMemory,
     );
+    fn statebench_options_track_seals(
+        options: *mut librocksdb_sys::rocksdb_options_t,
+        memory: *const RawMemory,
+    );
+    fn statebench_memory_attach(
+        memory: *mut RawMemory,
+        db: *mut librocksdb_sys::rocksdb_t,
+        cfs: *const *mut librocksdb_sys::rocksdb_column_family_handle_t,
+        n: usize,
+    ) -> i32;
+    fn statebench_wbm620_before_write(memory: *mut RawMemory) -> i32;
     fn statebench_options_set_table(
         options: *mut librocksdb_sys::rocksdb_options_t,
         memory: *const RawMemory,
@@ -74,6 +85,46 @@ impl SharedMemory {
     pub fn install_write_buffer_manager(&self, opts: &mut Options) {
         // SAFETY: both pointers are alive for the call; the shim copies a shared_ptr.
         unsafe { statebench_options_set_memory(opts.as_raw_ptr(), self.raw.as_ptr()) }
+    }
+
+    /// Makes RocksDB report to this object when it seals a memtable (DB options), for
+    /// [`SharedMemory::switch_as_frocksdb_620`].
+    pub fn track_seals(&self, opts: &mut Options) {
+        // SAFETY: both pointers are alive for the call; the shim copies a shared_ptr.
+        unsafe { statebench_options_track_seals(opts.as_raw_ptr(), self.raw.as_ptr()) }
+    }
+
+    /// Tells this object the database opened with [`SharedMemory::track_seals`] and its column
+    /// families in creation order. `db` must outlive every later call of
+    /// [`SharedMemory::switch_as_frocksdb_620`] (StateBackend drops its database first and
+    /// never calls it after).
+    pub fn attach(&self, db: &DB, column_families: &[&ColumnFamily]) -> Result<(), BackendError> {
+        let handles: Vec<_> = column_families.iter().map(|cf| cf.inner()).collect();
+        // SAFETY: the database and handle pointers are alive; the shim copies the C++ pointers
+        // they wrap, which stay valid as long as `db` is open.
+        let rc = unsafe {
+            statebench_memory_attach(
+                self.raw.as_ptr(),
+                db.as_raw_ptr(),
+                handles.as_ptr(),
+                handles.len(),
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(BackendError::Setup(
+                "could not record the column families for the WriteBufferManager".to_string(),
+            ))
+        }
+    }
+
+    /// Before a write: where FRocksDB 6.20's WriteBufferManager would switch a column family
+    /// whose flush is pending (RocksDB 11 skips those), switch it. True when it did.
+    pub fn switch_as_frocksdb_620(&self) -> bool {
+        // SAFETY: the object is alive while self is, and the database it was attached to is
+        // open (see `attach`); the shim catches every C++ exception.
+        unsafe { statebench_wbm620_before_write(self.raw.as_ptr()) == 1 }
     }
 
     /// Rebuilds the block-based table factory of column-family options `opts` with this

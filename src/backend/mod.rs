@@ -92,6 +92,8 @@ pub struct StateBackend {
     memory: SharedMemory,
     /// Processing time for the TTL compaction filter.
     ttl_clock: ttl_filter::TtlClock,
+    /// Emulate FRocksDB 6.20's WriteBufferManager flush choice before every write.
+    wbm_switches_pending_flush: bool,
     write_opts: WriteOptions,
     read_opts: ReadOptions,
     path: PathBuf,
@@ -203,6 +205,9 @@ impl StateBackend {
         opts.set_use_direct_io_for_flush_and_compaction(k.use_direct_io_for_flush_and_compaction);
         opts.set_compaction_readahead_size(target.compaction_readahead_size as usize);
         memory.install_write_buffer_manager(&mut opts);
+        if target.wbm_switches_pending_flush {
+            memory.track_seals(&mut opts);
+        }
         opts.set_max_open_files(-1);
         if k.io_rate_limit.0 > 0 {
             // RocksDB's defaults: 100 ms refill period, fairness 10; limits flush and compaction writes.
@@ -223,6 +228,17 @@ impl StateBackend {
                 BackendError::RocksDb(e)
             }
         })?;
+        if target.wbm_switches_pending_flush {
+            // In creation order: the order RocksDB iterates column families in.
+            let handles = std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+                .chain(ALL_COLUMN_FAMILIES)
+                .map(|name| {
+                    db.cf_handle(name)
+                        .ok_or(BackendError::MissingColumnFamily(name))
+                })
+                .collect::<Result<Vec<_>, BackendError>>()?;
+            memory.attach(&db, &handles)?;
+        }
         let mut write_opts = WriteOptions::default();
         // Flink's state backend writes without a WAL: checkpoints provide durability.
         write_opts.disable_wal(true);
@@ -231,6 +247,7 @@ impl StateBackend {
             opts,
             memory,
             ttl_clock: clock,
+            wbm_switches_pending_flush: target.wbm_switches_pending_flush,
             write_opts,
             read_opts: ReadOptions::default(),
             path: path.to_path_buf(),
@@ -434,6 +451,9 @@ pub struct AccessCounters {
     pub iterator_seeks: u64,
     /// Bytes of keys and values the job handed to RocksDB in puts.
     pub put_bytes: u64,
+    /// Memtables switched before a write because FRocksDB 6.20's WriteBufferManager would
+    /// switch a column family whose flush is pending (RocksDB 11 skips it); target flink-1.20.
+    pub pending_flush_switches: u64,
 }
 
 impl<'a> StateAccess<'a> {
@@ -467,8 +487,16 @@ impl<'a> StateAccess<'a> {
         value.map(|v| f(&v)).transpose()
     }
 
+    /// What FRocksDB 6.20 does at the start of every write (see `SharedMemory`).
+    fn before_write(&mut self) {
+        if self.backend.wbm_switches_pending_flush && self.backend.memory.switch_as_frocksdb_620() {
+            self.counters.pending_flush_switches += 1;
+        }
+    }
+
     pub fn put(&mut self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<(), BackendError> {
         let start = Instant::now();
+        self.before_write();
         self.backend
             .db
             .put_cf_opt(cf, key, value, &self.backend.write_opts)?;
@@ -480,6 +508,7 @@ impl<'a> StateAccess<'a> {
 
     pub fn delete(&mut self, cf: &ColumnFamily, key: &[u8]) -> Result<(), BackendError> {
         let start = Instant::now();
+        self.before_write();
         self.backend
             .db
             .delete_cf_opt(cf, key, &self.backend.write_opts)?;
@@ -492,6 +521,7 @@ impl<'a> StateAccess<'a> {
     /// a write, 12 header bytes, a WriteBufferManager check); empty writes are counted apart.
     pub fn write_batch(&mut self, batch: WriteBatch) -> Result<(), BackendError> {
         if batch.is_empty() {
+            self.before_write();
             self.backend.db.write_opt(batch, &self.backend.write_opts)?;
             self.counters.empty_batch_writes += 1;
             return Ok(());
@@ -499,6 +529,7 @@ impl<'a> StateAccess<'a> {
         let entries = batch.len() as u64;
         let bytes = batch.size_in_bytes() as u64;
         let start = Instant::now();
+        self.before_write();
         self.backend.db.write_opt(batch, &self.backend.write_opts)?;
         self.latency
             .record(latency::Op::BatchWrite, start.elapsed());

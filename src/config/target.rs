@@ -58,6 +58,9 @@ pub struct TargetOptions {
     pub compaction_readahead_size: u64,
     /// Flink's TTL compaction filter on column families of states with a TTL.
     pub ttl_compaction_filter: bool,
+    /// FRocksDB 6.20's WriteBufferManager flush also switches a column family whose flush is
+    /// still pending (RocksDB 7+ skips it): smaller memtables and write stops under pressure.
+    pub wbm_switches_pending_flush: bool,
 }
 
 impl TargetOptions {
@@ -68,7 +71,8 @@ impl TargetOptions {
             // WriteBufferManager); RocksJava's BlockBasedTableConfig writes format_version 5 and
             // CRC32c; 6.20 has no filter memory optimisation, no compaction readahead and couples
             // filter partitions to index partitions. Flink attaches its TTL compaction filter to
-            // every state with a TTL. (Its cache's high-priority pool is a knob of its own.)
+            // every state with a TTL. (Its cache's high-priority pool is a knob of its own.) Its
+            // WriteBufferManager flush does not skip column families with a flush pending.
             Target::Flink120 => TargetOptions {
                 arena_block_size: (write_buffer_size / 8).div_ceil(4096) * 4096,
                 decouple_partitioned_filters: false,
@@ -77,6 +81,7 @@ impl TargetOptions {
                 optimize_filters_for_memory: false,
                 compaction_readahead_size: 0,
                 ttl_compaction_filter: true,
+                wbm_switches_pending_flush: true,
             },
             // RocksDB 11.8: the arena is capped at 1 MiB.
             Target::RocksDb118 => TargetOptions {
@@ -87,6 +92,7 @@ impl TargetOptions {
                 optimize_filters_for_memory: true,
                 compaction_readahead_size: 2 << 20,
                 ttl_compaction_filter: false,
+                wbm_switches_pending_flush: false,
             },
         }
     }
