@@ -311,8 +311,11 @@ def load_flink(directory):
 
 
 def load_report(path):
+    """statebench's JSON report -> its (last) segment: profile, summary, snapshots. A headless
+    run has one; schema 1 reports had those at the top level."""
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        report = json.load(f)
+    return report["segments"][-1] if "segments" in report else report
 
 
 def main():

@@ -73,8 +73,9 @@ pub struct JobArgs {
     /// Stop after this much wall-clock time (e.g. 30s, 2m), or at --events, whichever is first.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<crate::config::Millis>,
-    /// Write the JSON report (summary + every snapshot) to this file; `tui` writes profile A's
-    /// when you quit.
+    /// Write the JSON report (summary + every snapshot, per segment: a TUI restart on a new
+    /// profile starts one) to this file, and RocksDB's OPTIONS file beside it. With `tui
+    /// --compare`, B's report goes to <name>-b.json and the A/B table to <name>-compare.txt.
     #[arg(long)]
     pub report: Option<PathBuf>,
 }
@@ -92,7 +93,7 @@ pub struct RunArgs {
     /// Serving store for the results: `memory` (in process) or a Redis URL
     /// (`redis://127.0.0.1:6379`); Redis keys go under a prefix of their own for each run.
     #[arg(long, default_value = "memory")]
-    pub sink: String,
+    pub sink: SinkArg,
     /// No progress output; only the summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -174,4 +175,28 @@ fn parse_events(text: &str) -> Result<u64, String> {
         );
     }
     Ok(events)
+}
+
+/// `--sink`: where the job's results go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SinkArg {
+    Memory,
+    /// A Redis server's URL (`redis://host:port`).
+    Redis(String),
+}
+
+impl std::str::FromStr for SinkArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<SinkArg, String> {
+        match s {
+            "memory" => Ok(SinkArg::Memory),
+            url if url.starts_with("redis://") && url.len() > "redis://".len() => {
+                Ok(SinkArg::Redis(url.to_string()))
+            }
+            other => Err(format!(
+                "'{other}': expected 'memory' or a Redis URL such as redis://127.0.0.1:6379"
+            )),
+        }
+    }
 }

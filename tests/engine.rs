@@ -18,6 +18,24 @@ fn config(dir: &std::path::Path, events: u64) -> EngineConfig {
     }
 }
 
+/// The first snapshot `accept` takes, within 30 s (panics otherwise: no test waits forever).
+fn wait_for(
+    snapshots: &std::sync::mpsc::Receiver<Box<statebench::engine::MetricsSnapshot>>,
+    what: &str,
+    accept: impl Fn(&statebench::engine::MetricsSnapshot) -> bool,
+) -> statebench::engine::MetricsSnapshot {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let s = snapshots
+            .recv_timeout(left)
+            .unwrap_or_else(|e| panic!("no snapshot {what} within 30 s: {e}"));
+        if accept(&s) {
+            return *s;
+        }
+    }
+}
+
 #[test]
 fn pause_resume_and_stop_are_obeyed_and_snapshots_flow() {
     let dir = tempfile::tempdir().unwrap();
@@ -29,15 +47,9 @@ fn pause_resume_and_stop_are_obeyed_and_snapshots_flow() {
     assert_eq!(first.state, RunState::Running);
     handle.commands.send(EngineCommand::Pause).unwrap();
     // Snapshots keep coming while paused, and the event count stands still.
-    let paused = loop {
-        let s = handle
-            .snapshots
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap();
-        if s.state == RunState::Paused {
-            break s;
-        }
-    };
+    let paused = wait_for(&handle.snapshots, "while paused", |s| {
+        s.state == RunState::Paused
+    });
     let again = handle
         .snapshots
         .recv_timeout(Duration::from_secs(30))
@@ -45,16 +57,11 @@ fn pause_resume_and_stop_are_obeyed_and_snapshots_flow() {
     assert_eq!(again.state, RunState::Paused);
     assert_eq!(again.events, paused.events, "no events while paused");
     handle.commands.send(EngineCommand::Resume).unwrap();
-    let resumed = loop {
-        let s = handle
-            .snapshots
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap();
-        if s.state == RunState::Running {
-            break s;
-        }
-    };
-    assert!(resumed.events >= paused.events);
+    // After the resume the run goes on from where it stood.
+    let resumed = wait_for(&handle.snapshots, "with new events after the resume", |s| {
+        s.state == RunState::Running && s.events > paused.events
+    });
+    assert!(resumed.events_in_interval > 0);
     handle.commands.send(EngineCommand::Stop).unwrap();
     let events = handle.snapshots.iter().last().map(|s| s.events);
     let outcome = handle.join().unwrap();

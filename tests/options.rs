@@ -180,7 +180,7 @@ fn the_io_rate_limit_really_throttles_flushes() {
 
 #[test]
 fn every_live_knob_changes_the_open_database_and_rocksdb_confirms_it() {
-    use statebench::config::profile::LIVE_KNOBS;
+    use statebench::config::profile::{KNOBS, Knob};
     let dir = tempfile::tempdir().unwrap();
     let profile = Profile::load("flink-default").unwrap();
     let backend = StateBackend::open(dir.path(), &profile).unwrap();
@@ -198,11 +198,18 @@ fn every_live_knob_changes_the_open_database_and_rocksdb_confirms_it() {
         ("compaction.hard-pending-compaction-bytes-limit", "4gb"),
         ("compaction.disable-auto-compactions", "true"),
     ];
-    assert_eq!(new_values.len(), LIVE_KNOBS.len(), "one case per live knob");
+    let live: Vec<&str> = KNOBS
+        .iter()
+        .filter(|k| k.is_live())
+        .map(|k| k.key)
+        .collect();
+    let cases: Vec<&str> = new_values.iter().map(|(k, _)| *k).collect();
+    assert_eq!(cases, live, "one case per live knob, in table order");
     let mut edited = profile.clone();
     for (key, value) in new_values {
         edited = edited.edited(key, value).unwrap();
-        let evidence = backend.apply_live(&edited, key).unwrap();
+        let knob = Knob::from_key(key).unwrap();
+        let evidence = backend.apply_live(&edited, knob).unwrap();
         assert!(!evidence.is_empty(), "{key}");
     }
     // The whole edited profile is now what RocksDB's newest OPTIONS file says.
@@ -217,16 +224,25 @@ fn every_live_knob_changes_the_open_database_and_rocksdb_confirms_it() {
     assert_eq!(capacity, derived.block_cache_capacity);
     // A knob that needs a reopen is refused, and says so.
     let err = backend
-        .apply_live(&edited, "block.blocksize")
+        .apply_live(&edited, Knob::BlockSize)
         .unwrap_err()
         .to_string();
     assert!(err.contains("needs a restart"), "{err}");
-    // A value that is not valid for the knob is an error naming it, before RocksDB sees it.
+    // A value that is not valid for the knob is an error in the knob's words, before RocksDB
+    // sees it; a ratio out of range says its range.
     let err = edited
         .edited("writebuffer.count", "many")
         .unwrap_err()
         .to_string();
-    assert!(err.contains("writebuffer.count"), "{err}");
+    assert!(
+        err.contains("'writebuffer.count' must be a whole number such as 4, not 'many'"),
+        "{err}"
+    );
+    let err = edited
+        .edited("memory.write-buffer-ratio", "1.5")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("must be between 0 and 1"), "{err}");
 }
 
 /// The options a target fixes (no knob sets them), as RocksDB wrote them back.

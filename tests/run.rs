@@ -10,6 +10,15 @@ fn run(args: &[&str]) -> anyhow::Result<()> {
     statebench::run(Cli::try_parse_from(argv)?)
 }
 
+/// A headless run's report: its one segment (profile, summary, snapshots).
+fn segment(path: &std::path::Path) -> Value {
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let segments = json["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), 1, "a headless run never restarts");
+    assert!(json["changed"].as_array().unwrap().is_empty());
+    segments[0].clone()
+}
+
 #[test]
 fn smoke_run_writes_a_report_consistent_with_rocksdbs_statistics() {
     let dir = tempfile::tempdir().unwrap();
@@ -28,10 +37,12 @@ fn smoke_run_writes_a_report_consistent_with_rocksdbs_statistics() {
         &report_arg,
     ])
     .unwrap();
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(json["schema_version"], 1);
+    let whole: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(whole["schema_version"], 2);
+    assert_eq!(whole["workload"]["name"], "smoke");
+    let json = segment(&report);
     assert_eq!(json["profile"]["name"], "minutes-wbm-starved");
-    assert_eq!(json["workload"]["name"], "smoke");
+    assert_eq!(json["label"], "minutes-wbm-starved");
     assert!(
         json["option_mismatches"].as_array().unwrap().is_empty(),
         "{}",
@@ -63,16 +74,14 @@ fn smoke_run_writes_a_report_consistent_with_rocksdbs_statistics() {
     }
     assert!(s["cache_hit_rate"]["filter"].is_null());
     assert!(s["cache_hit_rate"]["data"].as_f64().is_some());
-    for key in [
-        "stall_micros",
-        "filter_block_reads_per_lookup",
-        "filter_bytes_read_per_lookup",
-        "l0_files_max",
-    ] {
-        assert!(num(key) >= 0.0);
-    }
+    // No bloom filter: no filter block is ever read. Stall time is RocksDB's own ticker.
+    assert_eq!(num("filter_block_reads_per_lookup"), 0.0);
+    assert_eq!(num("filter_bytes_read_per_lookup"), 0.0);
+    let last_tickers = &json["snapshots"].as_array().unwrap().last().unwrap()["rocksdb"]["tickers"];
+    assert_eq!(s["stall_micros"], last_tickers["stall_micros"]);
     // The starved profile flushes small memtables: SST files exist and were read from.
     assert!(num("flushes") > 0.0, "no flush in {s}");
+    assert!(num("l0_files_max") >= 1.0, "flushes write L0 files: {s}");
     assert!(num("write_amplification") > 0.0);
 
     // Correct configuration: the job's state equals the oracle's counts.
@@ -88,7 +97,7 @@ fn smoke_run_writes_a_report_consistent_with_rocksdbs_statistics() {
         "every state get is one RocksDB key read"
     );
     // Each event does, per window, 2 gets (stats, timerState) before its 2 puts.
-    let windows = json["workload"]["windows"].as_array().unwrap().len() as f64;
+    let windows = whole["workload"]["windows"].as_array().unwrap().len() as f64;
     assert!(num("gets") >= 2.0 * windows * 60_000.0);
     assert!(num("rocksdb_ops_per_event") > 4.0 * windows);
 
@@ -140,7 +149,7 @@ fn reuse_continues_on_existing_state() {
         &report_arg,
     ])
     .unwrap();
-    let first: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let first = segment(&report);
     assert_eq!(first["summary"]["result_error_applies"], true);
     run(&[
         "run",
@@ -154,7 +163,7 @@ fn reuse_continues_on_existing_state() {
         &report_arg,
     ])
     .unwrap();
-    let second: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let second = segment(&report);
     // The second run continued on the first run's state: the oracle's counts do not apply.
     assert_eq!(second["summary"]["result_error_applies"], false);
     assert!(second["summary"]["gets"].as_u64().unwrap() > 0);
@@ -203,7 +212,7 @@ fn a_trace_replays_to_the_oracles_counts() {
         &report_arg,
     ])
     .unwrap();
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let json = segment(&report);
     let s = &json["summary"];
     assert_eq!(s["events"], 3000);
     assert_eq!(s["result_error"]["over"], 0);

@@ -60,6 +60,55 @@ impl Session {
     }
 }
 
+/// `statebench tui ARGS --report <dir>/<report>` started in a new session named `name`, in a
+/// temporary folder; the shell records the exit code in `exit` and then keeps the pane open.
+struct TuiRun {
+    dir: tempfile::TempDir,
+    report: std::path::PathBuf,
+    exit_file: std::path::PathBuf,
+    session: Session,
+}
+
+impl TuiRun {
+    fn start(name: &str, args: &str, report: &str) -> TuiRun {
+        let dir = tempfile::tempdir().unwrap();
+        let exit_file = dir.path().join("exit");
+        let report = dir.path().join(report);
+        let bin = env!("CARGO_BIN_EXE_statebench");
+        let session = Session(format!("{name}-{}", std::process::id()));
+        session.start(&format!(
+            "cd {dir} && {bin} tui {args} --report {report}; echo EXIT=$? > {exit}; sleep 120",
+            dir = dir.path().display(),
+            report = report.display(),
+            exit = exit_file.display()
+        ));
+        TuiRun {
+            dir,
+            report,
+            exit_file,
+            session,
+        }
+    }
+
+    /// Presses q and waits for the process to exit 0.
+    fn quit(&self) {
+        self.session.keys(&["q"]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.exit_file.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "no exit after q:\n{}",
+                self.session.screen()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert_eq!(
+            std::fs::read_to_string(&self.exit_file).unwrap().trim(),
+            "EXIT=0"
+        );
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
@@ -80,18 +129,12 @@ fn shows_throughput(screen: &str) -> bool {
 
 #[test]
 fn the_tui_runs_switches_views_tunes_live_and_quits_cleanly() {
-    let dir = tempfile::tempdir().unwrap();
-    let exit_file = dir.path().join("exit");
-    let report = dir.path().join("report.json");
-    let bin = env!("CARGO_BIN_EXE_statebench");
-    let session = Session(format!("statebench-test-{}", std::process::id()));
-    let command = format!(
-        "cd {dir} && {bin} tui -w smoke --events 100000000 --report {report}; echo EXIT=$? > {exit}; sleep 120",
-        dir = dir.path().display(),
-        report = report.display(),
-        exit = exit_file.display()
+    let run = TuiRun::start(
+        "statebench-test",
+        "-w smoke --events 100000000",
+        "report.json",
     );
-    session.start(&command);
+    let (session, report) = (&run.session, &run.report);
 
     for (key, marker) in [
         ("2", "LSM —"),
@@ -132,20 +175,8 @@ fn the_tui_runs_switches_views_tunes_live_and_quits_cleanly() {
         "{screen}"
     );
 
-    session.keys(&["1", "q"]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !exit_file.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "no exit after q:\n{}",
-            session.screen()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert_eq!(
-        std::fs::read_to_string(&exit_file).unwrap().trim(),
-        "EXIT=0"
-    );
+    session.keys(&["1"]);
+    run.quit();
     // The terminal is back: off the alternate screen, the summary printed, no dashboard left.
     assert_eq!(
         session
@@ -157,9 +188,22 @@ fn the_tui_runs_switches_views_tunes_live_and_quits_cleanly() {
     assert!(screen.contains("result error"), "{screen}");
     assert!(!screen.contains("1 Dashboard"), "{screen}");
     // The report holds the run, with the live change and the profile as it ended.
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let whole: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    let json = &whole["segments"][0];
     assert_eq!(json["profile"]["knobs"]["writebuffer.size"], "8mb");
+    assert_eq!(
+        json["label"],
+        "flink-default (edited: writebuffer.size=8mb)"
+    );
+    // The live change is recorded once, in the snapshot of the interval it happened in.
+    let marked = json["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| !s["changes"].as_array().unwrap().is_empty())
+        .count();
+    assert_eq!(marked, 1);
     assert!(json["summary"]["events"].as_u64().unwrap() > 0);
     // RocksDB's final OPTIONS file is kept beside the report, with the live change in it.
     let options = std::fs::read_to_string(report.with_extension("OPTIONS")).unwrap();
@@ -204,5 +248,70 @@ fn closing_the_terminal_ends_the_tui() {
     let text = std::fs::read_to_string(&report)
         .unwrap_or_else(|e| panic!("no report after a hang-up: {e}"));
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert!(json["summary"]["stopped_early"].as_bool().unwrap());
+    assert!(
+        json["segments"][0]["summary"]["stopped_early"]
+            .as_bool()
+            .unwrap()
+    );
+}
+
+/// The number before " ev/s" after `label` ("A 12.3K ev/s" -> 12300), on the line that has it.
+fn side_rate(screen: &str, label: &str) -> Option<f64> {
+    screen.lines().find_map(|l| {
+        let after = l.split(label).nth(1)?;
+        let n = after.split(" ev/s").next()?.trim();
+        let (digits, scale) = match n.strip_suffix('K') {
+            Some(d) => (d, 1e3),
+            None => match n.strip_suffix('M') {
+                Some(d) => (d, 1e6),
+                None => (n, 1.0),
+            },
+        };
+        digits.parse::<f64>().ok().map(|v| v * scale)
+    })
+}
+
+#[test]
+fn a_b_shows_both_sides_labelled_and_writes_both_reports_and_the_comparison() {
+    let run = TuiRun::start(
+        "statebench-ab",
+        "-w smoke -p flink-default --compare minutes-wbm-sized --slice 1s --events 100000000",
+        "ab.json",
+    );
+    let (session, report, dir) = (&run.session, &run.report, &run.dir);
+    // Each side's rate in its own labelled place, both non-zero once B has had a slice (A's
+    // stays on its own last running interval while B runs, and the other way round).
+    let screen = session.wait_for("both sides running", 60, |s| {
+        side_rate(s, "A ").is_some_and(|r| r > 0.0) && side_rate(s, " B ").is_some_and(|r| r > 0.0)
+    });
+    assert!(screen.contains("Throughput — A: flink-default"), "{screen}");
+    session.keys(&["b"]);
+    let screen = session.wait_for("B's dashboard", 20, |s| {
+        s.contains("Throughput — B: minutes-wbm-sized")
+    });
+    assert!(
+        side_rate(&screen, " B ").is_some_and(|r| r > 0.0),
+        "{screen}"
+    );
+    session.keys(&["2"]);
+    session.wait_for("B's LSM", 20, |s| s.contains("LSM B: minutes-wbm-sized"));
+    session.keys(&["4"]);
+    session.wait_for("the comparison", 20, |s| s.contains("A/B compare"));
+    run.quit();
+    // Both reports, each with its own profile and events, and the A/B table.
+    let read = |path: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let a = read(report);
+    let b = read(&dir.path().join("ab-b.json"));
+    assert_eq!(a["segments"][0]["profile"]["name"], "flink-default");
+    assert_eq!(b["segments"][0]["profile"]["name"], "minutes-wbm-sized");
+    for side in [&a, &b] {
+        assert!(side["segments"][0]["summary"]["events"].as_u64().unwrap() > 0);
+    }
+    let table = std::fs::read_to_string(dir.path().join("ab-compare.txt")).unwrap();
+    assert!(table.contains("throughput (events/s)"), "{table}");
+    assert!(table.contains("minutes-wbm-sized"), "{table}");
+    let screen = session.screen();
+    assert!(screen.contains("ab-compare.txt"), "{screen}");
 }

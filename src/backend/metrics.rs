@@ -238,11 +238,19 @@ pub struct LevelSample {
     /// column family only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
+    /// Files of the level being compacted now (cfstats' "2/1": 1 of 2). RocksDB's L0 score
+    /// counts only the others, so it drops while L0 compacts.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub compacting: u64,
 }
 
-/// Compaction score per level from cfstats' "Compaction Stats" table rows (`  L1  2/0  8.01 MB
-/// 0.9 ...`).
-pub fn level_scores(cfstats: &str) -> Vec<(u32, f64)> {
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Compaction score and files being compacted per level from cfstats' "Compaction Stats"
+/// table rows (`  L1  2/0  8.01 MB 0.9 ...`).
+pub fn level_scores(cfstats: &str) -> Vec<(u32, f64, u64)> {
     let mut out = Vec::new();
     for line in cfstats.lines() {
         let tokens: Vec<&str> = line.split_whitespace().collect();
@@ -255,10 +263,10 @@ pub fn level_scores(cfstats: &str) -> Vec<(u32, f64)> {
         };
         // Level, Files ("2/0"), Size value, Size unit, Score.
         if let Some(score) = tokens.get(4).and_then(|t| t.parse::<f64>().ok())
-            && tokens.get(1).is_some_and(|t| t.contains('/'))
-            && !out.iter().any(|(l, _)| *l == level)
+            && let Some((_, compacting)) = tokens.get(1).and_then(|t| t.split_once('/'))
+            && !out.iter().any(|(l, _, _)| *l == level)
         {
-            out.push((level, score));
+            out.push((level, score, compacting.parse().unwrap_or(0)));
         }
     }
     out
@@ -433,6 +441,7 @@ impl RocksDbSampler {
                             files: 1,
                             bytes: file.size as u64,
                             score: None,
+                            compacting: 0,
                         }),
                     }
                 }
@@ -443,10 +452,12 @@ impl RocksDbSampler {
             cf.levels.sort_by_key(|l| l.level);
             if let Some((_, cf_scores)) = scores.iter().find(|(n, _)| *n == cf.name) {
                 for level in &mut cf.levels {
-                    level.score = cf_scores
-                        .iter()
-                        .find(|(l, _)| *l == level.level)
-                        .map(|(_, s)| *s);
+                    if let Some((_, score, compacting)) =
+                        cf_scores.iter().find(|(l, _, _)| *l == level.level)
+                    {
+                        level.score = Some(*score);
+                        level.compacting = *compacting;
+                    }
                 }
             }
         }
@@ -527,8 +538,9 @@ mod tests {
 
     #[test]
     fn level_scores_come_from_the_compaction_stats_table() {
-        let cfstats = "\n** Compaction Stats [window-stats] **\nLevel    Files   Size     Score Read(GB)\n-----\n  L0      2/0    7.91 MB   0.5      0.0\n  L1      1/0   20.00 KB   1.2      0.0\n Sum      3/0   27.91 MB   0.0      0.0\n\n** Compaction Stats [window-stats] **\nPriority    Files   Size     Score\n Low      0/0    0.00 KB   0.0\n";
-        assert_eq!(level_scores(cfstats), vec![(0, 0.5), (1, 1.2)]);
+        let cfstats = "\n** Compaction Stats [window-stats] **\nLevel    Files   Size     Score Read(GB)\n-----\n  L0      2/1    7.91 MB   0.5      0.0\n  L1      1/0   20.00 KB   1.2      0.0\n Sum      3/0   27.91 MB   0.0      0.0\n\n** Compaction Stats [window-stats] **\nPriority    Files   Size     Score\n Low      0/0    0.00 KB   0.0\n";
+        // L0: 2 files, 1 of them being compacted.
+        assert_eq!(level_scores(cfstats), vec![(0, 0.5, 1), (1, 1.2, 0)]);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use rocksdb::{
 };
 
 use crate::config::Profile;
-use crate::config::profile::Compression;
+use crate::config::profile::{Compression, Knob, Live};
 use crate::config::target::{Checksum, TargetOptions};
 use memory::SharedMemory;
 
@@ -331,20 +331,19 @@ impl StateBackend {
     /// Applies knob `key` of `profile` to the open database without losing state, and reads
     /// back what RocksDB now runs with: the OPTIONS file RocksDB rewrites on every SetOptions,
     /// or the cache's and the WriteBufferManager's capacity. Returns that evidence.
-    pub fn apply_live(&self, profile: &Profile, key: &str) -> Result<String, BackendError> {
-        if !crate::config::profile::is_live(key) {
-            return Err(BackendError::NotLive(key.to_string()));
-        }
-        if key.starts_with("memory.") {
-            return self.resize_memory(profile);
+    pub fn apply_live(&self, profile: &Profile, knob: Knob) -> Result<String, BackendError> {
+        match knob.info().live {
+            Live::No => return Err(BackendError::NotLive(knob.key().to_string())),
+            Live::Memory => return self.resize_memory(profile),
+            Live::ColumnFamily => {}
         }
         let options: Vec<(&str, String)> = options_file::cf_options(&profile.knobs)
             .into_iter()
-            .filter(|o| o.knob == key)
+            .filter(|o| o.knob == knob)
             .map(|o| (o.option, o.value))
             .collect();
         if options.is_empty() {
-            return Err(BackendError::NotLive(key.to_string()));
+            return Err(BackendError::NotLive(knob.key().to_string()));
         }
         let settings: Vec<(&str, &str)> = options.iter().map(|(o, v)| (*o, v.as_str())).collect();
         for cf in std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).chain(ALL_COLUMN_FAMILIES) {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::Profile;
-use crate::config::profile::Knobs;
+use crate::config::profile::{Knob, Knobs};
 use crate::config::target::TargetOptions;
 
 /// Sections (`DBOptions`, `CFOptions "name"`, `TableOptions/BlockBasedTable "name"`) to key/values.
@@ -87,8 +87,8 @@ pub fn same_value(found: &str, expected: &str) -> bool {
 
 /// A profile knob that is one plain column-family option.
 pub struct CfOption {
-    /// The profile's key, e.g. `writebuffer.size`.
-    pub knob: &'static str,
+    /// The knob that sets it.
+    pub knob: Knob,
     /// RocksDB's name, as in the OPTIONS file and SetOptions.
     pub option: &'static str,
     pub value: String,
@@ -105,71 +105,71 @@ pub fn cf_options(k: &Knobs) -> Vec<CfOption> {
     };
     vec![
         o(
-            "writebuffer.size",
+            Knob::WriteBufferSize,
             "write_buffer_size",
             k.write_buffer_size.0.to_string(),
         ),
         // The memtable arena block follows the write buffer as the target's RocksDB sizes it
         // (Flink 1.20: an eighth of it), so a live change of the buffer moves it too.
         o(
-            "writebuffer.size",
+            Knob::WriteBufferSize,
             "arena_block_size",
             TargetOptions::new(k.target, k.write_buffer_size.0)
                 .arena_block_size
                 .to_string(),
         ),
         o(
-            "writebuffer.count",
+            Knob::MaxWriteBufferNumber,
             "max_write_buffer_number",
             k.max_write_buffer_number.to_string(),
         ),
         o(
-            "writebuffer.number-to-merge",
+            Knob::MinWriteBufferNumberToMerge,
             "min_write_buffer_number_to_merge",
             k.min_write_buffer_number_to_merge.to_string(),
         ),
         o(
-            "compaction.level.target-file-size-base",
+            Knob::TargetFileSizeBase,
             "target_file_size_base",
             k.target_file_size_base.0.to_string(),
         ),
         o(
-            "compaction.level.max-size-level-base",
+            Knob::MaxBytesForLevelBase,
             "max_bytes_for_level_base",
             k.max_bytes_for_level_base.0.to_string(),
         ),
         o(
-            "compaction.level.multiplier",
+            Knob::MaxBytesForLevelMultiplier,
             "max_bytes_for_level_multiplier",
             k.max_bytes_for_level_multiplier.to_string(),
         ),
         o(
-            "compaction.level.use-dynamic-size",
+            Knob::DynamicLevelBytes,
             "level_compaction_dynamic_level_bytes",
             k.dynamic_level_bytes.to_string(),
         ),
         o(
-            "compaction.level0-slowdown-writes-trigger",
+            Knob::Level0SlowdownWritesTrigger,
             "level0_slowdown_writes_trigger",
             k.level0_slowdown_writes_trigger.to_string(),
         ),
         o(
-            "compaction.level0-stop-writes-trigger",
+            Knob::Level0StopWritesTrigger,
             "level0_stop_writes_trigger",
             k.level0_stop_writes_trigger.to_string(),
         ),
         o(
-            "compaction.soft-pending-compaction-bytes-limit",
+            Knob::SoftPendingCompactionBytesLimit,
             "soft_pending_compaction_bytes_limit",
             k.soft_pending_compaction_bytes_limit.0.to_string(),
         ),
         o(
-            "compaction.hard-pending-compaction-bytes-limit",
+            Knob::HardPendingCompactionBytesLimit,
             "hard_pending_compaction_bytes_limit",
             k.hard_pending_compaction_bytes_limit.0.to_string(),
         ),
         o(
-            "compaction.disable-auto-compactions",
+            Knob::DisableAutoCompactions,
             "disable_auto_compactions",
             k.disable_auto_compactions.to_string(),
         ),

@@ -83,35 +83,44 @@ impl Compression {
 
 /// Display of a knob value in the same syntax the YAML accepts.
 pub trait KnobValue {
+    /// What a value of this type looks like, in a user's words.
+    const EXPECTS: &'static str;
     fn show(&self) -> String;
 }
 
 impl KnobValue for ByteSize {
+    const EXPECTS: &'static str = "a size such as 64mb, 512kb or 1gb";
     fn show(&self) -> String {
         self.to_string()
     }
 }
 impl KnobValue for bool {
+    const EXPECTS: &'static str = "true or false";
     fn show(&self) -> String {
         self.to_string()
     }
 }
 impl KnobValue for u32 {
+    const EXPECTS: &'static str = "a whole number such as 4";
     fn show(&self) -> String {
         self.to_string()
     }
 }
 impl KnobValue for f64 {
+    const EXPECTS: &'static str = "a number such as 0.5";
     fn show(&self) -> String {
         format!("{self}")
     }
 }
 impl KnobValue for Target {
+    const EXPECTS: &'static str = "flink-1.20 or rocksdb-11.8";
     fn show(&self) -> String {
         self.name().to_string()
     }
 }
 impl KnobValue for Vec<Compression> {
+    const EXPECTS: &'static str =
+        "a list of none, snappy, lz4, zstd per level, L0 first, such as [none, snappy, lz4]";
     fn show(&self) -> String {
         let names: Vec<String> = self
             .iter()
@@ -121,16 +130,61 @@ impl KnobValue for Vec<Compression> {
     }
 }
 
-/// What one knob is: its YAML key, the Flink key it maps to (if Flink has one) and what it does.
+/// Whether and how a knob changes an open database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Live {
+    /// Needs a reopen: the run restarts on the new profile.
+    No,
+    /// Resizes the shared block cache and WriteBufferManager (Flink's managed memory split).
+    Memory,
+    /// Column-family options set with SetOptions (`backend::options_file::cf_options` rows).
+    ColumnFamily,
+}
+
+/// What one knob is: its YAML key, the Flink key it maps to (if Flink has one), whether it can
+/// change on an open database, and what it does.
 #[derive(Debug)]
 pub struct KnobInfo {
+    pub knob: Knob,
     pub key: &'static str,
     pub flink_key: Option<&'static str>,
+    pub live: Live,
     pub doc: &'static str,
+    /// What a valid value looks like.
+    pub expects: &'static str,
+}
+
+impl KnobInfo {
+    pub fn is_live(&self) -> bool {
+        self.live != Live::No
+    }
 }
 
 macro_rules! knobs {
-    ($( #[doc = $doc:literal] $field:ident : $ty:ty = $default:expr, $key:literal, $flink:expr; )*) => {
+    ($( #[doc = $doc:literal] $variant:ident $field:ident : $ty:ty = $default:expr, $key:literal, $flink:expr, $live:expr; )*) => {
+        /// A knob of a profile.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Knob {
+            $( #[doc = $doc] $variant, )*
+        }
+
+        impl Knob {
+            /// What this knob is (its row of `KNOBS`).
+            pub fn info(self) -> &'static KnobInfo {
+                // KNOBS lists every variant in declaration order: the index is in range.
+                &KNOBS[self as usize]
+            }
+
+            pub fn key(self) -> &'static str {
+                self.info().key
+            }
+
+            /// The knob whose YAML key is `key`.
+            pub fn from_key(key: &str) -> Option<Knob> {
+                KNOBS.iter().find(|k| k.key == key).map(|k| k.knob)
+            }
+        }
+
         /// A profile file as written: every knob optional, so `extends:` can fill the gaps.
         #[derive(Debug, Clone, Default, Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -154,7 +208,7 @@ macro_rules! knobs {
         }
 
         /// Every knob a profile may set, in file order.
-        pub const KNOBS: &[KnobInfo] = &[ $( KnobInfo { key: $key, flink_key: $flink, doc: $doc }, )* ];
+        pub const KNOBS: &[KnobInfo] = &[ $( KnobInfo { knob: Knob::$variant, key: $key, flink_key: $flink, live: $live, doc: $doc, expects: <$ty as KnobValue>::EXPECTS }, )* ];
 
         impl ProfileSpec {
             /// Fills every knob this spec leaves unset from `parent`.
@@ -194,78 +248,63 @@ macro_rules! knobs {
 
 knobs! {
     /// Managed memory per slot shared by the block cache and the WriteBufferManager.
-    managed_memory: ByteSize = ByteSize(64 << 20), "memory.managed-size", Some("state.backend.rocksdb.memory.fixed-per-slot");
+    ManagedMemory managed_memory: ByteSize = ByteSize(64 << 20), "memory.managed-size", Some("state.backend.rocksdb.memory.fixed-per-slot"), Live::Memory;
     /// Share of managed memory for memtables (WriteBufferManager); the rest is block cache.
-    write_buffer_ratio: f64 = 0.5, "memory.write-buffer-ratio", Some("state.backend.rocksdb.memory.write-buffer-ratio");
+    WriteBufferRatio write_buffer_ratio: f64 = 0.5, "memory.write-buffer-ratio", Some("state.backend.rocksdb.memory.write-buffer-ratio"), Live::Memory;
     /// Share of the block cache kept for index and filter blocks (Flink builds its LRU cache with it).
-    high_prio_pool_ratio: f64 = 0.1, "memory.high-prio-pool-ratio", Some("state.backend.rocksdb.memory.high-prio-pool-ratio");
+    HighPrioPoolRatio high_prio_pool_ratio: f64 = 0.1, "memory.high-prio-pool-ratio", Some("state.backend.rocksdb.memory.high-prio-pool-ratio"), Live::No;
     /// Two-level index and partitioned bloom filters (Flink forces a 10-bit bloom with them).
-    partitioned_index_filters: bool = false, "memory.partitioned-index-filters", Some("state.backend.rocksdb.memory.partitioned-index-filters");
+    PartitionedIndexFilters partitioned_index_filters: bool = false, "memory.partitioned-index-filters", Some("state.backend.rocksdb.memory.partitioned-index-filters"), Live::No;
     /// Size of one memtable per column family.
-    write_buffer_size: ByteSize = ByteSize(64 << 20), "writebuffer.size", Some("state.backend.rocksdb.writebuffer.size");
+    WriteBufferSize write_buffer_size: ByteSize = ByteSize(64 << 20), "writebuffer.size", Some("state.backend.rocksdb.writebuffer.size"), Live::ColumnFamily;
     /// Maximum memtables per column family (active + immutable).
-    max_write_buffer_number: u32 = 2, "writebuffer.count", Some("state.backend.rocksdb.writebuffer.count");
+    MaxWriteBufferNumber max_write_buffer_number: u32 = 2, "writebuffer.count", Some("state.backend.rocksdb.writebuffer.count"), Live::ColumnFamily;
     /// Immutable memtables merged into one flush.
-    min_write_buffer_number_to_merge: u32 = 1, "writebuffer.number-to-merge", Some("state.backend.rocksdb.writebuffer.number-to-merge");
+    MinWriteBufferNumberToMerge min_write_buffer_number_to_merge: u32 = 1, "writebuffer.number-to-merge", Some("state.backend.rocksdb.writebuffer.number-to-merge"), Live::No;
     /// Bloom filter on the SST files of every state.
-    use_bloom_filter: bool = false, "use-bloom-filter", Some("state.backend.rocksdb.use-bloom-filter");
+    UseBloomFilter use_bloom_filter: bool = false, "use-bloom-filter", Some("state.backend.rocksdb.use-bloom-filter"), Live::No;
     /// Bloom bits per key (ignored by Flink when partitioned index/filters are on).
-    bloom_bits_per_key: f64 = 10.0, "bloom-filter.bits-per-key", Some("state.backend.rocksdb.bloom-filter.bits-per-key");
+    BloomBitsPerKey bloom_bits_per_key: f64 = 10.0, "bloom-filter.bits-per-key", Some("state.backend.rocksdb.bloom-filter.bits-per-key"), Live::No;
     /// Data block size.
-    block_size: ByteSize = ByteSize(4 << 10), "block.blocksize", Some("state.backend.rocksdb.block.blocksize");
+    BlockSize block_size: ByteSize = ByteSize(4 << 10), "block.blocksize", Some("state.backend.rocksdb.block.blocksize"), Live::No;
     /// Partition size of partitioned index and filter blocks.
-    metadata_block_size: ByteSize = ByteSize(4 << 10), "block.metadata-blocksize", Some("state.backend.rocksdb.block.metadata-blocksize");
+    MetadataBlockSize metadata_block_size: ByteSize = ByteSize(4 << 10), "block.metadata-blocksize", Some("state.backend.rocksdb.block.metadata-blocksize"), Live::No;
     /// O_DIRECT for user reads: no page cache behind the block cache.
-    use_direct_reads: bool = false, "use-direct-reads", None;
+    UseDirectReads use_direct_reads: bool = false, "use-direct-reads", None, Live::No;
     /// O_DIRECT for flush and compaction I/O.
-    use_direct_io_for_flush_and_compaction: bool = false, "use-direct-io-for-flush-and-compaction", None;
+    UseDirectIoForFlushAndCompaction use_direct_io_for_flush_and_compaction: bool = false, "use-direct-io-for-flush-and-compaction", None, Live::No;
     /// Target size of an SST file at level 1.
-    target_file_size_base: ByteSize = ByteSize(64 << 20), "compaction.level.target-file-size-base", Some("state.backend.rocksdb.compaction.level.target-file-size-base");
+    TargetFileSizeBase target_file_size_base: ByteSize = ByteSize(64 << 20), "compaction.level.target-file-size-base", Some("state.backend.rocksdb.compaction.level.target-file-size-base"), Live::ColumnFamily;
     /// Target size of level 1 (the base level).
-    max_bytes_for_level_base: ByteSize = ByteSize(256 << 20), "compaction.level.max-size-level-base", Some("state.backend.rocksdb.compaction.level.max-size-level-base");
+    MaxBytesForLevelBase max_bytes_for_level_base: ByteSize = ByteSize(256 << 20), "compaction.level.max-size-level-base", Some("state.backend.rocksdb.compaction.level.max-size-level-base"), Live::ColumnFamily;
     /// Size ratio between adjacent levels.
-    max_bytes_for_level_multiplier: f64 = 10.0, "compaction.level.multiplier", None;
+    MaxBytesForLevelMultiplier max_bytes_for_level_multiplier: f64 = 10.0, "compaction.level.multiplier", None, Live::ColumnFamily;
     /// Size levels from the bottom up (level_compaction_dynamic_level_bytes).
-    dynamic_level_bytes: bool = false, "compaction.level.use-dynamic-size", Some("state.backend.rocksdb.compaction.level.use-dynamic-size");
+    DynamicLevelBytes dynamic_level_bytes: bool = false, "compaction.level.use-dynamic-size", Some("state.backend.rocksdb.compaction.level.use-dynamic-size"), Live::No;
     /// Compression per level, L0 first; the last entry applies to all deeper levels.
-    compression_per_level: Vec<Compression> = vec![Compression::Snappy], "compression.per.level", Some("state.backend.rocksdb.compression.per.level");
+    CompressionPerLevel compression_per_level: Vec<Compression> = vec![Compression::Snappy], "compression.per.level", Some("state.backend.rocksdb.compression.per.level"), Live::No;
     /// Background flush + compaction threads (max_background_jobs).
-    background_jobs: u32 = 2, "thread.num", Some("state.backend.rocksdb.thread.num");
+    BackgroundJobs background_jobs: u32 = 2, "thread.num", Some("state.backend.rocksdb.thread.num"), Live::No;
     /// L0 file count at which writes are slowed down.
-    level0_slowdown_writes_trigger: u32 = 20, "compaction.level0-slowdown-writes-trigger", None;
+    Level0SlowdownWritesTrigger level0_slowdown_writes_trigger: u32 = 20, "compaction.level0-slowdown-writes-trigger", None, Live::ColumnFamily;
     /// L0 file count at which writes stop.
-    level0_stop_writes_trigger: u32 = 36, "compaction.level0-stop-writes-trigger", None;
+    Level0StopWritesTrigger level0_stop_writes_trigger: u32 = 36, "compaction.level0-stop-writes-trigger", None, Live::ColumnFamily;
     /// Pending compaction bytes at which writes are slowed down.
-    soft_pending_compaction_bytes_limit: ByteSize = ByteSize(64 << 30), "compaction.soft-pending-compaction-bytes-limit", None;
+    SoftPendingCompactionBytesLimit soft_pending_compaction_bytes_limit: ByteSize = ByteSize(64 << 30), "compaction.soft-pending-compaction-bytes-limit", None, Live::ColumnFamily;
     /// Pending compaction bytes at which writes stop.
-    hard_pending_compaction_bytes_limit: ByteSize = ByteSize(256 << 30), "compaction.hard-pending-compaction-bytes-limit", None;
+    HardPendingCompactionBytesLimit hard_pending_compaction_bytes_limit: ByteSize = ByteSize(256 << 30), "compaction.hard-pending-compaction-bytes-limit", None, Live::ColumnFamily;
     /// Flush + compaction write bandwidth per second (RocksDB's rate limiter): a slot's share of the disk; 0 = unlimited.
-    io_rate_limit: ByteSize = ByteSize(0), "io.rate-limit-per-sec", None;
+    IoRateLimit io_rate_limit: ByteSize = ByteSize(0), "io.rate-limit-per-sec", None, Live::No;
     /// Stop automatic compactions: L0 grows without bound (RocksDB then skips the L0 and pending-bytes stall conditions): a live experiment.
-    disable_auto_compactions: bool = false, "compaction.disable-auto-compactions", None;
+    DisableAutoCompactions disable_auto_compactions: bool = false, "compaction.disable-auto-compactions", None, Live::ColumnFamily;
     /// Whose RocksDB to reproduce: flink-1.20 (FRocksDB 6.20.3's effective options: arena, cache high-priority pool, checksum, format, TTL filter) or rocksdb-11.8 (RocksDB's own defaults, to measure the difference).
-    target: Target = Target::Flink120, "target", None;
+    Target target: Target = Target::Flink120, "target", None, Live::No;
 }
 
-/// Knobs RocksDB can change on an open database (SetOptions, the cache's and the
+/// Whether RocksDB can change knob `key` on an open database (SetOptions, the cache's and the
 /// WriteBufferManager's capacity); every other knob needs a reopen.
-pub const LIVE_KNOBS: &[&str] = &[
-    "memory.managed-size",
-    "memory.write-buffer-ratio",
-    "writebuffer.size",
-    "writebuffer.count",
-    "compaction.level.target-file-size-base",
-    "compaction.level.max-size-level-base",
-    "compaction.level.multiplier",
-    "compaction.level0-slowdown-writes-trigger",
-    "compaction.level0-stop-writes-trigger",
-    "compaction.soft-pending-compaction-bytes-limit",
-    "compaction.hard-pending-compaction-bytes-limit",
-    "compaction.disable-auto-compactions",
-];
-
 pub fn is_live(key: &str) -> bool {
-    LIVE_KNOBS.contains(&key)
+    Knob::from_key(key).is_some_and(|k| k.info().is_live())
 }
 
 impl Knobs {
@@ -357,14 +396,18 @@ impl Profile {
     /// profile file would be.
     pub fn edited(&self, key: &str, value: &str) -> Result<Profile, ConfigError> {
         let origin = super::Origin::File(std::path::PathBuf::from(format!("edit of '{key}'")));
-        if !KNOBS.iter().any(|k| k.key == key) {
+        let Some(info) = KNOBS.iter().find(|k| k.key == key) else {
             return Err(ConfigError::Invalid {
                 origin: origin.to_string(),
                 message: format!("unknown knob '{key}'"),
             });
-        }
+        };
         let text = format!("{key}: {value}\n");
-        let spec: ProfileSpec = parse_yaml(&text, &origin)?;
+        // A value of the wrong kind is refused in the knob's words, not the YAML parser's.
+        let spec: ProfileSpec = parse_yaml(&text, &origin).map_err(|_| ConfigError::Invalid {
+            origin: origin.to_string(),
+            message: format!("'{key}' must be {}, not '{value}'", info.expects),
+        })?;
         let current = ProfileSpec::from_knobs(&self.knobs);
         let mut profile = self.clone();
         profile.knobs = spec.inherit(current).resolve();
@@ -373,6 +416,17 @@ impl Profile {
             message,
         })?;
         Ok(profile)
+    }
+
+    /// The knobs whose values differ from `from`'s: (key, value in `from`, value here).
+    pub fn knob_differences(&self, from: &Profile) -> Vec<(&'static str, String, String)> {
+        from.knobs
+            .values()
+            .into_iter()
+            .zip(self.knobs.values())
+            .filter(|((_, old), (_, new))| old != new)
+            .map(|((key, old), (_, new))| (key, old, new))
+            .collect()
     }
 
     /// The profile as a self-contained YAML file (every knob, no `extends`).

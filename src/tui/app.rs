@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::config::profile::{KNOBS, is_live};
+use crate::config::profile::KNOBS;
 use crate::config::{Profile, Workload};
 use crate::engine::{EngineCommand, MetricsSnapshot, RunState};
 
@@ -48,6 +48,10 @@ pub enum Target {
 #[derive(Debug)]
 pub enum Action {
     Send(Target, EngineCommand),
+    /// Pause every engine (with A/B the scheduler remembers whose turn it was).
+    Pause,
+    /// Resume: alone, A; with A/B, the side whose turn it was.
+    Resume,
     /// Stop the run and start it again on this profile (a knob that needs a reopen); the
     /// label says what changed.
     Restart(Box<Profile>, String),
@@ -71,18 +75,18 @@ pub struct Side {
     pub history: VecDeque<MetricsSnapshot>,
     /// Seconds of earlier runs (restarts) before this one, for a continuous time axis.
     pub offset_secs: f64,
-    /// Live changes already turned into marks.
-    pub changes_seen: usize,
     pub finished: bool,
+    /// Running intervals shorter than this are too short to show as the side's rate.
+    pub min_interval_secs: f64,
 }
 
 impl Side {
     pub fn new(profile: Profile) -> Side {
         Side {
+            min_interval_secs: 0.0,
             profile,
             history: VecDeque::with_capacity(HISTORY),
             offset_secs: 0.0,
-            changes_seen: 0,
             finished: false,
         }
     }
@@ -91,16 +95,45 @@ impl Side {
         self.history.back()
     }
 
+    /// This side's profile's value of `key`, in YAML syntax.
+    pub fn knob_value(&self, key: &str) -> String {
+        self.profile
+            .knobs
+            .values()
+            .into_iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+            .unwrap_or_default()
+    }
+
     /// Seconds on the shared time axis of the newest snapshot (history holds axis times).
     pub fn now_secs(&self) -> f64 {
         self.last().map_or(self.offset_secs, |s| s.elapsed_secs)
     }
 
-    /// Events per second over the snapshots where this side was running (pauses excluded).
+    /// The snapshots of the current segment (since the last restart).
+    pub fn segment(&self) -> impl DoubleEndedIterator<Item = &MetricsSnapshot> {
+        let start = self.offset_secs;
+        self.history
+            .iter()
+            .filter(move |s| start == 0.0 || s.elapsed_secs > start)
+    }
+
+    /// The newest snapshot taken while this side was running, in the current segment: what
+    /// its rate and latency panels show while the other side of an A/B (or a pause) runs. A
+    /// pause closes the running interval early: slivers under a quarter of the sample
+    /// interval (a few events in a millisecond) are passed over, their rates are noise.
+    pub fn last_running(&self) -> Option<&MetricsSnapshot> {
+        self.segment()
+            .rev()
+            .find(|s| s.state != RunState::Paused && s.interval_secs >= self.min_interval_secs)
+            .or_else(|| self.last())
+    }
+
+    /// Events per second over the current segment's running snapshots (pauses excluded).
     pub fn running_throughput(&self) -> f64 {
         let (events, secs) = self
-            .history
-            .iter()
+            .segment()
             .filter(|s| s.state == RunState::Running)
             .fold((0u64, 0.0f64), |(e, t), s| {
                 (e + s.events_in_interval, t + s.interval_secs)
@@ -126,6 +159,10 @@ pub struct App {
     pub workload: Workload,
     pub a: Side,
     pub b: Option<Side>,
+    /// With A/B: the side the dashboard, LSM and profile views show (`b` switches).
+    pub focus: Target,
+    /// With A/B: the side whose turn it is.
+    pub active: Target,
     pub view: View,
     pub help: bool,
     pub paused: bool,
@@ -139,10 +176,17 @@ pub struct App {
 
 impl App {
     pub fn new(workload: Workload, a: Profile, b: Option<Profile>) -> App {
+        let min_interval_secs = workload.spec.sample_interval.as_duration().as_secs_f64() / 4.0;
+        let side = |profile| Side {
+            min_interval_secs,
+            ..Side::new(profile)
+        };
         App {
             workload,
-            a: Side::new(a),
-            b: b.map(Side::new),
+            a: side(a),
+            b: b.map(side),
+            focus: Target::A,
+            active: Target::A,
             view: View::Dashboard,
             help: false,
             paused: false,
@@ -164,9 +208,8 @@ impl App {
             },
         };
         side.finished = snapshot.state == RunState::Finished;
-        let new_changes: Vec<_> =
-            snapshot.changes[side.changes_seen.min(snapshot.changes.len())..].to_vec();
-        side.changes_seen = snapshot.changes.len();
+        // Each live change arrives once, in the snapshot of the interval it happened in.
+        let new_changes = snapshot.changes.clone();
         let offset = side.offset_secs;
         snapshot.elapsed_secs += offset;
         if side.history.len() == HISTORY {
@@ -207,7 +250,6 @@ impl App {
     pub fn on_restart(&mut self, profile: Profile, label: String) {
         let at = self.a.now_secs();
         self.a.offset_secs = at;
-        self.a.changes_seen = 0;
         self.a.finished = false;
         self.a.profile = profile;
         self.marks.push(Mark {
@@ -215,6 +257,27 @@ impl App {
             label: format!("restart {label}"),
         });
         self.status = format!("restarted on the new profile ({label})");
+    }
+
+    /// The side the single-side views show.
+    pub fn focused(&self) -> &Side {
+        match (self.focus, self.b.as_ref()) {
+            (Target::B, Some(b)) => b,
+            _ => &self.a,
+        }
+    }
+
+    /// "A: flink-default" with A/B, the profile's name alone otherwise.
+    pub fn side_label(&self, target: Target) -> String {
+        let side = match (target, self.b.as_ref()) {
+            (Target::B, Some(b)) => b,
+            _ => &self.a,
+        };
+        if self.b.is_some() {
+            format!("{}: {}", crate::tui::side_name(target), side.profile.name)
+        } else {
+            side.profile.name.clone()
+        }
     }
 
     pub fn update(&mut self, key: KeyEvent) -> Vec<Action> {
@@ -243,19 +306,24 @@ impl App {
             }
             KeyCode::Char('p') => {
                 self.paused = !self.paused;
-                let command = || {
-                    if self.paused {
-                        EngineCommand::Pause
-                    } else {
-                        EngineCommand::Resume
-                    }
-                };
                 self.status = if self.paused { "paused" } else { "resumed" }.to_string();
-                let mut out = vec![Action::Send(Target::A, command())];
-                if self.b.is_some() {
-                    out.push(Action::Send(Target::B, command()));
-                }
-                out
+                vec![if self.paused {
+                    Action::Pause
+                } else {
+                    Action::Resume
+                }]
+            }
+            KeyCode::Char('b') if self.b.is_some() => {
+                self.focus = match self.focus {
+                    Target::A => Target::B,
+                    Target::B => Target::A,
+                };
+                self.status = format!(
+                    "showing {}: {}",
+                    crate::tui::side_name(self.focus),
+                    self.focused().profile.name
+                );
+                Vec::new()
             }
             KeyCode::Tab | KeyCode::Right => {
                 self.view = View::ALL[(self.view.index() + 1) % View::ALL.len()];
@@ -312,6 +380,10 @@ impl App {
                 self.editor.selected = (self.editor.selected + 1).min(KNOBS.len() - 1);
                 Some(Vec::new())
             }
+            KeyCode::Enter | KeyCode::Char('e') if self.focus == Target::B => {
+                self.status = "B's profile is fixed for a fair comparison: edit A (press b)".into();
+                Some(Vec::new())
+            }
             KeyCode::Enter | KeyCode::Char('e') => {
                 let key = KNOBS[self.editor.selected].key;
                 let current = self.knob_value(key);
@@ -325,18 +397,12 @@ impl App {
 
     /// The running profile's value of `key`, in YAML syntax.
     pub fn knob_value(&self, key: &str) -> String {
-        self.a
-            .profile
-            .knobs
-            .values()
-            .into_iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| v)
-            .unwrap_or_default()
+        self.a.knob_value(key)
     }
 
     fn submit(&mut self, value: String) -> Vec<Action> {
-        let key = KNOBS[self.editor.selected].key;
+        let info = &KNOBS[self.editor.selected];
+        let key = info.key;
         let edited = match self.a.profile.edited(key, &value) {
             Ok(p) => p,
             Err(e) => {
@@ -348,15 +414,15 @@ impl App {
             self.status = format!("{key} is already {value}");
             return Vec::new();
         }
-        if self.a.finished && is_live(key) {
+        if self.a.finished && info.is_live() {
             self.status = "the run has finished: nothing to apply to live".to_string();
             Vec::new()
-        } else if is_live(key) {
+        } else if info.is_live() {
             self.status = format!("applying {key} = {value} ...");
             vec![Action::Send(
                 Target::A,
                 EngineCommand::Apply {
-                    key: key.to_string(),
+                    knob: info.knob,
                     value,
                 },
             )]

@@ -30,37 +30,55 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         Constraint::Min(6),
     ])
     .areas(right);
+    let side = app.focused();
     render_throughput(app, frame, throughput);
-    render_latency(&app.a, frame, latency);
-    render_stalls(&app.a, frame, stalls);
-    render_pipeline(&app.a, frame, pipeline);
-    render_cache(&app.a, frame, cache);
-    render_lookups(&app.a, frame, lookups);
-    render_memory(&app.a, frame, memory);
-    render_lsm(&app.a, frame, lsm);
+    render_latency(app, side, frame, latency);
+    render_stalls(side, frame, stalls);
+    render_pipeline(side, frame, pipeline);
+    render_cache(side, frame, cache);
+    render_lookups(side, frame, lookups);
+    render_memory(side, frame, memory);
+    render_lsm(side, frame, lsm);
+}
+
+/// One side's rate: its last running interval, and its trend.
+fn rate_spans(label: &str, side: &Side) -> Vec<Span<'static>> {
+    let s = latest(side);
+    vec![
+        Span::from(format!("{label}{} ev/s ", rate(s.events_per_sec))).bold(),
+        Span::from(trend(&side.history, |s| s.events_per_sec)),
+    ]
 }
 
 fn render_throughput(app: &App, frame: &mut Frame, area: Rect) {
-    let side = &app.a;
-    let s = latest(side);
-    let block = panel("Throughput");
+    let side = app.focused();
+    let block = panel(&format!("Throughput — {}", app.side_label(app.focus)));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let [text, chart, marks] = Layout::vertical([
+    let [text, chart, marks, legend] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(1),
         Constraint::Length(1),
+        Constraint::Length(1),
     ])
     .areas(inner);
-    let total = side.running_throughput();
-    frame.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::from(format!("{} ev/s ", rate(s.events_per_sec))).bold(),
-            Span::from(trend(&side.history, |s| s.events_per_sec)),
-            Span::from(format!("  run avg {} ev/s", rate(total))).dark_gray(),
-        ])),
-        text,
-    );
+    // With A/B both sides' rates, each labelled (their averages are in the A/B view); the
+    // chart is the focused side's.
+    let line = match app.b.as_ref() {
+        Some(b) => [rate_spans("A ", &app.a), rate_spans("  B ", b)].concat(),
+        None => {
+            let mut spans = rate_spans("", side);
+            spans.push(
+                Span::from(format!(
+                    "  run avg {} ev/s",
+                    rate(side.running_throughput())
+                ))
+                .dark_gray(),
+            );
+            spans
+        }
+    };
+    frame.render_widget(Paragraph::new(Line::from(line)), text);
     let width = chart.width as usize;
     let start = side.history.len().saturating_sub(width);
     let data: Vec<u64> = side
@@ -75,13 +93,26 @@ fn render_throughput(app: &App, frame: &mut Frame, area: Rect) {
             .style(Style::default().fg(Color::Cyan)),
         chart,
     );
-    // Changes on the time axis: a ▲ under the sample where each took effect.
+    // Changes (all A's) on the time axis: a numbered mark under the sample where each took
+    // effect, and the legend below.
+    if app.focus != crate::tui::app::Target::A {
+        return;
+    }
+    let (row, legend_text) = mark_row(app, side, start, width);
+    frame.render_widget(Paragraph::new(Line::from(row).magenta()), marks);
+    frame.render_widget(Paragraph::new(Line::from(legend_text).magenta()), legend);
+}
+
+/// The marks row (1-9 under their samples, `+` beyond) and its legend, both `width` wide.
+fn mark_row(app: &App, side: &Side, start: usize, width: usize) -> (String, String) {
     let mut row = vec![' '; width];
-    let mut any = false;
+    let mut legend = Vec::new();
     let first_visible = side.history.get(start).map_or(f64::MAX, |s| s.elapsed_secs);
+    let mut scrolled = 0;
     for mark in &app.marks {
         // A mark before the first visible sample has scrolled out of view.
         if mark.at_secs < first_visible {
+            scrolled += 1;
             continue;
         }
         let column = side
@@ -89,25 +120,41 @@ fn render_throughput(app: &App, frame: &mut Frame, area: Rect) {
             .iter()
             .skip(start)
             .position(|s| s.elapsed_secs >= mark.at_secs);
-        if let Some(c) = column {
-            row[c] = '▲';
-            any = true;
+        if let Some(c) = column.filter(|c| *c < width) {
+            let n = legend.len() + 1;
+            row[c] = char::from_digit(n as u32, 10)
+                .filter(|_| n < 10)
+                .unwrap_or('+');
+            legend.push(format!("{}:{}", row[c], mark.label));
         }
     }
-    let mut line: String = row.into_iter().collect();
-    if !any && !app.marks.is_empty() {
-        line = "(changes scrolled out of view)".to_string();
-    } else if let (true, Some(last)) = (any, app.marks.last()) {
-        let label = format!(" {}", last.label);
-        let used = line.trim_end().chars().count();
-        if used + label.chars().count() <= width {
-            line = format!("{}{label}", line.trim_end());
+    let mut text = if scrolled > 0 {
+        format!("({scrolled} earlier out of view) ")
+    } else {
+        String::new()
+    };
+    for (i, entry) in legend.iter().enumerate() {
+        let rest = legend.len() - i;
+        if text.chars().count() + entry.chars().count() + 1 > width {
+            text.push_str(&format!("+{rest} more"));
+            break;
         }
+        text.push_str(entry);
+        text.push(' ');
     }
-    frame.render_widget(Paragraph::new(Line::from(line).magenta()), marks);
+    (row.into_iter().collect(), text)
 }
 
-fn render_latency(side: &Side, frame: &mut Frame, area: Rect) {
+fn render_latency(app: &App, side: &Side, frame: &mut Frame, area: Rect) {
+    if app.paused {
+        // Nothing ran in a paused interval: no latency to show, not a 0.0µs one.
+        let text = Line::from("n/a while paused").dark_gray();
+        frame.render_widget(
+            Paragraph::new(text).block(panel("Latency (this interval)")),
+            area,
+        );
+        return;
+    }
     let s = latest(side);
     let l = &s.latency;
     let lines = vec![
@@ -195,12 +242,11 @@ fn render_pipeline(side: &Side, frame: &mut Frame, area: Rect) {
     } else {
         p.watermark_lag_ms
     };
-    let result = match p.result_error.or_else(|| {
-        side.history
-            .iter()
-            .rev()
-            .find_map(|s| s.pipeline.result_error)
-    }) {
+    // The newest comparison of this segment (a restart starts over with empty state).
+    let result = match p
+        .result_error
+        .or_else(|| side.segment().rev().find_map(|s| s.pipeline.result_error))
+    {
         None => Span::from("not compared yet").dark_gray(),
         Some(e) if e.is_exact() => {
             Span::from(format!("exact ({} counts)", short(e.compared))).green()

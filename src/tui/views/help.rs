@@ -11,6 +11,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("1 2 3 4", "dashboard, LSM, profile, A/B"),
     ("Tab / ← →", "next / previous view"),
     ("p", "pause / resume the run"),
+    ("b", "A/B: show side A or B in dashboard, LSM, profile"),
     ("q, Ctrl-C", "quit: stop, close RocksDB, print the summary"),
     ("?", "this help (any key closes it)"),
     ("↑ ↓ / j k", "profile: select a knob"),

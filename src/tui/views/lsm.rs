@@ -12,7 +12,8 @@ use crate::tui::app::App;
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let [levels, options] =
         Layout::horizontal([Constraint::Percentage(58), Constraint::Percentage(42)]).areas(area);
-    let s = latest(&app.a);
+    let side = app.focused();
+    let s = latest(side);
     let mut rows = Vec::new();
     for cf in &s.rocksdb.lsm.column_families {
         rows.push(
@@ -26,11 +27,22 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             .bold(),
         );
         for level in &cf.levels {
-            let score = level.score.map_or("-".to_string(), |s| format!("{s:.2}"));
+            // L0's score counts only files not being compacted: while they compact it would
+            // read low, so it is left out.
+            let score = match (level.level, level.compacting, level.score) {
+                (0, n, _) if n > 0 => "-".to_string(),
+                (_, _, Some(s)) => format!("{s:.2}"),
+                (_, _, None) => "-".to_string(),
+            };
+            let files = if level.compacting > 0 {
+                format!("{}/{}", level.files, level.compacting)
+            } else {
+                level.files.to_string()
+            };
             let row = Row::new(vec![
                 String::new(),
                 format!("L{}", level.level),
-                level.files.to_string(),
+                files,
                 bytes(level.bytes),
                 score,
             ]);
@@ -43,7 +55,12 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     }
     let lsm = &s.rocksdb.lsm;
     let title = format!(
-        "LSM — {} active level{}, {} SST, pending {}",
+        "LSM {}— {} active level{}, {} SST, pending {}",
+        if app.b.is_some() {
+            format!("{} ", app.side_label(app.focus))
+        } else {
+            String::new()
+        },
         lsm.active_levels,
         if lsm.active_levels == 1 { "" } else { "s" },
         bytes(lsm.live_sst_bytes),
@@ -52,18 +69,23 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let table = Table::new(
         rows,
         [
-            Constraint::Length(14),
+            Constraint::Length(13),
             Constraint::Length(3),
             Constraint::Length(5),
-            Constraint::Length(10),
+            Constraint::Length(9),
             Constraint::Min(5),
         ],
     )
     .header(Row::new(vec!["state", "lvl", "files", "bytes", "score"]).dark_gray())
-    .block(panel(&title));
+    .block(
+        panel(&title).title_bottom(
+            Line::from(" files 4/2: 2 compacting · score ≥1: due · L0's is - while it compacts ")
+                .dark_gray(),
+        ),
+    );
     frame.render_widget(table, levels);
 
-    let k = &app.a.profile.knobs;
+    let k = &side.profile.knobs;
     let lines: Vec<Line> = [
         (
             "write buffer",
@@ -116,10 +138,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     );
 }
 
-/// Column family names fit 14 cells: Flink's timer column family has a long one.
+/// Column family names fit 13 cells: Flink's timer column family has a long one.
 fn short_cf(name: &str) -> String {
     match name {
         crate::backend::CF_TIMERS => "timers".to_string(),
-        other => other.chars().take(14).collect(),
+        other => other.chars().take(13).collect(),
     }
 }

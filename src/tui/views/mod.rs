@@ -51,16 +51,17 @@ pub fn render(app: &App, frame: &mut Frame) {
 }
 
 fn status_line(app: &App) -> Line<'static> {
-    let last = app.a.last();
+    let last = app.focused().last();
     let running = |side: Option<&Side>| {
         side.and_then(|s| s.last())
-            .is_some_and(|s| s.state == RunState::Running)
+            .is_some_and(|s| s.state != RunState::Finished)
     };
     if !app.paused && app.b.is_some() && (running(Some(&app.a)) || running(app.b.as_ref())) {
-        let which = if running(Some(&app.a)) { "A" } else { "B" };
         return status_with(
             app,
-            Span::from(format!(" RUNNING {which} ")).black().on_green(),
+            Span::from(format!(" RUNNING {} ", crate::tui::side_name(app.active)))
+                .black()
+                .on_green(),
         );
     }
     let state = match (app.paused, last.map(|s| s.state)) {
@@ -73,7 +74,8 @@ fn status_line(app: &App) -> Line<'static> {
 }
 
 fn status_with(app: &App, state: Span<'static>) -> Line<'static> {
-    let last = app.a.last();
+    let side = app.focused();
+    let last = side.last();
     let phase = last
         .map(|s| s.pipeline.phase)
         .filter(|p| *p != crate::engine::Phase::Streaming)
@@ -82,14 +84,19 @@ fn status_with(app: &App, state: Span<'static>) -> Line<'static> {
     Line::from(vec![
         state,
         Span::from(format!(
-            " {} │ {}{} │ {} │ {} events{} ",
+            " {} │ {}{} │ {} │ {}{} events{} ",
             app.workload.name,
             app.a.profile.name,
             app.b
                 .as_ref()
                 .map(|b| format!(" vs {}", b.profile.name))
                 .unwrap_or_default(),
-            clock(app.a.now_secs()),
+            clock(side.now_secs()),
+            if app.b.is_some() {
+                format!("{} ", crate::tui::side_name(app.focus))
+            } else {
+                String::new()
+            },
             thousands(last.map_or(0, |s| s.events)),
             phase
         )),
@@ -106,13 +113,18 @@ fn tab_line(app: &App) -> Line<'static> {
             Span::from(label)
         });
     }
-    spans.push(Span::from("  ? keys  q quit").dark_gray());
+    let keys = if app.b.is_some() {
+        "  b A/B side  ? keys  q quit"
+    } else {
+        "  ? keys  q quit"
+    };
+    spans.push(Span::from(keys).dark_gray());
     Line::from(spans)
 }
 
 /// Below 80x24: the numbers that matter, one per line.
 fn compact(app: &App, frame: &mut Frame, area: Rect) {
-    let s = latest(&app.a);
+    let s = latest(app.focused());
     let lines = vec![
         Line::from(format!("events/s {}", rate(s.events_per_sec))),
         Line::from(format!(
@@ -270,10 +282,11 @@ pub fn lag(ms: i64) -> String {
     }
 }
 
-/// The latest snapshot of a side, or an empty one before the first arrives (borrowed: views
-/// draw several times a second and never need a copy).
+/// The latest snapshot of a side taken while it ran (with A/B, the other side's turn leaves
+/// each side's panels on its own last data), or an empty one before the first arrives
+/// (borrowed: views draw several times a second and never need a copy).
 pub fn latest(side: &Side) -> &MetricsSnapshot {
     static EMPTY: std::sync::LazyLock<MetricsSnapshot> =
         std::sync::LazyLock::new(MetricsSnapshot::default);
-    side.last().unwrap_or(&EMPTY)
+    side.last_running().unwrap_or(&EMPTY)
 }

@@ -11,38 +11,58 @@ use crate::config::profile::{KNOBS, is_live};
 use crate::tui::app::App;
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
-    let [list, edit] = Layout::vertical([Constraint::Min(3), Constraint::Length(3)]).areas(area);
+    let [list, edit] = Layout::vertical([Constraint::Min(3), Constraint::Length(5)]).areas(area);
+    let side = app.focused();
+    // The knob column as wide as the longest key, so the description gets the rest; one that
+    // does not fit ends in … and is shown whole under the list for the selected knob.
+    let key_width = KNOBS.iter().map(|k| k.key.len()).max().unwrap_or(20) as u16;
+    let doc_width = (list.width as usize).saturating_sub(key_width as usize + 12 + 7 + 5);
+    let fit = |doc: &str| {
+        if doc.chars().count() <= doc_width {
+            doc.to_string()
+        } else {
+            let cut: String = doc.chars().take(doc_width.saturating_sub(1)).collect();
+            format!("{cut}…")
+        }
+    };
     let rows: Vec<Row> = KNOBS
         .iter()
         .map(|knob| {
             let live = is_live(knob.key);
             Row::new(vec![
                 Span::from(knob.key),
-                Span::from(app.knob_value(knob.key)).bold(),
+                Span::from(side.knob_value(knob.key)).bold(),
                 if live {
                     Span::from("live").green()
                 } else {
                     Span::from("restart").yellow()
                 },
-                Span::from(knob.doc).dark_gray(),
+                Span::from(fit(knob.doc)).dark_gray(),
             ])
         })
         .collect();
     let table = Table::new(
         rows,
         [
-            Constraint::Length(47),
-            Constraint::Length(14),
-            Constraint::Length(8),
+            Constraint::Length(key_width),
+            Constraint::Length(12),
+            Constraint::Length(7),
             Constraint::Min(10),
         ],
     )
     .header(Row::new(vec!["knob", "value", "applies", "what it does"]).dark_gray())
     .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-    .block(panel(&format!(
-        "Profile '{}' — ↑↓ select, Enter edit, s save",
-        app.a.profile.name
-    )));
+    .block(panel(&if app.b.is_some() {
+        format!(
+            "Profile {} — ↑↓ select, Enter edit (A only), s save",
+            app.side_label(app.focus)
+        )
+    } else {
+        format!(
+            "Profile '{}' — ↑↓ select, Enter edit, s save",
+            side.profile.name
+        )
+    }));
     let mut state = TableState::default().with_selected(Some(app.editor.selected));
     frame.render_stateful_widget(table, list, &mut state);
 
@@ -62,7 +82,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             Span::from(format!(
                 "{key}: {}",
                 if is_live(key) {
-                    "applied live to the open database (no state lost)"
+                    "live: a change applies at once to the open database (no state lost)"
                 } else {
                     "needs a reopen: the run restarts on the new profile after you confirm"
                 }
@@ -70,5 +90,11 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             .dark_gray(),
         ),
     };
-    frame.render_widget(Paragraph::new(line).block(panel("Edit")), edit);
+    let doc = Line::from(KNOBS[app.editor.selected.min(KNOBS.len() - 1)].doc).dark_gray();
+    frame.render_widget(
+        Paragraph::new(vec![line, doc])
+            .wrap(ratatui::widgets::Wrap { trim: true })
+            .block(panel("Edit")),
+        edit,
+    );
 }

@@ -1,0 +1,139 @@
+//! One module per CLI command, and what `run` and `tui` share: loading a job from the command
+//! line, its data directory and its trace.
+
+pub mod profiles;
+pub mod reproduce;
+pub mod run;
+pub mod tui;
+pub mod workloads;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+
+use crate::config::{Profile, Workload};
+use crate::{cli, pipeline, report};
+
+/// A command line that cannot be carried out as given.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// The RocksDB directory of a run: a caller's folder, or a temporary one removed afterwards.
+pub enum DataDir {
+    Given(PathBuf),
+    Temporary(tempfile::TempDir),
+}
+
+impl DataDir {
+    pub fn path(&self) -> &Path {
+        match self {
+            DataDir::Given(p) => p,
+            DataDir::Temporary(t) => t.path(),
+        }
+    }
+}
+
+pub fn prepare_data_dir(dir: Option<&Path>, reuse: bool) -> anyhow::Result<DataDir> {
+    let Some(dir) = dir else {
+        let tmp = tempfile::Builder::new()
+            .prefix("statebench-")
+            .tempdir()
+            .context("cannot create a temporary data directory")?;
+        return Ok(DataDir::Temporary(tmp));
+    };
+    if dir.exists() {
+        if !dir.is_dir() {
+            bail!(UsageError(format!(
+                "--data-dir {} exists and is not a directory",
+                dir.display()
+            )));
+        }
+        let non_empty = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read --data-dir {}", dir.display()))?
+            .next()
+            .is_some();
+        if non_empty && !reuse {
+            bail!(UsageError(format!(
+                "--data-dir {} is not empty; pass --reuse to run on its existing state, or choose an empty or new directory",
+                dir.display()
+            )));
+        }
+    } else {
+        // A new directory, but not a new tree: a mistyped parent must not silently appear.
+        let parent = report::parent_dir(dir);
+        if !parent.is_dir() {
+            bail!(UsageError(format!(
+                "--data-dir {}: its parent folder {} does not exist (create it first, or give an existing place)",
+                dir.display(),
+                parent.display()
+            )));
+        }
+        std::fs::create_dir(dir)
+            .with_context(|| format!("cannot create --data-dir {}", dir.display()))?;
+    }
+    Ok(DataDir::Given(dir.to_path_buf()))
+}
+
+fn check_report_dir(report: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(report) = report {
+        let parent = report::parent_dir(report);
+        if !parent.is_dir() {
+            bail!(UsageError(format!(
+                "--report {}: directory {} does not exist",
+                report.display(),
+                parent.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub type TraceEvents = std::sync::Arc<Vec<pipeline::source::Event>>;
+
+/// A trace is read and checked whole before anything is created or written.
+fn load_trace(workload: &Workload) -> anyhow::Result<Option<TraceEvents>> {
+    Ok(match &workload.spec.trace {
+        Some(path) => {
+            let trace = pipeline::trace::Trace::load(path, workload.spec.partitions)
+                .map_err(|e| UsageError(e.to_string()))?;
+            Some(std::sync::Arc::new(trace.events))
+        }
+        None => None,
+    })
+}
+
+/// A job from the command line, loaded and checked before anything is created or written.
+pub struct Job {
+    pub workload: Workload,
+    pub profile: Profile,
+    pub trace: Option<TraceEvents>,
+    /// Events to process: --events or the workload's, at most the trace's.
+    pub events: u64,
+    pub duration: Option<Duration>,
+}
+
+impl Job {
+    pub fn load(args: &cli::JobArgs) -> anyhow::Result<Job> {
+        let workload = Workload::load(&args.workload)?;
+        let profile = Profile::load(&args.profile)?;
+        check_report_dir(args.report.as_deref())?;
+        let trace = load_trace(&workload)?;
+        let events = args
+            .events
+            .unwrap_or(workload.spec.events)
+            .min(trace.as_ref().map_or(u64::MAX, |t| t.len() as u64));
+        let duration = args
+            .duration
+            .or(workload.spec.duration)
+            .map(|d| d.as_duration());
+        Ok(Job {
+            workload,
+            profile,
+            trace,
+            events,
+            duration,
+        })
+    }
+}

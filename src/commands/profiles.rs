@@ -1,0 +1,96 @@
+//! `statebench profiles list|show`: the shipped profiles, one profile's knobs, derived memory
+//! and Flink configuration.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+
+use super::UsageError;
+use crate::backend;
+use crate::config::{self, Profile};
+
+pub fn list(dir: Option<&Path>) -> anyhow::Result<()> {
+    // An explicit --dir must exist; the default folder is listed only where there is one.
+    let dir = match dir {
+        Some(d) if !d.is_dir() => bail!(UsageError(format!(
+            "--dir '{}' is not a folder (give a folder of profile YAML files)",
+            d.display()
+        ))),
+        Some(d) => d,
+        None => Path::new("profiles"),
+    };
+    println!("built-in:");
+    for (name, _) in config::profile::BUILTIN {
+        let p = Profile::load(name)?;
+        println!("  {name:<26} {}", p.description.as_deref().unwrap_or(""));
+    }
+    if dir.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot list {}", dir.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+            .collect();
+        files.sort();
+        if !files.is_empty() {
+            println!("in {}:", dir.display());
+        }
+        for path in files {
+            match Profile::load(&path.to_string_lossy()) {
+                Ok(p) => println!(
+                    "  {:<26} {}",
+                    path.display(),
+                    p.description.as_deref().unwrap_or("")
+                ),
+                Err(e) => println!("  {:<26} INVALID: {e}", path.display()),
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn show(name: &str, derived: bool) -> anyhow::Result<()> {
+    let profile = Profile::load(name)?;
+    println!("# {} ({})", profile.name, profile.source);
+    if !profile.extends_chain.is_empty() {
+        println!("# extends: {}", profile.extends_chain.join(" -> "));
+    }
+    if let Some(d) = &profile.description {
+        println!("# {d}");
+    }
+    for (key, value) in profile.knobs.values() {
+        let info = config::profile::KNOBS.iter().find(|k| k.key == key);
+        let flink = match info.and_then(|k| k.flink_key) {
+            Some(f) => format!("  # {f}"),
+            // Not a RocksDB option: which Flink's RocksDB the run imitates.
+            None if key == "target" => "  # statebench only: whose RocksDB to imitate".to_string(),
+            None => "  # no Flink key: set it in a RocksDBOptionsFactory".to_string(),
+        };
+        println!("{key}: {value}{flink}");
+    }
+    if derived {
+        println!(
+            "\nderived (Flink's managed-memory math, M = {}, r = {}):",
+            profile.knobs.managed_memory, profile.knobs.write_buffer_ratio
+        );
+        print!("{}", profile.derived(backend::STATE_COLUMN_FAMILIES.len()));
+    }
+    Ok(())
+}
+
+/// The effective profile as Flink configuration lines (`profiles show --flink`).
+pub fn show_flink(name: &str) -> anyhow::Result<()> {
+    let profile = Profile::load(name)?;
+    println!(
+        "# profile '{}' ({}) as Flink 1.20 configuration",
+        profile.name, profile.source
+    );
+    println!(
+        "# {}*: knobs Flink has no key for, to be set in a RocksDBOptionsFactory",
+        config::flink::FACTORY_PREFIX
+    );
+    for (key, value) in config::flink::flink_config(&profile) {
+        println!("{key}: {value}");
+    }
+    Ok(())
+}

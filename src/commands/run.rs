@@ -1,0 +1,119 @@
+//! `statebench run`: a headless run with progress, the terminal summary and the JSON report.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+
+use super::{DataDir, Job, prepare_data_dir};
+use crate::cli::{RunArgs, SinkArg};
+use crate::config::Workload;
+use crate::engine::{self, EngineCommand, EngineConfig, SinkConfig};
+use crate::pipeline;
+use crate::progress::Progress;
+use crate::report::{self, Report, RunSegment};
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let Job {
+        workload,
+        profile,
+        trace,
+        events,
+        duration,
+    } = Job::load(&args.job)?;
+    let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse)?;
+    let sink = match args.sink {
+        SinkArg::Memory => SinkConfig::Memory,
+        SinkArg::Redis(url) => {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default();
+            let prefix = format!("statebench:{stamp}-{}:", std::process::id());
+            eprintln!("results go to {url} under '{prefix}'");
+            SinkConfig::Redis { url, prefix }
+        }
+    };
+
+    let handle = engine::spawn(EngineConfig {
+        events,
+        duration,
+        sink,
+        trace,
+        ..EngineConfig::new(
+            workload.clone(),
+            profile.clone(),
+            data_dir.path().to_path_buf(),
+        )
+    })?;
+    // Ctrl-C or SIGTERM stops the run cleanly: RocksDB closes, the summary prints and the
+    // report is written for what ran. A second signal kills the process as usual.
+    let stop = handle.commands.clone();
+    let stopping = std::sync::atomic::AtomicBool::new(false);
+    let _ = ctrlc::set_handler(move || {
+        if stopping.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!(
+            "\nstopping: finishing the current sample and writing the report (Ctrl-C again to abort)"
+        );
+        let _ = stop.send(EngineCommand::Stop);
+    });
+    let progress = Progress::new(events, args.quiet);
+    // The engine drops its sender when it finishes, which ends this loop.
+    for snapshot in handle.snapshots.iter() {
+        progress.update(&snapshot);
+    }
+    let mut outcome = handle.join().context("the run failed")?;
+    progress.finish();
+
+    for mismatch in &outcome.option_mismatches {
+        eprintln!("warning: profile knob not in effect: {mismatch}");
+    }
+    if let DataDir::Temporary(_) = &data_dir {
+        // The temporary data directory goes away: keep RocksDB's OPTIONS file beside the
+        // report, and name no file that will not exist.
+        let options = outcome.options_file.take();
+        if let (Some(options), Some(path)) = (options, &args.job.report) {
+            let kept =
+                report::keep_options_file(Path::new(&options), &path.with_extension("OPTIONS"))?;
+            outcome.options_file = Some(kept.display().to_string());
+        }
+    }
+    if let Some(path) = &args.final_counts {
+        write_final_counts(path, &workload, &outcome.final_state)
+            .with_context(|| format!("cannot write the final counts {}", path.display()))?;
+    }
+    let segments = [RunSegment::whole(profile, outcome)];
+    let report = Report::new(&workload, &segments);
+    if let Some(path) = &args.job.report {
+        report
+            .write_json(path)
+            .with_context(|| format!("cannot write the report {}", path.display()))?;
+    }
+    println!("{}", report::render_summary(&report));
+    if let Some(path) = &args.job.report {
+        println!("  report written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// The job's final state as sorted CSV lines `key,window,count`, keys as the job keys them
+/// (`user-N`) and windows by label.
+fn write_final_counts(
+    path: &Path,
+    workload: &Workload,
+    state: &[(u64, usize, i64)],
+) -> std::io::Result<()> {
+    let labels = workload.window_labels();
+    let mut lines: Vec<String> = state
+        .iter()
+        .map(|(user, window, count)| {
+            let mut key = String::new();
+            pipeline::source::Generator::user_key(*user, &mut key);
+            let label = labels.get(*window).map_or("?", String::as_str);
+            format!("{key},{label},{count}\n")
+        })
+        .collect();
+    lines.sort();
+    report::write_atomically(path, lines.concat().as_bytes())
+}

@@ -1,0 +1,91 @@
+//! `statebench tui`: the terminal UI; on quit, the summary and the report of each side.
+
+use std::io::{IsTerminal, Write as _};
+
+use anyhow::{Context as _, bail};
+
+use super::{Job, UsageError};
+use crate::cli::TuiArgs;
+use crate::config::Profile;
+use crate::report::{self, Report};
+use crate::tui::{self, engines};
+
+pub fn run(args: TuiArgs) -> anyhow::Result<()> {
+    let Job {
+        workload,
+        profile,
+        trace,
+        events,
+        duration,
+    } = Job::load(&args.job)?;
+    let compare = args.compare.as_deref().map(Profile::load).transpose()?;
+    if !std::io::stdout().is_terminal() {
+        bail!(UsageError(
+            "statebench tui needs a terminal; use `statebench run` for headless runs".to_string()
+        ));
+    }
+    let report_path = args.job.report;
+    let ended = tui::run(tui::TuiConfig {
+        settings: engines::Settings {
+            workload: workload.clone(),
+            events,
+            duration,
+            trace,
+            slice: args.slice.as_duration(),
+        },
+        profile,
+        compare,
+        refresh: args.refresh.as_duration(),
+        report: report_path.clone(),
+    })?;
+    if ended.a.is_empty() {
+        return Ok(());
+    }
+    let report_a = Report::new(&workload, &ended.a);
+    let b_segments: Vec<_> = ended.b.into_iter().collect();
+    let report_b = (!b_segments.is_empty()).then(|| Report::new(&workload, &b_segments));
+    let comparison = match (report_a.segments.last(), report_b.as_ref()) {
+        (Some(a), Some(b)) => b.segments.last().map(|b| report::render_comparison(a, b)),
+        _ => None,
+    };
+    let mut written = Vec::new();
+    if let Some(path) = &report_path {
+        report_a
+            .write_json(path)
+            .with_context(|| format!("cannot write the report {}", path.display()))?;
+        written.push(path.clone());
+        if let Some(report_b) = &report_b {
+            let path_b = engines::sibling(path, "-b", "json");
+            report_b
+                .write_json(&path_b)
+                .with_context(|| format!("cannot write the report {}", path_b.display()))?;
+            written.push(path_b);
+        }
+        if let Some(table) = &comparison {
+            let path_c = engines::sibling(path, "-compare", "txt");
+            report::write_atomically(&path_c, table.as_bytes())
+                .with_context(|| format!("cannot write the comparison {}", path_c.display()))?;
+            written.push(path_c);
+        }
+    }
+    // The terminal may be gone (the TUI ended on a hang-up): printing must not panic.
+    let mut out = std::io::stdout();
+    let side = |label: &str| {
+        if report_b.is_some() {
+            format!("{label}:\n")
+        } else {
+            String::new()
+        }
+    };
+    let _ = write!(out, "{}{}", side("A"), report::render_summary(&report_a));
+    if let Some(report_b) = &report_b {
+        let _ = write!(out, "{}{}", side("B"), report::render_summary(report_b));
+    }
+    if let Some(table) = &comparison {
+        let _ = write!(out, "\n{table}");
+    }
+    for path in written {
+        let _ = writeln!(out, "  written: {}", path.display());
+    }
+    Ok(())
+}

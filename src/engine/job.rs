@@ -1,0 +1,406 @@
+//! One job of a run: reads the log through its consumer, holds back watermarks in the valve,
+//! runs the operator on its RocksDB backend and feeds the oracle; obeys the run's commands.
+
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+use super::phases::Run;
+use super::snapshot::{JobSource, MetricsSnapshot, Op, Phase, PipelineSample, RunState};
+use super::{EngineCommand, EngineError, SinkConfig, WATERMARK_EVERY_EVENTS};
+use crate::backend::StateBackend;
+use crate::backend::perf::PerfCounters;
+use crate::config::Millis;
+use crate::config::profile::Knob;
+use crate::config::workload::Rate;
+use crate::pipeline::PipelineError;
+use crate::pipeline::operator::{Context, FrequencyJob, JobMode, Operator};
+use crate::pipeline::oracle::{Oracle, ResultError};
+use crate::pipeline::sink::{Sink, SinkCounters};
+use crate::pipeline::source::{Consumer, Log, ReadPlan};
+use crate::pipeline::watermark::WatermarkValve;
+
+/// Every this many samples, a run on the in-process sink compares it with the oracle.
+const COMPARE_EVERY_SAMPLES: u64 = 10;
+/// Events between two looks at the clock and the command channel.
+const CHECK_EVERY_EVENTS: u64 = 16;
+
+/// What one job is: its phase, its mode and where it reads.
+pub struct JobSpec {
+    pub phase: Phase,
+    pub mode: JobMode,
+    pub plan: ReadPlan,
+    /// Its state comes from a savepoint rather than from the records it reads.
+    pub restored: bool,
+}
+
+/// How a job's reading loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The source was read to its end, or the event limit was reached.
+    Finished,
+    /// The cap on running time (--duration) ran out.
+    OverTime,
+    /// A Stop command.
+    Stopped,
+}
+
+/// What the command channel asked for.
+enum Control {
+    Continue,
+    Stop,
+}
+
+/// One job, borrowed from its RocksDB backend.
+pub struct JobRunner<'a> {
+    backend: &'a StateBackend,
+    pub phase: Phase,
+    perf: Option<PerfCounters>,
+    pub ctx: Context<'a>,
+    pub job: FrequencyJob<'a>,
+    pub consumer: Consumer,
+    watermark: WatermarkValve,
+    pub oracle: Oracle,
+    /// The shared serving store's counters when this job started (its own are the rest).
+    sink_base: SinkCounters,
+    restored: bool,
+    /// The run's running time when this job started.
+    started_at: Duration,
+    processed: u64,
+    /// The last watermark forwarded to the operator.
+    forwarded: i64,
+    /// Events that arrived at or behind the forwarded watermark.
+    late_events: u64,
+}
+
+impl<'a> JobRunner<'a> {
+    pub fn new(
+        backend: &'a StateBackend,
+        run: &Run,
+        log: &Log,
+        spec: JobSpec,
+        sink: Box<dyn Sink>,
+    ) -> Result<JobRunner<'a>, EngineError> {
+        let workload = &run.config.workload;
+        let consumer = Consumer::new(log, spec.plan);
+        let partitions = workload.spec.partitions as usize;
+        let watermark = WatermarkValve::with_readers(
+            partitions,
+            workload
+                .spec
+                .source
+                .readers
+                .map_or(partitions, |r| r as usize),
+            workload.spec.event_time.out_of_orderness.0 as i64,
+            workload.spec.idleness.map(|i| i.0 as i64),
+            consumer.now(),
+        );
+        let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
+        let sink_base = sink.counters();
+        let mut ctx = Context::new(backend, sink)?;
+        ctx.set_now(consumer.now());
+        Ok(JobRunner {
+            backend,
+            phase: spec.phase,
+            perf: PerfCounters::start(),
+            ctx,
+            job: FrequencyJob::with_mode(backend, workload, spec.mode)?,
+            consumer,
+            watermark,
+            oracle: Oracle::new(&windows),
+            sink_base,
+            restored: spec.restored,
+            started_at: run.clock.running(Instant::now()),
+            processed: 0,
+            forwarded: i64::MIN,
+            late_events: 0,
+        })
+    }
+
+    /// The serving store, once the job is done with it (the next job writes on).
+    pub fn into_sink(self) -> Box<dyn Sink> {
+        self.ctx.sink
+    }
+
+    /// This job's running time so far.
+    pub fn running_secs(&self, run: &Run) -> f64 {
+        run.clock
+            .running(Instant::now())
+            .saturating_sub(self.started_at)
+            .as_secs_f64()
+    }
+
+    /// Processes one event; every `WATERMARK_EVERY_EVENTS` events emits a watermark, which
+    /// fires due timers. False when the source is exhausted.
+    fn step(&mut self) -> Result<bool, EngineError> {
+        let checked = self.checked();
+        let oracle = &mut self.oracle;
+        // The truth sees the records the job reads, and those it wrongly skips.
+        let Some(event) = self.consumer.next(|e| {
+            if checked {
+                oracle.on_event(e.user, e.event_time);
+            }
+        }) else {
+            return Ok(false);
+        };
+        let start = Instant::now();
+        let now = self.consumer.now();
+        self.ctx.set_now(now);
+        self.job.on_event(&event, &mut self.ctx)?;
+        self.watermark
+            .on_record(event.partition as usize, event.event_time, now);
+        self.processed += 1;
+        self.late_events += u64::from(event.event_time <= self.forwarded);
+        self.ctx.state.latency.record(Op::Event, start.elapsed());
+        if self.processed.is_multiple_of(WATERMARK_EVERY_EVENTS) {
+            let wm = self.watermark.advance(now);
+            self.emit_watermark(wm)?;
+        }
+        Ok(true)
+    }
+
+    /// The oracle is fed and compared (not for the backfill, whose results are its one sync).
+    pub fn checked(&self) -> bool {
+        self.phase != Phase::Backfill
+    }
+
+    /// Forwards a watermark downstream if it moved: like Flink's valve, the operator (and the
+    /// oracle) only ever see strictly increasing watermarks.
+    fn emit_watermark(&mut self, wm: i64) -> Result<(), EngineError> {
+        if wm > self.forwarded {
+            self.forwarded = wm;
+            self.ctx.advance_watermark(&mut self.job, wm)?;
+            if self.checked() {
+                self.oracle.on_watermark(wm);
+            }
+        }
+        Ok(())
+    }
+
+    /// Publishes a snapshot when the sample interval has passed.
+    fn maybe_sample(&mut self, run: &mut Run, now: Instant) -> Result<(), EngineError> {
+        if !run.sampler.due(now) {
+            return Ok(());
+        }
+        // Reading the whole store is cheap only in process: compare every few samples.
+        let compare = self.checked()
+            && matches!(run.config.sink, SinkConfig::Memory)
+            && run.sampler.published() % COMPARE_EVERY_SAMPLES == COMPARE_EVERY_SAMPLES - 1;
+        let result_error = if compare {
+            Some(self.compare_sink()?)
+        } else {
+            None
+        };
+        self.publish(run, RunState::Running, result_error);
+        Ok(())
+    }
+
+    /// The serving store against the oracle's exact counts.
+    pub fn compare_sink(&mut self) -> Result<ResultError, EngineError> {
+        let all = self.ctx.sink.read_all().map_err(PipelineError::from)?;
+        Ok(self.oracle.compare(all))
+    }
+
+    pub fn publish(&mut self, run: &mut Run, state: RunState, result_error: Option<ResultError>) {
+        let now = Instant::now();
+        let perf = self.perf.as_ref().map(|p| p.read()).unwrap_or_default();
+        let events = self.job.counters.events;
+        let gets = self.ctx.state.counters.gets;
+        let Run {
+            sampler,
+            clock,
+            live,
+            ..
+        } = run;
+        let ctx = &mut self.ctx;
+        let wm = &self.watermark;
+        let pipeline = PipelineSample {
+            phase: self.phase,
+            processing_time: self.consumer.now(),
+            partition_lag: self.consumer.backlog(),
+            idle_readers: wm.idle_readers() as u32,
+            watermark: wm.emitted(),
+            max_event_time: wm.max_event_time(),
+            watermark_lag_ms: wm.max_event_time().saturating_sub(wm.emitted()),
+            idle_partitions: wm.idle_partitions() as u32,
+            dropped_final_watermarks: wm.dropped_final_watermarks,
+            timers_registered: ctx.timers.registered,
+            next_timer: ctx.timers.next_timestamp(),
+            late_events: self.late_events,
+            sink: ctx.sink.counters().since(&self.sink_base),
+            result_error,
+            timers_fired: ctx.timers.fired,
+            job: self.job.counters,
+        };
+        sampler.publish(now, self.backend, &perf, events, gets, |interval| {
+            MetricsSnapshot {
+                seq: interval.seq,
+                elapsed_secs: clock.wall(now).as_secs_f64(),
+                interval_secs: interval.interval_secs,
+                state,
+                events,
+                events_in_interval: interval.events_in_interval,
+                events_per_sec: interval.events_per_sec,
+                latency: ctx.state.latency.take_interval(),
+                ops: ctx.state.counters,
+                changes: live.take_unreported(),
+                pipeline,
+                rocksdb: interval.rocksdb,
+            }
+        });
+    }
+
+    /// Paces a rate-limited workload against this job's running time.
+    fn pace(&self, run: &Run, now: Instant) {
+        if let Rate::PerSecond(rate) = run.config.workload.spec.rate {
+            let due = Duration::from_secs_f64(self.processed as f64 / rate as f64);
+            let elapsed = run.clock.running(now).saturating_sub(self.started_at);
+            if due > elapsed {
+                std::thread::sleep(due - elapsed);
+            }
+        }
+    }
+
+    fn over_time(&self, run: &Run, now: Instant) -> bool {
+        run.config
+            .duration
+            .is_some_and(|limit| run.clock.running(now) >= limit)
+    }
+
+    /// A live change, applied to this job's database.
+    fn apply(&mut self, run: &mut Run, knob: Knob, value: String) {
+        let at = run.clock.wall(Instant::now()).as_secs_f64();
+        run.live.apply(self.backend, knob, value, at);
+    }
+
+    /// Obeys pending commands.
+    fn handle_commands(&mut self, run: &mut Run) -> Control {
+        loop {
+            match run.commands.try_recv() {
+                Ok(EngineCommand::Stop) => return Control::Stop,
+                Ok(EngineCommand::Resume) => {}
+                Ok(EngineCommand::Apply { knob, value }) => self.apply(run, knob, value),
+                Ok(EngineCommand::Pause) => {
+                    // Close the running interval first, so no sample mixes running and paused
+                    // time (A/B compares the running ones).
+                    self.publish(run, RunState::Running, None);
+                    if let Control::Stop = self.paused(run) {
+                        return Control::Stop;
+                    }
+                }
+                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => {
+                    return Control::Continue;
+                }
+            }
+        }
+    }
+
+    /// Waits for Resume; meanwhile applies changes and keeps publishing, so clients see
+    /// RocksDB settle. The run's clock stands still.
+    fn paused(&mut self, run: &mut Run) -> Control {
+        run.clock.pause(Instant::now());
+        let control = loop {
+            match run.commands.recv_timeout(run.sampler.interval()) {
+                Ok(EngineCommand::Resume) => break Control::Continue,
+                Ok(EngineCommand::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                    break Control::Stop;
+                }
+                Ok(EngineCommand::Pause) => {}
+                Ok(EngineCommand::Apply { knob, value }) => {
+                    self.apply(run, knob, value);
+                    self.publish(run, RunState::Paused, None);
+                }
+                Err(RecvTimeoutError::Timeout) => self.publish(run, RunState::Paused, None),
+            }
+        };
+        let now = Instant::now();
+        run.clock.resume(now);
+        // The next interval starts now: it holds only running time.
+        run.sampler.restart_interval(now);
+        control
+    }
+
+    /// A bounded source ends: each partition reports its end some time after its last record
+    /// and emits the maximum watermark, which fires every remaining timer (unless the valve
+    /// drops it because the partition was idle by then).
+    fn end_bounded_source(&mut self, delay: Millis) -> Result<(), EngineError> {
+        let mut ends: Vec<(i64, usize)> = self
+            .watermark
+            .last_record_times()
+            .iter()
+            .enumerate()
+            .map(|(p, at)| (at + delay.0 as i64, p))
+            .collect();
+        ends.sort();
+        for (at, partition) in ends {
+            // The replay clock never goes back (TTL reads it).
+            self.ctx.set_now(self.ctx.now.max(at));
+            self.watermark.on_partition_finished(partition, at);
+            let wm = self.watermark.advance(at);
+            self.emit_watermark(wm)?;
+        }
+        // Then "no more splits": readers without a partition end as well.
+        let at = self.ctx.now;
+        self.watermark.on_source_finished(at);
+        let wm = self.watermark.advance(at);
+        self.emit_watermark(wm)?;
+        Ok(())
+    }
+
+    /// Reads until the source ends, `limit` events were processed, time runs out or a Stop
+    /// arrives; then ends a bounded source read to its end.
+    pub fn drive(&mut self, run: &mut Run, limit: Option<u64>) -> Result<End, EngineError> {
+        let mut end = End::Finished;
+        if std::mem::take(&mut run.start_paused)
+            && let Control::Stop = self.paused(run)
+        {
+            end = End::Stopped;
+        }
+        while end == End::Finished && limit.is_none_or(|l| self.processed < l) && self.step()? {
+            if self.processed.is_multiple_of(CHECK_EVERY_EVENTS) {
+                let now = Instant::now();
+                self.maybe_sample(run, now)?;
+                if self.over_time(run, now) {
+                    end = End::OverTime;
+                    break;
+                }
+                self.pace(run, now);
+                if let Control::Stop = self.handle_commands(run) {
+                    end = End::Stopped;
+                }
+            }
+        }
+        // Only a source read to its end ends; a run cut short by --events, --duration or Stop
+        // leaves its partitions open, as an unbounded one would.
+        if let (Some(delay), false, true, true) = (
+            run.config.workload.spec.bounded_end_delay,
+            end == End::Stopped,
+            self.consumer.exhausted(),
+            self.checked(),
+        ) {
+            self.end_bounded_source(delay)?;
+        }
+        self.ctx.timers.flush(&mut self.ctx.state)?;
+        self.ctx.sink.flush().map_err(PipelineError::from)?;
+        Ok(end)
+    }
+
+    /// The serving store's counters for this job alone.
+    fn sink_counters(&self) -> SinkCounters {
+        self.ctx.sink.counters().since(&self.sink_base)
+    }
+
+    pub fn job_source(&self, committed: bool) -> JobSource {
+        JobSource {
+            phase: self.phase,
+            group: self.consumer.plan().group.clone(),
+            started_from: self.consumer.plan().start_reason.clone(),
+            start: self.consumer.plan().start.clone(),
+            end: self.consumer.position().clone(),
+            records_read: self.processed,
+            records_skipped: self.consumer.skipped(),
+            committed,
+            sink_writes: self.sink_counters().writes,
+            restored: self.restored,
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The engine: runs the pipeline against RocksDB on its own thread, publishes one
+//! `MetricsSnapshot` per sample interval and takes `EngineCommand`s. Every client (headless
+//! run, TUI, bench) sees the run only through snapshots and the outcome.
+//!
+//! - `snapshot`: the plain data a run produces (what clients import);
+//! - `job`: one job of a run (consumer, watermark valve, operator context, oracle);
+//! - `phases`: which jobs a run has (streaming, or backfill then catch-up) and the hand-over;
+//! - `sampler`, `clock`, `live`: the run-wide sampling cadence, running time and profile.
+
+mod clock;
+mod job;
+mod live;
+mod phases;
+mod sampler;
+pub mod snapshot;
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub use snapshot::{
+    JobSource, Latencies, LatencyRecorder, MetricsSnapshot, Op, OptionChange, Percentiles, Phase,
+    PipelineSample, RunOutcome, RunState,
+};
+
+use crate::backend::BackendError;
+use crate::config::profile::Knob;
+use crate::config::{Profile, Workload};
+use crate::pipeline::PipelineError;
+
+/// Events between two watermark emissions. Flink emits periodic watermarks on a wall-clock
+/// interval (200 ms); a fixed event count keeps the state traffic identical run to run.
+pub const WATERMARK_EVERY_EVENTS: u64 = 64;
+
+#[derive(Debug, Clone)]
+pub enum EngineCommand {
+    Pause,
+    Resume,
+    Stop,
+    /// Set `knob` to `value` (YAML syntax) on the open database; the engine edits the
+    /// profile it runs with, so quick successive changes never undo each other.
+    Apply {
+        knob: Knob,
+        value: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("cannot start the engine thread: {0}")]
+    Spawn(std::io::Error),
+    #[error("the engine thread panicked: {0}")]
+    Panicked(String),
+    #[error("cannot start reading the log: {0}")]
+    Source(String),
+}
+
+/// Where the job's results go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SinkConfig {
+    /// The embedded in-process store.
+    #[default]
+    Memory,
+    /// A Redis server (`redis://host:port`), keys under `prefix`.
+    Redis { url: String, prefix: String },
+}
+
+pub struct EngineConfig {
+    pub workload: Workload,
+    pub profile: Profile,
+    pub data_dir: PathBuf,
+    /// Events to process (defaults to the workload's).
+    pub events: u64,
+    /// Optional cap on running time.
+    pub duration: Option<Duration>,
+    pub sink: SinkConfig,
+    /// Events of a trace to replay instead of the generator (loaded and checked beforehand).
+    pub trace: Option<std::sync::Arc<Vec<crate::pipeline::source::Event>>>,
+    /// Start paused (A/B: the side whose turn it is not).
+    pub start_paused: bool,
+}
+
+impl EngineConfig {
+    /// A run of the whole workload on the in-process store: the defaults every caller starts
+    /// from (`EngineConfig { events: 10_000, ..EngineConfig::new(w, p, dir) }`).
+    pub fn new(workload: Workload, profile: Profile, data_dir: impl Into<PathBuf>) -> EngineConfig {
+        EngineConfig {
+            events: workload.spec.events,
+            workload,
+            profile,
+            data_dir: data_dir.into(),
+            duration: None,
+            sink: SinkConfig::default(),
+            trace: None,
+            start_paused: false,
+        }
+    }
+}
+
+pub struct EngineHandle {
+    pub commands: Sender<EngineCommand>,
+    pub snapshots: Receiver<Box<MetricsSnapshot>>,
+    pub thread: EngineThread,
+}
+
+impl EngineHandle {
+    /// Waits for the engine to finish and returns its outcome.
+    pub fn join(self) -> Result<RunOutcome, EngineError> {
+        self.thread.join()
+    }
+}
+
+/// The engine's thread, to wait for its outcome.
+pub struct EngineThread(JoinHandle<Result<RunOutcome, EngineError>>);
+
+impl EngineThread {
+    /// Waits for the engine to finish and returns its outcome.
+    pub fn join(self) -> Result<RunOutcome, EngineError> {
+        match self.0.join() {
+            Ok(result) => result,
+            Err(panic) => Err(EngineError::Panicked(
+                panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default(),
+            )),
+        }
+    }
+}
+
+/// Starts the engine thread. Snapshots arrive on `snapshots`; a slow reader loses snapshots
+/// (the outcome keeps them all), it never slows the engine.
+pub fn spawn(config: EngineConfig) -> Result<EngineHandle, EngineError> {
+    let (cmd_tx, cmd_rx) = mpsc::channel();
+    let (snap_tx, snap_rx) = mpsc::sync_channel(64);
+    let thread = std::thread::Builder::new()
+        .name("statebench-engine".into())
+        .spawn(move || phases::run(config, cmd_rx, snap_tx, Instant::now()))
+        .map_err(EngineError::Spawn)?;
+    Ok(EngineHandle {
+        commands: cmd_tx,
+        snapshots: snap_rx,
+        thread: EngineThread(thread),
+    })
+}
+
+/// Runs a whole workload without a live client and returns its outcome.
+pub fn run_to_completion(config: EngineConfig) -> Result<RunOutcome, EngineError> {
+    let handle = spawn(config)?;
+    // Drain snapshots so none is held; the outcome keeps them all.
+    for _ in handle.snapshots.iter() {}
+    handle.join()
+}

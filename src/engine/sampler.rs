@@ -1,0 +1,122 @@
+//! The sampler: when a snapshot is due, what its interval covers, and where it goes (the
+//! client's channel and the run's history).
+
+use std::sync::mpsc::SyncSender;
+use std::time::{Duration, Instant};
+
+use super::snapshot::MetricsSnapshot;
+use crate::backend::StateBackend;
+use crate::backend::metrics::{RocksDbSample, RocksDbSampler};
+use crate::backend::perf::PerfCounts;
+
+/// What one sample interval covers, measured by the sampler.
+pub struct Interval {
+    pub seq: u64,
+    pub interval_secs: f64,
+    pub events_in_interval: u64,
+    pub events_per_sec: f64,
+    pub rocksdb: RocksDbSample,
+}
+
+/// Takes one snapshot per interval across every job of a run.
+pub struct Sampler {
+    interval: Duration,
+    last_at: Instant,
+    last_events: u64,
+    last_gets: u64,
+    seq: u64,
+    rocksdb: RocksDbSampler,
+    history: Vec<MetricsSnapshot>,
+    channel: SyncSender<Box<MetricsSnapshot>>,
+}
+
+impl Sampler {
+    pub fn new(
+        interval: Duration,
+        channel: SyncSender<Box<MetricsSnapshot>>,
+        now: Instant,
+    ) -> Sampler {
+        Sampler {
+            interval,
+            last_at: now,
+            last_events: 0,
+            last_gets: 0,
+            seq: 0,
+            rocksdb: RocksDbSampler::default(),
+            history: Vec::new(),
+            channel,
+        }
+    }
+
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    pub fn due(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.last_at) >= self.interval
+    }
+
+    /// Snapshots published so far.
+    pub fn published(&self) -> u64 {
+        self.seq
+    }
+
+    /// The next interval starts at `now` (after a pause: it holds only running time).
+    pub fn restart_interval(&mut self, now: Instant) {
+        self.last_at = now;
+    }
+
+    /// A new job: its own counters start from zero; RocksDB's too when it has a new database
+    /// (a job restored on the same database continues its RocksDB counters).
+    pub fn next_job(&mut self, new_database: bool) {
+        if new_database {
+            self.rocksdb = RocksDbSampler::default();
+        }
+        self.last_events = 0;
+        self.last_gets = 0;
+    }
+
+    /// Publishes the snapshot `build` makes of the interval ending `now`, in which the job
+    /// reached `events` events and `gets` point lookups. A full channel means a slow reader:
+    /// it misses this snapshot, the history keeps it.
+    pub fn publish(
+        &mut self,
+        now: Instant,
+        backend: &StateBackend,
+        perf: &PerfCounts,
+        events: u64,
+        gets: u64,
+        build: impl FnOnce(Interval) -> MetricsSnapshot,
+    ) {
+        let interval_secs = now.saturating_duration_since(self.last_at).as_secs_f64();
+        let events_in_interval = events.saturating_sub(self.last_events);
+        let rocksdb = self.rocksdb.sample(
+            backend,
+            perf,
+            gets.saturating_sub(self.last_gets),
+            interval_secs,
+        );
+        let snapshot = build(Interval {
+            seq: self.seq,
+            interval_secs,
+            events_in_interval,
+            events_per_sec: if interval_secs > 0.0 {
+                events_in_interval as f64 / interval_secs
+            } else {
+                0.0
+            },
+            rocksdb,
+        });
+        self.seq += 1;
+        self.last_at = now;
+        self.last_events = events;
+        self.last_gets = gets;
+        let _ = self.channel.try_send(Box::new(snapshot.clone()));
+        self.history.push(snapshot);
+    }
+
+    /// Every snapshot published so far (the run's record), leaving none behind.
+    pub fn take_history(&mut self) -> Vec<MetricsSnapshot> {
+        std::mem::take(&mut self.history)
+    }
+}

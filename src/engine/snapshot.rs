@@ -1,0 +1,164 @@
+//! The plain data a run produces: one `MetricsSnapshot` per sample interval and the
+//! `RunOutcome` at its end. The TUI, the report, the bench and the advisor read only these.
+
+use serde::Serialize;
+
+use crate::backend::AccessCounters;
+pub use crate::backend::latency::{Latencies, LatencyRecorder, Op, Percentiles};
+use crate::backend::metrics::RocksDbSample;
+use crate::config::Profile;
+use crate::pipeline::operator::JobCounters;
+use crate::pipeline::oracle::ResultError;
+use crate::pipeline::sink::SinkCounters;
+use crate::pipeline::source::Offsets;
+
+/// A live option change, as the engine applied (or refused) it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OptionChange {
+    /// Seconds into the run.
+    pub at_secs: f64,
+    pub key: String,
+    pub value: String,
+    pub applied: bool,
+    /// What RocksDB reports now (the OPTIONS file, capacities), or why it was refused.
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    #[default]
+    Running,
+    Paused,
+    Finished,
+}
+
+/// Which job of the run is working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// The one streaming job of a workload without `phases`.
+    #[default]
+    Streaming,
+    Backfill,
+    CatchUp,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Streaming => "streaming",
+            Phase::Backfill => "backfill",
+            Phase::CatchUp => "catch-up",
+        }
+    }
+}
+
+/// How one job of the run read the log.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JobSource {
+    pub phase: Phase,
+    pub group: String,
+    /// Why it started where it did ("committed offsets of group 'backfill'", "earliest", ...).
+    pub started_from: String,
+    pub start: Offsets,
+    /// Its position when it stopped (what it committed, if it committed).
+    pub end: Offsets,
+    pub records_read: u64,
+    /// Records a correct job would have read that this one skipped (start past the truth).
+    pub records_skipped: u64,
+    pub committed: bool,
+    /// Counts this job wrote to the serving store.
+    pub sink_writes: u64,
+    /// Its state came from a savepoint: the records before its start are in that state, not
+    /// replayed (they still count as skipped against what a correct job reads).
+    pub restored: bool,
+}
+
+/// The pipeline's own view of itself in one sample.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct PipelineSample {
+    pub phase: Phase,
+    /// Processing time (the replay clock) at this sample, epoch ms.
+    pub processing_time: i64,
+    /// Per partition: records between the job's position and the log's head (the backlog).
+    pub partition_lag: Vec<u64>,
+    /// Source readers the valve ignores as idle (including readers without a partition).
+    pub idle_readers: u32,
+    /// The watermark last emitted (timers at or before it have fired).
+    pub watermark: i64,
+    pub max_event_time: i64,
+    /// How far the watermark trails the newest event time, in ms.
+    pub watermark_lag_ms: i64,
+    /// Partitions the valve currently treats as idle.
+    pub idle_partitions: u32,
+    /// Final maximum watermarks the valve dropped because their partition was idle.
+    pub dropped_final_watermarks: u64,
+    pub timers_registered: u64,
+    /// Events that arrived at or behind the watermark already forwarded (late).
+    pub late_events: u64,
+    /// Writes to the serving store so far.
+    pub sink: SinkCounters,
+    /// The serving store against the oracle at this sample (every few samples, and at the end).
+    pub result_error: Option<ResultError>,
+    /// The earliest timer still pending, if any.
+    pub next_timer: Option<i64>,
+    pub timers_fired: u64,
+    pub job: JobCounters,
+}
+
+/// Everything statebench knows about the run at one instant: the one data model for the
+/// dashboard, the JSON report, the advisor and the CI gate.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct MetricsSnapshot {
+    pub seq: u64,
+    /// Running time since the run started (paused time left out).
+    pub elapsed_secs: f64,
+    /// Running time this sample covers.
+    pub interval_secs: f64,
+    pub state: RunState,
+    pub events: u64,
+    pub events_in_interval: u64,
+    pub events_per_sec: f64,
+    /// Latencies in this interval.
+    #[serde(flatten)]
+    pub latency: Latencies,
+    /// Cumulative RocksDB operations issued by the job.
+    pub ops: AccessCounters,
+    /// Live option changes made during this sample's interval (each appears once).
+    pub changes: Vec<OptionChange>,
+    pub pipeline: PipelineSample,
+    pub rocksdb: RocksDbSample,
+}
+
+/// What a finished run hands back: every snapshot, the run-long latency totals, the profile it
+/// ended on and where RocksDB wrote its effective options.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub snapshots: Vec<MetricsSnapshot>,
+    /// Latencies over the whole run.
+    pub latency: Latencies,
+    /// The last job's running time (paused time left out).
+    pub processing_secs: f64,
+    pub stopped_early: bool,
+    /// The profile as it stood at the end: the one the run started on, live changes applied.
+    pub profile: Profile,
+    /// Every live change, oldest first (also in the snapshot of the interval it happened in).
+    pub changes: Vec<OptionChange>,
+    pub options_file: Option<String>,
+    /// Profile knobs that RocksDB's OPTIONS file shows were not applied (should be empty).
+    pub option_mismatches: Vec<String>,
+    /// The serving store (sink) at the end compared with the oracle.
+    pub result_error: ResultError,
+    /// The job's final state compared with the oracle.
+    pub state_error: ResultError,
+    /// The job's final state: (user id, window index, count) for every window-stats entry.
+    pub final_state: Vec<(u64, usize, i64)>,
+    /// The run started from empty state, so the comparisons with the oracle apply.
+    pub fresh_state: bool,
+    /// How each job read the log (one entry, or backfill and catch-up).
+    pub jobs: Vec<JobSource>,
+    /// A bounded source read to its end: the serving store against the end-of-input truth
+    /// (every window expired), independent of the watermark the job reached. None otherwise.
+    pub end_of_input_error: Option<ResultError>,
+}

@@ -1,0 +1,8 @@
+//! The source: what events a run has (`generator`), and the Kafka stand-in that holds them
+//! in partitions and hands them to consumers (`log`).
+
+mod generator;
+mod log;
+
+pub use generator::{Event, EventSource, Generator};
+pub use log::{Consumer, Log, OffsetStore, Offsets, ReadPlan, resolve_start};

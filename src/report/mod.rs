@@ -1,0 +1,168 @@
+//! The run report: JSON with every snapshot and a summary per segment (one per engine run: a
+//! restart on a new profile starts the next), and the same for a terminal.
+
+mod render;
+mod summary;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use render::{render_comparison, render_summary};
+pub use summary::{CacheAccesses, HitRateSummary, Summary};
+
+use crate::backend::STATE_COLUMN_FAMILIES;
+use crate::config::profile::Derived;
+use crate::config::{Profile, Workload};
+use crate::engine::{MetricsSnapshot, OptionChange, RunOutcome};
+
+/// 2: the run is a list of segments, each with its own profile, summary and snapshots.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// One engine run of a statebench run, as the client recorded it.
+#[derive(Debug, Clone)]
+pub struct RunSegment {
+    /// How it began: "start", or the change that restarted the run.
+    pub began: String,
+    /// Seconds into the whole run (wall time) at which it began.
+    pub began_at_secs: f64,
+    /// The profile it started on.
+    pub started_on: Profile,
+    pub outcome: RunOutcome,
+}
+
+impl RunSegment {
+    /// The segment of a run that never restarted.
+    pub fn whole(profile: Profile, outcome: RunOutcome) -> RunSegment {
+        RunSegment {
+            began: "start".to_string(),
+            began_at_secs: 0.0,
+            started_on: profile,
+            outcome,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report<'a> {
+    pub schema_version: u32,
+    pub statebench_version: &'static str,
+    pub workload: &'a Workload,
+    pub segments: Vec<Segment<'a>>,
+    /// What changed over the run, live and by restarts, one line each (empty: nothing did).
+    pub changed: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Segment<'a> {
+    /// The profile's name, and the knobs that differ from the profile the run started on.
+    pub label: String,
+    pub began: String,
+    pub began_at_secs: f64,
+    /// The profile in effect at the segment's end: its start plus the live changes applied.
+    pub profile: &'a Profile,
+    pub derived: Derived,
+    /// Live changes during the segment (seconds into the segment), applied or refused.
+    pub changes: &'a [OptionChange],
+    /// The OPTIONS file RocksDB wrote: the options really in effect.
+    pub rocksdb_options_file: Option<String>,
+    /// Knobs the OPTIONS file shows were not applied (empty when the profile is in effect).
+    pub option_mismatches: &'a [String],
+    pub summary: Summary,
+    pub snapshots: &'a [MetricsSnapshot],
+}
+
+impl<'a> Report<'a> {
+    pub fn new(workload: &'a Workload, segments: &'a [RunSegment]) -> Report<'a> {
+        let original = segments.first().map(|s| &s.started_on);
+        let label = |profile: &Profile| {
+            let edits: Vec<String> = original
+                .map(|o| profile.knob_differences(o))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(key, _, new)| format!("{key}={new}"))
+                .collect();
+            if edits.is_empty() {
+                profile.name.clone()
+            } else {
+                format!("{} (edited: {})", profile.name, edits.join(", "))
+            }
+        };
+        let mut changed = Vec::new();
+        for (i, segment) in segments.iter().enumerate() {
+            if i > 0 {
+                changed.push(format!(
+                    "{:.1} s: {} (state starts empty)",
+                    segment.began_at_secs, segment.began
+                ));
+            }
+            for c in &segment.outcome.changes {
+                changed.push(format!(
+                    "{:.1} s: {} = {} live, {}",
+                    segment.began_at_secs + c.at_secs,
+                    c.key,
+                    c.value,
+                    if c.applied { "applied" } else { "refused" }
+                ));
+            }
+        }
+        Report {
+            schema_version: SCHEMA_VERSION,
+            statebench_version: env!("CARGO_PKG_VERSION"),
+            workload,
+            segments: segments
+                .iter()
+                .map(|s| Segment {
+                    label: label(&s.outcome.profile),
+                    began: s.began.clone(),
+                    began_at_secs: s.began_at_secs,
+                    profile: &s.outcome.profile,
+                    derived: s.outcome.profile.derived(STATE_COLUMN_FAMILIES.len()),
+                    changes: &s.outcome.changes,
+                    rocksdb_options_file: s.outcome.options_file.clone(),
+                    option_mismatches: &s.outcome.option_mismatches,
+                    summary: Summary::new(&s.outcome),
+                    snapshots: &s.outcome.snapshots,
+                })
+                .collect(),
+            changed,
+        }
+    }
+
+    /// Writes the JSON report atomically: a temporary file next to `path`, then a rename, so a
+    /// crash never leaves a half-written report.
+    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
+        let mut json = serde_json::to_vec_pretty(self)?;
+        json.push(b'\n');
+        write_atomically(path, &json)
+    }
+}
+
+/// The directory a file will be written in (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Writes `bytes` to `path` whole or not at all: a synced temporary file in the same directory,
+/// renamed into place.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Keeps RocksDB's OPTIONS file `options` (in a data directory about to go away) as `dest`,
+/// beside a report, and returns where it is now.
+pub fn keep_options_file(options: &Path, dest: &Path) -> anyhow::Result<PathBuf> {
+    use anyhow::Context as _;
+    let bytes = std::fs::read(options)
+        .with_context(|| format!("cannot read RocksDB's OPTIONS file {}", options.display()))?;
+    write_atomically(dest, &bytes)
+        .with_context(|| format!("cannot keep RocksDB's OPTIONS file as {}", dest.display()))?;
+    Ok(dest.to_path_buf())
+}

@@ -1,0 +1,320 @@
+//! The report for a terminal: each segment's summary, and two profiles side by side.
+
+use super::{Report, Segment};
+use crate::config::Workload;
+use crate::config::units::human_bytes;
+
+/// Below this many lookups a hit rate is printed with its lookup count.
+const FEW_LOOKUPS: u64 = 100;
+
+fn pct(v: f64) -> String {
+    format!("{:.1} %", v * 100.0)
+}
+
+/// The end-of-run summary for a terminal: each segment's, then what changed.
+pub fn render_summary(report: &Report) -> String {
+    let mut out = String::new();
+    let n = report.segments.len();
+    for (i, segment) in report.segments.iter().enumerate() {
+        if n > 1 {
+            out.push_str(&format!(
+                "segment {} of {n} ({}, at {:.1} s):\n",
+                i + 1,
+                segment.began,
+                segment.began_at_secs
+            ));
+        }
+        out.push_str(&render_segment(report.workload, segment));
+    }
+    if !report.changed.is_empty() {
+        out.push_str("  changed during the run:\n");
+        for line in &report.changed {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
+    out
+}
+
+/// One segment's summary.
+fn render_segment(workload: &Workload, segment: &Segment) -> String {
+    let s = &segment.summary;
+    let mut out = String::new();
+    let mut line = |label: &str, value: String| {
+        out.push_str(&format!("  {label:<34} {value}\n"));
+    };
+    line(
+        "workload / profile",
+        format!("{} / {}", workload.name, segment.label),
+    );
+    line(
+        "events",
+        format!(
+            "{} in {:.1} s{}",
+            s.events,
+            s.processing_secs,
+            if s.stopped_early {
+                " (stopped early)"
+            } else {
+                ""
+            }
+        ),
+    );
+    line("throughput", format!("{:.0} events/s", s.events_per_sec));
+    line(
+        "event latency p50 / p99 / p999",
+        format!(
+            "{:.1} / {:.1} / {:.1} µs",
+            s.p50_event_latency_us, s.p99_event_latency_us, s.p999_event_latency_us
+        ),
+    );
+    line(
+        "state get p99 / put p99 / put max",
+        format!(
+            "{:.1} / {:.1} / {:.0} µs",
+            s.p99_get_latency_us, s.p99_put_latency_us, s.max_put_latency_us
+        ),
+    );
+    line(
+        "rocksdb ops per event",
+        format!(
+            "{:.2} ({} gets, {} puts, {} deletes, {} timer batches)",
+            s.rocksdb_ops_per_event, s.gets, s.puts, s.deletes, s.batch_writes
+        ),
+    );
+    line(
+        "write stalls",
+        format!(
+            "{:.1} ms; delays/stops: memtable {}/{}, L0 {}/{}, pending-compaction {}/{}",
+            s.stall_micros as f64 / 1000.0,
+            s.stall_counts.memtable_limit_delays,
+            s.stall_counts.memtable_limit_stops,
+            s.stall_counts.l0_file_count_delays,
+            s.stall_counts.l0_file_count_stops,
+            s.stall_counts.pending_compaction_bytes_delays,
+            s.stall_counts.pending_compaction_bytes_stops,
+        ),
+    );
+    // "n/a" when a block type was never looked up (0 % would read as "always missed"); a rate
+    // drawn from few lookups says how few.
+    let hit = |rate: Option<f64>, accesses: u64| match rate {
+        None => "n/a".to_string(),
+        Some(r) if accesses < FEW_LOOKUPS => format!("{} of {accesses}", pct(r)),
+        Some(r) => pct(r),
+    };
+    let (r, a) = (&s.cache_hit_rate, &s.cache_accesses);
+    line(
+        "block cache hit (all/filter/index/data)",
+        format!(
+            "{} / {} / {} / {}",
+            hit(r.overall, a.overall),
+            hit(r.filter, a.filter),
+            hit(r.index, a.index),
+            hit(r.data, a.data)
+        ),
+    );
+    line(
+        "filter blocks read per lookup",
+        format!(
+            "{:.4} ({} per lookup)",
+            s.filter_block_reads_per_lookup,
+            human_bytes(s.filter_bytes_read_per_lookup)
+        ),
+    );
+    line(
+        "index blocks read per lookup",
+        format!(
+            "{:.4} ({} per lookup)",
+            s.index_block_reads_per_lookup,
+            human_bytes(s.index_bytes_read_per_lookup)
+        ),
+    );
+    line(
+        "bytes read per lookup",
+        human_bytes(s.bytes_read_per_lookup),
+    );
+    line(
+        "flushes / compactions",
+        format!("{} / {}", s.flushes, s.compactions),
+    );
+    line(
+        "L0 files (max) / active levels (max)",
+        format!("{} / {}", s.l0_files_max, s.active_levels_max),
+    );
+    line(
+        "write amplification",
+        format!(
+            "{:.2} (flush {} + compaction {} / user {})",
+            s.write_amplification,
+            human_bytes(s.flush_bytes_written as f64),
+            human_bytes(s.compaction_bytes_written as f64),
+            human_bytes(s.user_bytes_written as f64)
+        ),
+    );
+    line("live SST size", human_bytes(s.live_sst_bytes as f64));
+    for job in &s.jobs {
+        line(
+            &format!("{} job", job.phase.name()),
+            format!(
+                "group '{}', {} records from {}{}{}",
+                job.group,
+                job.records_read,
+                job.started_from,
+                match (job.records_skipped, job.restored) {
+                    (0, _) => String::new(),
+                    (n, true) => format!(", {n} earlier records not replayed (restored state)"),
+                    (n, false) => format!(", SKIPPED {n} it should have read"),
+                },
+                if job.committed { ", committed" } else { "" }
+            ),
+        );
+    }
+    line(
+        "serving store writes",
+        format!(
+            "{} ({}, {} round trips, {:.1} ms waiting)",
+            s.sink.writes,
+            human_bytes(s.sink.bytes as f64),
+            s.sink.flushes,
+            s.sink.round_trip_micros as f64 / 1000.0
+        ),
+    );
+    let e = &s.result_error;
+    line(
+        "result error (sink vs oracle)",
+        if !s.result_error_applies {
+            "n/a: the run did not start from empty state or never wrote its results".to_string()
+        } else if e.is_exact() {
+            format!("none: {} counts exact", e.compared)
+        } else {
+            format!(
+                "{} over, {} under, {} missing of {}; max |error| {}",
+                e.over, e.under, e.missing, e.compared, e.max_abs
+            )
+        },
+    );
+    if let (Some(e), true) = (&s.end_of_input_error, s.result_error_applies) {
+        line(
+            "vs end-of-input truth",
+            if e.is_exact() {
+                "exact: every window expired in the store".to_string()
+            } else {
+                format!(
+                    "{} counts left over (max {}): the final watermark did not get through",
+                    e.over + e.under,
+                    e.max_abs
+                )
+            },
+        );
+    }
+    if let Some(path) = &segment.rocksdb_options_file {
+        line("RocksDB OPTIONS file", path.clone());
+    }
+    out
+}
+
+/// Two segments side by side (A/B): the numbers that tell profiles apart, with B / A.
+pub fn render_comparison(a: &Segment, b: &Segment) -> String {
+    let (x, y) = (&a.summary, &b.summary);
+    let mut out = format!(
+        "  {:<32} {:>16} {:>16} {:>8}\n",
+        "A/B (running time only)", "A", "B", "B / A"
+    );
+    out.push_str(&format!(
+        "  {:<32} {:>16} {:>16}\n",
+        "profile", a.label, b.label
+    ));
+    let mut row = |label: &str, va: f64, vb: f64, show: &dyn Fn(f64) -> String| {
+        let ratio = if va.is_nan() || vb.is_nan() {
+            "-".to_string()
+        } else if va != 0.0 {
+            format!("{:.2}", vb / va)
+        } else if vb == 0.0 {
+            "1.00".to_string()
+        } else {
+            "-".to_string()
+        };
+        out.push_str(&format!(
+            "  {label:<32} {:>16} {:>16} {ratio:>8}\n",
+            show(va),
+            show(vb)
+        ));
+    };
+    let count = |v: f64| format!("{v:.0}");
+    let us = |v: f64| format!("{v:.1} µs");
+    row("events", x.events as f64, y.events as f64, &count);
+    row(
+        "throughput (events/s)",
+        x.events_per_sec,
+        y.events_per_sec,
+        &count,
+    );
+    row(
+        "event latency p99",
+        x.p99_event_latency_us,
+        y.p99_event_latency_us,
+        &us,
+    );
+    row(
+        "state get p99",
+        x.p99_get_latency_us,
+        y.p99_get_latency_us,
+        &us,
+    );
+    row(
+        "state put p99",
+        x.p99_put_latency_us,
+        y.p99_put_latency_us,
+        &us,
+    );
+    row(
+        "write stalls (ms)",
+        x.stall_micros as f64 / 1000.0,
+        y.stall_micros as f64 / 1000.0,
+        &|v| format!("{v:.1}"),
+    );
+    row("flushes", x.flushes as f64, y.flushes as f64, &count);
+    row(
+        "compactions",
+        x.compactions as f64,
+        y.compactions as f64,
+        &count,
+    );
+    row(
+        "L0 files (max)",
+        x.l0_files_max as f64,
+        y.l0_files_max as f64,
+        &count,
+    );
+    row(
+        "write amplification",
+        x.write_amplification,
+        y.write_amplification,
+        &|v| format!("{v:.2}"),
+    );
+    row(
+        "filter bytes read per lookup",
+        x.filter_bytes_read_per_lookup,
+        y.filter_bytes_read_per_lookup,
+        &human_bytes,
+    );
+    let hit = |v: f64| {
+        if v.is_nan() {
+            "n/a".to_string()
+        } else {
+            pct(v)
+        }
+    };
+    row(
+        "block cache hit",
+        x.cache_hit_rate.overall.unwrap_or(f64::NAN),
+        y.cache_hit_rate.overall.unwrap_or(f64::NAN),
+        &hit,
+    );
+    row(
+        "result errors (counts off)",
+        (x.result_error.over + x.result_error.under + x.result_error.missing) as f64,
+        (y.result_error.over + y.result_error.under + y.result_error.missing) as f64,
+        &count,
+    );
+    out
+}

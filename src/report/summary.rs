@@ -1,0 +1,187 @@
+//! A run's (or a segment's) summary in numbers: what the CI gate and the closing notes compare.
+
+use serde::Serialize;
+
+use crate::backend::metrics::{CacheHitRates, StallCauses, Tickers};
+use crate::engine::{JobSource, MetricsSnapshot, RunOutcome};
+use crate::pipeline::oracle::ResultError;
+use crate::pipeline::sink::SinkCounters;
+
+/// Cache hit rates over the whole run, each 0..1; null when there was no access of that type
+/// (never looked up is not "always missed"). `cache_accesses` says how many lookups a rate rests on.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct HitRateSummary {
+    pub overall: Option<f64>,
+    pub filter: Option<f64>,
+    pub index: Option<f64>,
+    pub data: Option<f64>,
+}
+
+/// Block cache lookups (hits + misses) over the whole run, by block type.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct CacheAccesses {
+    pub overall: u64,
+    pub filter: u64,
+    pub index: u64,
+    pub data: u64,
+}
+
+/// The run in numbers: what the CI gate and the closing notes compare.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub events: u64,
+    pub events_per_sec: f64,
+    pub processing_secs: f64,
+    pub stopped_early: bool,
+    pub p50_event_latency_us: f64,
+    pub p99_event_latency_us: f64,
+    pub p999_event_latency_us: f64,
+    pub p99_get_latency_us: f64,
+    pub p99_put_latency_us: f64,
+    pub p999_put_latency_us: f64,
+    pub max_put_latency_us: f64,
+    pub stall_micros: u64,
+    pub stall_counts: StallCauses,
+    pub write_stopped_samples: u64,
+    pub cache_hit_rate: HitRateSummary,
+    pub cache_accesses: CacheAccesses,
+    pub lookups: u64,
+    pub filter_block_reads_per_lookup: f64,
+    pub filter_bytes_read_per_lookup: f64,
+    pub index_block_reads_per_lookup: f64,
+    pub index_bytes_read_per_lookup: f64,
+    pub bytes_read_per_lookup: f64,
+    pub bloom_useful: u64,
+    pub write_amplification: f64,
+    pub user_bytes_written: u64,
+    pub flush_bytes_written: u64,
+    pub compaction_bytes_written: u64,
+    pub flushes: u64,
+    pub compactions: u64,
+    pub l0_files_max: u64,
+    pub active_levels_max: u32,
+    pub live_sst_bytes: u64,
+    pub gets: u64,
+    pub puts: u64,
+    pub deletes: u64,
+    pub batch_writes: u64,
+    pub rocksdb_ops_per_event: f64,
+    pub timers_fired: u64,
+    /// Writes to the serving store, their bytes, and time spent in its round trips.
+    pub sink: SinkCounters,
+    /// The serving store at the end against the oracle's exact counts.
+    pub result_error: ResultError,
+    /// False when the run continued on state from an earlier run (`--reuse`): the oracle saw
+    /// only this run's events, so `result_error` and `state_error` do not apply.
+    pub result_error_applies: bool,
+    /// The job's RocksDB state at the end against the oracle.
+    pub state_error: ResultError,
+    /// Bounded runs read to their end: the serving store against the end-of-input truth
+    /// (every window expired), whatever watermark the job reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_of_input_error: Option<ResultError>,
+    /// RocksDB's own counters, for cross-checking the job's.
+    pub rocksdb_keys_read: u64,
+    pub rocksdb_keys_written: u64,
+    /// How each job read the log: its group, where it started and why, what it skipped.
+    pub jobs: Vec<JobSource>,
+}
+
+impl Summary {
+    pub fn new(outcome: &RunOutcome) -> Summary {
+        let last = outcome.snapshots.last();
+        // With backfill and catch-up, the summary is the last job's (the earlier job ran on
+        // its own RocksDB and is listed under `jobs`).
+        let phase = last.map(|s| s.pipeline.phase);
+        let snapshots: Vec<&MetricsSnapshot> = outcome
+            .snapshots
+            .iter()
+            .filter(|s| Some(s.pipeline.phase) == phase)
+            .collect();
+        let sum = |f: &dyn Fn(&MetricsSnapshot) -> u64| snapshots.iter().map(|s| f(s)).sum::<u64>();
+        let max =
+            |f: &dyn Fn(&MetricsSnapshot) -> u64| snapshots.iter().map(|s| f(s)).max().unwrap_or(0);
+        let tickers: Tickers = last.map(|s| s.rocksdb.tickers).unwrap_or_default();
+        let cache = CacheHitRates::from_tickers(&tickers);
+        let lookups = sum(&|s| s.rocksdb.lookups.lookups);
+        let per_lookup = |v: u64| {
+            if lookups == 0 {
+                0.0
+            } else {
+                v as f64 / lookups as f64
+            }
+        };
+        let ops = last.map(|s| s.ops).unwrap_or_default();
+        let events = last.map_or(0, |s| s.events);
+        let io = last.map(|s| s.rocksdb.io).unwrap_or_default();
+        let total_ops = ops.gets + ops.puts + ops.deletes + ops.batch_entries;
+        Summary {
+            events,
+            events_per_sec: if outcome.processing_secs > 0.0 {
+                events as f64 / outcome.processing_secs
+            } else {
+                0.0
+            },
+            processing_secs: outcome.processing_secs,
+            stopped_early: outcome.stopped_early,
+            p50_event_latency_us: outcome.latency.event_latency.p50_us,
+            p99_event_latency_us: outcome.latency.event_latency.p99_us,
+            p999_event_latency_us: outcome.latency.event_latency.p999_us,
+            p99_get_latency_us: outcome.latency.get_latency.p99_us,
+            p99_put_latency_us: outcome.latency.put_latency.p99_us,
+            p999_put_latency_us: outcome.latency.put_latency.p999_us,
+            max_put_latency_us: outcome.latency.put_latency.max_us,
+            stall_micros: tickers.stall_micros,
+            stall_counts: last.map(|s| s.rocksdb.stall.causes).unwrap_or_default(),
+            write_stopped_samples: sum(&|s| u64::from(s.rocksdb.stall.write_stopped)),
+            cache_hit_rate: HitRateSummary {
+                overall: cache.overall.rate,
+                filter: cache.filter.rate,
+                index: cache.index.rate,
+                data: cache.data.rate,
+            },
+            cache_accesses: CacheAccesses {
+                overall: cache.overall.hits + cache.overall.misses,
+                filter: cache.filter.hits + cache.filter.misses,
+                index: cache.index.hits + cache.index.misses,
+                data: cache.data.hits + cache.data.misses,
+            },
+            lookups,
+            filter_block_reads_per_lookup: per_lookup(sum(&|s| {
+                s.rocksdb.lookups.filter_block_reads
+            })),
+            filter_bytes_read_per_lookup: per_lookup(sum(&|s| s.rocksdb.lookups.filter_bytes_read)),
+            index_block_reads_per_lookup: per_lookup(sum(&|s| s.rocksdb.lookups.index_block_reads)),
+            index_bytes_read_per_lookup: per_lookup(sum(&|s| s.rocksdb.lookups.index_bytes_read)),
+            bytes_read_per_lookup: per_lookup(sum(&|s| s.rocksdb.lookups.bytes_read)),
+            bloom_useful: tickers.bloom_useful,
+            write_amplification: io.write_amplification,
+            user_bytes_written: io.user_bytes_written,
+            flush_bytes_written: io.flush_bytes_written,
+            compaction_bytes_written: io.compaction_bytes_written,
+            flushes: tickers.flushes,
+            compactions: tickers.compactions,
+            l0_files_max: max(&|s| s.rocksdb.lsm.l0_files),
+            active_levels_max: max(&|s| u64::from(s.rocksdb.lsm.active_levels)) as u32,
+            live_sst_bytes: last.map_or(0, |s| s.rocksdb.lsm.live_sst_bytes),
+            gets: ops.gets,
+            puts: ops.puts,
+            deletes: ops.deletes,
+            batch_writes: ops.batch_writes,
+            rocksdb_ops_per_event: if events == 0 {
+                0.0
+            } else {
+                total_ops as f64 / events as f64
+            },
+            timers_fired: last.map_or(0, |s| s.pipeline.timers_fired),
+            sink: last.map(|s| s.pipeline.sink).unwrap_or_default(),
+            jobs: outcome.jobs.clone(),
+            result_error: outcome.result_error,
+            result_error_applies: outcome.fresh_state,
+            state_error: outcome.state_error,
+            end_of_input_error: outcome.end_of_input_error,
+            rocksdb_keys_read: tickers.keys_read,
+            rocksdb_keys_written: tickers.keys_written,
+        }
+    }
+}
