@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use statebench::config::profile::Knob;
 use statebench::config::{Millis, Profile, Workload};
 use statebench::engine::{self, EngineCommand, EngineConfig, RunState};
 
@@ -88,17 +89,22 @@ fn a_run_processes_exactly_the_requested_events_and_counts_match_rocksdb() {
     let last = outcome.snapshots.last().unwrap();
     assert_eq!(last.events, 20_000);
     assert_eq!(last.pipeline.job.events, 20_000);
-    let windows = 4;
+    let workload = &config(dir.path(), 0).workload;
+    let windows = workload.spec.windows.len() as u64;
     assert_eq!(last.pipeline.job.increments, 20_000 * windows);
     // Every get the job issued is a key RocksDB read.
     assert_eq!(last.ops.gets, last.rocksdb.tickers.keys_read);
     // Per event and window: stats get + timerState get; per fired timer: timerState get + stats gets.
     assert!(last.ops.gets >= 2 * windows * 20_000);
     // The emitted watermark trails the newest event by at least the out-of-orderness bound
-    // (2 s) plus 1 ms, and by less than that plus the event time of one emission period.
-    let period_ms = 64 * 3_600_000 / 100_000 + 1;
+    // plus 1 ms, and by less than that plus the event time of one emission period (events
+    // advance event time evenly over the workload's span).
+    let bound = workload.spec.event_time.out_of_orderness.0 as i64 + 1;
+    let period_ms = (engine::WATERMARK_EVERY_EVENTS * workload.spec.event_time.span.0
+        / workload.spec.events) as i64
+        + 1;
     assert!(
-        (2_001..=2_001 + period_ms).contains(&last.pipeline.watermark_lag_ms),
+        (bound..=bound + period_ms).contains(&last.pipeline.watermark_lag_ms),
         "{}",
         last.pipeline.watermark_lag_ms
     );
@@ -195,4 +201,77 @@ fn a_bounded_source_ends_with_the_maximum_watermark_unless_idleness_drops_it() {
     );
     assert_eq!(last.dropped_final_watermarks, 4);
     assert!(last.next_timer.is_some(), "timers stay pending");
+}
+
+#[test]
+fn a_run_started_paused_waits_and_its_paused_time_is_not_processing_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let handle = engine::spawn(EngineConfig {
+        start_paused: true,
+        ..config(dir.path(), 5_000)
+    })
+    .unwrap();
+    // Paused before the first event: snapshots come, no event is read.
+    let paused = wait_for(&handle.snapshots, "while paused", |s| {
+        s.state == RunState::Paused
+    });
+    assert_eq!(paused.events, 0);
+    std::thread::sleep(Duration::from_millis(600));
+    handle.commands.send(EngineCommand::Resume).unwrap();
+    let outcome = handle.finish().unwrap();
+    let last = outcome.snapshots.last().unwrap();
+    assert_eq!(last.events, 5_000);
+    // The run's wall time includes the pause; its processing time does not.
+    let paused_secs: f64 = outcome
+        .snapshots
+        .iter()
+        .filter(|s| s.state == RunState::Paused)
+        .map(|s| s.interval_secs)
+        .sum();
+    assert!(paused_secs >= 0.5, "{paused_secs}");
+    assert!(
+        outcome.processing_secs <= last.elapsed_secs - 0.5,
+        "processing {} of {} s wall",
+        outcome.processing_secs,
+        last.elapsed_secs
+    );
+}
+
+#[test]
+fn a_live_change_is_recorded_once_in_the_snapshot_of_its_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let handle = engine::spawn(config(dir.path(), u64::MAX)).unwrap();
+    wait_for(&handle.snapshots, "running", |s| s.events > 0);
+    handle
+        .commands
+        .send(EngineCommand::Apply {
+            knob: Knob::MaxWriteBufferNumber,
+            value: "4".into(),
+        })
+        .unwrap();
+    wait_for(&handle.snapshots, "with the change", |s| {
+        !s.changes.is_empty()
+    });
+    // A few more samples, then stop.
+    wait_for(&handle.snapshots, "after the change", |s| {
+        s.changes.is_empty()
+    });
+    handle.commands.send(EngineCommand::Stop).unwrap();
+    let outcome = handle.finish().unwrap();
+    let with_change: Vec<_> = outcome
+        .snapshots
+        .iter()
+        .filter(|s| !s.changes.is_empty())
+        .collect();
+    assert_eq!(with_change.len(), 1, "one snapshot carries the change");
+    let change = &with_change[0].changes[0];
+    assert_eq!(
+        (change.key.as_str(), change.value.as_str()),
+        ("writebuffer.count", "4")
+    );
+    assert!(change.applied, "{change:?}");
+    // The outcome keeps every change, and the profile as it ended.
+    assert_eq!(outcome.changes.len(), 1);
+    assert_eq!(outcome.profile.knobs.max_write_buffer_number, 4);
+    assert!(change.at_secs <= with_change[0].elapsed_secs);
 }

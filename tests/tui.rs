@@ -9,6 +9,7 @@ use statebench::config::{Profile, Workload};
 use statebench::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState};
 use statebench::pipeline::oracle::ResultError;
 use statebench::tui::app::{Action, App, Target, View};
+use statebench::tui::engines::Restarted;
 use statebench::tui::views;
 
 fn hit(rate: f64) -> HitRate {
@@ -254,10 +255,31 @@ fn a_restart_continues_the_time_axis_and_is_marked_where_it_happened() {
     let mut app = fixture(false);
     let before = app.a.now_secs();
     assert_eq!(before, 30.0);
+    // The engine's outcome has one live change more than its snapshots brought (its last
+    // snapshot did not reach the TUI before the restart): it is marked all the same.
+    let seen = OptionChange {
+        at_secs: 12.5,
+        key: "writebuffer.size".into(),
+        value: "8mb".into(),
+        applied: true,
+        detail: String::new(),
+    };
+    let unseen = OptionChange {
+        at_secs: 29.5,
+        key: "writebuffer.count".into(),
+        value: "4".into(),
+        ..seen.clone()
+    };
     app.on_restart(
-        Profile::load("flink-default").unwrap(),
+        Restarted {
+            profile: Profile::load("flink-default").unwrap(),
+            at_secs: before,
+            changes: vec![seen, unseen],
+        },
         "block.blocksize=16kb".into(),
     );
+    assert_eq!(app.marks.len(), 3, "{:?}", app.marks);
+    assert_eq!(app.marks[1].label, "writebuffer.count=4");
     // The new engine's clock starts again at zero; the axis does not.
     app.on_snapshot(Target::A, snapshot(0, 1.0));
     assert_eq!(app.a.now_secs(), before + 1.0);
@@ -273,15 +295,18 @@ fn a_restart_continues_the_time_axis_and_is_marked_where_it_happened() {
         .iter()
         .position(|l| l.contains("1:writebuffer.size=8mb"))
         .unwrap_or_else(|| panic!("no legend:\n{screen}"));
-    // At 80 columns the second name does not fit: it is counted, and named at 160.
-    assert!(lines[legend].contains("+1 more"), "{screen}");
+    // At 80 columns the later names do not fit: they are counted, and named at 160.
+    assert!(lines[legend].contains("+2 more"), "{screen}");
     let wide = render(&app, 160, 48);
     assert!(
-        wide.contains("1:writebuffer.size=8mb 2:restart block.blocksize=16kb"),
+        wide.contains(
+            "1:writebuffer.size=8mb 2:writebuffer.count=4 3:restart block.blocksize=16kb"
+        ),
         "{wide}"
     );
-    // Two marks: the live change at 12.5 s and the restart under the old run's last sample
-    // (chart column 29), not at the start of the axis.
+    // The live change at 12.5 s, and the second one and the restart under the old run's last
+    // sample (chart column 29, the restart's number drawn over the change's), not at the start
+    // of the axis.
     let columns: Vec<(usize, char)> = lines[legend - 1]
         .chars()
         .skip(2) // the quote and the panel's border
@@ -289,7 +314,7 @@ fn a_restart_continues_the_time_axis_and_is_marked_where_it_happened() {
         .enumerate()
         .filter(|(_, c)| c.is_ascii_digit())
         .collect();
-    assert_eq!(columns, [(12, '1'), (29, '2')], "{screen}");
+    assert_eq!(columns, [(12, '1'), (29, '3')], "{screen}");
 }
 
 #[test]

@@ -103,6 +103,8 @@ fn a_live_change_then_a_restart_make_two_segments_each_with_its_own_profile() {
             (2.5, restart),
             (4.5, vec![key(KeyCode::Char('1'))]),
             (5.0, vec![key(KeyCode::Char('q'))]),
+            // No test waits forever: if q did not end the loop, this does, and fails it.
+            (60.0, vec![Event::Signal]),
         ],
     );
     let shown = run_loop(&mut app, &mut engines, (&tx, &rx), 120, 40);
@@ -115,9 +117,10 @@ fn a_live_change_then_a_restart_make_two_segments_each_with_its_own_profile() {
         app.marks
     );
 
-    let (a, b) = engines.finish(None);
-    let segments = a.unwrap();
-    assert!(b.unwrap().is_none());
+    let finished = engines.finish(None);
+    assert!(finished.failures.is_empty(), "{:?}", finished.failures);
+    let segments = finished.a;
+    assert!(finished.b.is_none());
     assert_eq!(segments.len(), 2, "one segment per engine run");
     let workload = settings().workload;
     let report = Report::new(&workload, &segments);
@@ -160,6 +163,7 @@ fn a_b_runs_both_sides_in_turn_and_shows_each_labelled() {
             (3.0, vec![key(KeyCode::Char('p'))]),
             (3.5, vec![key(KeyCode::Char('b'))]),
             (4.0, vec![key(KeyCode::Char('q'))]),
+            (60.0, vec![Event::Signal]),
         ],
     );
     let shown = run_loop(&mut app, &mut engines, (&tx, &rx), 160, 48);
@@ -173,9 +177,9 @@ fn a_b_runs_both_sides_in_turn_and_shows_each_labelled() {
         "{shown}"
     );
     assert!(shown.contains("PAUSED"), "{shown}");
-    let (a, b) = engines.finish(None);
-    let a = a.unwrap();
-    let b = b.unwrap().unwrap();
+    let finished = engines.finish(None);
+    assert!(finished.failures.is_empty(), "{:?}", finished.failures);
+    let (a, b) = (finished.a, finished.b.unwrap());
     assert_eq!(a.len(), 1);
     assert!(a[0].outcome.snapshots.last().unwrap().events > 0);
     assert!(b.outcome.snapshots.last().unwrap().events > 0);

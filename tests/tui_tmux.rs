@@ -309,6 +309,15 @@ fn a_b_shows_both_sides_labelled_and_writes_both_reports_and_the_comparison() {
     for side in [&a, &b] {
         assert!(side["segments"][0]["summary"]["events"].as_u64().unwrap() > 0);
     }
+    // Each side's RocksDB OPTIONS file is kept beside its report.
+    for (json, options) in [(&a, "ab.OPTIONS"), (&b, "ab-b.OPTIONS")] {
+        let path = dir.path().join(options);
+        assert!(path.exists(), "{options}");
+        assert_eq!(
+            json["segments"][0]["rocksdb_options_file"],
+            path.display().to_string()
+        );
+    }
     let table = std::fs::read_to_string(dir.path().join("ab-compare.txt")).unwrap();
     assert!(table.contains("throughput (events/s)"), "{table}");
     assert!(table.contains("minutes-wbm-sized"), "{table}");

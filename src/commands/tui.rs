@@ -38,31 +38,35 @@ pub fn run(args: TuiArgs) -> anyhow::Result<()> {
         refresh: args.refresh.as_duration(),
         report: report_path.clone(),
     })?;
-    if ended.a.is_empty() {
-        return Ok(());
-    }
-    let report_a = Report::new(&workload, &ended.a);
+    // Whatever each side left is reported, also when the other side (or the loop) failed.
     let b_segments: Vec<_> = ended.b.into_iter().collect();
+    let report_a = (!ended.a.is_empty()).then(|| Report::new(&workload, &ended.a));
     let report_b = (!b_segments.is_empty()).then(|| Report::new(&workload, &b_segments));
-    let comparison = match (report_a.segments.last(), report_b.as_ref()) {
-        (Some(a), Some(b)) => b.segments.last().map(|b| report::render_comparison(a, b)),
+    let comparison = match (report_a.as_ref(), report_b.as_ref()) {
+        (Some(a), Some(b)) => a
+            .segments
+            .last()
+            .zip(b.segments.last())
+            .map(|(a, b)| report::render_comparison(a, b)),
         _ => None,
     };
     let mut written = Vec::new();
     if let Some(path) = &report_path {
-        report_a
-            .write_json(path)
-            .with_context(|| format!("cannot write the report {}", path.display()))?;
-        written.push(path.clone());
+        let mut write = |report: &Report, path: std::path::PathBuf| -> anyhow::Result<()> {
+            report
+                .write_json(&path)
+                .with_context(|| format!("cannot write the report {}", path.display()))?;
+            written.push(path);
+            Ok(())
+        };
+        if let Some(report_a) = &report_a {
+            write(report_a, path.clone())?;
+        }
         if let Some(report_b) = &report_b {
-            let path_b = engines::sibling(path, "-b", "json");
-            report_b
-                .write_json(&path_b)
-                .with_context(|| format!("cannot write the report {}", path_b.display()))?;
-            written.push(path_b);
+            write(report_b, engines::sibling(path, "-b", None))?;
         }
         if let Some(table) = &comparison {
-            let path_c = engines::sibling(path, "-compare", "txt");
+            let path_c = engines::sibling(path, "-compare", Some("txt"));
             report::write_atomically(&path_c, table.as_bytes())
                 .with_context(|| format!("cannot write the comparison {}", path_c.display()))?;
             written.push(path_c);
@@ -70,22 +74,25 @@ pub fn run(args: TuiArgs) -> anyhow::Result<()> {
     }
     // The terminal may be gone (the TUI ended on a hang-up): printing must not panic.
     let mut out = std::io::stdout();
-    let side = |label: &str| {
-        if report_b.is_some() {
-            format!("{label}:\n")
-        } else {
-            String::new()
+    let ab = report_a.is_some() && report_b.is_some();
+    for (label, report) in [("A", &report_a), ("B", &report_b)] {
+        if let Some(report) = report {
+            let head = if ab {
+                format!("{label}:\n")
+            } else {
+                String::new()
+            };
+            let _ = write!(out, "{head}{}", report::render_summary(report));
         }
-    };
-    let _ = write!(out, "{}{}", side("A"), report::render_summary(&report_a));
-    if let Some(report_b) = &report_b {
-        let _ = write!(out, "{}{}", side("B"), report::render_summary(report_b));
     }
     if let Some(table) = &comparison {
         let _ = write!(out, "\n{table}");
     }
     for path in written {
         let _ = writeln!(out, "  written: {}", path.display());
+    }
+    if !ended.failures.is_empty() {
+        bail!(ended.failures.join("; "));
     }
     Ok(())
 }

@@ -113,6 +113,13 @@ impl EngineHandle {
     pub fn join(self) -> Result<RunOutcome, EngineError> {
         self.thread.join()
     }
+
+    /// Drains the snapshots still to come (so none is held) and returns the outcome once the
+    /// run ends.
+    pub fn finish(self) -> Result<RunOutcome, EngineError> {
+        for _ in self.snapshots.iter() {}
+        self.thread.join()
+    }
 }
 
 /// The engine's thread, to wait for its outcome.
@@ -152,8 +159,6 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, EngineError> {
 
 /// Runs a whole workload without a live client and returns its outcome.
 pub fn run_to_completion(config: EngineConfig) -> Result<RunOutcome, EngineError> {
-    let handle = spawn(config)?;
-    // Drain snapshots so none is held; the outcome keeps them all.
-    for _ in handle.snapshots.iter() {}
-    handle.join()
+    // The outcome keeps every snapshot.
+    spawn(config)?.finish()
 }

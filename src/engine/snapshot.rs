@@ -1,5 +1,5 @@
 //! The plain data a run produces: one `MetricsSnapshot` per sample interval and the
-//! `RunOutcome` at its end. The TUI, the report, the bench and the advisor read only these.
+//! `RunOutcome` at its end. The TUI, the report, reproduce and the bench read only these.
 
 use serde::Serialize;
 
@@ -108,13 +108,14 @@ pub struct PipelineSample {
 }
 
 /// Everything statebench knows about the run at one instant: the one data model for the
-/// dashboard, the JSON report, the advisor and the CI gate.
+/// dashboard, the JSON report and the bench.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct MetricsSnapshot {
     pub seq: u64,
-    /// Running time since the run started (paused time left out).
+    /// Wall time since the run started (paused time included: the TUI's time axis).
     pub elapsed_secs: f64,
-    /// Running time this sample covers.
+    /// Wall time this sample covers: a running sample never includes paused time (a pause
+    /// closes its interval, a resume opens the next); a paused one is all paused time.
     pub interval_secs: f64,
     pub state: RunState,
     pub events: u64,

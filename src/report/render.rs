@@ -215,13 +215,10 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
 /// Two segments side by side (A/B): the numbers that tell profiles apart, with B / A.
 pub fn render_comparison(a: &Segment, b: &Segment) -> String {
     let (x, y) = (&a.summary, &b.summary);
-    let mut out = format!(
+    let mut out = format!("  A: {}\n  B: {}\n", a.label, b.label);
+    out.push_str(&format!(
         "  {:<32} {:>16} {:>16} {:>8}\n",
         "A/B (running time only)", "A", "B", "B / A"
-    );
-    out.push_str(&format!(
-        "  {:<32} {:>16} {:>16}\n",
-        "profile", a.label, b.label
     ));
     let mut row = |label: &str, va: f64, vb: f64, show: &dyn Fn(f64) -> String| {
         let ratio = if va.is_nan() || vb.is_nan() {
@@ -310,6 +307,11 @@ pub fn render_comparison(a: &Segment, b: &Segment) -> String {
         y.cache_hit_rate.overall.unwrap_or(f64::NAN),
         &hit,
     );
+    // A rate drawn from few lookups says how few.
+    let (la, lb) = (x.cache_accesses.overall, y.cache_accesses.overall);
+    if la < FEW_LOOKUPS || lb < FEW_LOOKUPS {
+        row("block cache lookups", la as f64, lb as f64, &count);
+    }
     row(
         "result errors (counts off)",
         (x.result_error.over + x.result_error.under + x.result_error.missing) as f64,

@@ -1,4 +1,4 @@
-//! A run's (or a segment's) summary in numbers: what the CI gate and the closing notes compare.
+//! A run's (or a segment's) summary in numbers.
 
 use serde::Serialize;
 
@@ -26,7 +26,7 @@ pub struct CacheAccesses {
     pub data: u64,
 }
 
-/// The run in numbers: what the CI gate and the closing notes compare.
+/// The run (or a segment) in numbers: the summary's lines and the JSON report's `summary`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
     pub events: u64,

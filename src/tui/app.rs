@@ -7,7 +7,8 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::config::profile::KNOBS;
 use crate::config::{Profile, Workload};
-use crate::engine::{EngineCommand, MetricsSnapshot, RunState};
+use crate::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState};
+use crate::tui::engines::Restarted;
 
 /// Snapshots kept per side for the charts.
 pub const HISTORY: usize = 600;
@@ -78,12 +79,15 @@ pub struct Side {
     pub finished: bool,
     /// Running intervals shorter than this are too short to show as the side's rate.
     pub min_interval_secs: f64,
+    /// Live changes of the current segment already marked.
+    pub changes_seen: usize,
 }
 
 impl Side {
     pub fn new(profile: Profile) -> Side {
         Side {
             min_interval_secs: 0.0,
+            changes_seen: 0,
             profile,
             history: VecDeque::with_capacity(HISTORY),
             offset_secs: 0.0,
@@ -127,7 +131,7 @@ impl Side {
         self.segment()
             .rev()
             .find(|s| s.state != RunState::Paused && s.interval_secs >= self.min_interval_secs)
-            .or_else(|| self.last())
+            .or_else(|| self.segment().next_back())
     }
 
     /// Events per second over the current segment's running snapshots (pauses excluded).
@@ -209,49 +213,62 @@ impl App {
         };
         side.finished = snapshot.state == RunState::Finished;
         // Each live change arrives once, in the snapshot of the interval it happened in.
-        let new_changes = snapshot.changes.clone();
-        let offset = side.offset_secs;
-        snapshot.elapsed_secs += offset;
+        let new_changes = std::mem::take(&mut snapshot.changes);
+        snapshot.elapsed_secs += side.offset_secs;
         if side.history.len() == HISTORY {
             side.history.pop_front();
         }
         side.history.push_back(snapshot);
-        for change in new_changes {
-            if target == Target::A && change.applied {
-                // The profile on screen follows what RocksDB accepted.
-                if let Ok(p) = self.a.profile.edited(&change.key, &change.value) {
-                    self.a.profile = p;
-                }
+        if target == Target::A {
+            for change in &new_changes {
+                self.on_change(change);
             }
-            self.status = if change.applied {
-                format!(
-                    "applied {} = {}: {}",
-                    change.key, change.value, change.detail
-                )
-            } else {
-                format!(
-                    "NOT applied {} = {}: {}",
-                    change.key, change.value, change.detail
-                )
-            };
-            self.marks.push(Mark {
-                at_secs: offset + change.at_secs,
-                label: format!(
-                    "{}{}={}",
-                    if change.applied { "" } else { "refused " },
-                    change.key,
-                    change.value
-                ),
-            });
+            if let Some(s) = self.a.history.back_mut() {
+                s.changes = new_changes;
+            }
         }
     }
 
-    /// The run was restarted on a new profile: continue the time axis, mark it.
-    pub fn on_restart(&mut self, profile: Profile, label: String) {
-        let at = self.a.now_secs();
+    /// A live change A's engine applied or refused: the profile on screen follows what RocksDB
+    /// accepted, and the change is marked on the time axis.
+    fn on_change(&mut self, change: &OptionChange) {
+        self.a.changes_seen += 1;
+        if change.applied
+            && let Ok(p) = self.a.profile.edited(&change.key, &change.value)
+        {
+            self.a.profile = p;
+        }
+        let verdict = if change.applied {
+            "applied"
+        } else {
+            "NOT applied"
+        };
+        self.status = format!(
+            "{verdict} {} = {}: {}",
+            change.key, change.value, change.detail
+        );
+        self.marks.push(Mark {
+            at_secs: self.a.offset_secs + change.at_secs,
+            label: format!(
+                "{}{}={}",
+                if change.applied { "" } else { "refused " },
+                change.key,
+                change.value
+            ),
+        });
+    }
+
+    /// A's run was restarted: marks for live changes its snapshots never brought (the last
+    /// ones can end with the run), then the new segment on the time axis.
+    pub fn on_restart(&mut self, restarted: Restarted, label: String) {
+        for change in restarted.changes.iter().skip(self.a.changes_seen) {
+            self.on_change(change);
+        }
+        let at = restarted.at_secs;
         self.a.offset_secs = at;
+        self.a.changes_seen = 0;
         self.a.finished = false;
-        self.a.profile = profile;
+        self.a.profile = restarted.profile;
         self.marks.push(Mark {
             at_secs: at,
             label: format!("restart {label}"),

@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use super::app::Target;
 use super::event::{Event, forward_snapshots};
 use crate::config::{Profile, Workload};
-use crate::engine::{self, EngineCommand, EngineConfig, EngineThread, RunOutcome};
+use crate::engine::{self, EngineCommand, EngineConfig, EngineThread, OptionChange, RunOutcome};
 use crate::report::{self, RunSegment};
 
 /// What every engine of a TUI session runs.
@@ -36,6 +36,8 @@ pub struct Engine {
     began_at_secs: f64,
     started_on: Profile,
     outcome: Option<RunOutcome>,
+    /// Why the run failed, if it did (its outcome is then lost; the others' are not).
+    failed: Option<String>,
 }
 
 impl Engine {
@@ -72,6 +74,7 @@ impl Engine {
             began_at_secs: 0.0,
             started_on: profile.clone(),
             outcome: None,
+            failed: None,
         })
     }
 
@@ -84,19 +87,22 @@ impl Engine {
         self.thread.is_none()
     }
 
-    /// Waits for the engine's thread (it has ended, or was told to stop) and keeps its outcome.
-    fn join(&mut self) -> anyhow::Result<()> {
+    /// Waits for the engine's thread (it has ended, or was told to stop) and keeps its outcome,
+    /// or why it failed.
+    fn join(&mut self) {
         if let Some(thread) = self.thread.take() {
-            self.outcome = Some(thread.join().context("the run failed")?);
+            match thread.join() {
+                Ok(outcome) => self.outcome = Some(outcome),
+                Err(e) => self.failed = Some(format!("{:#}", anyhow::Error::from(e))),
+            }
         }
-        Ok(())
     }
 
-    fn stop(&mut self) -> anyhow::Result<()> {
+    fn stop(&mut self) {
         if !self.finished() {
             self.send(EngineCommand::Stop);
         }
-        self.join()
+        self.join();
     }
 
     /// The engine's run as a report segment, its OPTIONS file kept as `keep_options_as`.
@@ -123,6 +129,8 @@ impl Engine {
 /// A's engine (and its earlier runs), B's, and who runs when.
 pub struct Engines {
     settings: Settings,
+    /// When the session began: restarts are placed on its time axis.
+    started: Instant,
     a: Engine,
     /// A's earlier engine runs, oldest first (restarts).
     retired: Vec<Engine>,
@@ -141,11 +149,20 @@ impl Engines {
         events: Sender<Event>,
         now: Instant,
     ) -> anyhow::Result<Engines> {
-        let engine_a = Engine::start(&settings, a, Target::A, 0, false, &events)?;
-        let engine_b = b
+        let mut engine_a = Engine::start(&settings, a, Target::A, 0, false, &events)?;
+        let engine_b = match b
             .map(|p| Engine::start(&settings, p, Target::B, 1, true, &events))
-            .transpose()?;
+            .transpose()
+        {
+            Ok(b) => b,
+            Err(e) => {
+                // A's RocksDB closes before its temporary directory goes.
+                engine_a.stop();
+                return Err(e);
+            }
+        };
         Ok(Engines {
+            started: now,
             scheduler: engine_b
                 .as_ref()
                 .map(|_| Scheduler::new(settings.slice, now)),
@@ -218,76 +235,122 @@ impl Engines {
         self.scheduler.as_ref().map_or(Target::A, Scheduler::active)
     }
 
-    /// `target`'s engine `id` ended: keep its outcome (an error if the run failed).
-    pub fn ended(&mut self, target: Target, id: u64) -> anyhow::Result<()> {
-        match target {
-            Target::A if self.a.id == id => self.a.join(),
-            Target::B => match self.b.as_mut() {
-                Some(b) if b.id == id => b.join(),
-                _ => Ok(()),
-            },
+    /// `target`'s engine `id` ended: keep its outcome. Returns why it failed, if it did.
+    pub fn ended(&mut self, target: Target, id: u64) -> Option<String> {
+        let engine = match target {
+            Target::A if self.a.id == id => &mut self.a,
+            Target::B => self.b.as_mut().filter(|b| b.id == id)?,
             // A replaced engine: joined when it was replaced.
-            Target::A => Ok(()),
-        }
+            Target::A => return None,
+        };
+        engine.join();
+        engine.failed.clone()
     }
 
-    /// Stops A and starts it again on `profile` (state starts empty): the next segment.
+    /// Stops A and starts it again, with state empty, on the profile A ended with plus
+    /// `label`'s edit (`key=value`; `profile` if A's run left no profile): the next segment.
     pub fn restart(
         &mut self,
         profile: &Profile,
         label: &str,
-        at_secs: f64,
         paused: bool,
-    ) -> anyhow::Result<()> {
-        self.a.stop()?;
+    ) -> anyhow::Result<Restarted> {
+        self.a.stop();
+        // The engine's own profile has every live change, also one whose snapshot the TUI had
+        // not seen yet when the restart was confirmed.
+        let ended = self.a.outcome.as_ref();
+        let profile = match (ended, label.split_once('=')) {
+            (Some(o), Some((key, value))) => o.profile.edited(key, value)?,
+            _ => profile.clone(),
+        };
+        let changes = ended.map(|o| o.changes.clone()).unwrap_or_default();
         let id = self.next_id;
         self.next_id += 1;
-        let mut next = Engine::start(&self.settings, profile, Target::A, id, paused, &self.events)?;
+        let at_secs = self.started.elapsed().as_secs_f64();
+        let mut next = Engine::start(
+            &self.settings,
+            &profile,
+            Target::A,
+            id,
+            paused,
+            &self.events,
+        )?;
         next.began = format!("restart on {label}");
         next.began_at_secs = at_secs;
         self.retired.push(std::mem::replace(&mut self.a, next));
-        Ok(())
+        Ok(Restarted {
+            profile,
+            at_secs,
+            changes,
+        })
     }
 
-    /// Stops every engine (RocksDB closes) and returns A's segments and B's run, each OPTIONS
-    /// file kept beside `report` when there is one (A's as <report>.OPTIONS, a later segment's
-    /// as <report>-2.OPTIONS, B's as <report>-b.OPTIONS).
-    pub fn finish(
-        mut self,
-        report: Option<&Path>,
-    ) -> (
-        anyhow::Result<Vec<RunSegment>>,
-        anyhow::Result<Option<RunSegment>>,
-    ) {
-        let stopped_a = self.a.stop();
-        let stopped_b = self.b.as_mut().map_or(Ok(()), Engine::stop);
-        let keep = |suffix: &str| report.map(|r| sibling(r, suffix, "OPTIONS"));
-        let a = stopped_a.and_then(|()| {
-            let mut segments = Vec::new();
-            for (i, engine) in self.retired.into_iter().chain([self.a]).enumerate() {
-                let suffix = if i == 0 {
-                    String::new()
-                } else {
-                    format!("-{}", i + 1)
-                };
-                segments.extend(engine.into_segment(keep(&suffix))?);
+    /// Stops every engine (RocksDB closes) and returns what each run left: A's segments, B's
+    /// run, each OPTIONS file kept beside `report` when there is one (A's as <report>.OPTIONS,
+    /// a later segment's as <report>-2.OPTIONS, B's as <report>-b.OPTIONS), and the failures
+    /// (a run that failed, an OPTIONS file not kept): one does not cost the others.
+    pub fn finish(mut self, report: Option<&Path>) -> Finished {
+        self.a.stop();
+        if let Some(b) = self.b.as_mut() {
+            b.stop();
+        }
+        let keep = |suffix: &str| report.map(|r| sibling(r, suffix, Some("OPTIONS")));
+        let mut failures = Vec::new();
+        let mut collect = |engine: Engine, suffix: &str, side: &str| -> Option<RunSegment> {
+            if let Some(e) = &engine.failed {
+                failures.push(format!("{side}'s run failed: {e}"));
             }
-            Ok(segments)
-        });
-        let b = stopped_b.and_then(|()| match self.b {
-            Some(b) => b.into_segment(keep("-b")),
-            None => Ok(None),
-        });
-        (a, b)
+            engine.into_segment(keep(suffix)).unwrap_or_else(|e| {
+                failures.push(format!("{side}: {e:#}"));
+                None
+            })
+        };
+        let mut a = Vec::new();
+        for (i, engine) in self.retired.into_iter().chain([self.a]).enumerate() {
+            let suffix = if i == 0 {
+                String::new()
+            } else {
+                format!("-{}", i + 1)
+            };
+            a.extend(collect(engine, &suffix, "A"));
+        }
+        let b = self.b.and_then(|b| collect(b, "-b", "B"));
+        Finished { a, b, failures }
     }
 }
 
-/// `<dir>/<stem><suffix>.<extension>` beside `path` (`r.json`, `-b`, `json` → `r-b.json`).
-pub fn sibling(path: &Path, suffix: &str, extension: &str) -> PathBuf {
+/// What the engines of a session left when it ended.
+#[derive(Default)]
+pub struct Finished {
+    /// Profile A's engine runs, one segment each (a restart starts the next).
+    pub a: Vec<RunSegment>,
+    /// Profile B's run, with --compare.
+    pub b: Option<RunSegment>,
+    /// What went wrong on the way (runs that failed, files not kept).
+    pub failures: Vec<String>,
+}
+
+/// What a restart did: the profile the new run started on, when (seconds since the session
+/// began: the time axis), and the live changes of the run it replaced.
+pub struct Restarted {
+    pub profile: Profile,
+    pub at_secs: f64,
+    pub changes: Vec<OptionChange>,
+}
+
+/// `<dir>/<stem><suffix>.<extension>` beside `path`, with `path`'s own extension when None
+/// (`r.json`, `-b` → `r-b.json`; `r.json`, `-b`, `OPTIONS` → `r-b.OPTIONS`).
+pub fn sibling(path: &Path, suffix: &str, extension: Option<&str>) -> PathBuf {
     let stem = path
         .file_stem()
         .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
-    path.with_file_name(format!("{stem}{suffix}.{extension}"))
+    let extension = extension
+        .map(str::to_string)
+        .or_else(|| path.extension().map(|e| e.to_string_lossy().into_owned()));
+    match extension {
+        Some(ext) => path.with_file_name(format!("{stem}{suffix}.{ext}")),
+        None => path.with_file_name(format!("{stem}{suffix}")),
+    }
 }
 
 /// A/B: one profile runs at a time, switching every slice; a user pause stops both, and a

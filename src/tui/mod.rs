@@ -16,9 +16,8 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 
 use crate::config::Profile;
-use crate::report::RunSegment;
 use app::{Action, App, Target};
-use engines::{Engines, Settings};
+use engines::{Engines, Finished, Settings};
 use event::Event;
 
 /// What the TUI runs.
@@ -30,14 +29,6 @@ pub struct TuiConfig {
     /// Where the report will go: each engine run's OPTIONS file is kept beside it (the data
     /// directories are temporary and go away when the TUI ends).
     pub report: Option<PathBuf>,
-}
-
-/// What the TUI hands back when it ends.
-pub struct TuiOutcome {
-    /// Profile A's engine runs, one segment each (a restart starts the next).
-    pub a: Vec<RunSegment>,
-    /// Profile B's run, with --compare.
-    pub b: Option<RunSegment>,
 }
 
 /// How the loop ended.
@@ -59,8 +50,9 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Runs the TUI until `q` (or a signal); returns every engine run as it stood.
-pub fn run(config: TuiConfig) -> anyhow::Result<TuiOutcome> {
+/// Runs the TUI until `q` (or a signal); returns every engine run as it stood, and what
+/// failed (a failed run, or the loop, costs no other run its report).
+pub fn run(config: TuiConfig) -> anyhow::Result<Finished> {
     let (events_tx, events) = mpsc::channel();
     let mut engines = Engines::start(
         config.settings.clone(),
@@ -97,7 +89,7 @@ pub fn run(config: TuiConfig) -> anyhow::Result<TuiOutcome> {
         config.refresh,
     );
     // Stop every run (RocksDB closes) before the terminal comes back.
-    let (a, b) = engines.finish(config.report.as_deref());
+    let mut finished = engines.finish(config.report.as_deref());
     if matches!(ended, Ok(LoopEnd::Signal)) {
         // The terminal may be gone: its Drop would try to show the cursor and report the
         // failure on stderr (a panic on a dead terminal). Nothing is left to restore there.
@@ -107,12 +99,15 @@ pub fn run(config: TuiConfig) -> anyhow::Result<TuiOutcome> {
         drop(terminal);
     }
     drop(guard);
-    ended?;
-    Ok(TuiOutcome { a: a?, b: b? })
+    if let Err(e) = ended {
+        finished.failures.push(format!("{e:#}"));
+    }
+    Ok(finished)
 }
 
-/// Draws `app` on `terminal` and handles events until q, a signal or a failed run. Generic
-/// over the backend: tests drive it on ratatui's `TestBackend`.
+/// Draws `app` on `terminal` and handles events until q or a signal; a run that fails is said
+/// on the status line and the others go on. Generic over the backend: tests drive it on
+/// ratatui's `TestBackend`.
 pub fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
@@ -161,8 +156,8 @@ fn handle(
                     Action::Resume => engines.resume(Instant::now()),
                     Action::Send(target, command) => engines.send(target, command),
                     Action::Restart(profile, label) => {
-                        engines.restart(&profile, &label, app.a.now_secs(), app.paused)?;
-                        app.on_restart(*profile, label);
+                        let restarted = engines.restart(&profile, &label, app.paused)?;
+                        app.on_restart(restarted, label);
                     }
                     Action::Save => save_in_background(app.a.profile.clone(), events_tx.clone()),
                 }
@@ -173,7 +168,11 @@ fn handle(
                 app.on_snapshot(target, *snapshot);
             }
         }
-        Event::Ended(target, id) => engines.ended(target, id)?,
+        Event::Ended(target, id) => {
+            if let Some(e) = engines.ended(target, id) {
+                app.status = format!("{}'s run failed: {e}", side_name(target));
+            }
+        }
         Event::Saved(result) => {
             app.status = match result {
                 Ok(path) => format!("saved {}", path.display()),

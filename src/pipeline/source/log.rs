@@ -12,7 +12,8 @@ use crate::config::workload::{OffsetReset, StartingOffsets};
 pub type Offsets = Vec<u64>;
 
 /// The broker's record of committed offsets per consumer group (Kafka's `__consumer_offsets`).
-/// A job commits only what it has checkpointed; a bounded job commits its end when it finishes.
+/// Only a bounded job commits (its end, when it finishes): there are no checkpoints yet, so a
+/// streaming job never does.
 #[derive(Debug, Clone, Default)]
 pub struct OffsetStore {
     groups: BTreeMap<String, Offsets>,

@@ -36,7 +36,7 @@ pub fn render(frame: &mut Frame, area: Rect) {
         .collect();
     lines.push(Line::from(""));
     lines.push(Line::from(
-        " live knobs apply at once; marks (▲) show them on the chart",
+        " live knobs apply at once; numbered marks show them on the chart",
     ));
     frame.render_widget(Clear, popup);
     frame.render_widget(Paragraph::new(lines).block(panel("Keys")), popup);
