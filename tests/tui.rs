@@ -9,7 +9,7 @@ use statebench::config::{Profile, Workload};
 use statebench::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState};
 use statebench::pipeline::oracle::ResultError;
 use statebench::tui::app::{Action, App, Target, View};
-use statebench::tui::engines::Restarted;
+use statebench::tui::event::Restarted;
 use statebench::tui::views;
 
 fn hit(rate: f64) -> HitRate {

@@ -4,7 +4,7 @@
 use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
-use super::phases::Run;
+use super::run::Run;
 use super::snapshot::{JobSource, MetricsSnapshot, Op, Phase, PipelineSample, RunState};
 use super::{EngineCommand, EngineError, SinkConfig, WATERMARK_EVERY_EVENTS};
 use crate::backend::StateBackend;

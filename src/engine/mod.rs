@@ -5,12 +5,14 @@
 //! - `snapshot`: the plain data a run produces (what clients import);
 //! - `job`: one job of a run (consumer, watermark valve, operator context, oracle);
 //! - `phases`: which jobs a run has (streaming, or backfill then catch-up) and the hand-over;
-//! - `sampler`, `clock`, `live`: the run-wide sampling cadence, running time and profile.
+//! - `run`: what the jobs of a run share — `sampler`, `clock`, `live`: the sampling cadence,
+//!   running time and the live profile.
 
 mod clock;
 mod job;
 mod live;
 mod phases;
+mod run;
 mod sampler;
 pub mod snapshot;
 

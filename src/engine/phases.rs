@@ -8,6 +8,7 @@ use std::time::Instant;
 use super::clock::RunClock;
 use super::job::{End, JobRunner, JobSpec};
 use super::live::LiveProfile;
+use super::run::Run;
 use super::sampler::Sampler;
 use super::snapshot::{JobSource, MetricsSnapshot, Phase, RunOutcome, RunState};
 use super::{EngineCommand, EngineConfig, EngineError, SinkConfig};
@@ -18,17 +19,6 @@ use crate::pipeline::PipelineError;
 use crate::pipeline::operator::JobMode;
 use crate::pipeline::sink::{MemorySink, RedisSink, Sink};
 use crate::pipeline::source::{Log, OffsetStore, ReadPlan, resolve_start};
-
-/// What every job of a run shares.
-pub struct Run<'c> {
-    pub config: &'c EngineConfig,
-    pub clock: RunClock,
-    pub live: LiveProfile,
-    pub sampler: Sampler,
-    pub commands: Receiver<EngineCommand>,
-    /// The first job waits for Resume before its first event.
-    pub start_paused: bool,
-}
 
 /// Runs `config`'s workload to its end (or a Stop) and returns the outcome.
 pub fn run(

@@ -8,7 +8,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use crate::config::profile::KNOBS;
 use crate::config::{Profile, Workload};
 use crate::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState};
-use crate::tui::engines::Restarted;
+pub use crate::tui::event::{Restarted, Target};
 
 /// Snapshots kept per side for the charts.
 pub const HISTORY: usize = 600;
@@ -36,13 +36,6 @@ impl View {
     fn index(self) -> usize {
         View::ALL.iter().position(|v| *v == self).unwrap_or(0)
     }
-}
-
-/// Which engine a command is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    A,
-    B,
 }
 
 /// What the event loop must do after an update.

@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use super::app::Target;
-use super::event::{Event, forward_snapshots};
+use super::event::{Event, Restarted, Target, forward_snapshots};
 use crate::config::{Profile, Workload};
-use crate::engine::{self, EngineCommand, EngineConfig, EngineThread, OptionChange, RunOutcome};
+use crate::engine::{self, EngineCommand, EngineConfig, EngineThread, RunOutcome};
 use crate::report::{self, RunSegment};
 
 /// What every engine of a TUI session runs.
@@ -328,14 +327,6 @@ pub struct Finished {
     pub b: Option<RunSegment>,
     /// What went wrong on the way (runs that failed, files not kept).
     pub failures: Vec<String>,
-}
-
-/// What a restart did: the profile the new run started on, when (seconds since the session
-/// began: the time axis), and the live changes of the run it replaced.
-pub struct Restarted {
-    pub profile: Profile,
-    pub at_secs: f64,
-    pub changes: Vec<OptionChange>,
 }
 
 /// `<dir>/<stem><suffix>.<extension>` beside `path`, with `path`'s own extension when None

@@ -6,8 +6,23 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use ratatui::crossterm::event::{self as term, KeyEvent, KeyEventKind};
 
-use super::app::Target;
-use crate::engine::MetricsSnapshot;
+use crate::config::Profile;
+use crate::engine::{MetricsSnapshot, OptionChange};
+
+/// Which engine a command is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    A,
+    B,
+}
+
+/// What a restart did: the profile the new run started on, when (seconds since the session
+/// began: the time axis), and the live changes of the run it replaced.
+pub struct Restarted {
+    pub profile: Profile,
+    pub at_secs: f64,
+    pub changes: Vec<OptionChange>,
+}
 
 pub enum Event {
     Key(KeyEvent),
