@@ -44,6 +44,15 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// Run a field report's configuration trap broken and fixed side by side; exit 0 when the
     /// contrast reproduced, 1 when it did not. Without a name, list the traps.
     Reproduce(ReproduceArgs),
+    /// The advisor's findings for a saved JSON report (`run --report`, `tui --report`): what
+    /// is wrong, the evidence, and the profile change that fixes it with its memory cost.
+    Advise {
+        /// A report written by `statebench run --report` or `tui --report` (schema 1 or 2).
+        report: PathBuf,
+        /// Print the findings as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -1,5 +1,6 @@
 //! statebench: a workbench for tuning the RocksDB state backend of keyed stream processors.
 
+pub mod advisor;
 pub mod backend;
 pub mod cli;
 pub mod commands;
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Workloads(WorkloadsCommand::List) => commands::workloads::list(),
         Command::Workloads(WorkloadsCommand::Show { name }) => commands::workloads::show(&name),
         Command::Reproduce(args) => commands::reproduce::run(args),
+        Command::Advise { report, json } => commands::advise::run(&report, json),
     }
 }
 

@@ -151,6 +151,8 @@ fn reuse_continues_on_existing_state() {
     .unwrap();
     let first = segment(&report);
     assert_eq!(first["summary"]["result_error_applies"], true);
+    // flink-default on a small job: no advice for its own sake.
+    assert_eq!(first["findings"], serde_json::json!([]));
     run(&[
         "run",
         "--events",
@@ -318,4 +320,50 @@ fn a_data_dir_under_a_missing_folder_is_refused() {
     assert!(err.to_string().contains("does not exist"), "{err}");
     assert_eq!(statebench::exit_code(&err), 2);
     assert!(!data.exists(), "nothing created");
+}
+
+#[test]
+fn the_report_carries_the_advisors_findings_and_advise_reads_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("starved.json");
+    let report_arg = report.to_string_lossy().into_owned();
+    // Case study 1's profile: the WriteBufferManager starves every state.
+    run(&[
+        "run",
+        "-w",
+        "ads-minutes",
+        "-p",
+        "minutes-wbm-starved",
+        "--events",
+        "30000",
+        "--quiet",
+        "--report",
+        &report_arg,
+    ])
+    .unwrap();
+    let json = segment(&report);
+    let ids: Vec<&str> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"wbm-budget"), "{ids:?}");
+    let wbm = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "wbm-budget")
+        .unwrap();
+    assert_eq!(wbm["recommendation"][0]["key"], "memory.managed-size");
+    assert_eq!(wbm["memory_cost"], 54 << 20);
+    // Offline, from the file alone.
+    run(&["advise", &report_arg]).unwrap();
+    run(&["advise", &report_arg, "--json"]).unwrap();
+    // A file that is not a report is a usage error naming it.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{}").unwrap();
+    let err = run(&["advise", &bad.to_string_lossy()]).unwrap_err();
+    assert_eq!(statebench::exit_code(&err), 2);
+    assert!(err.to_string().contains("bad.json"), "{err}");
 }

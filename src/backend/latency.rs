@@ -7,7 +7,8 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 /// Latency percentiles in microseconds.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct Percentiles {
     pub count: u64,
     pub p50_us: f64,
@@ -54,7 +55,8 @@ pub enum Op {
 const OPS: usize = 4;
 
 /// Percentiles per kind of operation.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct Latencies {
     pub event_latency: Percentiles,
     pub get_latency: Percentiles,

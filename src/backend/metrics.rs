@@ -9,7 +9,8 @@ use super::perf::PerfCounts;
 use super::{CF_WINDOW_STATS, STATE_COLUMN_FAMILIES, StateBackend};
 
 /// RocksDB's cumulative tickers that statebench reads.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 pub struct Tickers {
     pub block_cache_hit: u64,
     pub block_cache_miss: u64,
@@ -69,7 +70,8 @@ impl Tickers {
 }
 
 /// Hits and misses in one interval and the resulting rate (None when there were no accesses).
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct HitRate {
     pub hits: u64,
     pub misses: u64,
@@ -87,7 +89,8 @@ impl HitRate {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct CacheHitRates {
     pub overall: HitRate,
     pub filter: HitRate,
@@ -107,7 +110,8 @@ impl CacheHitRates {
 }
 
 /// Write stall counts by cause, from cfstats' "Write Stall (count)" summed over column families.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 pub struct StallCauses {
     pub memtable_limit_delays: u64,
     pub memtable_limit_stops: u64,
@@ -155,7 +159,8 @@ impl StallCauses {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct StallSample {
     /// Microseconds writers were stalled in this interval (StallMicros ticker).
     pub micros: u64,
@@ -169,7 +174,8 @@ pub struct StallSample {
 }
 
 /// Block reads per point lookup on the operator thread (perf context), in one interval.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct LookupSample {
     pub lookups: u64,
     pub filter_block_reads: u64,
@@ -211,7 +217,8 @@ impl LookupSample {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct BloomSample {
     /// Lookups a bloom filter answered "not here" (saved a data block read).
     pub useful: u64,
@@ -219,7 +226,8 @@ pub struct BloomSample {
     pub full_true_positive: u64,
 }
 
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct MemorySample {
     pub memtable_bytes: u64,
     pub wbm_usage: u64,
@@ -229,7 +237,8 @@ pub struct MemorySample {
     pub block_cache_pinned: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct LevelSample {
     pub level: u32,
     pub files: u64,
@@ -272,7 +281,8 @@ pub fn level_scores(cfstats: &str) -> Vec<(u32, f64, u64)> {
     out
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct ColumnFamilyLsm {
     pub name: String,
     pub levels: Vec<LevelSample>,
@@ -280,7 +290,8 @@ pub struct ColumnFamilyLsm {
     pub estimated_keys: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct LsmSample {
     /// Files and bytes per level, summed over column families (levels with files only).
     pub levels: Vec<LevelSample>,
@@ -298,7 +309,8 @@ pub struct LsmSample {
     pub compactions: u64,
 }
 
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct IoSample {
     /// Cumulative bytes the job wrote (RocksDB's BytesWritten).
     pub user_bytes_written: u64,
@@ -310,7 +322,8 @@ pub struct IoSample {
 }
 
 /// Everything RocksDB said about itself in one interval.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct RocksDbSample {
     pub stall: StallSample,
     /// Block cache hit rates in this interval.

@@ -436,7 +436,8 @@ pub struct StateAccess<'a> {
 }
 
 /// RocksDB operations issued by the job (cumulative).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct AccessCounters {
     pub gets: u64,
     pub puts: u64,

@@ -1,6 +1,7 @@
 //! One module per CLI command, and what `run` and `tui` share: loading a job from the command
 //! line, its data directory and its trace.
 
+pub mod advise;
 pub mod profiles;
 pub mod reproduce;
 pub mod run;

@@ -441,6 +441,27 @@ impl Profile {
         out
     }
 
+    /// The profile a report recorded: its `knobs` object (knobs a report lacks, from an older
+    /// build, take their defaults), validated as a profile file is.
+    pub fn from_report(
+        name: &str,
+        knobs: &serde_json::Value,
+        origin: &str,
+    ) -> Result<Profile, ConfigError> {
+        let spec: ProfileSpec =
+            serde_json::from_value(knobs.clone()).map_err(|e| ConfigError::Invalid {
+                origin: origin.to_string(),
+                message: format!("the profile's knobs: {e}"),
+            })?;
+        Profile::from_knobs(name, spec.resolve()).map_err(|e| match e {
+            ConfigError::Invalid { message, .. } => ConfigError::Invalid {
+                origin: origin.to_string(),
+                message,
+            },
+            other => other,
+        })
+    }
+
     /// A profile from knobs built in code (tests, live tuning).
     pub fn from_knobs(name: &str, knobs: Knobs) -> Result<Profile, ConfigError> {
         let profile = Profile {

@@ -13,7 +13,7 @@ use crate::pipeline::sink::SinkCounters;
 use crate::pipeline::source::Offsets;
 
 /// A live option change, as the engine applied (or refused) it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, serde::Deserialize)]
 pub struct OptionChange {
     /// Seconds into the run.
     pub at_secs: f64,
@@ -24,7 +24,7 @@ pub struct OptionChange {
     pub detail: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunState {
     #[default]
@@ -34,7 +34,7 @@ pub enum RunState {
 }
 
 /// Which job of the run is working.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
     /// The one streaming job of a workload without `phases`.
@@ -55,7 +55,7 @@ impl Phase {
 }
 
 /// How one job of the run read the log.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, serde::Deserialize)]
 pub struct JobSource {
     pub phase: Phase,
     pub group: String,
@@ -76,7 +76,8 @@ pub struct JobSource {
 }
 
 /// The pipeline's own view of itself in one sample.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct PipelineSample {
     pub phase: Phase,
     /// Processing time (the replay clock) at this sample, epoch ms.
@@ -109,7 +110,8 @@ pub struct PipelineSample {
 
 /// Everything statebench knows about the run at one instant: the one data model for the
 /// dashboard, the JSON report and the bench.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct MetricsSnapshot {
     pub seq: u64,
     /// Wall time since the run started (paused time included: the TUI's time axis).

@@ -83,7 +83,8 @@ pub trait Operator {
 }
 
 /// Counters the job keeps about itself.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct JobCounters {
     pub events: u64,
     pub increments: u64,

@@ -11,7 +11,8 @@ use std::collections::{BinaryHeap, HashMap};
 use serde::Serialize;
 
 /// How a set of results differs from the oracle.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ResultError {
     /// (user, window) pairs counted higher than the truth.
     pub over: u64,

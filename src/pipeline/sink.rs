@@ -25,7 +25,8 @@ pub trait Sink: Send {
     fn counters(&self) -> SinkCounters;
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct SinkCounters {
     pub writes: u64,
     pub bytes: u64,

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use render::{render_comparison, render_summary};
+pub use render::{render_comparison, render_findings, render_summary};
 pub use summary::{CacheAccesses, HitRateSummary, Summary};
 
+use crate::advisor::{self, Finding};
 use crate::backend::STATE_COLUMN_FAMILIES;
 use crate::config::profile::Derived;
 use crate::config::{Profile, Workload};
@@ -70,7 +71,26 @@ pub struct Segment<'a> {
     /// Knobs the OPTIONS file shows were not applied (empty when the profile is in effect).
     pub option_mismatches: &'a [String],
     pub summary: Summary,
+    /// What the advisor finds in this segment, most severe first.
+    pub findings: Vec<Finding>,
     pub snapshots: &'a [MetricsSnapshot],
+}
+
+impl Segment<'_> {
+    /// The advisor's findings for a segment's profile, summary and snapshots.
+    pub fn advise(
+        profile: &Profile,
+        derived: &Derived,
+        summary: &Summary,
+        snapshots: &[MetricsSnapshot],
+    ) -> Vec<Finding> {
+        advisor::advise(&advisor::Input {
+            profile,
+            derived,
+            summary,
+            snapshots,
+        })
+    }
 }
 
 impl<'a> Report<'a> {
@@ -113,17 +133,25 @@ impl<'a> Report<'a> {
             workload,
             segments: segments
                 .iter()
-                .map(|s| Segment {
-                    label: label(&s.outcome.profile),
-                    began: s.began.clone(),
-                    began_at_secs: s.began_at_secs,
-                    profile: &s.outcome.profile,
-                    derived: s.outcome.profile.derived(STATE_COLUMN_FAMILIES.len()),
-                    changes: &s.outcome.changes,
-                    rocksdb_options_file: s.outcome.options_file.clone(),
-                    option_mismatches: &s.outcome.option_mismatches,
-                    summary: Summary::new(&s.outcome),
-                    snapshots: &s.outcome.snapshots,
+                .map(|s| {
+                    let profile = &s.outcome.profile;
+                    let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+                    let summary = Summary::new(&s.outcome);
+                    let findings =
+                        Segment::advise(profile, &derived, &summary, &s.outcome.snapshots);
+                    Segment {
+                        label: label(profile),
+                        began: s.began.clone(),
+                        began_at_secs: s.began_at_secs,
+                        profile,
+                        derived,
+                        changes: &s.outcome.changes,
+                        rocksdb_options_file: s.outcome.options_file.clone(),
+                        option_mismatches: &s.outcome.option_mismatches,
+                        summary,
+                        findings,
+                        snapshots: &s.outcome.snapshots,
+                    }
                 })
                 .collect(),
             changed,

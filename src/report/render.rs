@@ -1,6 +1,7 @@
 //! The report for a terminal: each segment's summary, and two profiles side by side.
 
 use super::{Report, Segment};
+use crate::advisor::Finding;
 use crate::config::Workload;
 use crate::config::units::human_bytes;
 
@@ -208,6 +209,45 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
     }
     if let Some(path) = &segment.rocksdb_options_file {
         line("RocksDB OPTIONS file", path.clone());
+    }
+    out.push_str(&render_findings(&segment.findings));
+    out
+}
+
+/// The advisor's findings: diagnosis, evidence, the profile change and what it costs.
+pub fn render_findings(findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return "  findings                           none: no rule fired\n".to_string();
+    }
+    let mut out = format!("  findings ({}):\n", findings.len());
+    for f in findings {
+        let severity = format!("{:?}", f.severity).to_lowercase();
+        out.push_str(&format!(
+            "  [{severity}] {} ({:.0}-{:.0} s): {}\n",
+            f.id, f.from_secs, f.to_secs, f.diagnosis
+        ));
+        for e in &f.evidence {
+            out.push_str(&format!(
+                "      {}: {} (threshold {})\n",
+                e.metric, e.value, e.threshold
+            ));
+        }
+        if !f.recommendation.is_empty() {
+            let changes: Vec<String> = f
+                .recommendation
+                .iter()
+                .map(|c| format!("{}: {}", c.key, c.value))
+                .collect();
+            let cost = if f.memory_cost > 0 {
+                format!(" (+{} managed memory)", human_bytes(f.memory_cost as f64))
+            } else {
+                String::new()
+            };
+            out.push_str(&format!("      fix: {}{cost}\n", changes.join(", ")));
+        }
+        if let Some(note) = &f.note {
+            out.push_str(&format!("      note: {note}\n"));
+        }
     }
     out
 }

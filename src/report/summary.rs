@@ -9,7 +9,8 @@ use crate::pipeline::sink::SinkCounters;
 
 /// Cache hit rates over the whole run, each 0..1; null when there was no access of that type
 /// (never looked up is not "always missed"). `cache_accesses` says how many lookups a rate rests on.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct HitRateSummary {
     pub overall: Option<f64>,
     pub filter: Option<f64>,
@@ -18,7 +19,8 @@ pub struct HitRateSummary {
 }
 
 /// Block cache lookups (hits + misses) over the whole run, by block type.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 pub struct CacheAccesses {
     pub overall: u64,
     pub filter: u64,
@@ -27,7 +29,8 @@ pub struct CacheAccesses {
 }
 
 /// The run (or a segment) in numbers: the summary's lines and the JSON report's `summary`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct Summary {
     pub events: u64,
     pub events_per_sec: f64,

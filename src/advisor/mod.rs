@@ -1,0 +1,193 @@
+//! The advisor: from a run's snapshots, summary and effective profile (with Flink's derived
+//! memory numbers), what is wrong and the profile change that fixes it. Pure: no RocksDB, no
+//! printing. Each rule is one file of `rules/` and one entry of `rules::RULES`.
+
+mod rules;
+
+use serde::Serialize;
+
+use crate::config::Profile;
+use crate::config::profile::Derived;
+use crate::engine::MetricsSnapshot;
+use crate::report::Summary;
+
+pub use rules::RULES;
+
+/// What the advisor reads: one run (or one segment of it).
+pub struct Input<'a> {
+    pub profile: &'a Profile,
+    pub derived: &'a Derived,
+    pub summary: &'a Summary,
+    pub snapshots: &'a [MetricsSnapshot],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; nothing measured is hurt by it.
+    Info,
+    /// Costs throughput, memory or I/O.
+    Warning,
+    /// Stalls writes or multiplies reads: what the field reports lost weeks to.
+    Critical,
+}
+
+/// One measured value behind a finding, and the threshold it crossed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    pub metric: String,
+    pub value: String,
+    pub threshold: String,
+}
+
+/// A profile key and the value the recommendation gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub key: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// Stable name of the rule (`wbm-budget`, `filter-reads`, ...).
+    pub id: &'static str,
+    pub severity: Severity,
+    /// The diagnosis, in a sentence a Flink engineer reads.
+    pub diagnosis: String,
+    pub evidence: Vec<Evidence>,
+    /// Seconds into the run of the first and last snapshot that show it (the whole run for a
+    /// configuration finding).
+    pub from_secs: f64,
+    pub to_secs: f64,
+    /// The profile delta that fixes it (empty: nothing in the profile does).
+    pub recommendation: Vec<Change>,
+    /// Managed memory the recommendation adds, bytes (0: none).
+    pub memory_cost: u64,
+    /// How to deploy it where a profile key alone does not (an options factory, a workload).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Every finding the rules make for `input`, most severe first.
+pub fn advise(input: &Input) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = RULES
+        .iter()
+        .filter_map(|rule| (rule.check)(input))
+        .collect();
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    findings
+}
+
+impl Input<'_> {
+    /// Seconds of the first and last snapshot for which `shows` holds, and how many do.
+    pub fn when(&self, shows: impl Fn(&MetricsSnapshot) -> bool) -> Option<(f64, f64, usize)> {
+        let hits: Vec<f64> = self
+            .snapshots
+            .iter()
+            .filter(|s| shows(s))
+            .map(|s| s.elapsed_secs)
+            .collect();
+        Some((*hits.first()?, *hits.last()?, hits.len()))
+    }
+
+    /// The whole run: its first and last snapshot.
+    pub fn whole_run(&self) -> (f64, f64) {
+        let first = self.snapshots.first().map_or(0.0, |s| s.elapsed_secs);
+        let last = self.snapshots.last().map_or(0.0, |s| s.elapsed_secs);
+        (first, last)
+    }
+}
+
+impl Evidence {
+    pub fn new(metric: &str, value: impl ToString, threshold: impl ToString) -> Evidence {
+        Evidence {
+            metric: metric.to_string(),
+            value: value.to_string(),
+            threshold: threshold.to_string(),
+        }
+    }
+}
+
+impl Change {
+    pub fn new(key: &str, value: impl ToString) -> Change {
+        Change {
+            key: key.to_string(),
+            value: value.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Synthetic runs for the rules' tests.
+
+    use super::*;
+    use crate::engine::RunState;
+
+    /// A run of `n` one-second running snapshots of `profile`, each made by `shape(i, s)`.
+    pub struct Run {
+        pub profile: Profile,
+        pub derived: Derived,
+        pub summary: Summary,
+        pub snapshots: Vec<MetricsSnapshot>,
+    }
+
+    impl Run {
+        pub fn new(
+            profile: Profile,
+            n: u64,
+            shape: impl Fn(u64, &mut MetricsSnapshot),
+            summary: impl FnOnce(&mut Summary),
+        ) -> Run {
+            let snapshots: Vec<MetricsSnapshot> = (0..n)
+                .map(|i| {
+                    let mut s = MetricsSnapshot {
+                        seq: i,
+                        elapsed_secs: (i + 1) as f64,
+                        interval_secs: 1.0,
+                        state: RunState::Running,
+                        events: 1_000 * (i + 1),
+                        events_in_interval: 1_000,
+                        events_per_sec: 1_000.0,
+                        ..MetricsSnapshot::default()
+                    };
+                    shape(i, &mut s);
+                    s
+                })
+                .collect();
+            let mut sum = Summary {
+                events: 1_000 * n,
+                processing_secs: n as f64,
+                events_per_sec: 1_000.0,
+                ..Summary::default()
+            };
+            summary(&mut sum);
+            Run {
+                derived: profile.derived(crate::backend::STATE_COLUMN_FAMILIES.len()),
+                profile,
+                summary: sum,
+                snapshots,
+            }
+        }
+
+        pub fn findings(&self, id: &str) -> Vec<Finding> {
+            advise(&Input {
+                profile: &self.profile,
+                derived: &self.derived,
+                summary: &self.summary,
+                snapshots: &self.snapshots,
+            })
+            .into_iter()
+            .filter(|f| f.id == id)
+            .collect()
+        }
+    }
+
+    pub fn profile(name: &str, edits: &[(&str, &str)]) -> Profile {
+        edits
+            .iter()
+            .fold(Profile::load(name).unwrap(), |p, (k, v)| {
+                p.edited(k, v).unwrap()
+            })
+    }
+}
