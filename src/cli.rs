@@ -44,6 +44,18 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// Run a field report's configuration trap broken and fixed side by side; exit 0 when the
     /// contrast reproduced, 1 when it did not. Without a name, list the traps.
     Reproduce(ReproduceArgs),
+    /// A profile in the formats users deploy: a Flink 1.20 config.yaml fragment, the RocksDB
+    /// OPTIONS file RocksDB writes for it, or statebench YAML with every knob spelled out.
+    Export {
+        /// A profile YAML file or a built-in name.
+        #[arg(short, long)]
+        profile: String,
+        #[arg(long, value_enum)]
+        format: crate::export::Format,
+        /// Write here (atomically) instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
     /// The advisor's findings for a saved JSON report (`run --report`, `tui --report`): what
     /// is wrong, the evidence, and the profile change that fixes it with its memory cost.
     Advise {

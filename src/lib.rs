@@ -6,6 +6,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod engine;
+pub mod export;
 pub mod pipeline;
 mod progress;
 pub mod report;
@@ -34,6 +35,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Workloads(WorkloadsCommand::Show { name }) => commands::workloads::show(&name),
         Command::Reproduce(args) => commands::reproduce::run(args),
         Command::Advise { report, json } => commands::advise::run(&report, json),
+        Command::Export {
+            profile,
+            format,
+            output,
+        } => commands::export::run(&profile, format, output.as_deref()),
     }
 }
 

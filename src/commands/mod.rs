@@ -2,6 +2,7 @@
 //! line, its data directory and its trace.
 
 pub mod advise;
+pub mod export;
 pub mod profiles;
 pub mod reproduce;
 pub mod run;
@@ -77,7 +78,7 @@ pub fn prepare_data_dir(dir: Option<&Path>, reuse: bool) -> anyhow::Result<DataD
     Ok(DataDir::Given(dir.to_path_buf()))
 }
 
-fn check_report_dir(report: Option<&Path>) -> anyhow::Result<()> {
+pub fn check_report_dir(report: Option<&Path>) -> anyhow::Result<()> {
     if let Some(report) = report {
         let parent = report::parent_dir(report);
         if !parent.is_dir() {

@@ -70,7 +70,7 @@ fn check(input: &Input) -> Option<Finding> {
         to_secs: to,
         recommendation,
         memory_cost: 0,
-        note: (!factory.is_empty()).then(|| "`statebench profiles show NAME --flink` lists them as statebench.* settings for the factory".to_string()),
+        note: (!factory.is_empty()).then(|| "`statebench export --format flink` lists them with the RocksJava calls a factory makes".to_string()),
     })
 }
 
