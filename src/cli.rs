@@ -44,6 +44,11 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// Run a field report's configuration trap broken and fixed side by side; exit 0 when the
     /// contrast reproduced, 1 when it did not. Without a name, list the traps.
     Reproduce(ReproduceArgs),
+    /// Run, ask the advisor, apply its recommendations to a new profile (`extends:` the
+    /// original), re-run the same workload and keep a change only when its finding is gone;
+    /// repeat until no finding is left or the rounds run out. Prints before / after for every
+    /// round and writes the tuned profile (and with --report, the proof as JSON).
+    Tune(TuneArgs),
     /// A profile in the formats users deploy: a Flink 1.20 config.yaml fragment, the RocksDB
     /// OPTIONS file RocksDB writes for it, or statebench YAML with every knob spelled out.
     Export {
@@ -220,4 +225,26 @@ impl std::str::FromStr for SinkArg {
             )),
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Rounds of advise, apply and re-run at most.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
+    /// Managed memory the tuned profile may use (default: the profile's own). A fix that needs
+    /// more is not applied; tune says how much it needs.
+    #[arg(long, value_parser = parse_size)]
+    pub memory_budget: Option<crate::config::ByteSize>,
+    /// Where to write the tuned profile (default: <profile>-tuned.yaml here, never over a file).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+fn parse_size(text: &str) -> Result<crate::config::ByteSize, String> {
+    crate::config::ByteSize::parse(text)
+        .filter(|s| s.0 > 0)
+        .ok_or_else(|| format!("invalid size '{text}' (expected e.g. 72mb, 1gb)"))
 }

@@ -34,6 +34,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Workloads(WorkloadsCommand::List) => commands::workloads::list(),
         Command::Workloads(WorkloadsCommand::Show { name }) => commands::workloads::show(&name),
         Command::Reproduce(args) => commands::reproduce::run(args),
+        Command::Tune(args) => commands::tune::run(args),
         Command::Advise { report, json } => commands::advise::run(&report, json),
         Command::Export {
             profile,

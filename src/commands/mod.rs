@@ -7,6 +7,7 @@ pub mod profiles;
 pub mod reproduce;
 pub mod run;
 pub mod tui;
+pub mod tune;
 pub mod workloads;
 
 use std::path::{Path, PathBuf};
