@@ -96,12 +96,14 @@ pub struct JobArgs {
     /// workload's pace, so a shorter run is a prefix of the full one).
     #[arg(long, value_parser = parse_events)]
     pub events: Option<u64>,
-    /// Stop after this much wall-clock time (e.g. 30s, 2m), or at --events, whichever is first.
+    /// Stop after this much running time (e.g. 30s, 2m; pauses do not count), or at --events,
+    /// whichever is first.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<crate::config::Millis>,
-    /// Write the JSON report (summary + every snapshot, per segment: a TUI restart on a new
-    /// profile starts one) to this file, and RocksDB's OPTIONS file beside it. With `tui
-    /// --compare`, B's report goes to <name>-b.json and the A/B table to <name>-compare.txt.
+    /// Write the JSON report (summary, findings and every snapshot, per segment: a TUI restart
+    /// on a new profile starts one) to this file, and RocksDB's OPTIONS file beside it. With
+    /// `tui --compare`, B's report goes to <name>-b.json and the A/B table to
+    /// <name>-compare.txt; `tune` writes its proof (every round) here.
     #[arg(long)]
     pub report: Option<PathBuf>,
 }

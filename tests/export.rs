@@ -124,3 +124,36 @@ fn yaml_export_reads_back_as_the_same_profile() {
         assert_eq!(back.knobs, profile.knobs, "{name}");
     }
 }
+
+#[test]
+fn the_tui_saves_a_profile_in_each_format_never_over_a_file() {
+    use statebench::export::Format;
+    use statebench::tui::save_profile;
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::load("minutes-wbm-sized").unwrap();
+    let names: Vec<String> = [
+        Format::Yaml,
+        Format::Flink,
+        Format::RocksdbOptions,
+        Format::Yaml,
+    ]
+    .into_iter()
+    .map(|f| {
+        let path = save_profile(&profile, f, dir.path()).unwrap();
+        path.file_name().unwrap().to_string_lossy().into_owned()
+    })
+    .collect();
+    assert_eq!(
+        names,
+        [
+            "minutes-wbm-sized-tuned.yaml",
+            "minutes-wbm-sized-tuned-flink.yaml",
+            "minutes-wbm-sized-tuned.OPTIONS",
+            "minutes-wbm-sized-tuned-2.yaml",
+        ]
+    );
+    let flink = std::fs::read_to_string(dir.path().join(&names[1])).unwrap();
+    assert!(flink.contains("state.backend.type: rocksdb"));
+    let options = std::fs::read_to_string(dir.path().join(&names[2])).unwrap();
+    assert!(options.contains("[CFOptions \"window-stats\"]"));
+}

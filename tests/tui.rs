@@ -238,6 +238,16 @@ fn keys_switch_views_edit_knobs_and_quit() {
         }
         other => panic!("{other:?}"),
     }
+    // s asks for a format: f saves as Flink configuration; any other key cancels.
+    assert!(app.update(key(KeyCode::Char('s'))).is_empty());
+    assert!(app.status.contains("y YAML, f Flink"), "{}", app.status);
+    match app.update(key(KeyCode::Char('f'))).as_slice() {
+        [Action::Save(statebench::export::Format::Flink)] => {}
+        other => panic!("{other:?}"),
+    }
+    app.update(key(KeyCode::Char('s')));
+    assert!(app.update(key(KeyCode::Char('x'))).is_empty());
+    assert_eq!(app.status, "not saved");
     // p pauses, q quits.
     match app.update(key(KeyCode::Char('p'))).as_slice() {
         [Action::Pause] => {}

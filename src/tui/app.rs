@@ -49,8 +49,8 @@ pub enum Action {
     /// Stop the run and start it again on this profile (a knob that needs a reopen); the
     /// label says what changed.
     Restart(Box<Profile>, String),
-    /// Write the edited profile as YAML.
-    Save,
+    /// Write the edited profile in this format (`statebench export`'s).
+    Save(crate::export::Format),
     Quit,
 }
 
@@ -150,6 +150,8 @@ pub struct Editor {
     pub input: Option<String>,
     /// A change that needs a restart, waiting for y/n.
     pub confirm: Option<(Box<Profile>, String)>,
+    /// `s` was pressed: the next key picks the format.
+    pub save_prompt: bool,
 }
 
 pub struct App {
@@ -353,6 +355,20 @@ impl App {
 
     /// Keys of the profile view; None when the key is not the editor's.
     fn update_editor(&mut self, key: KeyEvent) -> Option<Vec<Action>> {
+        if std::mem::take(&mut self.editor.save_prompt) {
+            use crate::export::Format;
+            let format = match key.code {
+                KeyCode::Char('y') => Format::Yaml,
+                KeyCode::Char('f') => Format::Flink,
+                KeyCode::Char('o') => Format::RocksdbOptions,
+                _ => {
+                    self.status = "not saved".to_string();
+                    return Some(Vec::new());
+                }
+            };
+            self.status = "saving ...".to_string();
+            return Some(vec![Action::Save(format)]);
+        }
         if let Some((profile, label)) = self.editor.confirm.take() {
             return Some(match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => {
@@ -400,7 +416,13 @@ impl App {
                 self.editor.input = Some(current);
                 Some(Vec::new())
             }
-            KeyCode::Char('s') => Some(vec![Action::Save]),
+            KeyCode::Char('s') => {
+                self.editor.save_prompt = true;
+                self.status =
+                    "save A's profile as: y YAML, f Flink config.yaml, o RocksDB OPTIONS (other key: cancel)"
+                        .to_string();
+                Some(Vec::new())
+            }
             _ => None,
         }
     }

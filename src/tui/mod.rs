@@ -16,6 +16,7 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 
 use crate::config::Profile;
+use crate::export::Format;
 use app::{Action, App, Target};
 use engines::{Engines, Finished, Settings};
 use event::Event;
@@ -159,7 +160,9 @@ fn handle(
                         let restarted = engines.restart(&profile, &label, app.paused)?;
                         app.on_restart(restarted, label);
                     }
-                    Action::Save => save_in_background(app.a.profile.clone(), events_tx.clone()),
+                    Action::Save(format) => {
+                        save_in_background(app.a.profile.clone(), format, events_tx.clone())
+                    }
                 }
             }
         }
@@ -186,30 +189,40 @@ fn handle(
 
 /// Writes the profile on a thread of its own (no file I/O in the loop); the result comes back
 /// as an event.
-fn save_in_background(profile: Profile, events: Sender<Event>) {
+fn save_in_background(profile: Profile, format: Format, events: Sender<Event>) {
     let _ = std::thread::Builder::new()
         .name("statebench-save".into())
         .spawn(move || {
-            let result = save_profile(&profile, Path::new(".")).map_err(|e| format!("{e:#}"));
+            let result =
+                save_profile(&profile, format, Path::new(".")).map_err(|e| format!("{e:#}"));
             let _ = events.send(Event::Saved(result));
         });
 }
 
-/// Writes `profile` as `<name>-tuned.yaml` in `dir`, never over an existing file, atomically
-/// (a temporary file renamed into place).
-pub fn save_profile(profile: &Profile, dir: &Path) -> anyhow::Result<PathBuf> {
-    let stem = format!("{}-tuned", profile.name);
+/// Writes `profile` in `format` (`statebench export`'s) as `<name>-tuned.yaml`,
+/// `<name>-tuned-flink.yaml` or `<name>-tuned.OPTIONS` in `dir`, never over an existing file,
+/// atomically (a temporary file renamed into place).
+pub fn save_profile(profile: &Profile, format: Format, dir: &Path) -> anyhow::Result<PathBuf> {
+    let (suffix, extension) = match format {
+        Format::Yaml => ("", "yaml"),
+        Format::Flink => ("-flink", "yaml"),
+        Format::RocksdbOptions => ("", "OPTIONS"),
+    };
+    let stem = format!("{}-tuned{suffix}", profile.name);
     let path = (1..100)
         .map(|n| {
             if n == 1 {
-                dir.join(format!("{stem}.yaml"))
+                dir.join(format!("{stem}.{extension}"))
             } else {
-                dir.join(format!("{stem}-{n}.yaml"))
+                dir.join(format!("{stem}-{n}.{extension}"))
             }
         })
         .find(|p| !p.exists())
         .context("too many saved profiles here")?;
-    let text = profile.to_yaml(&format!("{} as edited in statebench tui", profile.name));
+    let text = match format {
+        Format::Yaml => profile.to_yaml(&format!("{} as edited in statebench tui", profile.name)),
+        other => crate::export::export(profile, other)?,
+    };
     crate::report::write_atomically(&path, text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)

@@ -18,7 +18,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Enter / e", "profile: edit the selected knob"),
     ("Enter, Esc", "while editing: apply, cancel"),
     ("y", "confirm a restart for a knob that needs one"),
-    ("s", "profile: save the edited profile as YAML"),
+    (
+        "s y/f/o",
+        "profile: save A as YAML, Flink config or OPTIONS",
+    ),
 ];
 
 pub fn render(frame: &mut Frame, area: Rect) {
