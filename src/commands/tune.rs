@@ -17,7 +17,7 @@ use crate::engine::{self, EngineConfig};
 use crate::report::{self, Segment, Summary};
 
 /// One measured run of a profile.
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 struct Measured {
     profile: String,
     summary: Summary,
@@ -95,7 +95,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         }
         if applied.is_empty() {
             rounds.push(Round {
-                before: clone_measured(&before),
+                before: before.clone(),
                 applied,
                 over_budget,
                 after: None,
@@ -118,10 +118,10 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             };
         }
         let any_kept = applied.iter().any(|a| a.kept);
-        let round_before = clone_measured(&before);
+        let round_before = before.clone();
         if applied.iter().all(|a| a.kept) {
             current = candidate;
-            before = clone_measured(&after);
+            before = after.clone();
         } else if any_kept {
             // Keep only the confirmed changes, and measure what that profile does.
             for a in applied.iter().filter(|a| a.kept) {
@@ -245,14 +245,6 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         let _ = writeln!(out, "proof written to {}", path.display());
     }
     Ok(())
-}
-
-fn clone_measured(m: &Measured) -> Measured {
-    Measured {
-        profile: m.profile.clone(),
-        summary: m.summary.clone(),
-        findings: m.findings.clone(),
-    }
 }
 
 /// Runs the job on `profile` in a temporary directory and asks the advisor.

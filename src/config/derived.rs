@@ -17,6 +17,9 @@ pub struct Derived {
     pub write_buffer_manager_capacity: u64,
     pub state_column_families: usize,
     pub write_buffer_budget_per_column_family: u64,
+    /// Managed memory (at this write-buffer ratio) that gives every state column family a full
+    /// write buffer: 2 * M * r / 3 >= n * writebuffer.size, rounded up to a MiB.
+    pub full_buffer_managed_memory: u64,
     pub arena_block_size: u64,
     pub mutable_limit: u64,
     /// Share of the block cache kept for index and filter blocks.
@@ -66,10 +69,11 @@ impl Profile {
                 human_bytes(mutable_limit as f64)
             ));
         }
+        // What would give every state a full write buffer: 2 * M * r / 3 >= n * size.
+        let needed = 3.0 * state_column_families as f64 * k.write_buffer_size.0 as f64 / 2.0;
+        let full_buffer_managed_memory = ((needed / r).ceil() as u64).div_ceil(1 << 20) << 20;
         if per_cf < k.write_buffer_size.0 {
-            // What would give every state a full write buffer: 2 * M * r / 3 >= n * size.
-            let needed = 3.0 * state_column_families as f64 * k.write_buffer_size.0 as f64 / 2.0;
-            let memory_fix = needed / r;
+            let memory_fix = full_buffer_managed_memory as f64;
             let ratio_fix = needed / m;
             // Flink refuses a ratio whose memtables and high-priority pool fill the cache.
             let ratio_ok = ratio_fix < 1.0
@@ -114,6 +118,7 @@ impl Profile {
             write_buffer_manager_capacity: wbm,
             state_column_families,
             write_buffer_budget_per_column_family: per_cf,
+            full_buffer_managed_memory,
             arena_block_size: arena,
             high_pri_pool_ratio: k.high_prio_pool_ratio,
             mutable_limit,

@@ -32,10 +32,7 @@ fn check(input: &Input) -> Option<Finding> {
             && m.wbm_usage as f64 >= FULL * m.wbm_capacity as f64
             && (m.memtable_bytes as f64 / cfs) < SMALL * buffer as f64
     })?;
-    // Flink's memory math: 2 * M * r / 3 >= n * size gives every state a full buffer.
-    let needed = 3.0 * cfs * buffer as f64 / 2.0 / k.write_buffer_ratio;
-    let memory = needed.ceil() as u64;
-    let memory = memory.div_ceil(1 << 20) << 20;
+    let memory = d.full_buffer_managed_memory;
     let stalled = input.summary.stall_micros > 0;
     Some(Finding {
         id: RULE.id,
