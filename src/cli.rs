@@ -41,8 +41,10 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// List workloads or show one.
     #[command(subcommand)]
     Workloads(WorkloadsCommand),
-    /// Run a field report's configuration trap broken and fixed side by side; exit 0 when the
-    /// contrast reproduced, 1 when it did not. Without a name, list the traps.
+    /// Run a field report's configuration trap broken and fixed side by side, or a case study's
+    /// "before" profile, the advisor's finding for it and its fix re-run; exit 0 when the
+    /// contrast reproduced (the advisor named the cause and the evidence moved), 1 when it did
+    /// not. Without a name, list them.
     Reproduce(ReproduceArgs),
     /// Run, ask the advisor, apply its recommendations to a new profile (`extends:` the
     /// original), re-run the same workload and keep a change only when its finding is gone;
@@ -74,11 +76,13 @@ after y), s saves the edited profile as <name>-tuned.yaml."
 
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
-    /// ttl-too-short | idle-partition | idleness-too-short | same-consumer-group |
-    /// backfill-savepoint
+    /// Traps: ttl-too-short | idle-partition | idleness-too-short | same-consumer-group |
+    /// backfill-savepoint. Case studies the advisor solves: wbm-stall | filter-reads |
+    /// level-sizing | serializer. Without a name: the list.
     pub name: Option<String>,
-    /// Events per side (default: 60000 of `smoke`, or the 60000 of `backfill-catchup` for the
-    /// backfill traps). The event-time pace stays the base workload's.
+    /// Events per side (default: each case's own, listed by `reproduce` with no name; the
+    /// traps run 60000 of `smoke` or `backfill-catchup`). The event-time pace stays the base
+    /// workload's.
     #[arg(long, value_parser = parse_events)]
     pub events: Option<u64>,
 }

@@ -171,6 +171,68 @@ fn help_and_small_terminals_render() {
     }
 }
 
+/// A run on `minutes-wbm-starved` whose snapshots show its trouble: the WriteBufferManager
+/// full while memtables stay small, and 10 % of the running time stalled at the L0 trigger.
+fn starved_fixture() -> App {
+    let mut app = App::new(
+        Workload::load("smoke").unwrap(),
+        Profile::load("minutes-wbm-starved").unwrap(),
+        None,
+    );
+    for i in 0..30 {
+        let mut s = snapshot(i, 1.0);
+        let r = &mut s.rocksdb;
+        r.memory.wbm_capacity = 3 << 20;
+        r.memory.wbm_usage = 3 << 20;
+        r.memory.memtable_bytes = 600 << 10;
+        r.stall.micros = 100_000;
+        r.stall.share = 0.1;
+        r.stall.causes.l0_file_count_delays = 40 * (i + 1);
+        r.tickers.stall_micros = 100_000 * (i + 1);
+        app.on_snapshot(Target::A, s);
+    }
+    app
+}
+
+#[test]
+fn the_advisor_view_shows_live_findings_and_applies_a_fix() {
+    let mut app = starved_fixture();
+    app.update(key(KeyCode::Char('5')));
+    assert_eq!(app.view, View::Advisor);
+    let ids: Vec<&str> = app.a.findings.iter().map(|f| f.id).collect();
+    assert_eq!(ids[..2], ["wbm-budget", "write-stalls"], "{ids:?}");
+    for (w, h) in [(80, 24), (160, 48)] {
+        insta::assert_snapshot!(format!("advisor_{w}x{h}"), render(&app, w, h));
+    }
+    // wbm-budget's fix (managed memory) is live: a applies it at once.
+    match app.update(key(KeyCode::Char('a'))).as_slice() {
+        [Action::Send(Target::A, EngineCommand::Apply { knob, value })] => {
+            assert_eq!(
+                (knob.key(), value.as_str()),
+                ("memory.managed-size", "72mb")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(app.status.contains("+54.0 MiB"), "{}", app.status);
+    // write-stalls at the L0 trigger: more background threads, which needs a reopen: it asks,
+    // and y restarts on the fixed profile.
+    app.update(key(KeyCode::Down));
+    assert!(app.update(key(KeyCode::Char('a'))).is_empty());
+    assert!(app.status.contains("needs a reopen"), "{}", app.status);
+    match app.update(key(KeyCode::Char('y'))).as_slice() {
+        [Action::Restart(profile, label)] => {
+            assert_eq!(profile.knobs.background_jobs, 4);
+            assert_eq!(label, "thread.num=4");
+        }
+        other => panic!("{other:?}"),
+    }
+    // n keeps the running profile.
+    app.update(key(KeyCode::Char('a')));
+    assert!(app.update(key(KeyCode::Char('n'))).is_empty());
+    assert!(app.status.contains("not applied"), "{}", app.status);
+}
+
 fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }

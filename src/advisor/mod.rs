@@ -63,6 +63,9 @@ pub struct Finding {
     pub recommendation: Vec<Change>,
     /// Managed memory the recommendation adds, bytes (0: none).
     pub memory_cost: u64,
+    /// Workload keys the fix changes in the job itself, not in the profile (the serializer).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub job_changes: Vec<Change>,
     /// How to deploy it where a profile key alone does not (an options factory, a workload).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -114,6 +117,16 @@ impl Change {
             key: key.to_string(),
             value: value.to_string(),
         }
+    }
+
+    /// `key<sep>value` for each change, joined by ", " (`sep` ": " reads as YAML, "=" as a
+    /// label).
+    pub fn list(changes: &[Change], sep: &str) -> String {
+        changes
+            .iter()
+            .map(|c| format!("{}{sep}{}", c.key, c.value))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 

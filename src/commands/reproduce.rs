@@ -1,22 +1,40 @@
-//! `statebench reproduce [NAME]`: the configuration traps, broken and fixed side by side.
+//! `statebench reproduce [NAME]`: the configuration traps, broken and fixed side by side, and
+//! the case studies the advisor must solve.
 
 use anyhow::bail;
 
 use super::UsageError;
 use crate::cli::ReproduceArgs;
-use crate::reproduce;
+use crate::reproduce::{self, proofs};
 
 pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
     let Some(name) = args.name else {
+        println!("traps (broken and fixed side by side):");
         for s in reproduce::SCENARIOS {
-            println!("{:<20} {}", s.name, s.story);
+            println!("  {:<20} {}", s.name, s.story);
+        }
+        println!("case studies (the advisor finds the cause, its fix is re-run):");
+        for p in proofs::PROOFS {
+            println!("  {:<20} {}", p.name, p.story);
         }
         return Ok(());
     };
+    if let Some(proof) = proofs::find(&name) {
+        let outcome = proofs::run(proof, args.events)?;
+        print!("{}", proofs::render(proof, &outcome));
+        if !outcome.ok {
+            bail!("'{}' did not reproduce", proof.name);
+        }
+        return Ok(());
+    }
     let Some(scenario) = reproduce::find(&name) else {
-        let known: Vec<&str> = reproduce::SCENARIOS.iter().map(|s| s.name).collect();
+        let known: Vec<&str> = reproduce::SCENARIOS
+            .iter()
+            .map(|s| s.name)
+            .chain(proofs::PROOFS.iter().map(|p| p.name))
+            .collect();
         bail!(UsageError(format!(
-            "unknown trap '{name}' (available: {})",
+            "unknown case '{name}' (available: {})",
             known.join(", ")
         )));
     };

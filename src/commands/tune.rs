@@ -8,13 +8,13 @@ use anyhow::Context as _;
 use serde::Serialize;
 
 use super::Job;
-use crate::advisor::{Finding, Severity};
-use crate::backend::STATE_COLUMN_FAMILIES;
+use crate::advisor::{Change, Finding, Severity};
 use crate::cli::TuneArgs;
 use crate::config::Profile;
 use crate::config::units::human_bytes;
-use crate::engine::{self, EngineConfig};
-use crate::report::{self, Segment, Summary};
+use crate::engine::EngineConfig;
+use crate::report::{self, Summary};
+use crate::reproduce::proofs;
 
 /// One measured run of a profile.
 #[derive(Clone, Serialize)]
@@ -164,7 +164,11 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             let _ = writeln!(out, "  not applied, over the memory budget: {o}");
         }
         if let Some(after) = &r.after {
-            let _ = write!(out, "{}", table(&r.before.summary, &after.summary));
+            let _ = write!(
+                out,
+                "{}",
+                report::render_before_after(&r.before.summary, &after.summary)
+            );
         }
     }
     let changed = current.knob_differences(&original);
@@ -174,24 +178,33 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         .filter(|f| f.severity >= Severity::Warning)
         .collect();
     // Why each finding still stands.
-    let why = |id: &str| {
+    let why = |f: &Finding| {
+        let id = f.id;
+        if f.recommendation.is_empty() && !f.job_changes.is_empty() {
+            return format!(
+                "its fix is in the job, not the profile: {}",
+                Change::list(&f.job_changes, ": ")
+            );
+        }
         if rounds
             .iter()
             .any(|r| r.over_budget.iter().any(|o| o.starts_with(id)))
         {
-            "its fix needs more memory than the budget"
+            "its fix needs more memory than the budget".to_string()
         } else if rounds
             .iter()
             .any(|r| r.applied.iter().any(|a| a.finding == id && !a.kept))
         {
-            "its fix did not remove it in the re-run"
+            "its fix did not remove it in the re-run".to_string()
+        } else if f.recommendation.is_empty() {
+            "nothing in the profile fixes it".to_string()
         } else {
-            "no round left"
+            "no round left".to_string()
         }
     };
     let left_text: Vec<String> = left
         .iter()
-        .map(|f| format!("{} ({})", f.id, why(f.id)))
+        .map(|f| format!("{} ({})", f.id, why(f)))
         .collect();
     if changed.is_empty() {
         let _ = writeln!(
@@ -254,77 +267,17 @@ fn measure(job: &Job, profile: &Profile, what: &str) -> anyhow::Result<Measured>
         .prefix("statebench-tune-")
         .tempdir()
         .context("cannot create a temporary data directory")?;
-    let outcome = engine::run_to_completion(EngineConfig {
+    let (summary, findings) = proofs::measure(EngineConfig {
         events: job.events,
         duration: job.duration,
         trace: job.trace.clone(),
         ..EngineConfig::new(job.workload.clone(), profile.clone(), dir.path())
-    })
-    .context("the run failed")?;
-    let summary = Summary::new(&outcome);
-    let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
-    let findings = Segment::advise(profile, &derived, &summary, &outcome.snapshots);
+    })?;
     Ok(Measured {
         profile: profile.name.clone(),
         summary,
         findings,
     })
-}
-
-/// Before / after / ratio for the numbers the rules cite, and events/s and p99.
-fn table(before: &Summary, after: &Summary) -> String {
-    let rows: [(&str, f64, f64); 9] = [
-        ("events/s", before.events_per_sec, after.events_per_sec),
-        (
-            "event latency p99 (µs)",
-            before.p99_event_latency_us,
-            after.p99_event_latency_us,
-        ),
-        ("flushes", before.flushes as f64, after.flushes as f64),
-        (
-            "write stalls (ms)",
-            before.stall_micros as f64 / 1000.0,
-            after.stall_micros as f64 / 1000.0,
-        ),
-        (
-            "L0 files (max)",
-            before.l0_files_max as f64,
-            after.l0_files_max as f64,
-        ),
-        (
-            "write amplification",
-            before.write_amplification,
-            after.write_amplification,
-        ),
-        (
-            "filter bytes read / lookup",
-            before.filter_bytes_read_per_lookup,
-            after.filter_bytes_read_per_lookup,
-        ),
-        (
-            "block cache hit (%)",
-            before.cache_hit_rate.overall.unwrap_or(f64::NAN) * 100.0,
-            after.cache_hit_rate.overall.unwrap_or(f64::NAN) * 100.0,
-        ),
-        (
-            "active levels (max)",
-            before.active_levels_max as f64,
-            after.active_levels_max as f64,
-        ),
-    ];
-    let mut out = format!(
-        "  {:<28} {:>12} {:>12} {:>8}\n",
-        "", "before", "after", "ratio"
-    );
-    for (name, b, a) in rows {
-        let ratio = if b.is_finite() && a.is_finite() && b != 0.0 {
-            format!("{:.2}", a / b)
-        } else {
-            "-".to_string()
-        };
-        out.push_str(&format!("  {name:<28} {b:>12.1} {a:>12.1} {ratio:>8}\n"));
-    }
-    out
 }
 
 /// Writes the tuned profile as the original plus its changes (`extends:` the original, so the

@@ -15,6 +15,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("ads-hours", include_str!("../../workloads/ads-hours.yaml")),
     ("ads-days", include_str!("../../workloads/ads-days.yaml")),
     (
+        "hours-state",
+        include_str!("../../workloads/hours-state.yaml"),
+    ),
+    (
         "backfill-catchup",
         include_str!("../../workloads/backfill-catchup.yaml"),
     ),

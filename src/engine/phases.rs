@@ -272,6 +272,7 @@ fn finish(
         fresh_state,
         jobs,
         end_of_input_error,
+        serializer: run.config.workload.spec.serializer,
     })
 }
 

@@ -7,6 +7,7 @@ use crate::backend::AccessCounters;
 pub use crate::backend::latency::{Latencies, LatencyRecorder, Op, Percentiles};
 use crate::backend::metrics::RocksDbSample;
 use crate::config::Profile;
+use crate::config::workload::SerializerKind;
 use crate::pipeline::operator::JobCounters;
 use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::SinkCounters;
@@ -164,4 +165,6 @@ pub struct RunOutcome {
     /// A bounded source read to its end: the serving store against the end-of-input truth
     /// (every window expired), independent of the watermark the job reached. None otherwise.
     pub end_of_input_error: Option<ResultError>,
+    /// How the job serialized its state values (the workload's `serializer`).
+    pub serializer: SerializerKind,
 }

@@ -1,7 +1,7 @@
 //! The report for a terminal: each segment's summary, and two profiles side by side.
 
-use super::{Report, Segment};
-use crate::advisor::Finding;
+use super::{Report, Segment, Summary};
+use crate::advisor::{Change, Finding};
 use crate::config::Workload;
 use crate::config::units::human_bytes;
 
@@ -233,21 +233,86 @@ pub fn render_findings(findings: &[Finding]) -> String {
             ));
         }
         if !f.recommendation.is_empty() {
-            let changes: Vec<String> = f
-                .recommendation
-                .iter()
-                .map(|c| format!("{}: {}", c.key, c.value))
-                .collect();
             let cost = if f.memory_cost > 0 {
                 format!(" (+{} managed memory)", human_bytes(f.memory_cost as f64))
             } else {
                 String::new()
             };
-            out.push_str(&format!("      fix: {}{cost}\n", changes.join(", ")));
+            out.push_str(&format!(
+                "      fix: {}{cost}\n",
+                Change::list(&f.recommendation, ": ")
+            ));
+        }
+        if !f.job_changes.is_empty() {
+            out.push_str(&format!(
+                "      fix in the job (workload): {}\n",
+                Change::list(&f.job_changes, ": ")
+            ));
         }
         if let Some(note) = &f.note {
             out.push_str(&format!("      note: {note}\n"));
         }
+    }
+    out
+}
+
+/// Before / after / ratio for the numbers the rules cite, and events/s and p99.
+pub fn render_before_after(before: &Summary, after: &Summary) -> String {
+    let rows: [(&str, f64, f64); 10] = [
+        ("events/s", before.events_per_sec, after.events_per_sec),
+        (
+            "event latency p99 (µs)",
+            before.p99_event_latency_us,
+            after.p99_event_latency_us,
+        ),
+        ("flushes", before.flushes as f64, after.flushes as f64),
+        (
+            "write stalls (ms)",
+            before.stall_micros as f64 / 1000.0,
+            after.stall_micros as f64 / 1000.0,
+        ),
+        (
+            "L0 files (max)",
+            before.l0_files_max as f64,
+            after.l0_files_max as f64,
+        ),
+        (
+            "write amplification",
+            before.write_amplification,
+            after.write_amplification,
+        ),
+        (
+            "filter bytes read / lookup",
+            before.filter_bytes_read_per_lookup,
+            after.filter_bytes_read_per_lookup,
+        ),
+        (
+            "block cache hit (%)",
+            before.cache_hit_rate.overall.unwrap_or(f64::NAN) * 100.0,
+            after.cache_hit_rate.overall.unwrap_or(f64::NAN) * 100.0,
+        ),
+        (
+            "bytes per state write",
+            before.bytes_per_write,
+            after.bytes_per_write,
+        ),
+        (
+            "active levels (max)",
+            before.active_levels_max as f64,
+            after.active_levels_max as f64,
+        ),
+    ];
+    let mut out = format!(
+        "  {:<28} {:>12} {:>12} {:>8}\n",
+        "", "before", "after", "ratio"
+    );
+    for (name, b, a) in rows {
+        let ratio = if b.is_finite() && a.is_finite() && b != 0.0 {
+            format!("{:.2}", a / b)
+        } else {
+            "-".to_string()
+        };
+        out.push_str(&format!("  {name:<28} {b:>12.1} {a:>12.1} {ratio:>8}\n"));
     }
     out
 }

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::backend::metrics::{CacheHitRates, StallCauses, Tickers};
+use crate::config::workload::SerializerKind;
 use crate::engine::{JobSource, MetricsSnapshot, RunOutcome};
 use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::SinkCounters;
@@ -86,24 +87,60 @@ pub struct Summary {
     /// RocksDB's own counters, for cross-checking the job's.
     pub rocksdb_keys_read: u64,
     pub rocksdb_keys_written: u64,
+    /// How state values were serialized, and the bytes of key and value per write (puts and
+    /// write-batch entries) the job handed to RocksDB.
+    pub serializer: SerializerKind,
+    pub bytes_per_write: f64,
     /// How each job read the log: its group, where it started and why, what it skipped.
     pub jobs: Vec<JobSource>,
 }
 
 impl Summary {
     pub fn new(outcome: &RunOutcome) -> Summary {
-        let last = outcome.snapshots.last();
+        let latency = &outcome.latency;
+        Summary {
+            stopped_early: outcome.stopped_early,
+            p50_event_latency_us: latency.event_latency.p50_us,
+            p99_event_latency_us: latency.event_latency.p99_us,
+            p999_event_latency_us: latency.event_latency.p999_us,
+            p99_get_latency_us: latency.get_latency.p99_us,
+            p99_put_latency_us: latency.put_latency.p99_us,
+            p999_put_latency_us: latency.put_latency.p999_us,
+            max_put_latency_us: latency.put_latency.max_us,
+            jobs: outcome.jobs.clone(),
+            result_error: outcome.result_error,
+            result_error_applies: outcome.fresh_state,
+            state_error: outcome.state_error,
+            end_of_input_error: outcome.end_of_input_error,
+            ..Summary::of_snapshots(
+                &outcome.snapshots,
+                outcome.processing_secs,
+                outcome.serializer,
+            )
+        }
+    }
+
+    /// What the snapshots alone tell (the TUI's live findings): latencies are the worst
+    /// interval's, with no run-long histogram to read; the oracle's comparisons are not there.
+    pub fn of_snapshots(
+        snapshots: &[MetricsSnapshot],
+        processing_secs: f64,
+        serializer: SerializerKind,
+    ) -> Summary {
+        let last = snapshots.last();
         // With backfill and catch-up, the summary is the last job's (the earlier job ran on
         // its own RocksDB and is listed under `jobs`).
         let phase = last.map(|s| s.pipeline.phase);
-        let snapshots: Vec<&MetricsSnapshot> = outcome
-            .snapshots
+        let snapshots: Vec<&MetricsSnapshot> = snapshots
             .iter()
             .filter(|s| Some(s.pipeline.phase) == phase)
             .collect();
         let sum = |f: &dyn Fn(&MetricsSnapshot) -> u64| snapshots.iter().map(|s| f(s)).sum::<u64>();
         let max =
             |f: &dyn Fn(&MetricsSnapshot) -> u64| snapshots.iter().map(|s| f(s)).max().unwrap_or(0);
+        let worst = |f: &dyn Fn(&MetricsSnapshot) -> f64| {
+            snapshots.iter().map(|s| f(s)).fold(0.0, f64::max)
+        };
         let tickers: Tickers = last.map(|s| s.rocksdb.tickers).unwrap_or_default();
         let cache = CacheHitRates::from_tickers(&tickers);
         let lookups = sum(&|s| s.rocksdb.lookups.lookups);
@@ -120,20 +157,20 @@ impl Summary {
         let total_ops = ops.gets + ops.puts + ops.deletes + ops.batch_entries;
         Summary {
             events,
-            events_per_sec: if outcome.processing_secs > 0.0 {
-                events as f64 / outcome.processing_secs
+            events_per_sec: if processing_secs > 0.0 {
+                events as f64 / processing_secs
             } else {
                 0.0
             },
-            processing_secs: outcome.processing_secs,
-            stopped_early: outcome.stopped_early,
-            p50_event_latency_us: outcome.latency.event_latency.p50_us,
-            p99_event_latency_us: outcome.latency.event_latency.p99_us,
-            p999_event_latency_us: outcome.latency.event_latency.p999_us,
-            p99_get_latency_us: outcome.latency.get_latency.p99_us,
-            p99_put_latency_us: outcome.latency.put_latency.p99_us,
-            p999_put_latency_us: outcome.latency.put_latency.p999_us,
-            max_put_latency_us: outcome.latency.put_latency.max_us,
+            processing_secs,
+            stopped_early: false,
+            p50_event_latency_us: worst(&|s| s.latency.event_latency.p50_us),
+            p99_event_latency_us: worst(&|s| s.latency.event_latency.p99_us),
+            p999_event_latency_us: worst(&|s| s.latency.event_latency.p999_us),
+            p99_get_latency_us: worst(&|s| s.latency.get_latency.p99_us),
+            p99_put_latency_us: worst(&|s| s.latency.put_latency.p99_us),
+            p999_put_latency_us: worst(&|s| s.latency.put_latency.p999_us),
+            max_put_latency_us: worst(&|s| s.latency.put_latency.max_us),
             stall_micros: tickers.stall_micros,
             stall_counts: last.map(|s| s.rocksdb.stall.causes).unwrap_or_default(),
             write_stopped_samples: sum(&|s| u64::from(s.rocksdb.stall.write_stopped)),
@@ -178,13 +215,19 @@ impl Summary {
             },
             timers_fired: last.map_or(0, |s| s.pipeline.timers_fired),
             sink: last.map(|s| s.pipeline.sink).unwrap_or_default(),
-            jobs: outcome.jobs.clone(),
-            result_error: outcome.result_error,
-            result_error_applies: outcome.fresh_state,
-            state_error: outcome.state_error,
-            end_of_input_error: outcome.end_of_input_error,
+            jobs: Vec::new(),
+            result_error: ResultError::default(),
+            result_error_applies: false,
+            state_error: ResultError::default(),
+            end_of_input_error: None,
             rocksdb_keys_read: tickers.keys_read,
             rocksdb_keys_written: tickers.keys_written,
+            serializer,
+            bytes_per_write: if ops.puts + ops.batch_entries == 0 {
+                0.0
+            } else {
+                ops.put_bytes as f64 / (ops.puts + ops.batch_entries) as f64
+            },
         }
     }
 }

@@ -5,9 +5,12 @@ use std::collections::VecDeque;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::config::profile::KNOBS;
+use crate::advisor::{Change, Finding};
+use crate::backend::STATE_COLUMN_FAMILIES;
+use crate::config::profile::{KNOBS, Knob, is_live};
 use crate::config::{Profile, Workload};
 use crate::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState};
+use crate::report::{Segment, Summary};
 pub use crate::tui::event::{Restarted, Target};
 
 /// Snapshots kept per side for the charts.
@@ -19,10 +22,17 @@ pub enum View {
     Lsm,
     Profile,
     Compare,
+    Advisor,
 }
 
 impl View {
-    pub const ALL: [View; 4] = [View::Dashboard, View::Lsm, View::Profile, View::Compare];
+    pub const ALL: [View; 5] = [
+        View::Dashboard,
+        View::Lsm,
+        View::Profile,
+        View::Compare,
+        View::Advisor,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -30,6 +40,7 @@ impl View {
             View::Lsm => "LSM",
             View::Profile => "Profile",
             View::Compare => "A/B",
+            View::Advisor => "Advisor",
         }
     }
 
@@ -74,6 +85,8 @@ pub struct Side {
     pub min_interval_secs: f64,
     /// Live changes of the current segment already marked.
     pub changes_seen: usize,
+    /// The advisor's findings for the current segment, refreshed with every snapshot.
+    pub findings: Vec<Finding>,
 }
 
 impl Side {
@@ -81,6 +94,7 @@ impl Side {
         Side {
             min_interval_secs: 0.0,
             changes_seen: 0,
+            findings: Vec::new(),
             profile,
             history: VecDeque::with_capacity(HISTORY),
             offset_secs: 0.0,
@@ -127,6 +141,20 @@ impl Side {
             .or_else(|| self.segment().next_back())
     }
 
+    /// The advisor on the current segment's snapshots (at most the last `HISTORY`): what a
+    /// report of the run so far would say, with the worst interval's latencies.
+    fn refresh_findings(&mut self, workload: &Workload) {
+        let snapshots: Vec<MetricsSnapshot> = self.segment().cloned().collect();
+        let running_secs = snapshots
+            .iter()
+            .filter(|s| s.state != RunState::Paused)
+            .map(|s| s.interval_secs)
+            .sum();
+        let summary = Summary::of_snapshots(&snapshots, running_secs, workload.spec.serializer);
+        let derived = self.profile.derived(STATE_COLUMN_FAMILIES.len());
+        self.findings = Segment::advise(&self.profile, &derived, &summary, &snapshots);
+    }
+
     /// Events per second over the current segment's running snapshots (pauses excluded).
     pub fn running_throughput(&self) -> f64 {
         let (events, secs) = self
@@ -152,6 +180,8 @@ pub struct Editor {
     pub confirm: Option<(Box<Profile>, String)>,
     /// `s` was pressed: the next key picks the format.
     pub save_prompt: bool,
+    /// The advisor view's selected finding.
+    pub finding: usize,
 }
 
 pub struct App {
@@ -214,6 +244,7 @@ impl App {
             side.history.pop_front();
         }
         side.history.push_back(snapshot);
+        side.refresh_findings(&self.workload);
         if target == Target::A {
             for change in &new_changes {
                 self.on_change(change);
@@ -264,6 +295,7 @@ impl App {
         self.a.changes_seen = 0;
         self.a.finished = false;
         self.a.profile = restarted.profile;
+        self.a.findings.clear();
         self.marks.push(Mark {
             at_secs: at,
             label: format!("restart {label}"),
@@ -305,8 +337,25 @@ impl App {
                 Vec::new()
             };
         }
+        if let Some((profile, label)) = self.editor.confirm.take() {
+            return match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => {
+                    self.status = format!("restarting on {label} ...");
+                    vec![Action::Restart(profile, label)]
+                }
+                _ => {
+                    self.status = format!("kept the running profile ({label} not applied)");
+                    Vec::new()
+                }
+            };
+        }
         if self.view == View::Profile
             && let Some(actions) = self.update_editor(key)
+        {
+            return actions;
+        }
+        if self.view == View::Advisor
+            && let Some(actions) = self.update_advisor(key)
         {
             return actions;
         }
@@ -345,7 +394,7 @@ impl App {
                 self.view = View::ALL[(self.view.index() + View::ALL.len() - 1) % View::ALL.len()];
                 Vec::new()
             }
-            KeyCode::Char(c @ '1'..='4') => {
+            KeyCode::Char(c @ '1'..='5') => {
                 self.view = View::ALL[(c as usize) - ('1' as usize)];
                 Vec::new()
             }
@@ -368,18 +417,6 @@ impl App {
             };
             self.status = "saving ...".to_string();
             return Some(vec![Action::Save(format)]);
-        }
-        if let Some((profile, label)) = self.editor.confirm.take() {
-            return Some(match key.code {
-                KeyCode::Char('y') | KeyCode::Char('Y') => {
-                    self.status = format!("restarting on {label} ...");
-                    vec![Action::Restart(profile, label)]
-                }
-                _ => {
-                    self.status = format!("kept the running profile ({label} not applied)");
-                    Vec::new()
-                }
-            });
         }
         if let Some(input) = self.editor.input.as_mut() {
             match key.code {
@@ -424,6 +461,119 @@ impl App {
                 Some(Vec::new())
             }
             _ => None,
+        }
+    }
+
+    /// Keys of the advisor view; None when the key is not the advisor's.
+    fn update_advisor(&mut self, key: KeyEvent) -> Option<Vec<Action>> {
+        let count = self.focused().findings.len();
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.editor.finding = self.editor.finding.saturating_sub(1);
+                Some(Vec::new())
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.editor.finding = (self.editor.finding + 1).min(count.saturating_sub(1));
+                Some(Vec::new())
+            }
+            KeyCode::Char('a') | KeyCode::Enter => Some(self.apply_finding()),
+            _ => None,
+        }
+    }
+
+    /// The selected finding's fix on A's running profile: live knobs at once, the others by a
+    /// confirmed restart (all of the fix in one, live knobs included).
+    fn apply_finding(&mut self) -> Vec<Action> {
+        if self.focus == Target::B {
+            self.status = "B's profile is fixed for a fair comparison: apply to A (press b)".into();
+            return Vec::new();
+        }
+        let Some(f) = self
+            .a
+            .findings
+            .get(
+                self.editor
+                    .finding
+                    .min(self.a.findings.len().saturating_sub(1)),
+            )
+            .cloned()
+        else {
+            self.status = "no finding to apply".to_string();
+            return Vec::new();
+        };
+        let list = |changes: &[Change]| Change::list(changes, "=");
+        if f.recommendation.is_empty() {
+            self.status = if f.job_changes.is_empty() {
+                format!("nothing in the profile fixes {}", f.id)
+            } else {
+                format!(
+                    "{}'s fix is in the job ({}): start statebench again with the workload changed",
+                    f.id,
+                    list(&f.job_changes)
+                )
+            };
+            return Vec::new();
+        }
+        let mut edited = self.a.profile.clone();
+        for c in &f.recommendation {
+            match edited.edited(&c.key, &c.value) {
+                Ok(p) => edited = p,
+                Err(e) => {
+                    self.status = format!("{}'s fix not applied: {e}", f.id);
+                    return Vec::new();
+                }
+            }
+        }
+        let label = list(&f.recommendation);
+        let cost = if f.memory_cost > 0 {
+            format!(
+                " (+{} managed memory)",
+                crate::config::units::human_bytes(f.memory_cost as f64)
+            )
+        } else {
+            String::new()
+        };
+        let knobs: Option<Vec<Knob>> = f
+            .recommendation
+            .iter()
+            .map(|c| Knob::from_key(&c.key).filter(|_| is_live(&c.key)))
+            .collect();
+        match knobs {
+            Some(_) if self.a.finished => {
+                self.status = "the run has finished: nothing to apply to live".to_string();
+                Vec::new()
+            }
+            Some(knobs) => {
+                self.status = format!("applying {}'s fix: {label}{cost} ...", f.id);
+                knobs
+                    .into_iter()
+                    .zip(&f.recommendation)
+                    .map(|(knob, c)| {
+                        Action::Send(
+                            Target::A,
+                            EngineCommand::Apply {
+                                knob,
+                                value: c.value.clone(),
+                            },
+                        )
+                    })
+                    .collect()
+            }
+            None if self.b.is_some() => {
+                self.status = format!(
+                    "{}'s fix needs a reopen, which A/B cannot do fairly mid-run: start statebench again with {label}",
+                    f.id
+                );
+                Vec::new()
+            }
+            None => {
+                self.editor.confirm = Some((Box::new(edited), label.clone()));
+                self.status = format!(
+                    "{}'s fix needs a reopen: restart on {label}{cost}? (y/n) — state starts empty",
+                    f.id
+                );
+                Vec::new()
+            }
         }
     }
 

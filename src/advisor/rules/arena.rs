@@ -50,6 +50,7 @@ fn check(input: &Input) -> Option<Finding> {
         to_secs: to,
         recommendation,
         memory_cost: 0,
+        job_changes: Vec::new(),
         note: Some("or give the WriteBufferManager more memory (memory.managed-size, memory.write-buffer-ratio)".to_string()),
     })
 }

@@ -75,6 +75,7 @@ fn check(input: &Input) -> Option<Finding> {
         to_secs: to,
         recommendation: vec![Change::new("memory.partitioned-index-filters", true)],
         memory_cost: 0,
+        job_changes: Vec::new(),
         note: (k.bloom_bits_per_key != crate::config::profile::FLINK_PARTITIONED_BLOOM_BITS)
             .then(|| {
                 format!(

@@ -6,6 +6,7 @@ mod cache;
 mod filter_reads;
 mod levels;
 mod overrides;
+mod serializer;
 mod stalls;
 mod wbm_budget;
 
@@ -27,4 +28,5 @@ pub const RULES: &[Rule] = &[
     levels::RULE,
     arena::RULE,
     overrides::RULE,
+    serializer::RULE,
 ];

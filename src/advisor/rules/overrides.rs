@@ -70,6 +70,7 @@ fn check(input: &Input) -> Option<Finding> {
         to_secs: to,
         recommendation,
         memory_cost: 0,
+        job_changes: Vec::new(),
         note: (!factory.is_empty()).then(|| "`statebench export --format flink` lists them with the RocksJava calls a factory makes".to_string()),
     })
 }

@@ -95,6 +95,7 @@ fn check(input: &Input) -> Option<Finding> {
         to_secs: to,
         recommendation,
         memory_cost: 0,
+        job_changes: Vec::new(),
         note,
     })
 }

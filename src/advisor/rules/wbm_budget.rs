@@ -77,6 +77,7 @@ fn check(input: &Input) -> Option<Finding> {
             crate::config::ByteSize(memory),
         )],
         memory_cost: memory.saturating_sub(k.managed_memory.0),
+        job_changes: Vec::new(),
         note: None,
     })
 }

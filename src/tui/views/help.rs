@@ -8,7 +8,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::panel;
 
 pub const KEYS: &[(&str, &str)] = &[
-    ("1 2 3 4", "dashboard, LSM, profile, A/B"),
+    ("1 .. 5", "dashboard, LSM, profile, A/B, advisor"),
     ("Tab / ← →", "next / previous view"),
     ("p", "pause / resume the run"),
     ("b", "A/B: show side A or B in dashboard, LSM, profile"),
@@ -18,6 +18,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Enter / e", "profile: edit the selected knob"),
     ("Enter, Esc", "while editing: apply, cancel"),
     ("y", "confirm a restart for a knob that needs one"),
+    ("↑ ↓, a", "advisor: select a finding, apply its fix to A"),
     (
         "s y/f/o",
         "profile: save A as YAML, Flink config or OPTIONS",

@@ -1,5 +1,6 @@
 //! Rendering: each view draws from `&App` only.
 
+pub mod advisor;
 pub mod compare;
 pub mod dashboard;
 pub mod help;
@@ -43,6 +44,7 @@ pub fn render(app: &App, frame: &mut Frame) {
             View::Lsm => lsm::render(app, frame, body),
             View::Profile => profile::render(app, frame, body),
             View::Compare => compare::render(app, frame, body),
+            View::Advisor => advisor::render(app, frame, body),
         }
     }
     if app.help {

@@ -1,4 +1,4 @@
-//! `statebench reproduce NAME`: the field reports' configuration traps, each run broken and
+//! The field reports' configuration traps, each run broken and
 //! fixed side by side on a small workload, with the numbers that tell them apart.
 
 use std::fmt::Write as _;

@@ -1,0 +1,8 @@
+//! `statebench reproduce NAME`: the field reports' cases in miniature. Traps (`traps`) run a
+//! broken and a fixed configuration side by side; proofs (`proofs`) run a case study's "before"
+//! profile, ask the advisor, apply its recommendation and show the metric move.
+
+pub mod proofs;
+mod traps;
+
+pub use traps::{Row, SCENARIOS, Scenario, find, render, run};
