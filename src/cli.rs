@@ -51,14 +51,14 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// repeat until no finding is left or the rounds run out. Prints before / after for every
     /// round and writes the tuned profile (and with --report, the proof as JSON).
     Tune(TuneArgs),
-    /// A profile in the formats users deploy: a Flink 1.20 config.yaml fragment, the RocksDB
-    /// OPTIONS file RocksDB writes for it, or statebench YAML with every knob spelled out.
+    /// A profile in the formats users deploy: a Flink 1.20 or 2.x config.yaml fragment, the
+    /// RocksDB OPTIONS file RocksDB writes for it, or statebench YAML with every knob spelled out.
     Export {
         /// A profile YAML file or a built-in name.
         #[arg(short, long)]
         profile: String,
-        #[arg(long, value_enum)]
-        format: crate::export::Format,
+        #[command(flatten)]
+        format: ExportFormat,
         /// Write here (atomically) instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -72,6 +72,17 @@ after y), s saves the edited profile as <name>-tuned.yaml."
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What `export` writes: the format, and for `--format flink` the Flink release.
+#[derive(Debug, Args)]
+pub struct ExportFormat {
+    #[arg(long, value_enum)]
+    pub format: crate::export::Format,
+    /// With `--format flink`: the Flink release the configuration is for [default: 1.20]. 2.x
+    /// keys are checked against Flink 2.0.0's option classes.
+    #[arg(long, value_enum)]
+    pub flink_version: Option<crate::export::FlinkVersion>,
 }
 
 #[derive(Debug, Args)]

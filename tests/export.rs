@@ -1,65 +1,179 @@
 //! `statebench export`: what each format holds, checked against Flink's own key list and
 //! against RocksDB loading the OPTIONS file back.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
+use clap::Parser as _;
 use rocksdb::{Cache, ColumnFamilyDescriptor, DB, Env, Options};
 use statebench::backend::options_file::{OptionsFile, verify};
 use statebench::backend::{ALL_COLUMN_FAMILIES, STATE_COLUMN_FAMILIES};
+use statebench::cli::Cli;
 use statebench::config::Profile;
 use statebench::config::profile::BUILTIN;
-use statebench::export;
+use statebench::export::{self, FlinkVersion};
 
-/// Flink 1.20.1's configuration keys (first column of the list generated from its jar).
-fn flink_keys() -> HashSet<String> {
-    std::fs::read_to_string("src/config/flink-1.20.1-keys.txt")
+/// A Flink release's current configuration keys (first column of the list `parity/flink-keys`
+/// generated from its jar, rows of kind `key`: no deprecated alias, no fallback key).
+fn flink_keys(version: FlinkVersion) -> HashSet<String> {
+    let file = match version {
+        FlinkVersion::V1_20 => "src/config/flink-1.20.1-keys.txt",
+        FlinkVersion::V2 => "src/config/flink-2.0.0-keys.txt",
+    };
+    let keys: HashSet<String> = std::fs::read_to_string(file)
         .unwrap()
         .lines()
         .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split('\t').next().map(str::to_string))
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .filter(|fields| fields.get(2) == Some(&"key"))
+        .map(|fields| fields[0].to_string())
+        .collect();
+    assert!(keys.len() > 200, "{file} holds only {} keys", keys.len());
+    keys
+}
+
+/// `key: value` lines of a `flink` export (comments left out).
+fn key_values(text: &str) -> Vec<(&str, &str)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|line| line.split_once(": ").unwrap())
         .collect()
 }
 
 #[test]
 fn the_flink_export_of_every_shipped_profile_holds_only_flink_keys_and_its_memory() {
-    let keys = flink_keys();
-    for (name, _) in BUILTIN {
-        let profile = Profile::load(name).unwrap();
-        let text = export::flink(&profile);
-        let mut values = std::collections::HashMap::new();
-        for line in text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-        {
-            let (key, value) = line.split_once(": ").unwrap();
-            assert!(
-                keys.contains(key),
-                "{name}: '{key}' is not a Flink 1.20.1 key"
+    for version in [FlinkVersion::V1_20, FlinkVersion::V2] {
+        let keys = flink_keys(version);
+        for (name, _) in BUILTIN {
+            let profile = Profile::load(name).unwrap();
+            let text = export::flink_for(&profile, version);
+            let values: HashMap<&str, &str> = key_values(&text).into_iter().collect();
+            for key in values.keys() {
+                assert!(
+                    keys.contains(*key),
+                    "{name}: '{key}' is not a Flink {} key",
+                    version.name()
+                );
+            }
+            assert_eq!(values["state.backend.type"], "rocksdb");
+            // Flink's own formulas on the exported values give the memory statebench derives
+            // (RocksDBMemoryControllerUtils, the same bytecode in 1.20.1 and 2.0.0).
+            let m = statebench::config::ByteSize::parse(
+                values["state.backend.rocksdb.memory.fixed-per-slot"],
+            )
+            .unwrap()
+            .0 as f64;
+            let r: f64 = values["state.backend.rocksdb.memory.write-buffer-ratio"]
+                .parse()
+                .unwrap();
+            let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+            assert_eq!(
+                ((3.0 - r) * m / 3.0) as u64,
+                derived.block_cache_capacity,
+                "{name}"
             );
-            values.insert(key, value);
+            assert_eq!(
+                (2.0 * m * r / 3.0) as u64,
+                derived.write_buffer_manager_capacity,
+                "{name}"
+            );
         }
-        assert_eq!(values["state.backend.type"], "rocksdb");
-        // Flink's own formulas on the exported values give the memory statebench derives.
-        let m = statebench::config::ByteSize::parse(
-            values["state.backend.rocksdb.memory.fixed-per-slot"],
-        )
-        .unwrap()
-        .0 as f64;
-        let r: f64 = values["state.backend.rocksdb.memory.write-buffer-ratio"]
-            .parse()
-            .unwrap();
-        let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
-        assert_eq!(
-            ((3.0 - r) * m / 3.0) as u64,
-            derived.block_cache_capacity,
-            "{name}"
-        );
-        assert_eq!(
-            (2.0 * m * r / 3.0) as u64,
-            derived.write_buffer_manager_capacity,
-            "{name}"
-        );
     }
+}
+
+#[test]
+fn what_changed_in_flink_2_is_written_for_each_release_as_it_has_it() {
+    let (keys_1, keys_2) = (
+        flink_keys(FlinkVersion::V1_20),
+        flink_keys(FlinkVersion::V2),
+    );
+    let profile = Profile::load("minutes-wbm-starved").unwrap();
+    let v1 = export::flink_for(&profile, FlinkVersion::V1_20);
+    let v2 = export::flink_for(&profile, FlinkVersion::V2);
+    assert_eq!(export::flink(&profile), v1, "1.20 is the default");
+    // The TTL compaction filter's settings are keys in 2.x only: 1.20 reads them from each
+    // state's StateTtlConfig, and its export says so in a comment.
+    for key in [
+        export::TTL_QUERY_TIME_KEY,
+        export::TTL_PERIODIC_COMPACTION_KEY,
+    ] {
+        assert!(keys_2.contains(key) && !keys_1.contains(key), "{key}");
+        assert!(!v1.contains(key), "{key} in the 1.20 export");
+    }
+    let v2_values: HashMap<&str, &str> = key_values(&v2).into_iter().collect();
+    assert_eq!(v2_values[export::TTL_QUERY_TIME_KEY], "1000");
+    assert_eq!(v2_values[export::TTL_PERIODIC_COMPACTION_KEY], "30d");
+    assert!(v1.contains(
+        "# TTL compaction filter (as statebench reproduces it): Flink 1.20 takes its settings \
+         from each state's\n# StateTtlConfig (cleanupInRocksdbCompactFilter; defaults 1000 \
+         entries, 30 days).\n"
+    ));
+    assert!(v2.contains(
+        "# TTL compaction filter (as statebench reproduces it); a state's StateTtlConfig \
+         overrides these:\n"
+    ));
+    // The options factory's interface moved package in 2.0.
+    let factory_1 = "org.apache.flink.contrib.streaming.state.RocksDBOptionsFactory";
+    let factory_2 = "org.apache.flink.state.rocksdb.RocksDBOptionsFactory";
+    assert!(v1.contains(factory_1) && !v1.contains(factory_2));
+    assert!(v2.contains(factory_2) && !v2.contains(factory_1));
+    assert!(v2.contains("#   io.rate-limit-per-sec: 3mb  ->  DBOptions.setRateLimiter"));
+    // Every other line is the same: no profile key changed name in 2.0.
+    let shared = |text: &str| -> Vec<String> {
+        key_values(text)
+            .into_iter()
+            .filter(|(k, _)| !k.starts_with("state.backend.rocksdb.compaction.filter."))
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect()
+    };
+    assert_eq!(shared(&v1), shared(&v2));
+    assert!(
+        v1.starts_with("# statebench profile 'minutes-wbm-starved' as Flink 1.20 configuration")
+    );
+    assert!(
+        v2.starts_with("# statebench profile 'minutes-wbm-starved' as Flink 2.x configuration")
+    );
+}
+
+#[test]
+fn the_flink_version_is_checked_on_the_command_line() {
+    let argv = |version: &str, format: &str| {
+        [
+            "statebench",
+            "export",
+            "-p",
+            "flink-default",
+            "--format",
+            format,
+            "--flink-version",
+            version,
+        ]
+        .map(str::to_string)
+    };
+    let err = Cli::try_parse_from(argv("2.0.0", "flink")).unwrap_err();
+    assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+    let text = err.to_string();
+    assert!(
+        text.contains("invalid value '2.0.0' for '--flink-version")
+            && text.contains("[possible values: 1.20, 2.x]"),
+        "{text}"
+    );
+    // Only the Flink format has a release: with another, the flag is a usage error (exit 2).
+    let err = statebench::run(Cli::try_parse_from(argv("2.x", "yaml")).unwrap()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "--flink-version applies to --format flink only"
+    );
+    assert_eq!(statebench::exit_code(&err), 2);
+    // Written to a file: the 2.x export, as `flink_for` makes it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("config.yaml");
+    let mut args = argv("2.x", "flink").to_vec();
+    args.extend(["-o".to_string(), out.to_string_lossy().into_owned()]);
+    statebench::run(Cli::try_parse_from(args).unwrap()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        export::flink_for(&Profile::load("flink-default").unwrap(), FlinkVersion::V2)
+    );
 }
 
 #[test]

@@ -114,7 +114,7 @@ pub fn cf_options(k: &Knobs) -> Vec<CfOption> {
         o(
             Knob::WriteBufferSize,
             "arena_block_size",
-            TargetOptions::new(k.target, k.write_buffer_size.0)
+            TargetOptions::new(k.target, k.write_buffer_size.0, k.use_direct_reads)
                 .arena_block_size
                 .to_string(),
         ),

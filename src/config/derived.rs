@@ -33,7 +33,11 @@ pub struct Derived {
 impl Profile {
     /// The options the profile's target fixes that no knob sets.
     pub fn target_options(&self) -> TargetOptions {
-        TargetOptions::new(self.knobs.target, self.knobs.write_buffer_size.0)
+        TargetOptions::new(
+            self.knobs.target,
+            self.knobs.write_buffer_size.0,
+            self.knobs.use_direct_reads,
+        )
     }
 
     /// Flink's memory math for `state_column_families` states sharing one WriteBufferManager.

@@ -64,13 +64,15 @@ pub struct TargetOptions {
 }
 
 impl TargetOptions {
-    pub fn new(target: Target, write_buffer_size: u64) -> TargetOptions {
+    pub fn new(target: Target, write_buffer_size: u64, use_direct_reads: bool) -> TargetOptions {
         match target {
             // FRocksDB 6.20.3 sanitizes arena_block_size 0 to write_buffer_size / 8, aligned up
             // to 4 KiB (Flink's RocksDBMemoryControllerUtils checks that figure against the
             // WriteBufferManager); RocksJava's BlockBasedTableConfig writes format_version 5 and
-            // CRC32c; 6.20 has no filter memory optimisation, no compaction readahead and couples
-            // filter partitions to index partitions. Flink attaches its TTL compaction filter to
+            // CRC32c; 6.20 has no filter memory optimisation, couples filter partitions to index
+            // partitions, and reads ahead in compactions only with direct reads (its
+            // SanitizeOptions raises a zero compaction_readahead_size to 2 MiB then; the
+            // OPTIONS file Flink's RocksDB writes shows 2097152, parity/export-check). Flink attaches its TTL compaction filter to
             // every state with a TTL. (Its cache's high-priority pool is a knob of its own.) Its
             // WriteBufferManager flush does not skip column families with a flush pending.
             Target::Flink120 => TargetOptions {
@@ -79,7 +81,7 @@ impl TargetOptions {
                 format_version: 5,
                 checksum: Checksum::Crc32c,
                 optimize_filters_for_memory: false,
-                compaction_readahead_size: 0,
+                compaction_readahead_size: if use_direct_reads { 2 << 20 } else { 0 },
                 ttl_compaction_filter: true,
                 wbm_switches_pending_flush: true,
             },
@@ -104,14 +106,24 @@ mod tests {
 
     #[test]
     fn flink_arena_is_an_eighth_of_the_write_buffer_rocksdb_11_caps_it() {
-        let flink = TargetOptions::new(Target::Flink120, 64 << 20);
-        let rocks = TargetOptions::new(Target::RocksDb118, 64 << 20);
+        let flink = TargetOptions::new(Target::Flink120, 64 << 20, false);
+        let rocks = TargetOptions::new(Target::RocksDb118, 64 << 20, false);
         assert_eq!(flink.arena_block_size, 8 << 20);
         assert_eq!(rocks.arena_block_size, 1 << 20);
         // Aligned up to 4 KiB, as FRocksDB's SanitizeOptions does.
         assert_eq!(
-            TargetOptions::new(Target::Flink120, 1_000_000).arena_block_size,
+            TargetOptions::new(Target::Flink120, 1_000_000, false).arena_block_size,
             126_976
         );
+    }
+
+    #[test]
+    fn flink_reads_ahead_in_compactions_only_with_direct_reads() {
+        let readahead = |direct| {
+            TargetOptions::new(Target::Flink120, 64 << 20, direct).compaction_readahead_size
+        };
+        assert_eq!((readahead(false), readahead(true)), (0, 2 << 20));
+        let rocks = TargetOptions::new(Target::RocksDb118, 64 << 20, false);
+        assert_eq!(rocks.compaction_readahead_size, 2 << 20);
     }
 }

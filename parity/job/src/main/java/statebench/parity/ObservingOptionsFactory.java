@@ -23,6 +23,8 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
 
     /** The statistics of the (one, at parallelism 1) RocksDB instance, read by the harness. */
     static volatile Statistics statistics;
+    /** The rate limiter attached to that instance, if io.rate-limit-per-sec asked for one. */
+    static volatile RateLimiter rateLimiter;
 
     private final Map<String, String> knobs = new TreeMap<>();
 
@@ -79,6 +81,7 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
             RateLimiter limiter = new RateLimiter(rate, 100_000, 10);
             handlesToClose.add(limiter);
             current.setRateLimiter(limiter);
+            rateLimiter = limiter;
         }
         return current;
     }

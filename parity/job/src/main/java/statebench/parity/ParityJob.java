@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -19,6 +20,7 @@ import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.FallbackKey;
+import org.apache.flink.configuration.GlobalConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 
@@ -29,10 +31,17 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * <pre>
  * ParityJob --trace T.csv --windows 1m=60000,5m=300000 --out-of-orderness 3000
  *           --watermark-every 64 --ttl 2592000000 --serializer pojo|kryo
- *           --flink-conf profile.conf --out DIR
+ *           (--flink-conf profile.conf | --flink-conf-dir DIR [--factory-knobs F]) --out DIR
  * </pre>
  *
- * {@code --flink-conf} holds {@code key: value} lines ({@code statebench profiles show --flink}).
+ * {@code --flink-conf} holds {@code key: value} lines ({@code statebench profiles show --flink}),
+ * set one by one here. {@code --flink-conf-dir} is a directory with a {@code config.yaml}
+ * ({@code statebench export --format flink}) that Flink itself loads
+ * ({@link GlobalConfiguration#loadConfiguration(String)}, as a cluster reads its conf/); the knobs
+ * that file can only name in comments, for an options factory, come from {@code --factory-knobs}
+ * ({@code knob: value} lines) and reach {@link ObservingOptionsFactory} as {@code statebench.<knob>}.
+ * With a config directory the operator also flushes {@code window-stats} after measuring and
+ * records the bloom bits per key of the SST file that wrote ({@code parity/export-check}).
  */
 public class ParityJob {
     public static void main(String[] args) throws Exception {
@@ -58,22 +67,38 @@ public class ParityJob {
 
         Configuration conf = new Configuration();
         Map<String, String> profile = new LinkedHashMap<>();
-        for (String line : Files.readAllLines(Path.of(require(opts, "flink-conf")), StandardCharsets.UTF_8)) {
-            line = line.trim();
-            if (line.isEmpty() || line.startsWith("#")) {
-                continue;
+        String confDir = opts.get("flink-conf-dir");
+        boolean exportCheck = confDir != null;
+        if (exportCheck) {
+            // Flink parses the exported config.yaml itself; nothing of it is mapped here.
+            Configuration loaded = GlobalConfiguration.loadConfiguration(confDir);
+            profile.putAll(new TreeMap<>(loaded.toMap()));
+            conf.addAll(loaded);
+            StringBuilder read = new StringBuilder();
+            profile.forEach((k, v) -> read.append(k).append(": ").append(v).append('\n'));
+            Files.writeString(Path.of(out, "flink-loaded-config.txt"), read.toString(), StandardCharsets.UTF_8);
+            // The knobs the export names an options-factory call for: explicitly, to our factory.
+            String factoryKnobs = opts.get("factory-knobs");
+            if (factoryKnobs != null) {
+                readKeyValues(factoryKnobs).forEach((k, v) -> conf.setString(ObservingOptionsFactory.PREFIX + k, v));
             }
-            int colon = line.indexOf(':');
-            profile.put(line.substring(0, colon).trim(), line.substring(colon + 1).trim());
+        } else {
+            profile.putAll(readKeyValues(require(opts, "flink-conf")));
+            profile.forEach(conf::setString);
         }
         Set<String> known = knownRocksDBKeys();
         List<String> unknown = new ArrayList<>();
-        for (Map.Entry<String, String> e : profile.entrySet()) {
-            if (e.getKey().startsWith("state.backend.rocksdb.") && !known.contains(e.getKey())) {
-                unknown.add(e.getKey());
-                System.err.println("parity: Flink 1.20.1 has no option '" + e.getKey() + "' (it would be ignored)");
+        for (String key : profile.keySet()) {
+            if (key.startsWith("state.backend.rocksdb.") && !known.contains(key)) {
+                unknown.add(key);
+                System.err.println("parity: Flink 1.20.1 has no option '" + key + "' (it would be ignored)");
             }
-            conf.setString(e.getKey(), e.getValue());
+        }
+        // The harness's own settings; the exported file must not set them otherwise.
+        for (String key : new String[] {"state.backend.rocksdb.options-factory", "state.backend.rocksdb.localdir"}) {
+            if (profile.containsKey(key)) {
+                throw new IllegalArgumentException("the profile sets '" + key + "', which the parity job sets itself");
+            }
         }
         conf.setString("state.backend.type", "rocksdb");
         conf.setString("state.backend.rocksdb.options-factory", ObservingOptionsFactory.class.getName());
@@ -95,7 +120,8 @@ public class ParityJob {
                         WatermarkStrategy.<TraceEvent>forGenerator(ctx -> new EveryNthEventWatermarks(outOfOrderness, every))
                                 .withTimestampAssigner((e, ts) -> e.eventTime))
                 .keyBy((KeySelector<TraceEvent, String>) e -> e.user, Types.STRING)
-                .transform("frequency", Types.VOID, new ParityOperator(new FrequencyFunction(labels, windows, ttl), out))
+                .transform("frequency", Types.VOID,
+                        new ParityOperator(new FrequencyFunction(labels, windows, ttl), out, exportCheck))
                 .sinkTo(new DiscardingSink<>());
 
         Files.writeString(Path.of(out, "flink-config-check.txt"),
@@ -109,6 +135,20 @@ public class ParityJob {
             System.err.println("parity: the job ended without measuring (no final watermark reached the operator)");
             System.exit(1);
         }
+    }
+
+    /** {@code key: value} lines; blank lines and {@code #} comments skipped. */
+    private static Map<String, String> readKeyValues(String path) throws Exception {
+        Map<String, String> values = new LinkedHashMap<>();
+        for (String line : Files.readAllLines(Path.of(path), StandardCharsets.UTF_8)) {
+            line = line.trim();
+            if (line.isEmpty() || line.startsWith("#")) {
+                continue;
+            }
+            int colon = line.indexOf(':');
+            values.put(line.substring(0, colon).trim(), line.substring(colon + 1).trim());
+        }
+        return values;
     }
 
     private static String require(Map<String, String> opts, String key) {

@@ -17,7 +17,11 @@ import org.apache.flink.runtime.state.KeyedStateBackend;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.FlushOptions;
 import org.rocksdb.HistogramType;
+import org.rocksdb.RateLimiter;
+import org.rocksdb.RocksDB;
 import org.rocksdb.Statistics;
 import org.rocksdb.TickerType;
 
@@ -33,13 +37,16 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
     private static final long serialVersionUID = 1L;
 
     private final String outDir;
+    /** parity/export-check: also record what the OPTIONS file does not show (see measure). */
+    private final boolean exportCheck;
     private long lastWatermark = Long.MIN_VALUE;
     private long watermarks;
     private boolean measured;
 
-    public ParityOperator(FrequencyFunction function, String outDir) {
+    public ParityOperator(FrequencyFunction function, String outDir, boolean exportCheck) {
         super(function);
         this.outDir = outDir;
+        this.exportCheck = exportCheck;
     }
 
     @Override
@@ -149,6 +156,9 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
             }
         }
         json.put("copied_files", copied);
+        if (exportCheck) {
+            json.put("export_check", exportCheckValues(backend));
+        }
         json.write(Path.of(outDir, "flink.json"));
 
         // Final counts, after the counters were read (this scan reads RocksDB too).
@@ -167,6 +177,33 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
             sb.append(l).append('\n');
         }
         Files.writeString(Path.of(outDir, "flink-final-counts.csv"), sb.toString(), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * What parity/export-check compares beyond the OPTIONS file and LOG (taken after both were
+     * copied): the WriteBufferManager's capacity as Flink computed it, the rate limiter the
+     * options factory attached (read back from RocksDB), and the table properties of the SST file
+     * a flush of {@code window-stats} writes now (its filter size gives the bloom bits per key in
+     * effect, which neither OPTIONS file names).
+     */
+    private Map<String, Object> exportCheckValues(KeyedStateBackend<String> backend) throws Exception {
+        Map<String, Object> values = new TreeMap<>();
+        Field containerField = field(backend.getClass(), "optionsContainer");
+        Object container = containerField.get(backend);
+        Object wbm = container.getClass().getMethod("getWriteBufferManagerCapacity").invoke(container);
+        values.put("write_buffer_manager_capacity", wbm);
+        RateLimiter limiter = ObservingOptionsFactory.rateLimiter;
+        values.put("rate_limiter_bytes_per_second", limiter == null ? 0L : limiter.getBytesPerSecond());
+
+        RocksDB db = (RocksDB) field(backend.getClass(), "db").get(backend);
+        Map<?, ?> states = (Map<?, ?>) field(backend.getClass(), "kvStateInformation").get(backend);
+        Object info = states.get("window-stats");
+        ColumnFamilyHandle handle = (ColumnFamilyHandle) info.getClass().getField("columnFamilyHandle").get(info);
+        try (FlushOptions flush = new FlushOptions().setWaitForFlush(true)) {
+            db.flush(flush, handle);
+        }
+        values.put("window_stats_table_properties", db.getProperty(handle, "rocksdb.aggregated-table-properties"));
+        return values;
     }
 
     /** A tiny JSON writer: strings, numbers, booleans, lists of strings and nested maps. */
