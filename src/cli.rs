@@ -72,6 +72,58 @@ after y), s saves the edited profile as <name>-tuned.yaml."
         #[arg(long)]
         json: bool,
     },
+    /// Run a fixed suite of short workload x profile cases and compare them with a baseline:
+    /// counters noise cannot move (RocksDB ops and bytes written per event, result error) and
+    /// flush-driven ones with a noise allowance (write amplification, flushes, stalls, block
+    /// and filter reads per lookup), and timings as ratios to the suite's first case. Exits 1
+    /// on a regression: a CI gate for a state backend configuration (--profile) or statebench.
+    Bench(BenchArgs),
+    /// Two JSON reports (`run --report`) metric by metric: A, B and B / A for every number of
+    /// their summaries (the last segment of each).
+    Compare {
+        a: PathBuf,
+        b: PathBuf,
+        /// Show every metric, also those equal on both sides.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// ci: five cases, about a minute (what CI runs); full: more cases and events.
+    #[arg(long, value_enum, default_value = "ci")]
+    pub suite: crate::bench::Suite,
+    /// Run every case on this profile (YAML file or built-in) instead of its own: the
+    /// configuration under test. Cases keep their names, so a baseline still matches.
+    #[arg(short, long)]
+    pub profile: Option<String>,
+    /// Only these cases (comma-separated; --list shows the suite's).
+    #[arg(long, value_delimiter = ',')]
+    pub case: Vec<String>,
+    /// Compare with this baseline (written by --save-baseline) and exit 1 on a regression.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Write the results as a baseline for later runs.
+    #[arg(long)]
+    pub save_baseline: Option<PathBuf>,
+    /// Percent a metric may get worse before it is a regression (counters with run-to-run
+    /// noise get at least their measured noise allowance, shown by --verbose).
+    #[arg(long, default_value_t = 5.0)]
+    pub max_regression: f64,
+    /// Also gate the timings (events/s and p99, as ratios to the suite's first case).
+    #[arg(long)]
+    pub timings: bool,
+    /// Also write the results for benchmark dashboards: github-action-benchmark's
+    /// customSmallerIsBetter JSON (throughput as time per event relative to the first case).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Show every metric of the comparison, not only those that moved.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// List the suite's cases and exit.
+    #[arg(long)]
+    pub list: bool,
 }
 
 /// What `export` writes: the format, and for `--format flink` the Flink release.

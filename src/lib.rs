@@ -2,6 +2,7 @@
 
 pub mod advisor;
 pub mod backend;
+pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -36,6 +37,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Reproduce(args) => commands::reproduce::run(args),
         Command::Tune(args) => commands::tune::run(args),
         Command::Advise { report, json } => commands::advise::run(&report, json),
+        Command::Bench(args) => commands::bench::run(args),
+        Command::Compare { a, b, all } => commands::compare::run(&a, &b, all),
         Command::Export {
             profile,
             format,

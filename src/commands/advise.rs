@@ -11,7 +11,8 @@ use crate::config::Profile;
 use crate::engine::MetricsSnapshot;
 use crate::report::{self, Segment, Summary};
 
-pub fn run(path: &Path, json: bool) -> anyhow::Result<()> {
+/// A saved report's segments (schema 2), or the one run of a schema-1 report.
+pub(super) fn read_segments(path: &Path) -> anyhow::Result<Vec<Value>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("cannot read the report {}: {e}", path.display())))?;
     let report: Value = serde_json::from_str(&text).map_err(|e| {
@@ -20,19 +21,20 @@ pub fn run(path: &Path, json: bool) -> anyhow::Result<()> {
             path.display()
         ))
     })?;
-    let origin = path.display().to_string();
-    // Schema 2: a list of segments; schema 1: one run at the top level.
-    let segments: Vec<&Value> = match report["schema_version"].as_u64() {
-        Some(2) => report["segments"]
-            .as_array()
-            .map(|s| s.iter().collect())
-            .unwrap_or_default(),
-        Some(1) => vec![&report],
+    match report["schema_version"].as_u64() {
+        Some(2) => Ok(report["segments"].as_array().cloned().unwrap_or_default()),
+        Some(1) => Ok(vec![report]),
         other => bail!(UsageError(format!(
-            "{origin}: schema_version {} is not one this build reads (1 or 2)",
+            "{}: schema_version {} is not one this build reads (1 or 2)",
+            path.display(),
             other.map_or("missing".to_string(), |v| v.to_string())
         ))),
-    };
+    }
+}
+
+pub fn run(path: &Path, json: bool) -> anyhow::Result<()> {
+    let segments = read_segments(path)?;
+    let origin = path.display().to_string();
     let mut all = Vec::new();
     for (i, segment) in segments.iter().enumerate() {
         let at = if segments.len() > 1 {

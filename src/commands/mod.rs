@@ -2,6 +2,8 @@
 //! line, its data directory and its trace.
 
 pub mod advise;
+pub mod bench;
+pub mod compare;
 pub mod export;
 pub mod profiles;
 pub mod reproduce;

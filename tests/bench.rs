@@ -1,0 +1,109 @@
+//! The bench gate end to end: a baseline passes against itself, a degraded configuration is
+//! caught by the counters, and bad input is a usage error.
+
+use clap::Parser;
+use serde_json::Value;
+use statebench::cli::Cli;
+
+fn run(args: &[&str]) -> anyhow::Result<()> {
+    let mut argv = vec!["statebench"];
+    argv.extend_from_slice(args);
+    statebench::run(Cli::try_parse_from(argv)?)
+}
+
+#[test]
+fn a_baseline_passes_against_itself_and_a_starved_write_buffer_manager_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("b.json");
+    let dash = dir.path().join("dash.json");
+    let base_s = base.to_str().unwrap();
+    run(&[
+        "bench",
+        "--case",
+        "minutes-sized",
+        "--save-baseline",
+        base_s,
+        "--json",
+        dash.to_str().unwrap(),
+    ])
+    .unwrap();
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    assert_eq!(saved["cases"][0]["case"], "minutes-sized");
+    assert_eq!(saved["cases"][0]["values"]["result error (keys)"], 0.0);
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(&dash).unwrap()).unwrap();
+    assert!(
+        dashboard
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "minutes-sized / rocksdb ops / event")
+    );
+
+    run(&["bench", "--case", "minutes-sized", "--baseline", base_s]).unwrap();
+
+    // The same case on the starved profile: forced small flushes and write stops.
+    let err = run(&[
+        "bench",
+        "--case",
+        "minutes-sized",
+        "-p",
+        "minutes-wbm-starved",
+        "--baseline",
+        base_s,
+    ])
+    .unwrap_err();
+    assert!(err.to_string().contains("regressed"), "{err}");
+    assert_eq!(statebench::exit_code(&err), 1);
+}
+
+#[test]
+fn bad_baselines_unknown_cases_and_thresholds_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"not\": \"a baseline\"}").unwrap();
+    for (args, says) in [
+        (
+            vec!["bench", "--baseline", bad.to_str().unwrap()],
+            "is not a statebench bench baseline",
+        ),
+        (
+            vec!["bench", "--baseline", "/no/such/baseline.json"],
+            "cannot read the baseline",
+        ),
+        (
+            vec!["bench", "--case", "no-such-case"],
+            "available: smoke, minutes-sized",
+        ),
+        (
+            vec!["bench", "--max-regression=-3"],
+            "give a percentage of 0 or more",
+        ),
+    ] {
+        let err = run(&args).unwrap_err();
+        assert!(format!("{err:#}").contains(says), "{args:?}: {err:#}");
+        assert_eq!(statebench::exit_code(&err), 2, "{args:?}");
+    }
+}
+
+#[test]
+fn compare_reads_two_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    for (path, profile) in [(&a, "flink-default"), (&b, "minutes-wbm-sized")] {
+        run(&[
+            "run",
+            "-q",
+            "--events",
+            "3000",
+            "-p",
+            profile,
+            "--report",
+            path.to_str().unwrap(),
+        ])
+        .unwrap();
+    }
+    run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]).unwrap();
+    let err = run(&["compare", a.to_str().unwrap(), "/no/such.json"]).unwrap_err();
+    assert_eq!(statebench::exit_code(&err), 2);
+}
