@@ -164,6 +164,8 @@ pub fn find(name: &str) -> Option<&'static Proof> {
 
 /// What a proof measured.
 pub struct Outcome {
+    /// Events each side was to read (the "before" run may stop at its time limit first).
+    pub requested: u64,
     pub before: Summary,
     /// Every finding for the "before" run.
     pub findings: Vec<Finding>,
@@ -220,6 +222,7 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
     let named = findings.iter().find(|f| f.id == proof.finding).cloned();
     let Some(finding) = &named else {
         return Ok(Outcome {
+            requested: events,
             before,
             findings,
             named,
@@ -266,6 +269,7 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
         .collect();
     let ok = checks.iter().all(|c| c.4);
     Ok(Outcome {
+        requested: events,
         before,
         findings,
         named,
@@ -287,7 +291,7 @@ pub fn render(proof: &Proof, outcome: &Outcome) -> String {
         proof.workload,
         outcome.before.events,
         match proof.limit {
-            Some(limit) if outcome.before.stopped_early => format!(
+            Some(limit) if outcome.before.events < outcome.requested => format!(
                 " (stopped at its {} s limit; the after run reads as many)",
                 limit.as_secs()
             ),
