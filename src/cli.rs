@@ -81,7 +81,9 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// Two JSON reports (`run --report`) metric by metric: A, B and B / A for every number of
     /// their summaries (the last segment of each).
     Compare {
+        /// The first report (A).
         a: PathBuf,
+        /// The second report (B), shown against A.
         b: PathBuf,
         /// Show every metric, also those equal on both sides.
         #[arg(long)]
@@ -91,7 +93,7 @@ after y), s saves the edited profile as <name>-tuned.yaml."
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// ci: five cases, about a minute (what CI runs); full: more cases and events.
+    /// ci: four cases, under a minute (what CI runs); full: more cases and events.
     #[arg(long, value_enum, default_value = "ci")]
     pub suite: crate::bench::Suite,
     /// Run every case on this profile (YAML file or built-in) instead of its own: the
