@@ -2,6 +2,7 @@
 //! generic one (Flink's Kryo bytes), for each value size the job writes.
 
 use std::hint::black_box;
+use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
 
@@ -10,6 +11,10 @@ use super::fixture::{self, KINDS};
 pub fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("serializer");
     group.throughput(Throughput::Elements(1));
+    // Nanoseconds per call: a short measurement settles; 20 benches at criterion's default
+    // 3 s + 5 s would take minutes.
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(2));
     let mut sizes = Vec::new();
     for (value_name, value) in fixture::values() {
         for (kind_name, kind) in KINDS {
