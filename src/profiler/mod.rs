@@ -27,6 +27,9 @@ pub const FREQUENCY: i32 = 199;
 /// The sampler's own thread (its stacks are `metrics sampling`).
 pub const THREAD_NAME: &str = "statebench-cpu";
 
+/// The name of a frame without a symbol (pprof's word for it).
+const UNKNOWN: &str = "Unknown";
+
 /// Frames listed per interval in a snapshot's `top_frames`.
 pub const TOP_FRAMES: usize = 8;
 
@@ -206,6 +209,18 @@ pub struct Stack {
 }
 
 impl Stack {
+    /// The function that ran: the leaf, or for code without symbols (the vDSO's clock, a
+    /// stripped library) its caller's name.
+    pub fn leaf(&self) -> String {
+        match self.frames.as_slice() {
+            [] => UNKNOWN.to_string(),
+            [leaf, caller, ..] if leaf.as_ref() == UNKNOWN => {
+                format!("{UNKNOWN} (called from {caller})")
+            }
+            [leaf, ..] => leaf.to_string(),
+        }
+    }
+
     pub fn new(thread: &str, frames: Vec<Arc<str>>) -> Stack {
         Stack {
             bucket: buckets::classify(thread, &frames),
@@ -260,16 +275,15 @@ impl CpuProfile {
     /// The bucket shares and top self frames.
     pub fn sample(&self) -> CpuSample {
         let mut buckets: HashMap<Bucket, u64> = HashMap::new();
-        let mut frames: HashMap<(&str, Bucket), u64> = HashMap::new();
+        let mut frames: HashMap<(String, Bucket), u64> = HashMap::new();
         for (stack, samples) in self.stacks() {
             *buckets.entry(stack.bucket).or_default() += samples;
-            let leaf = stack.frames.first().map_or("Unknown", |f| f.as_ref());
-            *frames.entry((leaf, stack.bucket)).or_default() += samples;
+            *frames.entry((stack.leaf(), stack.bucket)).or_default() += samples;
         }
         CpuSample::from_counts(
             self.samples(),
             &buckets,
-            frames.into_iter().map(|((f, b), n)| (f, b, n)),
+            frames.iter().map(|((f, b), n)| (f.as_str(), *b, *n)),
         )
     }
 
@@ -555,11 +569,11 @@ impl Symbols {
             raw.push(
                 symbol
                     .name()
-                    .map_or_else(|| b"Unknown".to_vec(), |n| n.as_bytes().to_vec()),
+                    .map_or_else(|| UNKNOWN.as_bytes().to_vec(), |n| n.as_bytes().to_vec()),
             );
         });
         if raw.is_empty() {
-            raw.push(b"Unknown".to_vec());
+            raw.push(UNKNOWN.as_bytes().to_vec());
         }
         let names: Vec<Arc<str>> = raw
             .into_iter()
@@ -650,6 +664,22 @@ mod tests {
 
     fn stack(thread: &str, frames: &[&str]) -> Stack {
         Stack::new(thread, frames.iter().map(|f| Arc::from(*f)).collect())
+    }
+
+    #[test]
+    fn code_without_symbols_is_named_by_its_caller() {
+        let vdso = stack(
+            "statebench-engi",
+            &[
+                "Unknown",
+                "__GI___clock_gettime",
+                "<std::time::Instant>::elapsed",
+                "statebench::backend::StateAccess::get",
+            ],
+        );
+        assert_eq!(vdso.leaf(), "Unknown (called from __GI___clock_gettime)");
+        assert_eq!(vdso.bucket, Bucket::MetricsSampling);
+        assert_eq!(stack("main", &["Unknown"]).leaf(), "Unknown");
     }
 
     #[test]
