@@ -111,7 +111,19 @@ pub struct Rule {
 /// The bucket rules, highest priority first. Frame patterns are substrings of demangled names.
 pub const RULES: &[Rule] = &[
     // Background work first: a block read, a checksum or a compression inside a compaction or
-    // a flush is the cost of that compaction or flush.
+    // a flush is the cost of that compaction or flush. Flush before compaction: a flush builds
+    // its table through a CompactionIterator.
+    Rule {
+        bucket: Bucket::Flush,
+        frames: &[
+            "rocksdb::FlushJob::",
+            "rocksdb::BuildTable",
+            "rocksdb::DBImpl::BackgroundFlush",
+            "rocksdb::DBImpl::BackgroundCallFlush",
+            "rocksdb::DBImpl::BGWorkFlush",
+        ],
+        threads: &[],
+    },
     Rule {
         bucket: Bucket::Compaction,
         frames: &[
@@ -122,17 +134,6 @@ pub const RULES: &[Rule] = &[
             "rocksdb::DBImpl::BackgroundCallCompaction",
             "rocksdb::DBImpl::BGWorkCompaction",
             "rocksdb::DBImpl::BGWorkBottomCompaction",
-        ],
-        threads: &[],
-    },
-    Rule {
-        bucket: Bucket::Flush,
-        frames: &[
-            "rocksdb::FlushJob::",
-            "rocksdb::BuildTable",
-            "rocksdb::DBImpl::BackgroundFlush",
-            "rocksdb::DBImpl::BackgroundCallFlush",
-            "rocksdb::DBImpl::BGWorkFlush",
         ],
         threads: &[],
     },
@@ -168,6 +169,7 @@ pub const RULES: &[Rule] = &[
             "rocksdb::UncompressBlockData",
             "rocksdb::UncompressSerializedBlock",
             "rocksdb::DecompressBlockData",
+            "rocksdb::DecompressSerializedBlock",
             "rocksdb::Decompressor",
             "Decompressor::Decompress",
             "LZ4_decompress*",
@@ -323,143 +325,254 @@ fn matches(frame: &str, pattern: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// Stacks recorded from `statebench run --profile-cpu` (leaf first; argument lists cut).
-    fn stack(text: &str) -> Vec<&str> {
-        text.lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect()
+    /// Stacks recorded from `statebench run -w ads-hours --profile-cpu` (hours-monolithic-filter
+    /// and hours-partitioned-filter), leaf first, as the profile's protobuf holds them (names
+    /// pass through `short_name` as the sampler's do), cut below the job's loop.
+    fn classify_recorded(thread: &str, recorded: &str) -> Bucket {
+        let frames: Vec<&str> = recorded
+            .split(" <- ")
+            .map(|f| super::super::short_name(f.trim()))
+            .collect();
+        classify(thread, &frames)
     }
 
+    const ENGINE: &str = "statebench-engi";
+
+    const GET_FROM_FILTER: &str = "rocksdb::FullFilterBlockReader::MayMatch <- \
+        rocksdb::BlockBasedTable::FullFilterKeyMayMatch <- rocksdb::BlockBasedTable::Get <- \
+        rocksdb::TableCache::Get <- rocksdb::Version::Get <- rocksdb::DBImpl::GetImpl <- \
+        rocksdb::DBImpl::GetImpl <- rocksdb::DBImpl::Get <- rocksdb_get_pinned_cf <- \
+        rocksdb::db::DBCommon<T,D>::get_pinned_cf_opt <- \
+        statebench::pipeline::operator::read_decrement <- \
+        <statebench::pipeline::operator::FrequencyJob as statebench::pipeline::operator::Operator>::on_event <- \
+        statebench::engine::job::JobRunner::drive";
+
     #[test]
-    fn a_checksum_under_a_filter_reader_is_a_filter_block_read() {
-        let frames = stack(
-            "XXH3_64bits
-             rocksdb::VerifyBlockChecksum
-             rocksdb::BlockFetcher::ReadBlockContents
-             rocksdb::BlockBasedTable::RetrieveBlock<rocksdb::ParsedFullFilterBlock>
-             rocksdb::FilterBlockReaderCommon<rocksdb::ParsedFullFilterBlock>::ReadFilterBlock
-             rocksdb::FullFilterBlockReader::MayMatch
-             rocksdb::BlockBasedTable::FullFilterKeyMayMatch
-             rocksdb::BlockBasedTable::Get
-             rocksdb::Version::Get
-             rocksdb::DBImpl::GetImpl
-             statebench::backend::StateBackend::get
-             statebench::pipeline::operator::FrequencyOperator::on_event",
+    fn a_monolithic_filters_checksum_and_io_are_filter_block_reads() {
+        let read = "rocksdb::BlockFetcher::ReadBlock <- rocksdb::BlockFetcher::ReadBlockContents <- \
+            std::enable_if<((rocksdb::ParsedFullFilterBlock::kCacheEntryRole)==((rocksdb::CacheEntryRole)13))||(true), rocksdb::Status>::type rocksdb::BlockBasedTable::MaybeReadBlockAndLoadToCache<rocksdb::ParsedFullFilterBlock> <- \
+            std::enable_if<((rocksdb::ParsedFullFilterBlock::kCacheEntryRole)==((rocksdb::CacheEntryRole)13))||(true), rocksdb::Status>::type rocksdb::BlockBasedTable::RetrieveBlock<rocksdb::ParsedFullFilterBlock> <- \
+            rocksdb::FilterBlockReaderCommon<rocksdb::ParsedFullFilterBlock>::ReadFilterBlock <- \
+            rocksdb::FilterBlockReaderCommon<rocksdb::ParsedFullFilterBlock>::GetOrReadFilterBlock";
+        let checksum = format!(
+            "unsigned int rocksdb::crc32c::ExtendImpl<&rocksdb::crc32c::DefaultCRC32(unsigned long*, unsigned char const**)> <- \
+             rocksdb::ComputeBuiltinChecksum <- rocksdb::VerifyBlockChecksum <- {read} <- {GET_FROM_FILTER}"
         );
         assert_eq!(
-            classify("statebench-engine", &frames),
+            classify_recorded(ENGINE, &checksum),
             Bucket::FilterBlockReads
         );
+        let io = format!(
+            "__libc_pread64 <- __libc_pread64 <- rocksdb::PosixRandomAccessFile::Read <- \
+             rocksdb::RandomAccessFileReader::Read <- {read} <- {GET_FROM_FILTER}"
+        );
+        assert_eq!(classify_recorded(ENGINE, &io), Bucket::FilterBlockReads);
     }
 
     #[test]
-    fn a_checksum_of_a_data_block_is_checksum_verification() {
-        let frames = stack(
-            "XXH3_64bits
-             rocksdb::VerifyBlockChecksum
-             rocksdb::BlockFetcher::ReadBlockContents
-             rocksdb::BlockBasedTable::RetrieveBlock<rocksdb::Block_kData>
-             rocksdb::BlockBasedTable::Get
-             rocksdb::DBImpl::GetImpl",
+    fn a_partitioned_filters_probe_is_a_filter_block_read() {
+        let probe = "rocksdb::(anonymous namespace)::FastLocalBloomBitsReader::MayMatch <- \
+            rocksdb::FullFilterBlockReader::MayMatch <- rocksdb::PartitionedFilterBlockReader::MayMatch <- \
+            rocksdb::PartitionedFilterBlockReader::KeyMayMatch <- \
+            rocksdb::BlockBasedTable::FullFilterKeyMayMatch <- rocksdb::BlockBasedTable::Get <- \
+            rocksdb::TableCache::Get <- rocksdb::Version::Get <- rocksdb::DBImpl::GetImpl";
+        assert_eq!(classify_recorded(ENGINE, probe), Bucket::FilterBlockReads);
+    }
+
+    const DATA_BLOCK: &str = "rocksdb::BlockFetcher::ReadBlockContents <- \
+        std::enable_if<((rocksdb::Block_kData::kCacheEntryRole)==((rocksdb::CacheEntryRole)13))||(true), rocksdb::Status>::type rocksdb::BlockBasedTable::MaybeReadBlockAndLoadToCache<rocksdb::Block_kData> <- \
+        std::enable_if<((rocksdb::Block_kData::kCacheEntryRole)==((rocksdb::CacheEntryRole)13))||(true), rocksdb::Status>::type rocksdb::BlockBasedTable::RetrieveBlock<rocksdb::Block_kData> <- \
+        rocksdb::DataBlockIter* rocksdb::BlockBasedTable::NewDataBlockIterator<rocksdb::DataBlockIter> <- \
+        rocksdb::BlockBasedTable::Get <- rocksdb::TableCache::Get <- rocksdb::Version::Get <- \
+        rocksdb::DBImpl::GetImpl <- rocksdb::DBImpl::Get <- rocksdb_get_pinned_cf";
+
+    #[test]
+    fn a_data_blocks_read_checksum_and_decompression_each_have_their_bucket() {
+        let io = format!(
+            "__libc_pread64 <- __libc_pread64 <- rocksdb::PosixRandomAccessFile::Read <- \
+             rocksdb::RandomAccessFileReader::Read <- rocksdb::BlockFetcher::ReadBlock <- {DATA_BLOCK}"
         );
         assert_eq!(
-            classify("statebench-engine", &frames),
+            classify_recorded(ENGINE, &io),
+            Bucket::IndexAndDataBlockReads
+        );
+        let cache = "rocksdb::lru_cache::LRUHandleTable::FindPointer <- \
+            rocksdb::lru_cache::LRUHandleTable::Lookup <- rocksdb::lru_cache::LRUCacheShard::Lookup <- \
+            rocksdb::ShardedCache<rocksdb::lru_cache::LRUCacheShard>::Lookup <- \
+            std::enable_if<((rocksdb::Block_kData::kCacheEntryRole)==((rocksdb::CacheEntryRole)13))||(true), rocksdb::Status>::type rocksdb::BlockBasedTable::GetDataBlockFromCache<rocksdb::Block_kData>";
+        assert_eq!(
+            classify_recorded(ENGINE, cache),
+            Bucket::IndexAndDataBlockReads
+        );
+        let seek = "bool rocksdb::BlockIter<rocksdb::Slice>::BinarySeekRestartPointIndex<rocksdb::DecodeKey> <- \
+            rocksdb::DataBlockIter::SeekImpl <- rocksdb::BlockBasedTable::Get <- rocksdb::TableCache::Get";
+        assert_eq!(
+            classify_recorded(ENGINE, seek),
+            Bucket::IndexAndDataBlockReads
+        );
+        let checksum = format!(
+            "unsigned int rocksdb::crc32c::ExtendImpl<&rocksdb::crc32c::DefaultCRC32(unsigned long*, unsigned char const**)> <- \
+             rocksdb::ComputeBuiltinChecksum <- rocksdb::VerifyBlockChecksum <- \
+             rocksdb::BlockFetcher::ReadBlock <- {DATA_BLOCK}"
+        );
+        assert_eq!(
+            classify_recorded(ENGINE, &checksum),
             Bucket::ChecksumVerification
         );
+        let snappy = format!(
+            "__memcpy_avx512_unaligned_erms <- snappy::MemCopy64 <- \
+             std::pair<unsigned char const*, long> snappy::DecompressBranchless<char*> <- \
+             void snappy::SnappyDecompressor::DecompressAllTags<snappy::SnappyArrayWriter> <- \
+             snappy::RawUncompress <- snappy::RawUncompress <- \
+             rocksdb::(anonymous namespace)::BuiltinDecompressorV2::DecompressBlock <- \
+             rocksdb::DecompressBlockData <- rocksdb::DecompressSerializedBlock <- {DATA_BLOCK}"
+        );
+        assert_eq!(classify_recorded(ENGINE, &snappy), Bucket::Decompression);
     }
 
     #[test]
-    fn a_block_read_inside_a_compaction_is_compaction() {
-        let frames = stack(
-            "pread64
-             rocksdb::PosixRandomAccessFile::Read
-             rocksdb::BlockFetcher::ReadBlockContents
-             rocksdb::BlockBasedTableIterator::SeekToFirst
-             rocksdb::CompactionIterator::Next
-             rocksdb::CompactionJob::ProcessKeyValueCompaction
-             rocksdb::DBImpl::BackgroundCompaction",
-        );
-        assert_eq!(classify("rocksdb:low", &frames), Bucket::Compaction);
+    fn the_memtable_get_and_write_paths() {
+        let get = "rocksdb::InlineSkipList<rocksdb::MemTableRep::KeyComparator const&>::FindGreaterOrEqual <- \
+            rocksdb::(anonymous namespace)::SkipListRep::Get <- rocksdb::MemTable::GetFromTable <- \
+            rocksdb::MemTable::Get <- rocksdb::DBImpl::GetImpl <- rocksdb::DBImpl::GetImpl <- \
+            rocksdb::DBImpl::Get <- rocksdb_get_pinned_cf <- \
+            rocksdb::db::DBCommon<T,D>::get_pinned_cf_opt <- statebench::backend::StateAccess::get <- \
+            statebench::pipeline::operator::read_decrement";
+        assert_eq!(classify_recorded(ENGINE, get), Bucket::Memtable);
+        let delete = "void rocksdb::InlineSkipList<rocksdb::MemTableRep::KeyComparator const&>::FindSpliceForLevel<true> <- \
+            bool rocksdb::InlineSkipList<rocksdb::MemTableRep::KeyComparator const&>::Insert<false> <- \
+            rocksdb::MemTable::Add <- \
+            rocksdb::(anonymous namespace)::MemTableInserter::DeleteImpl(unsigned int, rocksdb::Slice const&, rocksdb::Slice const&, rocksdb::ValueType, rocksdb::ProtectionInfoKVOS<unsigned long> const*) [clone .constprop.0] <- \
+            rocksdb::(anonymous namespace)::MemTableInserter::DeleteCF <- \
+            rocksdb::WriteBatchInternal::Iterate <- rocksdb::WriteBatch::Iterate <- \
+            rocksdb::WriteBatchInternal::InsertInto <- rocksdb::DBImpl::WriteImpl <- \
+            rocksdb::DBImpl::Write <- rocksdb_write <- statebench::backend::StateAccess::write_batch <- \
+            statebench::pipeline::timers::TimerService::poll_due";
+        // RocksDB's work under statebench's timers is RocksDB's.
+        assert_eq!(classify_recorded(ENGINE, delete), Bucket::Memtable);
     }
 
     #[test]
-    fn the_memtable_write_path() {
-        let frames = stack(
-            "rocksdb::InlineSkipList<rocksdb::MemTableRep::KeyComparator const&>::Insert<false>
-             rocksdb::MemTable::Add
-             rocksdb::MemTableInserter::PutCFImpl
-             rocksdb::WriteBatchInternal::InsertInto
-             rocksdb::DBImpl::WriteImpl
-             rocksdb_put_cf
-             statebench::backend::StateBackend::put
-             statebench::pipeline::timers::TimerService::register",
+    fn a_flush_builds_its_table_through_a_compaction_iterator_and_is_still_a_flush() {
+        let flush = "rocksdb::MemTableIterator::key <- rocksdb::CompactionIterator::NextFromInput <- \
+            rocksdb::CompactionIterator::Next <- rocksdb::BuildTable <- \
+            rocksdb::FlushJob::WriteLevel0Table <- rocksdb::FlushJob::Run <- \
+            rocksdb::DBImpl::FlushMemTableToOutputFile <- rocksdb::DBImpl::FlushMemTablesToOutputFiles <- \
+            rocksdb::DBImpl::BackgroundFlush <- rocksdb::DBImpl::BackgroundCallFlush <- \
+            rocksdb::ThreadPoolImpl::Impl::BGThread";
+        assert_eq!(classify_recorded("rocksdb:high", flush), Bucket::Flush);
+        let compress = "snappy::internal::CompressFragment <- snappy::Compress <- \
+            rocksdb::(anonymous namespace)::BuiltinSnappyCompressorV2::CompressBlock <- \
+            rocksdb::BlockBasedTableBuilder::CompressAndVerifyBlock <- \
+            rocksdb::BlockBasedTableBuilder::WriteBlock <- rocksdb::BlockBasedTableBuilder::EmitBlock <- \
+            rocksdb::BlockBasedTableBuilder::Flush <- rocksdb::BlockBasedTableBuilder::Add <- \
+            rocksdb::CompactionOutputs::AddToOutput <- rocksdb::SubcompactionState::AddToOutput <- \
+            rocksdb::CompactionJob::ProcessKeyValue <- rocksdb::CompactionJob::ProcessKeyValueCompaction <- \
+            rocksdb::CompactionJob::RunSubcompactions <- rocksdb::CompactionJob::Run <- \
+            rocksdb::DBImpl::BackgroundCompaction";
+        assert_eq!(
+            classify_recorded("rocksdb:low", compress),
+            Bucket::Compaction
         );
-        assert_eq!(classify("statebench-engine", &frames), Bucket::Memtable);
+        let checksum = "unsigned int rocksdb::crc32c::ExtendImpl<&rocksdb::crc32c::DefaultCRC32(unsigned long*, unsigned char const**)> <- \
+            rocksdb::ComputeBuiltinChecksumWithLastByte <- \
+            rocksdb::BlockBasedTableBuilder::WriteMaybeCompressedBlockImpl <- \
+            rocksdb::BlockBasedTableBuilder::WriteBlock <- rocksdb::BuildTable <- \
+            rocksdb::FlushJob::WriteLevel0Table <- rocksdb::FlushJob::Run";
+        assert_eq!(classify_recorded("rocksdb:high", checksum), Bucket::Flush);
     }
 
     #[test]
     fn statebench_buckets_take_their_module_before_the_pipeline_around_it() {
-        let serializer = stack(
-            "statebench::backend::serializer::Compact::write_stats
-             statebench::pipeline::operator::FrequencyOperator::on_event
-             statebench::engine::job::JobRunner::step",
-        );
+        let on_event = "<statebench::pipeline::operator::FrequencyJob as statebench::pipeline::operator::Operator>::on_event <- \
+            statebench::engine::job::JobRunner::drive <- statebench::engine::phases::finish";
+        let case = |leaf: &str| classify_recorded(ENGINE, &format!("{leaf} <- {on_event}"));
         assert_eq!(
-            classify("statebench-engine", &serializer),
+            case(
+                "statebench::backend::serializer::ValueSerializer::encode_stats <- statebench::pipeline::operator::FrequencyJob::increment"
+            ),
             Bucket::Serialization
         );
-        let timers = stack(
-            "alloc::collections::btree::map::BTreeMap<K,V,A>::insert
-             statebench::pipeline::timers::TimerService::register
-             statebench::pipeline::operator::FrequencyOperator::on_event",
-        );
-        assert_eq!(classify("statebench-engine", &timers), Bucket::Timers);
-        let oracle = stack(
-            "hashbrown::map::HashMap<K,V,S,A>::insert
-             statebench::pipeline::oracle::Oracle::on_event
-             statebench::engine::job::JobRunner::step",
+        assert_eq!(
+            case(
+                "statebench::backend::keys::write_string <- statebench::backend::keys::CompositeKey::set_key"
+            ),
+            Bucket::Serialization
         );
         assert_eq!(
-            classify("statebench-engine", &oracle),
+            case("statebench::pipeline::timers::TimerService::register"),
+            Bucket::Timers
+        );
+        assert_eq!(
+            case(
+                "hashbrown::map::HashMap<K,V,S,A>::insert <- <statebench::pipeline::sink::MemorySink as statebench::pipeline::sink::Sink>::write"
+            ),
             Bucket::OracleAndSink
         );
-        let sampler = stack(
-            "rocksdb::DBImpl::GetIntProperty
-             statebench::backend::metrics::RocksDbSampler::sample
-             statebench::engine::sampler::Sampler::publish",
-        );
-        // RocksDB's own property code is not one of the RocksDB buckets' work: it is sampling.
         assert_eq!(
-            classify("statebench-engine", &sampler),
+            classify_recorded(
+                ENGINE,
+                "statebench::pipeline::oracle::Oracle::compare <- statebench::engine::job::JobRunner::drive"
+            ),
+            Bucket::OracleAndSink
+        );
+        assert_eq!(
+            classify_recorded(
+                ENGINE,
+                "hdrhistogram::Histogram<T>::add <- statebench::backend::latency::LatencyRecorder::take_interval <- \
+                 statebench::engine::sampler::Sampler::publish <- statebench::engine::job::JobRunner::publish <- \
+                 statebench::engine::job::JobRunner::drive"
+            ),
             Bucket::MetricsSampling
         );
-        let operator = stack(
-            "malloc
-             statebench::pipeline::operator::FrequencyOperator::on_event
-             statebench::engine::job::JobRunner::step",
+        assert_eq!(
+            classify_recorded(
+                ENGINE,
+                "<core::str::iter::SplitWhitespace as core::iter::traits::iterator::Iterator>::next <- \
+                 statebench::backend::metrics::level_scores <- statebench::backend::metrics::RocksDbSampler::sample <- \
+                 statebench::engine::sampler::Sampler::publish"
+            ),
+            Bucket::MetricsSampling
         );
-        assert_eq!(classify("statebench-engine", &operator), Bucket::Operator);
+        // A clock read for a latency (the vDSO has no symbols).
+        assert_eq!(
+            case(
+                "Unknown <- __GI___clock_gettime <- <std::sys::pal::unix::time::Timespec>::now <- <std::time::Instant>::elapsed <- statebench::backend::StateAccess::get"
+            ),
+            Bucket::MetricsSampling
+        );
+        assert_eq!(
+            case("statebench::pipeline::operator::Context::advance_watermark"),
+            Bucket::Operator
+        );
     }
 
     #[test]
     fn the_profilers_own_thread_is_metrics_sampling() {
-        let frames = stack(
-            "addr2line::ResUnit::find_function_or_location
-             backtrace::symbolize::resolve_frame",
-        );
+        let own = "<core::str::pattern::StrSearcher>::new <- statebench::profiler::buckets::matches <- \
+            statebench::profiler::buckets::classify <- statebench::profiler::Collector::refresh <- \
+            statebench::profiler::sampler_thread";
         assert_eq!(
-            classify(super::super::THREAD_NAME, &frames),
+            classify_recorded(super::super::THREAD_NAME, own),
             Bucket::MetricsSampling
         );
     }
 
     #[test]
-    fn background_threads_without_a_telling_frame_go_by_thread() {
-        let frames = stack("memcpy\nUnknown");
-        assert_eq!(classify("rocksdb:low", &frames), Bucket::Compaction);
-        assert_eq!(classify("rocksdb:high", &frames), Bucket::Flush);
-        assert_eq!(classify("main", &frames), Bucket::Other);
+    fn background_threads_without_a_telling_frame_go_by_thread_the_rest_is_other() {
+        assert_eq!(
+            classify_recorded("rocksdb:low", "Unknown"),
+            Bucket::Compaction
+        );
+        assert_eq!(classify_recorded("rocksdb:high", "Unknown"), Bucket::Flush);
+        assert_eq!(classify_recorded(ENGINE, "Unknown"), Bucket::Other);
+        assert_eq!(
+            classify_recorded(
+                "statebench",
+                "std::sync::mpmc::Receiver<T>::recv <- statebench::commands::run::run <- statebench::run"
+            ),
+            Bucket::Other
+        );
     }
 
     #[test]

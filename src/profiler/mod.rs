@@ -602,41 +602,61 @@ impl Symbols {
     }
 }
 
-/// A demangled name without its argument list, qualifiers or Rust hash:
-/// `rocksdb::BlockFetcher::ReadBlockContents()` -> `rocksdb::BlockFetcher::ReadBlockContents`,
-/// `statebench::x::y::h0123456789abcdef` -> `statebench::x::y`.
+/// A demangled name without its return type, argument list, qualifiers, clone suffix or Rust
+/// hash: `unsigned int rocksdb::crc32c::ExtendImpl<&DefaultCRC32(unsigned long*)>(unsigned
+/// int, char const*, unsigned long) [clone .constprop.0]` -> `rocksdb::crc32c::ExtendImpl<..>`
+/// (template arguments kept), `statebench::x::y::h0123456789abcdef` -> `statebench::x::y`.
 pub fn short_name(name: &str) -> &str {
-    let mut name = name.trim_end();
+    let mut name = name.trim();
     // Rust's legacy mangling ends in a hash segment.
     if let Some(at) = name.rfind("::h")
         && name.len() - at == 19
         && name[at + 3..].bytes().all(|b| b.is_ascii_hexdigit())
     {
-        name = &name[..at];
+        return &name[..at];
     }
-    // C++: cut the last balanced parenthesis group and what follows it (`const`, `&&`), when
-    // the name ends in one.
-    let trimmed = name
-        .trim_end_matches(" const")
-        .trim_end_matches(" &&")
-        .trim_end_matches(" &")
-        .trim_end_matches(" volatile");
-    if trimmed.ends_with(')') {
+    // GCC's specialised copies: `f(int) [clone .constprop.0] [clone .isra.0]`.
+    while let Some(head) = name.strip_suffix(']')
+        && let Some(at) = head.rfind(" [clone ")
+    {
+        name = &head[..at];
+    }
+    for qualifier in [" const", " volatile", " &&", " &", " noexcept"] {
+        name = name.strip_suffix(qualifier).unwrap_or(name);
+    }
+    // The argument list: the last balanced parenthesis group, when the name ends in one.
+    if name.ends_with(')') {
         let mut depth = 0usize;
-        for (at, c) in trimmed.char_indices().rev() {
+        for (at, c) in name.char_indices().rev() {
             match c {
                 ')' => depth += 1,
                 '(' => {
                     depth = depth.saturating_sub(1);
                     if depth == 0 {
-                        return &trimmed[..at];
+                        name = &name[..at];
+                        break;
                     }
                 }
                 _ => {}
             }
         }
     }
-    name
+    // The return type of a template function: whatever precedes the last space outside
+    // brackets (`operator new` and other operators keep theirs).
+    let mut depth = 0i32;
+    let mut cut = None;
+    for (at, c) in name.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ' ' if depth == 0 && !name[..at].ends_with("operator") => cut = Some(at + 1),
+            _ => {}
+        }
+    }
+    match cut {
+        Some(at) if at < name.len() && !name[..at].contains("operator") => &name[at..],
+        _ => name,
+    }
 }
 
 #[cfg(test)]
@@ -660,6 +680,36 @@ mod tests {
             "rocksdb::(anonymous namespace)::Foo::bar"
         );
         assert_eq!(short_name("XXH3_64bits"), "XXH3_64bits");
+        // Recorded from an hours-monolithic-filter run.
+        assert_eq!(
+            short_name(
+                "unsigned int rocksdb::crc32c::ExtendImpl<&rocksdb::crc32c::DefaultCRC32(unsigned long*, unsigned char const**)>(unsigned int, char const*, unsigned long)"
+            ),
+            "rocksdb::crc32c::ExtendImpl<&rocksdb::crc32c::DefaultCRC32(unsigned long*, unsigned char const**)>"
+        );
+        assert_eq!(
+            short_name(
+                "std::enable_if<((rocksdb::ParsedFullFilterBlock::kCacheEntryRole)==((rocksdb::CacheEntryRole)13))||(true), rocksdb::Status>::type rocksdb::BlockBasedTable::RetrieveBlock<rocksdb::ParsedFullFilterBlock>(rocksdb::FilePrefetchBuffer*, rocksdb::ReadOptions const&) const"
+            ),
+            "rocksdb::BlockBasedTable::RetrieveBlock<rocksdb::ParsedFullFilterBlock>"
+        );
+        assert_eq!(
+            short_name(
+                "rocksdb::(anonymous namespace)::MemTableInserter::DeleteImpl(unsigned int, rocksdb::Slice const&, rocksdb::Slice const&, rocksdb::ValueType, rocksdb::ProtectionInfoKVOS<unsigned long> const*) [clone .constprop.0]"
+            ),
+            "rocksdb::(anonymous namespace)::MemTableInserter::DeleteImpl"
+        );
+        assert_eq!(
+            short_name(
+                "bool rocksdb::InlineSkipList<rocksdb::MemTableRep::KeyComparator const&>::Insert<false>(char const*)"
+            ),
+            "rocksdb::InlineSkipList<rocksdb::MemTableRep::KeyComparator const&>::Insert<false>"
+        );
+        assert_eq!(short_name("operator new(unsigned long)"), "operator new");
+        assert_eq!(
+            short_name("rocksdb::Foo::operator()(int) const"),
+            "rocksdb::Foo::operator()"
+        );
     }
 
     fn stack(thread: &str, frames: &[&str]) -> Stack {
