@@ -162,13 +162,19 @@ pub fn summary_lines(cpu: &CpuSample) -> Vec<(String, String)> {
             items.join(", ")
         }
     };
+    let unsymbolized: f64 = cpu
+        .top_frames
+        .iter()
+        .filter(|f| f.frame.starts_with(UNKNOWN))
+        .map(|f| f.share)
+        .sum();
     let rocksdb: f64 = cpu
         .buckets
         .iter()
         .filter(|b| b.bucket.is_rocksdb())
         .map(|b| b.share)
         .sum();
-    vec![
+    let mut lines = vec![
         (
             format!("CPU by cause ({} samples)", cpu.samples),
             list(
@@ -197,7 +203,18 @@ pub fn summary_lines(cpu: &CpuSample) -> Vec<(String, String)> {
                     .collect(),
             ),
         ),
-    ]
+    ];
+    if unsymbolized > 0.5 {
+        // Symbols are read from the executable's file when first needed.
+        lines.push((
+            "CPU profile warning".to_string(),
+            format!(
+                "{:.0}% of samples have no symbols: was the executable replaced or deleted during the run?",
+                unsymbolized * 100.0
+            ),
+        ));
+    }
+    lines
 }
 
 /// A symbolized stack: its thread, its frames leaf first, and its bucket.
@@ -714,6 +731,37 @@ mod tests {
 
     fn stack(thread: &str, frames: &[&str]) -> Stack {
         Stack::new(thread, frames.iter().map(|f| Arc::from(*f)).collect())
+    }
+
+    #[test]
+    fn the_summary_warns_when_most_samples_have_no_symbols() {
+        let lost = CpuProfile::from_stacks([
+            (stack("statebench-engi", &["Unknown", "Unknown"]), 90),
+            (stack("rocksdb:high", &["Unknown"]), 10),
+        ])
+        .sample();
+        let lines = summary_lines(&lost);
+        assert!(
+            lines
+                .iter()
+                .any(|(label, value)| label == "CPU profile warning"
+                    && value.starts_with("100% of samples have no symbols"))
+        );
+        let fine =
+            CpuProfile::from_stacks([(stack("statebench-engi", &["rocksdb::MemTable::Add"]), 9)])
+                .sample();
+        assert_eq!(
+            summary_lines(&fine)[0],
+            (
+                "CPU by cause (9 samples)".to_string(),
+                "memtable insert/lookup 100.0%".to_string()
+            )
+        );
+        assert!(
+            summary_lines(&fine)
+                .iter()
+                .all(|(l, _)| l != "CPU profile warning")
+        );
     }
 
     #[test]
