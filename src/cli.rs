@@ -199,6 +199,19 @@ pub struct RunArgs {
     /// compare it with another engine's (`parity/`).
     #[arg(long)]
     pub final_counts: Option<PathBuf>,
+    #[command(flatten)]
+    pub cpu: CpuArgs,
+}
+
+/// The CPU profiler, for `run` and `tui`.
+#[derive(Debug, Args)]
+pub struct CpuArgs {
+    /// Sample the CPU of every thread (RocksDB's background threads too) while the run goes:
+    /// shares by cause (filter-block reads, block reads, checksums, compaction, serialization,
+    /// ...) in every snapshot and the summary, and with --report a flamegraph
+    /// (<report>.cpu.svg) and a pprof profile (<report>.cpu.pb) beside the report.
+    #[arg(long)]
+    pub profile_cpu: bool,
 }
 
 #[derive(Debug, Args)]
@@ -215,6 +228,8 @@ pub struct TuiArgs {
     /// With --compare: how long each profile runs before the other gets the machine.
     #[arg(long, value_parser = parse_duration, default_value = "2s")]
     pub slice: crate::config::Millis,
+    #[command(flatten)]
+    pub cpu: CpuArgs,
 }
 
 #[derive(Debug, Subcommand)]

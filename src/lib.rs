@@ -9,6 +9,7 @@ pub mod config;
 pub mod engine;
 pub mod export;
 pub mod pipeline;
+pub mod profiler;
 mod progress;
 pub mod report;
 pub mod reproduce;

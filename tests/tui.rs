@@ -439,3 +439,79 @@ fn ab_scheduler_runs_one_side_at_a_time_and_pause_stops_both() {
     assert_eq!(names(s.tick(t0, true, false)), ["B Resume"]);
     assert!(s.tick(t0 + slice * 3, true, false).is_empty());
 }
+
+/// A CPU sample of `n` samples in the shape of case study 2's hours app: mostly filter-block
+/// reads (their checksum first), some compaction and memtable, a little of statebench's own.
+fn cpu_sample(n: u64) -> statebench::profiler::CpuSample {
+    use statebench::profiler::{CpuProfile, Stack};
+    let stack = |thread: &str, frames: &[&str]| {
+        Stack::new(thread, frames.iter().map(|f| (*f).into()).collect())
+    };
+    CpuProfile::from_stacks([
+        (
+            stack(
+                "statebench-engi",
+                &[
+                    "XXH3_64bits",
+                    "rocksdb::VerifyBlockChecksum",
+                    "rocksdb::BlockFetcher::ReadBlockContents",
+                    "rocksdb::FullFilterBlockReader::MayMatch",
+                ],
+            ),
+            n * 45 / 100,
+        ),
+        (
+            stack(
+                "statebench-engi",
+                &[
+                    "pread64",
+                    "rocksdb::BlockFetcher::ReadBlockContents",
+                    "rocksdb::FullFilterBlockReader::MayMatch",
+                ],
+            ),
+            n * 30 / 100,
+        ),
+        (
+            stack("rocksdb:low", &["rocksdb::CompactionJob::Run"]),
+            n * 10 / 100,
+        ),
+        (
+            stack("statebench-engi", &["rocksdb::MemTable::Add"]),
+            n * 10 / 100,
+        ),
+        (
+            stack(
+                "statebench-engi",
+                &["statebench::pipeline::oracle::Oracle::on_event"],
+            ),
+            n * 5 / 100,
+        ),
+    ])
+    .sample()
+}
+
+#[test]
+fn the_cpu_view_shows_the_buckets_and_top_frames_or_how_to_turn_it_on() {
+    let mut app = fixture(false);
+    app.view = View::Cpu;
+    insta::assert_snapshot!("cpu_off_80x24", render(&app, 80, 24));
+    let mut app = App::new(
+        Workload::load("smoke").unwrap(),
+        Profile::load("flink-default").unwrap(),
+        None,
+    );
+    for i in 0..30 {
+        let mut s = snapshot(i, 1.0);
+        s.cpu = Some(cpu_sample(200));
+        app.on_snapshot(Target::A, s);
+    }
+    app.update(key(KeyCode::Char('6')));
+    assert_eq!(app.view, View::Cpu);
+    let (recent, secs, run) = views::cpu::recent_and_run(&app.a).unwrap();
+    // The live window is the newest five one-second snapshots; the run is all thirty.
+    assert_eq!((recent.samples, secs), (1_000, 5.0));
+    assert_eq!(run.samples, 6_000);
+    for (w, h) in [(80, 24), (160, 48)] {
+        insta::assert_snapshot!(format!("cpu_{w}x{h}"), render(&app, w, h));
+    }
+}

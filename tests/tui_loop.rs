@@ -25,6 +25,7 @@ fn settings() -> Settings {
         duration: None,
         trace: None,
         slice: Duration::from_millis(400),
+        cpu: None,
     }
 }
 

@@ -9,6 +9,7 @@ use crate::cli::{RunArgs, SinkArg};
 use crate::config::Workload;
 use crate::engine::{self, EngineCommand, EngineConfig, SinkConfig};
 use crate::pipeline;
+use crate::profiler;
 use crate::progress::Progress;
 use crate::report::{self, Report, RunSegment};
 
@@ -34,11 +35,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         }
     };
 
+    // Sampling starts before the engine so that RocksDB's opening is in the profile too.
+    let cpu = args
+        .cpu
+        .profile_cpu
+        .then(profiler::Session::start)
+        .transpose()?;
     let handle = engine::spawn(EngineConfig {
         events,
         duration,
         sink,
         trace,
+        cpu: cpu.as_ref().map(profiler::Session::tap),
         ..EngineConfig::new(
             workload.clone(),
             profile.clone(),
@@ -64,6 +72,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         progress.update(&snapshot);
     }
     let mut outcome = handle.join().context("the run failed")?;
+    drop(cpu);
     progress.finish();
 
     for mismatch in &outcome.option_mismatches {
@@ -79,6 +88,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             outcome.options_file = Some(kept.display().to_string());
         }
     }
+    let cpu_files = match (&outcome.cpu_profile, &args.job.report) {
+        (Some(cpu), Some(path)) => {
+            let title = format!("statebench run: {} on {}", workload.name, profile.name);
+            Some(cpu.write_beside(path, &title).with_context(|| {
+                format!("cannot write the CPU profile beside {}", path.display())
+            })?)
+        }
+        _ => None,
+    };
     if let Some(path) = &args.final_counts {
         write_final_counts(path, &workload, &outcome.final_state)
             .with_context(|| format!("cannot write the final counts {}", path.display()))?;
@@ -93,6 +111,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     println!("{}", report::render_summary(&report));
     if let Some(path) = &args.job.report {
         println!("  report written to {}", path.display());
+    }
+    if let Some([svg, pb]) = &cpu_files {
+        println!(
+            "  CPU flamegraph {} and pprof profile {}",
+            svg.display(),
+            pb.display()
+        );
+    } else if args.cpu.profile_cpu {
+        println!("  (give --report FILE to keep the CPU flamegraph and pprof profile beside it)");
     }
     Ok(())
 }

@@ -32,6 +32,12 @@ pub fn run(args: TuiArgs) -> anyhow::Result<()> {
             duration,
             trace,
             slice: args.slice.as_duration(),
+            cpu: args
+                .cpu
+                .profile_cpu
+                .then(crate::profiler::Session::start)
+                .transpose()?
+                .map(std::sync::Arc::new),
         },
         profile,
         compare,
@@ -64,6 +70,19 @@ pub fn run(args: TuiArgs) -> anyhow::Result<()> {
         }
         if let Some(report_b) = &report_b {
             write(report_b, engines::sibling(path, "-b", None))?;
+        }
+        // With --profile-cpu: each side's flamegraph and pprof profile beside its report.
+        for (segments, report) in [
+            (&ended.a, path.clone()),
+            (&b_segments, engines::sibling(path, "-b", None)),
+        ] {
+            if let Some(cpu) = report::cpu_profile(segments) {
+                let title = format!("statebench tui: {}", workload.name);
+                let files = cpu.write_beside(&report, &title).with_context(|| {
+                    format!("cannot write the CPU profile beside {}", report.display())
+                })?;
+                written.extend(files);
+            }
         }
         if let Some(table) = &comparison {
             let path_c = engines::sibling(path, "-compare", Some("txt"));

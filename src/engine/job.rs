@@ -231,6 +231,7 @@ impl<'a> JobRunner<'a> {
             timers_fired: ctx.timers.fired,
             job: self.job.counters,
         };
+        let cpu = sampler.take_cpu(state != RunState::Paused);
         sampler.publish(now, self.backend, &perf, events, gets, |interval| {
             MetricsSnapshot {
                 seq: interval.seq,
@@ -245,6 +246,7 @@ impl<'a> JobRunner<'a> {
                 changes: live.take_unreported(),
                 pipeline,
                 rocksdb: interval.rocksdb,
+                cpu,
             }
         });
     }

@@ -85,6 +85,8 @@ pub struct EngineConfig {
     pub trace: Option<std::sync::Arc<Vec<crate::pipeline::source::Event>>>,
     /// Start paused (A/B: the side whose turn it is not).
     pub start_paused: bool,
+    /// Profile the CPU: each snapshot takes the samples of its interval from this tap.
+    pub cpu: Option<crate::profiler::CpuTap>,
 }
 
 impl EngineConfig {
@@ -100,6 +102,7 @@ impl EngineConfig {
             sink: SinkConfig::default(),
             trace: None,
             start_paused: false,
+            cpu: None,
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::pipeline::source::{Log, OffsetStore, ReadPlan, resolve_start};
 
 /// Runs `config`'s workload to its end (or a Stop) and returns the outcome.
 pub fn run(
-    config: EngineConfig,
+    mut config: EngineConfig,
     commands: Receiver<EngineCommand>,
     snapshots: SyncSender<Box<MetricsSnapshot>>,
     now: Instant,
@@ -35,6 +35,7 @@ pub fn run(
     );
     let mut offsets = OffsetStore::default();
     let sink = open_sink(&config)?;
+    let cpu = config.cpu.take();
     let mut run = Run {
         config: &config,
         clock: RunClock::start(now),
@@ -47,6 +48,7 @@ pub fn run(
         commands,
         start_paused: config.start_paused,
     };
+    run.sampler.attach_cpu(cpu);
     match config.workload.spec.phases.clone() {
         None => streaming(&mut run, &log, &offsets, sink),
         Some(phases) => backfill_then_catch_up(&mut run, &phases, &log, &mut offsets, sink),
@@ -273,6 +275,7 @@ fn finish(
         jobs,
         end_of_input_error,
         serializer: run.config.workload.spec.serializer,
+        cpu_profile: run.sampler.take_cpu_profile(),
     })
 }
 

@@ -8,6 +8,7 @@ use super::snapshot::MetricsSnapshot;
 use crate::backend::StateBackend;
 use crate::backend::metrics::{RocksDbSample, RocksDbSampler};
 use crate::backend::perf::PerfCounts;
+use crate::profiler::{CpuProfile, CpuSample, CpuTap};
 
 /// What one sample interval covers, measured by the sampler.
 pub struct Interval {
@@ -28,6 +29,8 @@ pub struct Sampler {
     rocksdb: RocksDbSampler,
     history: Vec<MetricsSnapshot>,
     channel: SyncSender<Box<MetricsSnapshot>>,
+    /// With `--profile-cpu`: where each interval's CPU samples come from.
+    cpu: Option<CpuTap>,
 }
 
 impl Sampler {
@@ -45,7 +48,24 @@ impl Sampler {
             rocksdb: RocksDbSampler::default(),
             history: Vec::new(),
             channel,
+            cpu: None,
         }
+    }
+
+    /// Profiles the CPU: every snapshot takes its interval's samples from `tap`.
+    pub fn attach_cpu(&mut self, tap: Option<CpuTap>) {
+        self.cpu = tap;
+    }
+
+    /// The CPU samples since the last take, for a snapshot that `keep`s them (a paused one
+    /// does not: they were another run's, or none).
+    pub fn take_cpu(&mut self, keep: bool) -> Option<CpuSample> {
+        self.cpu.as_mut().and_then(|tap| tap.take(keep))
+    }
+
+    /// The run's whole CPU profile (once: the tap goes with it).
+    pub fn take_cpu_profile(&mut self) -> Option<CpuProfile> {
+        self.cpu.take().map(CpuTap::into_profile)
     }
 
     pub fn interval(&self) -> Duration {

@@ -12,6 +12,7 @@ use crate::pipeline::operator::JobCounters;
 use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::SinkCounters;
 use crate::pipeline::source::Offsets;
+use crate::profiler::{CpuProfile, CpuSample};
 
 /// A live option change, as the engine applied (or refused) it.
 #[derive(Debug, Clone, Serialize, PartialEq, serde::Deserialize)]
@@ -133,6 +134,11 @@ pub struct MetricsSnapshot {
     pub changes: Vec<OptionChange>,
     pub pipeline: PipelineSample,
     pub rocksdb: RocksDbSample,
+    /// With `--profile-cpu`: the process's CPU samples in this interval, bucketed by cause
+    /// (every thread, RocksDB's background threads too). None when not profiling, and for a
+    /// paused interval (with A/B, what ran then was the other side).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuSample>,
 }
 
 /// What a finished run hands back: every snapshot, the run-long latency totals, the profile it
@@ -167,4 +173,7 @@ pub struct RunOutcome {
     pub end_of_input_error: Option<ResultError>,
     /// How the job serialized its state values (the workload's `serializer`).
     pub serializer: SerializerKind,
+    /// With `--profile-cpu`: every sample of the run's running intervals, for the flamegraph
+    /// and the pprof protobuf.
+    pub cpu_profile: Option<CpuProfile>,
 }

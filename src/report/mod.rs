@@ -167,6 +167,20 @@ impl<'a> Report<'a> {
     }
 }
 
+/// The CPU profile of a run's segments together (None when none was profiled).
+pub fn cpu_profile(segments: &[RunSegment]) -> Option<crate::profiler::CpuProfile> {
+    let mut profiles = segments
+        .iter()
+        .filter_map(|s| s.outcome.cpu_profile.as_ref())
+        .peekable();
+    profiles.peek()?;
+    let mut all = crate::profiler::CpuProfile::default();
+    for p in profiles {
+        all.add(p);
+    }
+    Some(all)
+}
+
 /// The directory a file will be written in (`.` for a bare file name).
 pub fn parent_dir(path: &Path) -> &Path {
     path.parent()

@@ -210,6 +210,11 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
     if let Some(path) = &segment.rocksdb_options_file {
         line("RocksDB OPTIONS file", path.clone());
     }
+    if let Some(cpu) = &s.cpu {
+        for (label, value) in crate::profiler::summary_lines(cpu) {
+            line(&label, value);
+        }
+    }
     out.push_str(&render_findings(&segment.findings));
     out
 }

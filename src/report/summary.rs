@@ -7,6 +7,7 @@ use crate::config::workload::SerializerKind;
 use crate::engine::{JobSource, MetricsSnapshot, RunOutcome};
 use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::SinkCounters;
+use crate::profiler::CpuSample;
 
 /// Cache hit rates over the whole run, each 0..1; null when there was no access of that type
 /// (never looked up is not "always missed"). `cache_accesses` says how many lookups a rate rests on.
@@ -93,6 +94,9 @@ pub struct Summary {
     pub bytes_per_write: f64,
     /// How each job read the log: its group, where it started and why, what it skipped.
     pub jobs: Vec<JobSource>,
+    /// With `--profile-cpu`: the CPU samples of every running interval, bucketed by cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuSample>,
 }
 
 impl Summary {
@@ -112,6 +116,8 @@ impl Summary {
             result_error_applies: outcome.fresh_state,
             state_error: outcome.state_error,
             end_of_input_error: outcome.end_of_input_error,
+            // The run's whole profile has every frame (snapshots keep each interval's top few).
+            cpu: outcome.cpu_profile.as_ref().map(|p| p.sample()),
             ..Summary::of_snapshots(
                 &outcome.snapshots,
                 outcome.processing_secs,
@@ -228,6 +234,10 @@ impl Summary {
             } else {
                 ops.put_bytes as f64 / (ops.puts + ops.batch_entries) as f64
             },
+            cpu: snapshots
+                .iter()
+                .any(|s| s.cpu.is_some())
+                .then(|| CpuSample::merge(snapshots.iter().filter_map(|s| s.cpu.as_ref()))),
         }
     }
 }

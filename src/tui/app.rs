@@ -23,15 +23,17 @@ pub enum View {
     Profile,
     Compare,
     Advisor,
+    Cpu,
 }
 
 impl View {
-    pub const ALL: [View; 5] = [
+    pub const ALL: [View; 6] = [
         View::Dashboard,
         View::Lsm,
         View::Profile,
         View::Compare,
         View::Advisor,
+        View::Cpu,
     ];
 
     pub fn title(self) -> &'static str {
@@ -41,6 +43,7 @@ impl View {
             View::Profile => "Profile",
             View::Compare => "A/B",
             View::Advisor => "Advisor",
+            View::Cpu => "CPU",
         }
     }
 
@@ -394,7 +397,7 @@ impl App {
                 self.view = View::ALL[(self.view.index() + View::ALL.len() - 1) % View::ALL.len()];
                 Vec::new()
             }
-            KeyCode::Char(c @ '1'..='5') => {
+            KeyCode::Char(c @ '1'..='6') => {
                 self.view = View::ALL[(c as usize) - ('1' as usize)];
                 Vec::new()
             }

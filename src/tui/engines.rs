@@ -22,6 +22,8 @@ pub struct Settings {
     pub trace: Option<std::sync::Arc<Vec<crate::pipeline::source::Event>>>,
     /// A/B: how long one side runs before the other's turn.
     pub slice: Duration,
+    /// With --profile-cpu: the process's CPU sampler; each engine run takes its own tap.
+    pub cpu: Option<std::sync::Arc<crate::profiler::Session>>,
 }
 
 /// One engine run and the temporary RocksDB directory it runs in (kept until the session ends,
@@ -57,6 +59,7 @@ impl Engine {
             duration: settings.duration,
             trace: settings.trace.clone(),
             start_paused: paused,
+            cpu: settings.cpu.as_ref().map(|s| s.tap()),
             ..EngineConfig::new(
                 settings.workload.clone(),
                 profile.clone(),

@@ -5,6 +5,7 @@
 use super::Rule;
 use crate::advisor::{Change, Evidence, Finding, Input, Severity};
 use crate::config::units::human_bytes;
+use crate::profiler::Bucket;
 
 pub const RULE: Rule = Rule {
     id: "filter-reads",
@@ -70,7 +71,21 @@ fn check(input: &Input) -> Option<Finding> {
                 "-",
             ),
             Evidence::new("state get p99", format!("{:.0} µs", s.p99_get_latency_us), "-"),
-        ],
+        ]
+        .into_iter()
+        // With --profile-cpu: what the reads cost the process (case study 2's 96 %).
+        .chain(s.cpu.as_ref().map(|cpu| {
+            Evidence::new(
+                "CPU in filter-block reads (profiler)",
+                format!(
+                    "{:.1} % of {} samples",
+                    cpu.share(Bucket::FilterBlockReads) * 100.0,
+                    cpu.samples
+                ),
+                "-",
+            )
+        }))
+        .collect(),
         from_secs: from,
         to_secs: to,
         recommendation: vec![Change::new("memory.partitioned-index-filters", true)],
@@ -118,6 +133,48 @@ mod tests {
             "{:?}",
             f.note
         );
+    }
+
+    #[test]
+    fn a_cpu_profile_is_cited_as_evidence() {
+        use crate::profiler::{CpuProfile, Stack};
+        let sample = CpuProfile::from_stacks([
+            (
+                Stack::new(
+                    "statebench-engi",
+                    vec![
+                        "rocksdb::VerifyBlockChecksum".into(),
+                        "FullFilterBlockReader::MayMatch".into(),
+                    ],
+                ),
+                96,
+            ),
+            (Stack::new("rocksdb:low", vec!["memcpy".into()]), 4),
+        ])
+        .sample();
+        let profiled = Run::new(
+            profile("hours-monolithic-filter", &[]),
+            10,
+            |_, s| {
+                s.rocksdb.lookups.lookups = 10_000;
+                s.rocksdb.lookups.filter_bytes_read_per_lookup = 54_903.0;
+            },
+            |s| {
+                s.lookups = 100_000;
+                s.filter_bytes_read_per_lookup = 54_903.0;
+                s.cpu = Some(sample);
+            },
+        );
+        let f = &profiled.findings("filter-reads")[0];
+        let cpu = f
+            .evidence
+            .iter()
+            .find(|e| e.metric.starts_with("CPU in filter-block reads"))
+            .expect("the profiler's share is evidence");
+        assert_eq!(cpu.value, "96.0 % of 100 samples");
+        // Without a profile, no such line.
+        let plain = &run("hours-monolithic-filter", 54_903.0).findings("filter-reads")[0];
+        assert!(plain.evidence.iter().all(|e| !e.metric.starts_with("CPU")));
     }
 
     #[test]

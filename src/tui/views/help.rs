@@ -8,7 +8,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::panel;
 
 pub const KEYS: &[(&str, &str)] = &[
-    ("1 .. 5", "dashboard, LSM, profile, A/B, advisor"),
+    ("1 .. 6", "dashboard, LSM, profile, A/B, advisor, CPU"),
     ("Tab / ← →", "next / previous view"),
     ("p", "pause / resume the run"),
     ("b", "A/B: show side A or B in dashboard, LSM, profile"),

@@ -2,6 +2,7 @@
 
 pub mod advisor;
 pub mod compare;
+pub mod cpu;
 pub mod dashboard;
 pub mod help;
 pub mod lsm;
@@ -45,6 +46,7 @@ pub fn render(app: &App, frame: &mut Frame) {
             View::Profile => profile::render(app, frame, body),
             View::Compare => compare::render(app, frame, body),
             View::Advisor => advisor::render(app, frame, body),
+            View::Cpu => cpu::render(app, frame, body),
         }
     }
     if app.help {
