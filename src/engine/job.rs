@@ -194,10 +194,25 @@ impl<'a> JobRunner<'a> {
         Ok(())
     }
 
-    /// The serving store against the oracle's exact counts.
+    /// The serving store against the oracle's exact counts. A store that reports its changes
+    /// (the in-process one) is read in full once; later comparisons look only at the pairs
+    /// that changed in it or in the oracle since, with the same result.
     pub fn compare_sink(&mut self) -> Result<ResultError, EngineError> {
-        let all = self.ctx.sink.read_all().map_err(PipelineError::from)?;
-        Ok(self.oracle.compare(all))
+        let sink = &mut self.ctx.sink;
+        if self.oracle.is_tracking()
+            && let Some(changes) = sink.read_changes().map_err(PipelineError::from)?
+            && let Some(error) = self.oracle.compare_changes(changes)
+        {
+            return Ok(error);
+        }
+        // Read the changes first so that the full read below is the baseline they start from.
+        let tracks = sink.read_changes().map_err(PipelineError::from)?.is_some();
+        let all = sink.read_all().map_err(PipelineError::from)?;
+        Ok(if tracks {
+            self.oracle.track(all)
+        } else {
+            self.oracle.compare(all)
+        })
     }
 
     pub fn publish(&mut self, run: &mut Run, state: RunState, result_error: Option<ResultError>) {
