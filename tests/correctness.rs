@@ -86,7 +86,11 @@ fn comparisons_during_a_run_are_exact() {
         .iter()
         .filter_map(|s| s.pipeline.result_error)
         .collect();
-    assert!(during.len() >= 3, "{} comparisons during the run", during.len());
+    assert!(
+        during.len() >= 3,
+        "{} comparisons during the run",
+        during.len()
+    );
     for e in &during {
         assert!(e.is_exact(), "{e:?}");
     }
@@ -94,9 +98,17 @@ fn comparisons_during_a_run_are_exact() {
     for pair in during.windows(2) {
         assert!(pair[1].compared >= pair[0].compared, "{during:?}");
     }
-    assert!(outcome.result_error.is_exact(), "{:?}", outcome.result_error);
+    assert!(
+        outcome.result_error.is_exact(),
+        "{:?}",
+        outcome.result_error
+    );
     // The final state holds every pair whose count is above zero; the store holds those and
     // the pairs counted down to zero since.
-    let nonzero = outcome.final_state.iter().filter(|(_, _, c)| *c > 0).count() as u64;
+    let nonzero = outcome
+        .final_state
+        .iter()
+        .filter(|(_, _, c)| *c > 0)
+        .count() as u64;
     assert!(outcome.result_error.compared >= nonzero);
 }

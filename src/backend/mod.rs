@@ -11,7 +11,6 @@ pub mod serializer;
 pub mod ttl_filter;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, ChecksumType, ColumnFamily, ColumnFamilyDescriptor, DB,
@@ -477,12 +476,12 @@ impl<'a> StateAccess<'a> {
         key: &[u8],
         f: impl FnOnce(&[u8]) -> Result<T, BackendError>,
     ) -> Result<Option<T>, BackendError> {
-        let start = Instant::now();
+        let start = self.latency.start();
         let value = self
             .backend
             .db
             .get_pinned_cf_opt(cf, key, &self.backend.read_opts)?;
-        self.latency.record(latency::Op::Get, start.elapsed());
+        self.latency.stop(latency::Op::Get, start);
         self.counters.gets += 1;
         value.map(|v| f(&v)).transpose()
     }
@@ -495,24 +494,24 @@ impl<'a> StateAccess<'a> {
     }
 
     pub fn put(&mut self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<(), BackendError> {
-        let start = Instant::now();
+        let start = self.latency.start();
         self.before_write();
         self.backend
             .db
             .put_cf_opt(cf, key, value, &self.backend.write_opts)?;
-        self.latency.record(latency::Op::Put, start.elapsed());
+        self.latency.stop(latency::Op::Put, start);
         self.counters.puts += 1;
         self.counters.put_bytes += (key.len() + value.len()) as u64;
         Ok(())
     }
 
     pub fn delete(&mut self, cf: &ColumnFamily, key: &[u8]) -> Result<(), BackendError> {
-        let start = Instant::now();
+        let start = self.latency.start();
         self.before_write();
         self.backend
             .db
             .delete_cf_opt(cf, key, &self.backend.write_opts)?;
-        self.latency.record(latency::Op::Put, start.elapsed());
+        self.latency.stop(latency::Op::Put, start);
         self.counters.deletes += 1;
         Ok(())
     }
@@ -528,11 +527,10 @@ impl<'a> StateAccess<'a> {
         }
         let entries = batch.len() as u64;
         let bytes = batch.size_in_bytes() as u64;
-        let start = Instant::now();
+        let start = self.latency.start();
         self.before_write();
         self.backend.db.write_opt(batch, &self.backend.write_opts)?;
-        self.latency
-            .record(latency::Op::BatchWrite, start.elapsed());
+        self.latency.stop(latency::Op::BatchWrite, start);
         self.counters.batch_writes += 1;
         self.counters.batch_entries += entries;
         self.counters.put_bytes += bytes;

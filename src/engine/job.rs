@@ -142,7 +142,7 @@ impl<'a> JobRunner<'a> {
         }) else {
             return Ok(false);
         };
-        let start = Instant::now();
+        let start = self.ctx.state.latency.start();
         let now = self.consumer.now();
         self.ctx.set_now(now);
         self.job.on_event(&event, &mut self.ctx)?;
@@ -150,7 +150,7 @@ impl<'a> JobRunner<'a> {
             .on_record(event.partition as usize, event.event_time, now);
         self.processed += 1;
         self.late_events += u64::from(event.event_time <= self.forwarded);
-        self.ctx.state.latency.record(Op::Event, start.elapsed());
+        self.ctx.state.latency.stop(Op::Event, start);
         if self.processed.is_multiple_of(WATERMARK_EVERY_EVENTS) {
             let wm = self.watermark.advance(now);
             self.emit_watermark(wm)?;

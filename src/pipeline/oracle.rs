@@ -6,10 +6,11 @@
 //! watermark reaches `t + w`.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use serde::Serialize;
 
+use super::bits::BitSet;
 use super::hash::FastMap;
 
 /// How a set of results differs from the oracle.
@@ -123,8 +124,8 @@ struct Tracker {
     got: Vec<Option<i64>>,
     /// Per pair: the true count at the last comparison.
     truth: Vec<i64>,
-    /// Per slot: listed in `changed` (or about to be).
-    marked: Vec<bool>,
+    /// Per slot: listed in `changed`.
+    marked: BitSet,
     /// Slots whose true counts, or whose results, changed since the last comparison.
     changed: Vec<u32>,
     error: RunningError,
@@ -146,11 +147,89 @@ impl Tracker {
     }
 
     fn mark(&mut self, slot: u32) {
-        let marked = &mut self.marked[slot as usize];
-        if !*marked {
-            *marked = true;
+        if self.marked.insert(slot as usize) {
             self.changed.push(slot);
         }
+    }
+}
+
+/// Which events each window has yet to expire. An event at `t` leaves window `w` once a
+/// watermark at or past `t + w` arrives; `t + w` orders events as `t` does for every window, so
+/// one heap of (t, slot) serves the smallest window, and what it expires moves on, in `t`
+/// order, to a queue for the next larger window, and so on: one heap push and pop per event
+/// instead of one per window.
+#[derive(Debug, Clone)]
+struct Expiries {
+    /// Window indexes from the smallest window to the largest.
+    order: Vec<usize>,
+    /// The windows' lengths, in `order`.
+    lengths: Vec<i64>,
+    /// Events the smallest window has not expired.
+    heap: BinaryHeap<Reverse<(i64, u32)>>,
+    /// `queues[k]`: events window `order[k]` expired and window `order[k + 1]` has not,
+    /// sorted by `t`.
+    queues: Vec<VecDeque<(i64, u32)>>,
+}
+
+impl Expiries {
+    fn new(windows: &[i64]) -> Expiries {
+        let mut order: Vec<usize> = (0..windows.len()).collect();
+        order.sort_by_key(|i| windows[*i]);
+        Expiries {
+            lengths: order.iter().map(|i| windows[*i]).collect(),
+            queues: order.iter().skip(1).map(|_| VecDeque::new()).collect(),
+            order,
+            heap: BinaryHeap::new(),
+        }
+    }
+
+    fn push(&mut self, t: i64, slot: u32) {
+        if !self.order.is_empty() {
+            self.heap.push(Reverse((t, slot)));
+        }
+    }
+
+    /// Calls `expire(window, slot)` for every event each window expires at `watermark`.
+    fn expire(&mut self, watermark: i64, mut expire: impl FnMut(usize, u32)) {
+        let Some(&smallest) = self.lengths.first() else {
+            return;
+        };
+        // Smallest first: an event a window expires now is expired now by every smaller one,
+        // so it reaches the larger window's queue before that window looks.
+        while let Some(Reverse((t, slot))) = self.heap.peek().copied() {
+            if t.saturating_add(smallest) > watermark {
+                break;
+            }
+            self.heap.pop();
+            expire(self.order[0], slot);
+            if let Some(next) = self.queues.first_mut() {
+                insert_sorted(next, (t, slot));
+            }
+        }
+        for k in 0..self.queues.len() {
+            let length = self.lengths[k + 1];
+            while let Some(&(t, slot)) = self.queues[k].front() {
+                if t.saturating_add(length) > watermark {
+                    break;
+                }
+                self.queues[k].pop_front();
+                expire(self.order[k + 1], slot);
+                if let Some(next) = self.queues.get_mut(k + 1) {
+                    insert_sorted(next, (t, slot));
+                }
+            }
+        }
+    }
+}
+
+/// Appends `item` to a queue sorted by `t`; an item older than the back (an event that came
+/// late, after younger ones had moved on) goes to its place.
+fn insert_sorted(queue: &mut VecDeque<(i64, u32)>, item: (i64, u32)) {
+    if queue.back().is_none_or(|back| back.0 <= item.0) {
+        queue.push_back(item);
+    } else {
+        let at = queue.partition_point(|e| e.0 <= item.0);
+        queue.insert(at, item);
     }
 }
 
@@ -162,8 +241,8 @@ pub struct Oracle {
     /// slot -> user.
     users: Vec<u64>,
     counts: Vec<i64>,
-    /// Per window: (expiry = t + w, slot), smallest first.
-    expiries: Vec<BinaryHeap<Reverse<(i64, u32)>>>,
+    /// Every event's (t, slot) until the largest window has expired it.
+    expiries: Expiries,
     /// Present once an incremental comparison has its baseline ([`Oracle::track`]).
     tracker: Option<Tracker>,
 }
@@ -175,7 +254,7 @@ impl Oracle {
             slots: FastMap::default(),
             users: Vec::new(),
             counts: Vec::new(),
-            expiries: windows.iter().map(|_| BinaryHeap::new()).collect(),
+            expiries: Expiries::new(windows),
             tracker: None,
         }
     }
@@ -191,7 +270,6 @@ impl Oracle {
             if let Some(t) = &mut self.tracker {
                 t.got.resize(self.counts.len(), None);
                 t.truth.resize(self.counts.len(), 0);
-                t.marked.push(false);
             }
         }
         slot
@@ -200,11 +278,10 @@ impl Oracle {
     pub fn on_event(&mut self, user: u64, event_time: i64) {
         let slot = self.slot(user);
         let n = self.windows.len();
-        let base = slot as usize * n;
-        for (i, w) in self.windows.iter().enumerate() {
-            self.counts[base + i] += 1;
-            self.expiries[i].push(Reverse((event_time + w, slot)));
+        for count in &mut self.counts[slot as usize * n..][..n] {
+            *count += 1;
         }
+        self.expiries.push(event_time, slot);
         if let Some(t) = &mut self.tracker {
             t.mark(slot);
         }
@@ -213,18 +290,13 @@ impl Oracle {
     /// Expires every event whose window has passed `watermark`.
     pub fn on_watermark(&mut self, watermark: i64) {
         let n = self.windows.len();
-        for (i, heap) in self.expiries.iter_mut().enumerate() {
-            while let Some(Reverse((expiry, slot))) = heap.peek().copied() {
-                if expiry > watermark {
-                    break;
-                }
-                heap.pop();
-                self.counts[slot as usize * n + i] -= 1;
-                if let Some(t) = &mut self.tracker {
-                    t.mark(slot);
-                }
+        let (counts, tracker) = (&mut self.counts, &mut self.tracker);
+        self.expiries.expire(watermark, |window, slot| {
+            counts[slot as usize * n + window] -= 1;
+            if let Some(t) = tracker {
+                t.mark(slot);
             }
-        }
+        });
     }
 
     /// An oracle over the same windows that has seen nothing: every true count is zero (the
@@ -291,7 +363,6 @@ impl Oracle {
             tracker.got[slot * self.windows.len() + window] = Some(got);
         }
         tracker.truth = self.counts.clone();
-        tracker.marked = vec![false; self.users.len()];
         for (got, truth) in tracker.got.iter().zip(&tracker.truth) {
             tracker.error.add(Contribution::of(*got, *truth));
         }
@@ -340,7 +411,7 @@ impl Oracle {
         }
         // ...and add what it contributes now.
         for slot in std::mem::take(&mut t.changed) {
-            t.marked[slot as usize] = false;
+            t.marked.remove(slot as usize);
             for p in slot as usize * n..(slot as usize + 1) * n {
                 t.truth[p] = self.counts[p];
                 t.error.add(Contribution::of(t.got[p], t.truth[p]));
@@ -412,7 +483,7 @@ mod tests {
         prop_oneof![
             6 => (0u64..30, 0i64..400).prop_map(|(user, time)| Step::Event { user, time }),
             2 => (1i64..80).prop_map(Step::Watermark),
-            6 => (0u64..40, 0usize..4, -2i64..8)
+            6 => (0u64..40, 0usize..5, -2i64..8)
                 .prop_map(|(user, window, count)| Step::Write { user, window, count }),
             1 => Just(Step::Compare),
         ]
@@ -469,10 +540,11 @@ mod tests {
         fn incremental_comparison_equals_a_full_one(
             steps in proptest::collection::vec(step(), 1..300),
         ) {
-            let windows = [10, 50, 200];
+            // Not in length order: the oracle sorts them itself.
+            let windows = [50, 10, 200, 50];
             let mut oracle = Oracle::new(&windows);
-            // Three windows: writes to a fourth are the store's overflow.
-            let mut sink = MemorySink::new(["a", "b", "c"].map(String::from).to_vec());
+            // Four windows: writes to a fifth are the store's overflow.
+            let mut sink = MemorySink::new(["a", "b", "c", "d"].map(String::from).to_vec());
             let mut events = Vec::new();
             let mut watermarks = Vec::new();
             let mut watermark = 0;

@@ -1,6 +1,7 @@
 //! The serving store the job writes its results to: `(user, window) -> count`, as the seeds'
 //! Redis STRING keys. The embedded default keeps them in process.
 
+use super::bits::BitSet;
 use super::hash::FastMap;
 
 /// (user, window index, count): one result as the store holds it.
@@ -75,12 +76,14 @@ pub struct MemorySink {
     rows: FastMap<u64, u32>,
     /// row -> user.
     users: Vec<u64>,
-    /// Per (row, window): the count, None while never written.
-    counts: Vec<Option<i64>>,
+    /// Per pair (`row * width + window`): the count, if `written`.
+    counts: Vec<i64>,
+    /// Per pair: ever written.
+    written: BitSet,
     /// Windows per row: the labels' (at least one).
     width: usize,
     /// Per row: listed in `changed`.
-    flagged: Vec<bool>,
+    flagged: BitSet,
     /// Rows written since the last `read_changes`.
     changed: Vec<u32>,
     /// Counts of windows past the labels (no job writes them): read back in full every time.
@@ -109,8 +112,7 @@ impl MemorySink {
         let row = *self.rows.entry(user).or_insert(next);
         if row == next {
             self.users.push(user);
-            self.counts.resize(self.counts.len() + self.width(), None);
-            self.flagged.push(false);
+            self.counts.resize(self.counts.len() + self.width(), 0);
         }
         row as usize
     }
@@ -121,9 +123,10 @@ impl MemorySink {
         let mut out = Vec::with_capacity(rows.len() * width + self.overflow.len());
         for row in rows {
             let user = self.users[row];
-            for (window, count) in self.counts[row * width..][..width].iter().enumerate() {
-                if let Some(count) = count {
-                    out.push((user, window, *count));
+            for window in 0..width {
+                let pair = row * width + window;
+                if self.written.contains(pair) {
+                    out.push((user, window, self.counts[pair]));
                 }
             }
         }
@@ -151,9 +154,9 @@ impl Sink for MemorySink {
         if window < self.width() {
             let row = self.row(user);
             let pair = row * self.width() + window;
-            self.counts[pair] = Some(count);
-            if !self.flagged[row] {
-                self.flagged[row] = true;
+            self.counts[pair] = count;
+            self.written.insert(pair);
+            if self.flagged.insert(row) {
                 self.changed.push(row as u32);
             }
         } else {
@@ -179,7 +182,7 @@ impl Sink for MemorySink {
     fn read_changes(&mut self) -> Result<Option<Vec<Count>>, SinkError> {
         let rows = std::mem::take(&mut self.changed);
         for row in &rows {
-            self.flagged[*row as usize] = false;
+            self.flagged.remove(*row as usize);
         }
         Ok(Some(self.counts_of(rows.iter().map(|r| *r as usize))))
     }
