@@ -36,6 +36,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Reproduce(args) => commands::reproduce::run(args),
         Command::Tune(args) => commands::tune::run(args),
         Command::Advise { report, json } => commands::advise::run(&report, json),
+        Command::ReplayOps { log, profile, json } => commands::replay::run(&log, &profile, json),
         Command::Export {
             profile,
             format,

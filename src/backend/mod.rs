@@ -5,6 +5,7 @@ pub mod keys;
 pub mod latency;
 pub mod memory;
 pub mod metrics;
+pub mod oplog;
 pub mod options_file;
 pub mod perf;
 pub mod serializer;
@@ -258,6 +259,22 @@ impl StateBackend {
         self.ttl_clock.set(now);
     }
 
+    /// What FRocksDB 6.20 does at the start of every write (see `SharedMemory`), when the
+    /// profile's target asks for it; true when it switched a memtable.
+    pub fn before_write(&self) -> bool {
+        self.wbm_switches_pending_flush && self.memory.switch_as_frocksdb_620()
+    }
+
+    /// The read options state lookups use.
+    pub fn read_options(&self) -> &ReadOptions {
+        &self.read_opts
+    }
+
+    /// The write options state writes use (no WAL, as Flink's).
+    pub fn write_options(&self) -> &WriteOptions {
+        &self.write_opts
+    }
+
     pub fn db(&self) -> &DB {
         &self.db
     }
@@ -432,6 +449,8 @@ pub struct StateAccess<'a> {
     backend: &'a StateBackend,
     pub counters: AccessCounters,
     pub latency: latency::LatencyRecorder,
+    /// Every operation also goes here, when the run records its state traffic.
+    recorder: Option<oplog::OpRecorder>,
 }
 
 /// RocksDB operations issued by the job (cumulative).
@@ -461,11 +480,36 @@ impl<'a> StateAccess<'a> {
             backend,
             counters: AccessCounters::default(),
             latency: latency::LatencyRecorder::default(),
+            recorder: None,
+        }
+    }
+
+    /// Records every operation from now on (`statebench run --record-ops`).
+    pub fn record_to(&mut self, recorder: oplog::OpRecorder) {
+        self.recorder = Some(recorder);
+    }
+
+    /// Marks where the job's timed span begins or ends in the recording, if there is one.
+    pub fn mark(&mut self, mark: oplog::Mark) -> Result<(), BackendError> {
+        match &mut self.recorder {
+            Some(r) => r.mark(mark),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the recording, if there is one, writing out what is buffered.
+    pub fn finish_recording(&mut self) -> Result<(), BackendError> {
+        match self.recorder.take() {
+            Some(r) => r.finish(),
+            None => Ok(()),
         }
     }
 
     /// The job's processing time (ms), for the TTL compaction filter.
-    pub fn set_processing_time(&self, now: i64) {
+    pub fn set_processing_time(&mut self, now: i64) {
+        if let Some(r) = &mut self.recorder {
+            r.now(now);
+        }
         self.backend.set_processing_time(now);
     }
 
@@ -476,6 +520,9 @@ impl<'a> StateAccess<'a> {
         key: &[u8],
         f: impl FnOnce(&[u8]) -> Result<T, BackendError>,
     ) -> Result<Option<T>, BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.get(cf, key)?;
+        }
         let start = self.latency.start();
         let value = self
             .backend
@@ -488,12 +535,15 @@ impl<'a> StateAccess<'a> {
 
     /// What FRocksDB 6.20 does at the start of every write (see `SharedMemory`).
     fn before_write(&mut self) {
-        if self.backend.wbm_switches_pending_flush && self.backend.memory.switch_as_frocksdb_620() {
+        if self.backend.before_write() {
             self.counters.pending_flush_switches += 1;
         }
     }
 
     pub fn put(&mut self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<(), BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.put(cf, key, value)?;
+        }
         let start = self.latency.start();
         self.before_write();
         self.backend
@@ -506,6 +556,9 @@ impl<'a> StateAccess<'a> {
     }
 
     pub fn delete(&mut self, cf: &ColumnFamily, key: &[u8]) -> Result<(), BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.delete(cf, key)?;
+        }
         let start = self.latency.start();
         self.before_write();
         self.backend
@@ -519,6 +572,9 @@ impl<'a> StateAccess<'a> {
     /// Writes `batch`, even an empty one (Flink's batch wrapper does, and RocksDB counts it:
     /// a write, 12 header bytes, a WriteBufferManager check); empty writes are counted apart.
     pub fn write_batch(&mut self, batch: WriteBatch) -> Result<(), BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.batch(&batch)?;
+        }
         if batch.is_empty() {
             self.before_write();
             self.backend.db.write_opt(batch, &self.backend.write_opts)?;
@@ -543,6 +599,9 @@ impl<'a> StateAccess<'a> {
         cf: &ColumnFamily,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
     ) -> Result<(), BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.for_each(cf)?;
+        }
         let _not_a_lookup = perf::Suspended::new();
         self.counters.iterator_seeks += 1;
         let mut iter = self.backend.db.raw_iterator_cf(cf);
@@ -566,6 +625,9 @@ impl<'a> StateAccess<'a> {
         seek_to: &[u8],
         limit: usize,
     ) -> Result<(Vec<Vec<u8>>, bool), BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.scan(cf, prefix, seek_to, limit)?;
+        }
         let _not_a_lookup = perf::Suspended::new();
         self.counters.iterator_seeks += 1;
         let mut iter = self.backend.db.raw_iterator_cf(cf);

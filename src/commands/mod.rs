@@ -4,6 +4,7 @@
 pub mod advise;
 pub mod export;
 pub mod profiles;
+pub mod replay;
 pub mod reproduce;
 pub mod run;
 pub mod tui;

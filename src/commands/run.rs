@@ -39,6 +39,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         duration,
         sink,
         trace,
+        record_ops: args.record_ops.clone(),
         ..EngineConfig::new(
             workload.clone(),
             profile.clone(),

@@ -8,6 +8,7 @@ use super::run::Run;
 use super::snapshot::{JobSource, MetricsSnapshot, Op, Phase, PipelineSample, RunState};
 use super::{EngineCommand, EngineError, SinkConfig, WATERMARK_EVERY_EVENTS};
 use crate::backend::StateBackend;
+use crate::backend::oplog::Mark;
 use crate::backend::perf::PerfCounters;
 use crate::config::Millis;
 use crate::config::profile::Knob;
@@ -365,6 +366,7 @@ impl<'a> JobRunner<'a> {
     /// arrives; then ends a bounded source read to its end.
     pub fn drive(&mut self, run: &mut Run, limit: Option<u64>) -> Result<End, EngineError> {
         let mut end = End::Finished;
+        self.ctx.state.mark(Mark::Begin)?;
         if std::mem::take(&mut run.start_paused)
             && let Control::Stop = self.paused(run)
         {
@@ -396,6 +398,7 @@ impl<'a> JobRunner<'a> {
         }
         self.ctx.timers.flush(&mut self.ctx.state)?;
         self.ctx.sink.flush().map_err(PipelineError::from)?;
+        self.ctx.state.mark(Mark::End)?;
         Ok(end)
     }
 

@@ -85,6 +85,9 @@ pub struct EngineConfig {
     pub trace: Option<std::sync::Arc<Vec<crate::pipeline::source::Event>>>,
     /// Start paused (A/B: the side whose turn it is not).
     pub start_paused: bool,
+    /// Record every RocksDB operation of the job here, for `statebench replay-ops` (a workload
+    /// without phases only).
+    pub record_ops: Option<PathBuf>,
 }
 
 impl EngineConfig {
@@ -100,6 +103,7 @@ impl EngineConfig {
             sink: SinkConfig::default(),
             trace: None,
             start_paused: false,
+            record_ops: None,
         }
     }
 }
