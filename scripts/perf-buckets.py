@@ -54,6 +54,14 @@ def kind(path):
     return "own code"
 
 
+# Work whose cost is measured with everything it calls, RocksDB's property reads included.
+INCLUSIVE = {
+    "metrics sampling (publish)": "engine::job::JobRunner::publish",
+    "oracle comparisons": "engine::job::JobRunner::compare_sink",
+    "full scans of state (end of run)": "backend::StateAccess::for_each",
+}
+
+
 def main():
     as_json = "--json" in sys.argv
     total = 0
@@ -61,6 +69,10 @@ def main():
     components = collections.Counter()
     kinds = collections.Counter()
     leaves = collections.Counter()
+    # The engine thread alone (where the pipeline runs; RocksDB's background threads apart).
+    engine = collections.Counter()
+    # Samples with one of these frames anywhere on the stack (their callees included).
+    inclusive = collections.Counter()
     comm = None
     frames = []
 
@@ -72,7 +84,13 @@ def main():
         if comm.startswith("rocksdb:"):
             buckets["rocksdb"] += 1
             return
+        names = " ".join(sym for sym, _ in frames)
+        for label, frame in INCLUSIVE.items():
+            if frame in names:
+                inclusive[label] += 1
         who, component, path = owner(frames)
+        if comm.startswith("statebench-eng"):
+            engine[who or "unattributed"] += 1
         if who is None:
             buckets["unattributed"] += 1
             leaves["(unattributed) " + (frames[0][0] if frames else "?")] += 1
@@ -108,6 +126,8 @@ def main():
         "statebench_components_pct": {k: share(v) for k, v in components.most_common()},
         "statebench_kinds_pct": {k: share(v) for k, v in kinds.most_common()},
         "statebench_top_leaves_pct": {k: share(v) for k, v in leaves.most_common(25)},
+        "engine_thread_statebench_pct": 100.0 * engine["statebench"] / max(1, sum(engine.values())),
+        "inclusive_pct": {k: share(inclusive[k]) for k in INCLUSIVE},
     }
     if as_json:
         json.dump(out, sys.stdout, indent=2)
@@ -116,6 +136,11 @@ def main():
     print(f"samples {total}")
     for b in ("rocksdb", "statebench", "unattributed"):
         print(f"  {b:<14} {share(buckets[b]):5.1f} %")
+    e = sum(engine.values())
+    print(f"engine thread alone: {e} samples, statebench {100.0 * engine['statebench'] / max(1, e):.1f} %")
+    print("with their callees (RocksDB's included):")
+    for k in INCLUSIVE:
+        print(f"  {k:<44} {share(inclusive[k]):5.2f} %")
     print("statebench by module:")
     for k, v in components.most_common():
         print(f"  {k:<28} {share(v):5.2f} %")
