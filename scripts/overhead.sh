@@ -64,7 +64,7 @@ if command -v perf > /dev/null && perf record -e cpu-clock -o /dev/null true 2> 
     "$bin" run -w "$work/w-1s.yaml" -p "$profile" --events "$events" --quiet > /dev/null 2>&1
   perf script -F comm,tid,ip,sym,dso -i "$work/perf.data" 2> /dev/null > "$work/perf.txt"
   echo "(a) CPU samples bucketed (budget: statebench <= 10 %):"
-  python3 "$here/perf-buckets.py" < "$work/perf.txt" | sed -n '1,4p;/by module/,/by kind/p'
+  python3 "$here/perf-buckets.py" < "$work/perf.txt" | sed -n '1,/by kind/p'
 else
   echo "(a) needs perf (Debian: apt-get install linux-perf)"
 fi
