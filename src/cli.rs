@@ -64,6 +64,20 @@ after y), s saves the edited profile as <name>-tuned.yaml."
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Replay a log of RocksDB operations (`run --record-ops`) on a fresh database with a
+    /// profile, with no pipeline, and print how long it took: the yardstick for statebench's
+    /// own overhead (see README, Overhead).
+    #[command(hide = true)]
+    ReplayOps {
+        /// The operation log.
+        log: PathBuf,
+        /// The profile the run used (a file or a built-in name).
+        #[arg(short, long)]
+        profile: String,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// The advisor's findings for a saved JSON report (`run --report`, `tui --report`): what
     /// is wrong, the evidence, and the profile change that fixes it with its memory cost.
     Advise {
@@ -199,6 +213,10 @@ pub struct RunArgs {
     /// compare it with another engine's (`parity/`).
     #[arg(long)]
     pub final_counts: Option<PathBuf>,
+    /// Record every RocksDB operation of the run to this file, for `replay-ops` (overhead
+    /// measurement; a workload without phases).
+    #[arg(long, hide = true)]
+    pub record_ops: Option<PathBuf>,
     #[command(flatten)]
     pub cpu: CpuArgs,
 }

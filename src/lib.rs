@@ -40,6 +40,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Advise { report, json } => commands::advise::run(&report, json),
         Command::Bench(args) => commands::bench::run(args),
         Command::Compare { a, b, all } => commands::compare::run(&a, &b, all),
+        Command::ReplayOps { log, profile, json } => commands::replay::run(&log, &profile, json),
         Command::Export {
             profile,
             format,

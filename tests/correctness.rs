@@ -67,3 +67,48 @@ proptest! {
         }
     }
 }
+
+/// A run long enough for several comparisons while it goes: after the first (a full read of
+/// the store) each compares only what changed, and every one, the last included, is exact and
+/// covers every count the store holds.
+#[test]
+fn comparisons_during_a_run_are_exact() {
+    let mut w = Workload::load("smoke").unwrap();
+    w.spec.sample_interval = Millis(50);
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = engine::run_to_completion(EngineConfig {
+        events: 40_000,
+        ..EngineConfig::new(w, Profile::load("flink-default").unwrap(), dir.path())
+    })
+    .unwrap();
+    let during: Vec<_> = outcome
+        .snapshots
+        .iter()
+        .filter_map(|s| s.pipeline.result_error)
+        .collect();
+    assert!(
+        during.len() >= 3,
+        "{} comparisons during the run",
+        during.len()
+    );
+    for e in &during {
+        assert!(e.is_exact(), "{e:?}");
+    }
+    // The store only grows: each comparison covers at least the counts the one before did.
+    for pair in during.windows(2) {
+        assert!(pair[1].compared >= pair[0].compared, "{during:?}");
+    }
+    assert!(
+        outcome.result_error.is_exact(),
+        "{:?}",
+        outcome.result_error
+    );
+    // The final state holds every pair whose count is above zero; the store holds those and
+    // the pairs counted down to zero since.
+    let nonzero = outcome
+        .final_state
+        .iter()
+        .filter(|(_, _, c)| *c > 0)
+        .count() as u64;
+    assert!(outcome.result_error.compared >= nonzero);
+}

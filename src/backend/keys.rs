@@ -120,11 +120,17 @@ impl CompositeKey {
     /// The timer-service key for an event-time timer of the current key.
     pub fn timer_key(&self, timestamp: i64) -> Vec<u8> {
         let mut out = Vec::with_capacity(KEY_GROUP_PREFIX_BYTES + 8 + self.key_bytes.len() + 1);
-        write_key_group(&mut out, self.key_group);
+        self.write_timer_key(timestamp, &mut out);
+        out
+    }
+
+    /// [`CompositeKey::timer_key`] into `out` (cleared first), reusing its buffer.
+    pub fn write_timer_key(&self, timestamp: i64, out: &mut Vec<u8>) {
+        out.clear();
+        write_key_group(out, self.key_group);
         out.extend_from_slice(&flip_sign(timestamp).to_be_bytes());
         out.extend_from_slice(&self.key_bytes);
         out.push(VOID_NAMESPACE);
-        out
     }
 }
 

@@ -5,13 +5,13 @@ pub mod keys;
 pub mod latency;
 pub mod memory;
 pub mod metrics;
+pub mod oplog;
 pub mod options_file;
 pub mod perf;
 pub mod serializer;
 pub mod ttl_filter;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, ChecksumType, ColumnFamily, ColumnFamilyDescriptor, DB,
@@ -259,6 +259,22 @@ impl StateBackend {
         self.ttl_clock.set(now);
     }
 
+    /// What FRocksDB 6.20 does at the start of every write (see `SharedMemory`), when the
+    /// profile's target asks for it; true when it switched a memtable.
+    pub fn before_write(&self) -> bool {
+        self.wbm_switches_pending_flush && self.memory.switch_as_frocksdb_620()
+    }
+
+    /// The read options state lookups use.
+    pub fn read_options(&self) -> &ReadOptions {
+        &self.read_opts
+    }
+
+    /// The write options state writes use (no WAL, as Flink's).
+    pub fn write_options(&self) -> &WriteOptions {
+        &self.write_opts
+    }
+
     pub fn db(&self) -> &DB {
         &self.db
     }
@@ -433,6 +449,8 @@ pub struct StateAccess<'a> {
     backend: &'a StateBackend,
     pub counters: AccessCounters,
     pub latency: latency::LatencyRecorder,
+    /// Every operation also goes here, when the run records its state traffic.
+    recorder: Option<oplog::OpRecorder>,
 }
 
 /// RocksDB operations issued by the job (cumulative).
@@ -462,11 +480,36 @@ impl<'a> StateAccess<'a> {
             backend,
             counters: AccessCounters::default(),
             latency: latency::LatencyRecorder::default(),
+            recorder: None,
+        }
+    }
+
+    /// Records every operation from now on (`statebench run --record-ops`).
+    pub fn record_to(&mut self, recorder: oplog::OpRecorder) {
+        self.recorder = Some(recorder);
+    }
+
+    /// Marks where the job's timed span begins or ends in the recording, if there is one.
+    pub fn mark(&mut self, mark: oplog::Mark) -> Result<(), BackendError> {
+        match &mut self.recorder {
+            Some(r) => r.mark(mark),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the recording, if there is one, writing out what is buffered.
+    pub fn finish_recording(&mut self) -> Result<(), BackendError> {
+        match self.recorder.take() {
+            Some(r) => r.finish(),
+            None => Ok(()),
         }
     }
 
     /// The job's processing time (ms), for the TTL compaction filter.
-    pub fn set_processing_time(&self, now: i64) {
+    pub fn set_processing_time(&mut self, now: i64) {
+        if let Some(r) = &mut self.recorder {
+            r.now(now);
+        }
         self.backend.set_processing_time(now);
     }
 
@@ -477,42 +520,51 @@ impl<'a> StateAccess<'a> {
         key: &[u8],
         f: impl FnOnce(&[u8]) -> Result<T, BackendError>,
     ) -> Result<Option<T>, BackendError> {
-        let start = Instant::now();
+        if let Some(r) = &mut self.recorder {
+            r.get(cf, key)?;
+        }
+        let start = self.latency.start();
         let value = self
             .backend
             .db
             .get_pinned_cf_opt(cf, key, &self.backend.read_opts)?;
-        self.latency.record(latency::Op::Get, start.elapsed());
+        self.latency.stop(latency::Op::Get, start);
         self.counters.gets += 1;
         value.map(|v| f(&v)).transpose()
     }
 
     /// What FRocksDB 6.20 does at the start of every write (see `SharedMemory`).
     fn before_write(&mut self) {
-        if self.backend.wbm_switches_pending_flush && self.backend.memory.switch_as_frocksdb_620() {
+        if self.backend.before_write() {
             self.counters.pending_flush_switches += 1;
         }
     }
 
     pub fn put(&mut self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<(), BackendError> {
-        let start = Instant::now();
+        if let Some(r) = &mut self.recorder {
+            r.put(cf, key, value)?;
+        }
+        let start = self.latency.start();
         self.before_write();
         self.backend
             .db
             .put_cf_opt(cf, key, value, &self.backend.write_opts)?;
-        self.latency.record(latency::Op::Put, start.elapsed());
+        self.latency.stop(latency::Op::Put, start);
         self.counters.puts += 1;
         self.counters.put_bytes += (key.len() + value.len()) as u64;
         Ok(())
     }
 
     pub fn delete(&mut self, cf: &ColumnFamily, key: &[u8]) -> Result<(), BackendError> {
-        let start = Instant::now();
+        if let Some(r) = &mut self.recorder {
+            r.delete(cf, key)?;
+        }
+        let start = self.latency.start();
         self.before_write();
         self.backend
             .db
             .delete_cf_opt(cf, key, &self.backend.write_opts)?;
-        self.latency.record(latency::Op::Put, start.elapsed());
+        self.latency.stop(latency::Op::Put, start);
         self.counters.deletes += 1;
         Ok(())
     }
@@ -520,6 +572,9 @@ impl<'a> StateAccess<'a> {
     /// Writes `batch`, even an empty one (Flink's batch wrapper does, and RocksDB counts it:
     /// a write, 12 header bytes, a WriteBufferManager check); empty writes are counted apart.
     pub fn write_batch(&mut self, batch: WriteBatch) -> Result<(), BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.batch(&batch)?;
+        }
         if batch.is_empty() {
             self.before_write();
             self.backend.db.write_opt(batch, &self.backend.write_opts)?;
@@ -528,11 +583,10 @@ impl<'a> StateAccess<'a> {
         }
         let entries = batch.len() as u64;
         let bytes = batch.size_in_bytes() as u64;
-        let start = Instant::now();
+        let start = self.latency.start();
         self.before_write();
         self.backend.db.write_opt(batch, &self.backend.write_opts)?;
-        self.latency
-            .record(latency::Op::BatchWrite, start.elapsed());
+        self.latency.stop(latency::Op::BatchWrite, start);
         self.counters.batch_writes += 1;
         self.counters.batch_entries += entries;
         self.counters.put_bytes += bytes;
@@ -545,6 +599,9 @@ impl<'a> StateAccess<'a> {
         cf: &ColumnFamily,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
     ) -> Result<(), BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.for_each(cf)?;
+        }
         let _not_a_lookup = perf::Suspended::new();
         self.counters.iterator_seeks += 1;
         let mut iter = self.backend.db.raw_iterator_cf(cf);
@@ -568,6 +625,9 @@ impl<'a> StateAccess<'a> {
         seek_to: &[u8],
         limit: usize,
     ) -> Result<(Vec<Vec<u8>>, bool), BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.scan(cf, prefix, seek_to, limit)?;
+        }
         let _not_a_lookup = perf::Suspended::new();
         self.counters.iterator_seeks += 1;
         let mut iter = self.backend.db.raw_iterator_cf(cf);

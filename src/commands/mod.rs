@@ -6,6 +6,7 @@ pub mod bench;
 pub mod compare;
 pub mod export;
 pub mod profiles;
+pub mod replay;
 pub mod reproduce;
 pub mod run;
 pub mod tui;

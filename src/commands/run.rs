@@ -47,6 +47,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         sink,
         trace,
         cpu: cpu.as_ref().map(profiler::Session::tap),
+        record_ops: args.record_ops.clone(),
         ..EngineConfig::new(
             workload.clone(),
             profile.clone(),

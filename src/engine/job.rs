@@ -8,6 +8,7 @@ use super::run::Run;
 use super::snapshot::{JobSource, MetricsSnapshot, Op, Phase, PipelineSample, RunState};
 use super::{EngineCommand, EngineError, SinkConfig, WATERMARK_EVERY_EVENTS};
 use crate::backend::StateBackend;
+use crate::backend::oplog::Mark;
 use crate::backend::perf::PerfCounters;
 use crate::config::Millis;
 use crate::config::profile::Knob;
@@ -142,7 +143,7 @@ impl<'a> JobRunner<'a> {
         }) else {
             return Ok(false);
         };
-        let start = Instant::now();
+        let start = self.ctx.state.latency.start();
         let now = self.consumer.now();
         self.ctx.set_now(now);
         self.job.on_event(&event, &mut self.ctx)?;
@@ -150,7 +151,7 @@ impl<'a> JobRunner<'a> {
             .on_record(event.partition as usize, event.event_time, now);
         self.processed += 1;
         self.late_events += u64::from(event.event_time <= self.forwarded);
-        self.ctx.state.latency.record(Op::Event, start.elapsed());
+        self.ctx.state.latency.stop(Op::Event, start);
         if self.processed.is_multiple_of(WATERMARK_EVERY_EVENTS) {
             let wm = self.watermark.advance(now);
             self.emit_watermark(wm)?;
@@ -194,10 +195,25 @@ impl<'a> JobRunner<'a> {
         Ok(())
     }
 
-    /// The serving store against the oracle's exact counts.
+    /// The serving store against the oracle's exact counts. A store that reports its changes
+    /// (the in-process one) is read in full once; later comparisons look only at the pairs
+    /// that changed in it or in the oracle since, with the same result.
     pub fn compare_sink(&mut self) -> Result<ResultError, EngineError> {
-        let all = self.ctx.sink.read_all().map_err(PipelineError::from)?;
-        Ok(self.oracle.compare(all))
+        let sink = &mut self.ctx.sink;
+        if self.oracle.is_tracking()
+            && let Some(changes) = sink.read_changes().map_err(PipelineError::from)?
+            && let Some(error) = self.oracle.compare_changes(changes)
+        {
+            return Ok(error);
+        }
+        // Read the changes first so that the full read below is the baseline they start from.
+        let tracks = sink.read_changes().map_err(PipelineError::from)?.is_some();
+        let all = sink.read_all().map_err(PipelineError::from)?;
+        Ok(if tracks {
+            self.oracle.track(all)
+        } else {
+            self.oracle.compare(all)
+        })
     }
 
     pub fn publish(&mut self, run: &mut Run, state: RunState, result_error: Option<ResultError>) {
@@ -352,6 +368,7 @@ impl<'a> JobRunner<'a> {
     /// arrives; then ends a bounded source read to its end.
     pub fn drive(&mut self, run: &mut Run, limit: Option<u64>) -> Result<End, EngineError> {
         let mut end = End::Finished;
+        self.ctx.state.mark(Mark::Begin)?;
         if std::mem::take(&mut run.start_paused)
             && let Control::Stop = self.paused(run)
         {
@@ -383,6 +400,7 @@ impl<'a> JobRunner<'a> {
         }
         self.ctx.timers.flush(&mut self.ctx.state)?;
         self.ctx.sink.flush().map_err(PipelineError::from)?;
+        self.ctx.state.mark(Mark::End)?;
         Ok(end)
     }
 

@@ -87,6 +87,9 @@ pub struct EngineConfig {
     pub start_paused: bool,
     /// Profile the CPU: each snapshot takes the samples of its interval from this tap.
     pub cpu: Option<crate::profiler::CpuTap>,
+    /// Record every RocksDB operation of the job here, for `statebench replay-ops` (a workload
+    /// without phases only).
+    pub record_ops: Option<PathBuf>,
 }
 
 impl EngineConfig {
@@ -103,6 +106,7 @@ impl EngineConfig {
             trace: None,
             start_paused: false,
             cpu: None,
+            record_ops: None,
         }
     }
 }

@@ -12,6 +12,7 @@ use super::run::Run;
 use super::sampler::Sampler;
 use super::snapshot::{JobSource, MetricsSnapshot, Phase, RunOutcome, RunState};
 use super::{EngineCommand, EngineConfig, EngineError, SinkConfig};
+use crate::backend::oplog::OpRecorder;
 use crate::backend::{CF_TIMER_STATE, CF_WINDOW_STATS, StateBackend};
 use crate::config::Workload;
 use crate::config::workload::{CatchUpState, OffsetReset, PhasesSpec, StartingOffsets};
@@ -89,7 +90,14 @@ fn streaming(
         restored: false,
     };
     let fresh_state = state_is_empty(&backend);
-    let job = JobRunner::new(&backend, run, log, spec, sink)?;
+    let mut job = JobRunner::new(&backend, run, log, spec, sink)?;
+    if let Some(path) = &run.config.record_ops {
+        job.ctx.state.record_to(OpRecorder::create(
+            path,
+            &backend,
+            state_ttl(&run.config.workload),
+        )?);
+    }
     finish(run, job, &backend, Vec::new(), fresh_state, None)
 }
 
@@ -102,6 +110,11 @@ fn backfill_then_catch_up(
     sink: Box<dyn Sink>,
 ) -> Result<RunOutcome, EngineError> {
     let config = run.config;
+    if config.record_ops.is_some() {
+        return Err(EngineError::Source(
+            "recording RocksDB operations needs a workload without phases".to_string(),
+        ));
+    }
     let switch = log.start_time() + phases.switch_at.0 as i64;
     // Both jobs are deployed at the switch; the backfill reads the retained history up to it.
     let backfill_backend = open_backend(run, &config.data_dir.join("backfill"))?;
@@ -246,6 +259,7 @@ fn finish(
     };
     job.publish(run, RunState::Finished, Some(result_error));
     let final_state = job.job.state_counts(&mut job.ctx.state)?;
+    job.ctx.state.finish_recording()?;
     let state_error = job.oracle.compare(final_state.iter().copied());
     // RocksDB's newest OPTIONS file against the profile as it stands, live changes included.
     let option_mismatches = backend

@@ -1,7 +1,11 @@
 //! The serving store the job writes its results to: `(user, window) -> count`, as the seeds'
 //! Redis STRING keys. The embedded default keeps them in process.
 
-use std::collections::HashMap;
+use super::bits::BitSet;
+use super::hash::FastMap;
+
+/// (user, window index, count): one result as the store holds it.
+pub type Count = (u64, usize, i64);
 
 /// Errors from a sink backend.
 #[derive(Debug, thiserror::Error)]
@@ -18,8 +22,17 @@ pub trait Sink: Send {
         Ok(())
     }
 
-    /// Every (user, window index, count) the store holds.
+    /// Every (user, window index, count) the store holds, each pair once.
     fn read_all(&mut self) -> Result<Vec<(u64, usize, i64)>, SinkError>;
+
+    /// Every pair written since the last call (since the store opened, the first time), each
+    /// once, with the count the store holds now; other pairs may come too, with theirs. Only a
+    /// store that can tell without reading everything answers (the in-process one; it never
+    /// removes a pair); None when only `read_all` can. The oracle's incremental comparison is
+    /// its one reader.
+    fn read_changes(&mut self) -> Result<Option<Vec<Count>>, SinkError> {
+        Ok(None)
+    }
 
     /// Writes and bytes sent so far.
     fn counters(&self) -> SinkCounters;
@@ -55,10 +68,26 @@ pub fn store_key(user: u64, window_label: &str) -> String {
     format!("freq:user-{user}:{window_label}")
 }
 
-/// The embedded in-process store.
+/// The embedded in-process store. A job writes every window of one user in a row, so counts
+/// are kept per user: one map lookup finds a row of all the user's windows.
 #[derive(Debug, Default)]
 pub struct MemorySink {
-    values: HashMap<(u64, usize), i64>,
+    /// user -> row; row `r` holds `counts[r * width..][..width]`.
+    rows: FastMap<u64, u32>,
+    /// row -> user.
+    users: Vec<u64>,
+    /// Per pair (`row * width + window`): the count, if `written`.
+    counts: Vec<i64>,
+    /// Per pair: ever written.
+    written: BitSet,
+    /// Windows per row: the labels' (at least one).
+    width: usize,
+    /// Per row: listed in `changed`.
+    flagged: BitSet,
+    /// Rows written since the last `read_changes`.
+    changed: Vec<u32>,
+    /// Counts of windows past the labels (no job writes them): read back in full every time.
+    overflow: FastMap<(u64, usize), i64>,
     /// Window labels, to count the bytes a store key would take.
     labels: Vec<String>,
     counters: SinkCounters,
@@ -67,9 +96,42 @@ pub struct MemorySink {
 impl MemorySink {
     pub fn new(labels: Vec<String>) -> MemorySink {
         MemorySink {
+            width: labels.len().max(1),
             labels,
             ..MemorySink::default()
         }
+    }
+
+    fn width(&self) -> usize {
+        self.width.max(1)
+    }
+
+    /// The row of `user`, added if new.
+    fn row(&mut self, user: u64) -> usize {
+        let next = self.users.len() as u32;
+        let row = *self.rows.entry(user).or_insert(next);
+        if row == next {
+            self.users.push(user);
+            self.counts.resize(self.counts.len() + self.width(), 0);
+        }
+        row as usize
+    }
+
+    /// Every count of `rows` (and every overflow count).
+    fn counts_of(&self, rows: impl ExactSizeIterator<Item = usize>) -> Vec<(u64, usize, i64)> {
+        let width = self.width();
+        let mut out = Vec::with_capacity(rows.len() * width + self.overflow.len());
+        for row in rows {
+            let user = self.users[row];
+            for window in 0..width {
+                let pair = row * width + window;
+                if self.written.contains(pair) {
+                    out.push((user, window, self.counts[pair]));
+                }
+            }
+        }
+        out.extend(self.overflow.iter().map(|((u, w), c)| (*u, *w, *c)));
+        out
     }
 }
 
@@ -89,7 +151,17 @@ fn payload_bytes(key_len: usize, count: i64) -> u64 {
 
 impl Sink for MemorySink {
     fn write(&mut self, user: u64, window: usize, count: i64) -> Result<(), SinkError> {
-        self.values.insert((user, window), count);
+        if window < self.width() {
+            let row = self.row(user);
+            let pair = row * self.width() + window;
+            self.counts[pair] = count;
+            self.written.insert(pair);
+            if self.flagged.insert(row) {
+                self.changed.push(row as u32);
+            }
+        } else {
+            self.overflow.insert((user, window), count);
+        }
         self.counters.writes += 1;
         let label = self.labels.get(window).map_or("?", String::as_str);
         self.counters.bytes += payload_bytes(store_key_len(user, label), count);
@@ -102,7 +174,17 @@ impl Sink for MemorySink {
     }
 
     fn read_all(&mut self) -> Result<Vec<(u64, usize, i64)>, SinkError> {
-        Ok(self.values.iter().map(|((u, w), c)| (*u, *w, *c)).collect())
+        Ok(self.counts_of(0..self.users.len()))
+    }
+
+    /// Every count of the users written since the last call: those written, and their other
+    /// windows (unchanged, which a reader may re-read at no harm).
+    fn read_changes(&mut self) -> Result<Option<Vec<Count>>, SinkError> {
+        let rows = std::mem::take(&mut self.changed);
+        for row in &rows {
+            self.flagged.remove(*row as usize);
+        }
+        Ok(Some(self.counts_of(rows.iter().map(|r| *r as usize))))
     }
 
     fn counters(&self) -> SinkCounters {
@@ -271,5 +353,32 @@ mod tests {
         assert_eq!(payload_bytes(14, 0), 15);
         assert_eq!(payload_bytes(14, -12), 17);
         assert_eq!(payload_bytes(14, 100), 17);
+    }
+
+    #[test]
+    fn memory_sink_reports_what_changed_since_it_was_last_asked() {
+        let mut s = MemorySink::new(vec!["1m".into(), "5m".into()]);
+        s.write(1, 0, 3).unwrap();
+        s.write(2, 1, 4).unwrap();
+        s.write(3, 7, 1).unwrap(); // a window past the labels
+        let sorted = |mut v: Vec<(u64, usize, i64)>| {
+            v.sort();
+            v
+        };
+        let first = sorted(s.read_changes().unwrap().unwrap());
+        assert_eq!(first, vec![(1, 0, 3), (2, 1, 4), (3, 7, 1)]);
+        // Nothing written since: only the overflow, which is always read back.
+        assert_eq!(s.read_changes().unwrap().unwrap(), vec![(3, 7, 1)]);
+        s.write(1, 1, 9).unwrap();
+        s.write(1, 1, 8).unwrap();
+        // User 1's row, both windows, once, with the counts held now.
+        assert_eq!(
+            sorted(s.read_changes().unwrap().unwrap()),
+            vec![(1, 0, 3), (1, 1, 8), (3, 7, 1)]
+        );
+        assert_eq!(
+            sorted(s.read_all().unwrap()),
+            vec![(1, 0, 3), (1, 1, 8), (2, 1, 4), (3, 7, 1)]
+        );
     }
 }

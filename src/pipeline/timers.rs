@@ -26,9 +26,89 @@ pub struct Timer {
     pub key: String,
 }
 
+/// Bytes of timer key kept inline: a generated user's key (`user-N`) needs about 23.
+const INLINE_KEY_BYTES: usize = 30;
+
+/// A cached timer's RocksDB key, inline when short, so that a key group's cache is a B-tree
+/// whose comparisons read its own nodes rather than a heap allocation per key.
+#[derive(Clone)]
+enum CachedKey {
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_KEY_BYTES],
+    },
+    Heap(Box<[u8]>),
+}
+
+impl CachedKey {
+    fn new(key: &[u8]) -> CachedKey {
+        if key.len() <= INLINE_KEY_BYTES {
+            let mut bytes = [0u8; INLINE_KEY_BYTES];
+            bytes[..key.len()].copy_from_slice(key);
+            CachedKey::Inline {
+                len: key.len() as u8,
+                bytes,
+            }
+        } else {
+            CachedKey::Heap(key.into())
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            CachedKey::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            CachedKey::Heap(bytes) => bytes,
+        }
+    }
+}
+
+// Ordered, and equal, by the key's bytes: RocksDB's order.
+impl Ord for CachedKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if let (CachedKey::Inline { bytes: a, .. }, CachedKey::Inline { bytes: b, .. }) =
+            (self, other)
+        {
+            // The first 16 bytes (key group, timestamp, the key's start) as one big-endian
+            // number: they nearly always decide. Past a key's end its bytes are zero, which
+            // orders a key before a longer one it begins, as byte order does; when the
+            // numbers are equal the full comparison below decides.
+            let head = |k: &[u8; INLINE_KEY_BYTES]| {
+                let mut h = [0u8; 16];
+                h.copy_from_slice(&k[..16]);
+                u128::from_be_bytes(h)
+            };
+            let order = head(a).cmp(&head(b));
+            if order.is_ne() {
+                return order;
+            }
+        }
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl PartialOrd for CachedKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for CachedKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for CachedKey {}
+
+impl std::fmt::Debug for CachedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:02x?}", self.as_bytes())
+    }
+}
+
 #[derive(Debug)]
 struct KeyGroupQueue {
-    cache: BTreeSet<Vec<u8>>,
+    cache: BTreeSet<CachedKey>,
     /// True when the cache holds every timer of this key group that RocksDB holds.
     all_in_cache: bool,
     /// Flink's `seekHint`: the last timer polled when the cache ran dry. A refill seeks here
@@ -44,6 +124,8 @@ pub struct TimerService<'a> {
     /// (head timestamp, key group) of every non-empty key group.
     heads: BTreeSet<(i64, u16)>,
     batch: WriteBatch,
+    /// The timer key being registered (reused).
+    scratch: Vec<u8>,
     pub registered: u64,
     pub fired: u64,
 }
@@ -64,6 +146,7 @@ impl<'a> TimerService<'a> {
                 .collect(),
             heads: BTreeSet::new(),
             batch: WriteBatch::default(),
+            scratch: Vec::new(),
             registered: 0,
             fired: 0,
         };
@@ -98,11 +181,11 @@ impl<'a> TimerService<'a> {
     }
 
     /// `checkRefillCacheFromStore`: loads the smallest timers of a key group from RocksDB
-    /// when its cache is empty but RocksDB may hold more.
-    fn refill(&mut self, state: &mut StateAccess, kg: u16) -> Result<(), PipelineError> {
+    /// when its cache is empty but RocksDB may hold more. True when it looked.
+    fn refill(&mut self, state: &mut StateAccess, kg: u16) -> Result<bool, PipelineError> {
         let q = &self.queues[usize::from(kg)];
         if q.all_in_cache || !q.cache.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let prefix = keys::key_group_prefix(kg);
         let seek_to = q.seek_hint.clone().unwrap_or_else(|| prefix.clone());
@@ -118,15 +201,15 @@ impl<'a> TimerService<'a> {
             )));
         }
         let q = &mut self.queues[usize::from(kg)];
-        q.cache.extend(loaded);
+        q.cache.extend(loaded.iter().map(|k| CachedKey::new(k)));
         q.all_in_cache = !more;
-        Ok(())
+        Ok(true)
     }
 
     /// Makes `heads` agree with the first cached timer of `kg`.
     fn sync_head(&mut self, kg: u16) {
         let q = &mut self.queues[usize::from(kg)];
-        let new = q.cache.first().map(|k| keys::timer_timestamp(k));
+        let new = q.cache.first().map(|k| keys::timer_timestamp(k.as_bytes()));
         if new != q.head {
             if let Some(old) = q.head {
                 self.heads.remove(&(old, kg));
@@ -147,25 +230,37 @@ impl<'a> TimerService<'a> {
     ) -> Result<(), PipelineError> {
         let kg = key.key_group();
         self.registered += 1;
-        self.refill(state, kg)?;
-        let bytes = key.timer_key(timestamp);
+        // Whether the cache changed, and so perhaps its head.
+        let mut changed = self.refill(state, kg)?;
+        let mut bytes = std::mem::take(&mut self.scratch);
+        key.write_timer_key(timestamp, &mut bytes);
         let q = &mut self.queues[usize::from(kg)];
         let cache_full = q.cache.len() >= CACHE_SIZE;
-        let below_last = q.cache.last().is_some_and(|last| bytes < *last);
-        if (!cache_full && q.all_in_cache) || below_last {
+        let below_last = q
+            .cache
+            .last()
+            .is_some_and(|last| bytes.as_slice() < last.as_bytes());
+        let written = if (!cache_full && q.all_in_cache) || below_last {
             if cache_full {
                 // The largest cached timer now lives only in RocksDB.
                 q.cache.pop_last();
                 q.all_in_cache = false;
             }
-            if q.cache.insert(bytes.clone()) {
-                self.batch_put(state, &bytes)?;
+            changed = true;
+            if q.cache.insert(CachedKey::new(&bytes)) {
+                self.batch_put(state, &bytes)
+            } else {
+                Ok(())
             }
         } else {
             q.all_in_cache = false;
-            self.batch_put(state, &bytes)?;
+            self.batch_put(state, &bytes)
+        };
+        self.scratch = bytes;
+        written?;
+        if changed {
+            self.sync_head(kg);
         }
-        self.sync_head(kg);
         Ok(())
     }
 
@@ -187,17 +282,18 @@ impl<'a> TimerService<'a> {
                 "key group {kg} has a head but an empty cache"
             )));
         };
+        let bytes = bytes.as_bytes();
         if q.cache.is_empty() {
-            q.seek_hint = Some(bytes.clone());
+            q.seek_hint = Some(bytes.to_vec());
         }
-        self.batch_delete(state, &bytes)?;
+        self.batch_delete(state, bytes)?;
         self.refill(state, kg)?;
         self.sync_head(kg);
         self.fired += 1;
-        let key = keys::timer_user_key(&bytes)
+        let key = keys::timer_user_key(bytes)
             .ok_or_else(|| PipelineError::CorruptTimer(format!("{bytes:02x?}")))?;
         Ok(Some(Timer {
-            timestamp: keys::timer_timestamp(&bytes),
+            timestamp: keys::timer_timestamp(bytes),
             key,
         }))
     }
@@ -264,6 +360,20 @@ mod tests {
             let mut got: Vec<(i64, String)> = fired.into_iter().map(|t| (t.timestamp, t.key)).collect();
             got.sort();
             prop_assert_eq!(got, expected);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn cached_keys_order_as_their_bytes_do(
+            a in proptest::collection::vec(prop_oneof![Just(0u8), Just(1), any::<u8>()], 0..40),
+            b in proptest::collection::vec(prop_oneof![Just(0u8), Just(1), any::<u8>()], 0..40),
+            shared in 0usize..40,
+        ) {
+            // Often a common start, so that the full comparison is reached too.
+            let b: Vec<u8> = a.iter().take(shared).chain(b.iter()).copied().collect();
+            prop_assert_eq!(CachedKey::new(&a).cmp(&CachedKey::new(&b)), a.cmp(&b));
+            prop_assert_eq!(CachedKey::new(&a) == CachedKey::new(&b), a == b);
         }
     }
 
