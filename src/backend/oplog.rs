@@ -382,3 +382,57 @@ pub fn replay(path: &Path, dir: &Path, profile: &Profile) -> Result<ReplayStats,
     stats.total = started.elapsed();
     Ok(stats)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{CF_TIMERS, CF_WINDOW_STATS, StateAccess};
+
+    #[test]
+    fn a_recorded_run_replays_the_same_operations() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        let log = dir.path().join("ops.log");
+        {
+            let backend = StateBackend::open(&dir.path().join("run"), &profile).unwrap();
+            let mut state = StateAccess::new(&backend);
+            state.record_to(OpRecorder::create(&log, &backend, Some(60_000)).unwrap());
+            let stats = backend.cf(CF_WINDOW_STATS).unwrap();
+            let timers = backend.cf(CF_TIMERS).unwrap();
+            state.mark(Mark::Begin).unwrap();
+            state.set_processing_time(1_000);
+            for i in 0..50u32 {
+                let key = i.to_be_bytes();
+                state.get(stats, &key, |v| Ok(v.len())).unwrap();
+                state.put(stats, &key, b"value").unwrap();
+            }
+            state.delete(stats, &7u32.to_be_bytes()).unwrap();
+            let mut batch = WriteBatch::default();
+            batch.put_cf(timers, b"t1", []);
+            batch.delete_cf(timers, b"t0");
+            state.write_batch(batch).unwrap();
+            state.write_batch(WriteBatch::default()).unwrap();
+            state.scan_prefix(timers, b"t", b"t", 10).unwrap();
+            state.mark(Mark::End).unwrap();
+            state.for_each(stats, |_, _| Ok(())).unwrap();
+            state.finish_recording().unwrap();
+        }
+        assert_eq!(recorded_state_ttl(&log).unwrap(), Some(60_000));
+        let replayed = replay(&log, &dir.path().join("replay"), &profile).unwrap();
+        assert_eq!(
+            (
+                replayed.gets,
+                replayed.puts,
+                replayed.deletes,
+                replayed.batches,
+                replayed.scans
+            ),
+            (50, 50, 1, 2, 2)
+        );
+        assert!(replayed.marked > Duration::ZERO && replayed.marked <= replayed.total);
+        // Not a log: refused with the file named.
+        std::fs::write(&log, b"something else").unwrap();
+        let err = replay(&log, &dir.path().join("again"), &profile).unwrap_err();
+        assert!(err.to_string().contains("ops.log"), "{err}");
+    }
+}
