@@ -39,7 +39,9 @@ fn unknown_traps_are_usage_errors() {
 #[test]
 fn the_advisor_names_each_case_studys_cause_and_its_fix_moves_the_evidence() {
     for (name, events) in [
-        ("wbm-stall", Some(30_000)),
+        // Its own 60,000 events: at 30,000 a run can end before a snapshot catches the
+        // WriteBufferManager full while the memtables are small (seen once in CI).
+        ("wbm-stall", None),
         ("serializer", Some(20_000)),
         ("level-sizing", None),
     ] {
