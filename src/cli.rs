@@ -46,10 +46,9 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// contrast reproduced (the advisor named the cause and the evidence moved), 1 when it did
     /// not. Without a name, list them.
     Reproduce(ReproduceArgs),
-    /// Run, ask the advisor, apply the most severe finding's fix to a new profile (`extends:`
-    /// the original), re-run the same workload and keep the change only when its finding is
-    /// gone or less severe; repeat, one finding per round, until none is left or the rounds
-    /// run out. Prints before / after for every
+    /// Run, ask the advisor, apply its recommendations to a new profile (`extends:` the
+    /// original), re-run the same workload and keep a change only when its finding is gone;
+    /// repeat until no finding is left or the rounds run out. Prints before / after for every
     /// round and writes the tuned profile (and with --report, the proof as JSON).
     Tune(TuneArgs),
     /// A profile in the formats users deploy: a Flink 1.20 or 2.x config.yaml fragment, the
@@ -336,9 +335,8 @@ impl std::str::FromStr for SinkArg {
 pub struct TuneArgs {
     #[command(flatten)]
     pub job: JobArgs,
-    /// Rounds at most: each applies one finding's fix (the most severe one not tried yet) and
-    /// re-runs, so every kept change is proven on its own.
-    #[arg(long, default_value_t = 4)]
+    /// Rounds of advise, apply and re-run at most.
+    #[arg(long, default_value_t = 3)]
     pub rounds: u32,
     /// Managed memory the tuned profile may use (default: the profile's own). A fix that needs
     /// more is not applied; tune says how much it needs.

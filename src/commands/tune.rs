@@ -51,30 +51,26 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     let mut current = original.clone();
     let mut rounds: Vec<Round> = Vec::new();
     let mut before = measure(&job, &current, "the profile as given")?;
-    // One finding's fix per round, most severe first, so every kept change is proven by a
-    // re-run of its own; a fix that did not help is not tried again.
-    let mut tried: Vec<&'static str> = Vec::new();
     for round in 1..=args.rounds {
-        let mut over_budget = Vec::new();
-        let mut pick = None;
-        let open: Vec<Finding> = before
+        let open: Vec<&Finding> = before
             .findings
             .iter()
-            .filter(|f| {
-                f.severity >= Severity::Warning
-                    && !f.recommendation.is_empty()
-                    && !tried.contains(&f.id)
-            })
-            .cloned()
+            .filter(|f| f.severity >= Severity::Warning && !f.recommendation.is_empty())
             .collect();
+        if open.is_empty() {
+            break;
+        }
+        // Every finding's delta that stays inside the memory budget, most severe first.
+        let mut candidate = current.clone();
+        let mut applied = Vec::new();
+        let mut over_budget = Vec::new();
         for f in open {
-            let mut edited = current.clone();
+            let mut edited = candidate.clone();
             for c in &f.recommendation {
                 edited = edited
                     .edited(&c.key, &c.value)
                     .with_context(|| format!("finding {}: {} = {}", f.id, c.key, c.value))?;
             }
-            tried.push(f.id);
             if edited.knobs.managed_memory.0 > budget {
                 over_budget.push(format!(
                     "{}: needs memory.managed-size {} ({} more than the budget {}); --memory-budget {} applies it",
@@ -86,55 +82,70 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
                 ));
                 continue;
             }
-            pick = Some((f, edited));
-            break;
-        }
-        let Some((finding, candidate)) = pick else {
-            if !over_budget.is_empty() {
-                rounds.push(Round {
-                    before: before.clone(),
-                    applied: Vec::new(),
-                    over_budget,
-                    after: None,
-                });
-            }
-            break;
-        };
-        let after = measure(
-            &job,
-            &candidate,
-            &format!("round {round}: {}'s fix", finding.id),
-        )?;
-        // The change stays when its finding is gone or less severe in the re-run.
-        let severity = |m: &Measured| {
-            m.findings
-                .iter()
-                .find(|f| f.id == finding.id)
-                .map(|f| f.severity)
-        };
-        let kept = match severity(&after) {
-            None => true,
-            Some(x) => x < finding.severity,
-        };
-        let round_before = before.clone();
-        if kept {
-            current = candidate;
-            before = after.clone();
-        }
-        rounds.push(Round {
-            before: round_before,
-            applied: vec![Applied {
-                finding: finding.id,
-                changes: finding
+            candidate = edited;
+            applied.push(Applied {
+                finding: f.id,
+                changes: f
                     .recommendation
                     .iter()
                     .map(|c| format!("{}: {}", c.key, c.value))
                     .collect(),
-                kept,
-            }],
+                kept: false,
+            });
+        }
+        if applied.is_empty() {
+            rounds.push(Round {
+                before: before.clone(),
+                applied,
+                over_budget,
+                after: None,
+            });
+            break;
+        }
+        let after = measure(&job, &candidate, &format!("round {round}"))?;
+        // A change stays when its finding is gone or less severe in the re-run.
+        for a in &mut applied {
+            let severity = |m: &Measured| {
+                m.findings
+                    .iter()
+                    .find(|f| f.id == a.finding)
+                    .map(|f| f.severity)
+            };
+            a.kept = match (severity(&before), severity(&after)) {
+                (_, None) => true,
+                (Some(b), Some(x)) => x < b,
+                (None, Some(_)) => false,
+            };
+        }
+        let any_kept = applied.iter().any(|a| a.kept);
+        let round_before = before.clone();
+        if applied.iter().all(|a| a.kept) {
+            current = candidate;
+            before = after.clone();
+        } else if any_kept {
+            // Keep only the confirmed changes, and measure what that profile does.
+            for a in applied.iter().filter(|a| a.kept) {
+                for change in &a.changes {
+                    if let Some((k, v)) = change.split_once(": ") {
+                        current = current.edited(k, v)?;
+                    }
+                }
+            }
+            before = measure(
+                &job,
+                &current,
+                &format!("round {round}, confirmed changes only"),
+            )?;
+        }
+        rounds.push(Round {
+            before: round_before,
+            applied,
             over_budget,
             after: Some(after),
         });
+        if !any_kept {
+            break;
+        }
     }
     // The last measurement is what the tuned profile does.
     let mut out = std::io::stdout();
