@@ -244,18 +244,23 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The state TTL a log was recorded with (None: no TTL).
-pub fn recorded_state_ttl(path: &Path) -> Result<Option<i64>, BackendError> {
-    let data = std::fs::read(path).map_err(|source| BackendError::Io {
+/// The whole log at `path`, read into memory.
+fn read_log(path: &Path) -> Result<Vec<u8>, BackendError> {
+    std::fs::read(path).map_err(|source| BackendError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    let mut r = Reader {
+    })
+}
+
+/// The state TTL a log was recorded with (None: no TTL).
+#[cfg(test)]
+fn recorded_state_ttl(path: &Path) -> Result<Option<i64>, BackendError> {
+    let data = read_log(path)?;
+    header(&mut Reader {
         data: &data,
         at: 0,
         path,
-    };
-    header(&mut r)
+    })
 }
 
 fn header(r: &mut Reader) -> Result<Option<i64>, BackendError> {
@@ -271,10 +276,7 @@ fn header(r: &mut Reader) -> Result<Option<i64>, BackendError> {
 /// traffic with no pipeline, no oracle, no sink and no metrics. The log is read into memory
 /// first, so the timings hold RocksDB's work and the decoding of the log only.
 pub fn replay(path: &Path, dir: &Path, profile: &Profile) -> Result<ReplayStats, BackendError> {
-    let data = std::fs::read(path).map_err(|source| BackendError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let data = read_log(path)?;
     let mut r = Reader {
         data: &data,
         at: 0,

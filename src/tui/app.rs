@@ -147,15 +147,22 @@ impl Side {
     /// The advisor on the current segment's snapshots (at most the last `HISTORY`): what a
     /// report of the run so far would say, with the worst interval's latencies.
     fn refresh_findings(&mut self, workload: &Workload) {
-        let snapshots: Vec<MetricsSnapshot> = self.segment().cloned().collect();
+        // The segment is the history's tail (times only grow): read it in place, no copies.
+        let start = self.offset_secs;
+        let history = self.history.make_contiguous();
+        let first = history
+            .iter()
+            .position(|s| start == 0.0 || s.elapsed_secs > start)
+            .unwrap_or(history.len());
+        let snapshots = &history[first..];
         let running_secs = snapshots
             .iter()
             .filter(|s| s.state != RunState::Paused)
             .map(|s| s.interval_secs)
             .sum();
-        let summary = Summary::of_snapshots(&snapshots, running_secs, workload.spec.serializer);
+        let summary = Summary::of_snapshots(snapshots, running_secs, workload.spec.serializer);
         let derived = self.profile.derived(STATE_COLUMN_FAMILIES.len());
-        self.findings = Segment::advise(&self.profile, &derived, &summary, &snapshots);
+        self.findings = Segment::advise(&self.profile, &derived, &summary, snapshots);
     }
 
     /// Events per second over the current segment's running snapshots (pauses excluded).
