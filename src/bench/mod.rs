@@ -232,7 +232,7 @@ pub const METRICS: &[Metric] = &[
         unit: "bytes",
         kind: Kind::Counter,
         better: Better::Lower,
-        noise: 1.0,
+        noise: 2.0,
         slack: 64.0,
         read: |s| per_event(s.bytes_read_per_lookup * s.lookups as f64, s),
     },
