@@ -523,12 +523,12 @@ impl<'a> StateAccess<'a> {
         if let Some(r) = &mut self.recorder {
             r.get(cf, key)?;
         }
-        let start = self.latency.start();
+        let start = self.latency.start_sampled();
         let value = self
             .backend
             .db
             .get_pinned_cf_opt(cf, key, &self.backend.read_opts)?;
-        self.latency.stop(latency::Op::Get, start);
+        self.latency.stop_sampled(latency::Op::Get, start);
         self.counters.gets += 1;
         value.map(|v| f(&v)).transpose()
     }
@@ -544,12 +544,12 @@ impl<'a> StateAccess<'a> {
         if let Some(r) = &mut self.recorder {
             r.put(cf, key, value)?;
         }
-        let start = self.latency.start();
+        let start = self.latency.start_sampled();
         self.before_write();
         self.backend
             .db
             .put_cf_opt(cf, key, value, &self.backend.write_opts)?;
-        self.latency.stop(latency::Op::Put, start);
+        self.latency.stop_sampled(latency::Op::Put, start);
         self.counters.puts += 1;
         self.counters.put_bytes += (key.len() + value.len()) as u64;
         Ok(())
@@ -559,12 +559,12 @@ impl<'a> StateAccess<'a> {
         if let Some(r) = &mut self.recorder {
             r.delete(cf, key)?;
         }
-        let start = self.latency.start();
+        let start = self.latency.start_sampled();
         self.before_write();
         self.backend
             .db
             .delete_cf_opt(cf, key, &self.backend.write_opts)?;
-        self.latency.stop(latency::Op::Put, start);
+        self.latency.stop_sampled(latency::Op::Put, start);
         self.counters.deletes += 1;
         Ok(())
     }

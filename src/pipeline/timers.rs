@@ -6,7 +6,7 @@
 //! before every scan, like Flink's `RocksDBWriteBatchWrapper`. A heap over the key groups' heads
 //! (`KeyGroupPartitionedPriorityQueue`) yields timers in timestamp order across key groups.
 
-use std::collections::BTreeSet;
+use std::collections::VecDeque;
 
 use rocksdb::{ColumnFamily, WriteBatch};
 
@@ -106,23 +106,137 @@ impl std::fmt::Debug for CachedKey {
     }
 }
 
+/// A key group's cached timers in ascending order, as Flink's `TreeOrderedSetCache` keeps them:
+/// one sorted array searched by bisection. (A B-tree's node chasing cost more here: new timers
+/// land near the end and due ones leave from the front, which a ring buffer does in place.)
+#[derive(Debug, Default)]
+struct SortedCache(VecDeque<CachedKey>);
+
+impl SortedCache {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn first(&self) -> Option<&CachedKey> {
+        self.0.front()
+    }
+
+    fn last(&self) -> Option<&CachedKey> {
+        self.0.back()
+    }
+
+    fn pop_first(&mut self) -> Option<CachedKey> {
+        self.0.pop_front()
+    }
+
+    fn pop_last(&mut self) -> Option<CachedKey> {
+        self.0.pop_back()
+    }
+
+    /// Adds `key` in order; false when it was already there.
+    fn insert(&mut self, key: CachedKey) -> bool {
+        match self.0.binary_search(&key) {
+            Ok(_) => false,
+            Err(at) => {
+                self.0.insert(at, key);
+                true
+            }
+        }
+    }
+
+    fn extend(&mut self, keys: impl IntoIterator<Item = CachedKey>) {
+        for key in keys {
+            self.insert(key);
+        }
+    }
+}
+
 #[derive(Debug)]
 struct KeyGroupQueue {
-    cache: BTreeSet<CachedKey>,
+    cache: SortedCache,
     /// True when the cache holds every timer of this key group that RocksDB holds.
     all_in_cache: bool,
     /// Flink's `seekHint`: the last timer polled when the cache ran dry. A refill seeks here
     /// instead of to the key-group prefix, skipping the tombstones of timers already fired.
     seek_hint: Option<Vec<u8>>,
-    /// The head timestamp this key group has in `heads`, if any.
-    head: Option<i64>,
+}
+
+const KEY_GROUPS: usize = MAX_PARALLELISM as usize;
+
+/// The head timestamp of every key group and a tournament tree over them whose root is the key
+/// group with the smallest (timestamp, key group). A head that moves replays its 8 matches up
+/// one small array (a B-tree set of heads removed and inserted through its nodes, and was a
+/// visible share of statebench's own CPU).
+struct Heads {
+    /// Per key group: its first cached timer's timestamp, if any.
+    ts: [Option<i64>; KEY_GROUPS],
+    /// Node `i` (1-based; leaves at `KEY_GROUPS + kg`) holds the winner of its subtree.
+    winner: [u16; 2 * KEY_GROUPS],
+}
+
+impl Heads {
+    fn new() -> Heads {
+        let mut heads = Heads {
+            ts: [None; KEY_GROUPS],
+            winner: [0; 2 * KEY_GROUPS],
+        };
+        for kg in 0..KEY_GROUPS {
+            heads.winner[KEY_GROUPS + kg] = kg as u16;
+        }
+        for node in (1..KEY_GROUPS).rev() {
+            heads.winner[node] = heads.play(node);
+        }
+        heads
+    }
+
+    /// The winner of node `node`'s two children: the earlier head, the lower key group on a tie,
+    /// a key group with a head before one without.
+    fn play(&self, node: usize) -> u16 {
+        let (a, b) = (self.winner[2 * node], self.winner[2 * node + 1]);
+        match (self.ts[usize::from(a)], self.ts[usize::from(b)]) {
+            (Some(x), Some(y)) if (y, b) < (x, a) => b,
+            (None, Some(_)) => b,
+            _ => a,
+        }
+    }
+
+    fn get(&self, kg: u16) -> Option<i64> {
+        self.ts[usize::from(kg)]
+    }
+
+    fn set(&mut self, kg: u16, ts: Option<i64>) {
+        self.ts[usize::from(kg)] = ts;
+        let mut node = (KEY_GROUPS + usize::from(kg)) / 2;
+        while node >= 1 {
+            self.winner[node] = self.play(node);
+            node /= 2;
+        }
+    }
+
+    /// The smallest (timestamp, key group) of all heads.
+    fn first(&self) -> Option<(i64, u16)> {
+        let kg = self.winner[1];
+        self.ts[usize::from(kg)].map(|ts| (ts, kg))
+    }
+}
+
+impl std::fmt::Debug for Heads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Heads")
+            .field("first", &self.first())
+            .finish()
+    }
 }
 
 pub struct TimerService<'a> {
     cf: &'a ColumnFamily,
     queues: Vec<KeyGroupQueue>,
-    /// (head timestamp, key group) of every non-empty key group.
-    heads: BTreeSet<(i64, u16)>,
+    /// The head timestamp of every non-empty key group.
+    heads: Heads,
     batch: WriteBatch,
     /// The timer key being registered (reused).
     scratch: Vec<u8>,
@@ -138,13 +252,12 @@ impl<'a> TimerService<'a> {
             cf,
             queues: (0..MAX_PARALLELISM)
                 .map(|_| KeyGroupQueue {
-                    cache: BTreeSet::new(),
+                    cache: SortedCache::default(),
                     all_in_cache: false,
                     seek_hint: None,
-                    head: None,
                 })
                 .collect(),
-            heads: BTreeSet::new(),
+            heads: Heads::new(),
             batch: WriteBatch::default(),
             scratch: Vec::new(),
             registered: 0,
@@ -208,16 +321,10 @@ impl<'a> TimerService<'a> {
 
     /// Makes `heads` agree with the first cached timer of `kg`.
     fn sync_head(&mut self, kg: u16) {
-        let q = &mut self.queues[usize::from(kg)];
+        let q = &self.queues[usize::from(kg)];
         let new = q.cache.first().map(|k| keys::timer_timestamp(k.as_bytes()));
-        if new != q.head {
-            if let Some(old) = q.head {
-                self.heads.remove(&(old, kg));
-            }
-            if let Some(ts) = new {
-                self.heads.insert((ts, kg));
-            }
-            q.head = new;
+        if new != self.heads.get(kg) {
+            self.heads.set(kg, new);
         }
     }
 
@@ -270,7 +377,7 @@ impl<'a> TimerService<'a> {
         state: &mut StateAccess,
         watermark: i64,
     ) -> Result<Option<Timer>, PipelineError> {
-        let Some(&(ts, kg)) = self.heads.first() else {
+        let Some((ts, kg)) = self.heads.first() else {
             return Ok(None);
         };
         if ts > watermark {
@@ -305,7 +412,7 @@ impl<'a> TimerService<'a> {
 
     /// The earliest pending timer, if any.
     pub fn next_timestamp(&self) -> Option<i64> {
-        self.heads.first().map(|(ts, _)| *ts)
+        self.heads.first().map(|(ts, _)| ts)
     }
 }
 
@@ -315,6 +422,7 @@ mod tests {
     use crate::backend::{CF_TIMERS, StateBackend};
     use crate::config::Profile;
     use proptest::prelude::*;
+    use std::collections::BTreeSet;
 
     fn fire_all(timers: &[(String, i64)], watermark_steps: &[i64]) -> Vec<Timer> {
         let dir = tempfile::tempdir().unwrap();
@@ -360,6 +468,26 @@ mod tests {
             let mut got: Vec<(i64, String)> = fired.into_iter().map(|t| (t.timestamp, t.key)).collect();
             got.sort();
             prop_assert_eq!(got, expected);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_heads_tree_yields_what_an_ordered_set_would(
+            moves in proptest::collection::vec((0u16..MAX_PARALLELISM, proptest::option::of(0i64..50)), 1..400),
+        ) {
+            let mut heads = Heads::new();
+            let mut set = BTreeSet::new();
+            for (kg, ts) in moves {
+                if let Some(old) = heads.get(kg) {
+                    set.remove(&(old, kg));
+                }
+                if let Some(ts) = ts {
+                    set.insert((ts, kg));
+                }
+                heads.set(kg, ts);
+                prop_assert_eq!(heads.first(), set.first().copied());
+            }
         }
     }
 
