@@ -107,7 +107,8 @@ after y), s saves the edited profile as <name>-tuned.yaml."
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// ci: four cases, under a minute (what CI runs); full: more cases and events.
+    /// ci: four cases, under a minute (what CI runs); full: more cases and events; overhead:
+    /// statebench's own overhead against its budgets (a few minutes; no baseline).
     #[arg(long, value_enum, default_value = "ci")]
     pub suite: crate::bench::Suite,
     /// Run every case on this profile (YAML file or built-in) instead of its own: the
@@ -140,6 +141,10 @@ pub struct BenchArgs {
     /// List the suite's cases and exit.
     #[arg(long)]
     pub list: bool,
+    /// The overhead suite: alternating pairs (run and replay, sampling on and off) whose median
+    /// is judged.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
 }
 
 /// What `export` writes: the format, and for `--format flink` the Flink release.

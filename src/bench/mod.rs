@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::Summary;
 
+pub mod overhead;
+
 /// Which cases to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -20,6 +22,9 @@ pub enum Suite {
     Ci,
     /// The ci cases on more events, and the case studies' other profiles.
     Full,
+    /// statebench's own overhead against its budgets (a few minutes): its CPU share, the run
+    /// against a replay of its RocksDB operations, and the cost of metrics sampling.
+    Overhead,
 }
 
 /// A workload on a profile for a number of events. Its name is what baselines match on, so a
@@ -99,11 +104,20 @@ const FULL: &[Case] = &[
     },
 ];
 
+/// The overhead suite's one case: the workload and profile the budget was set on.
+const OVERHEAD: &[Case] = &[Case {
+    name: "overhead",
+    workload: "ads-minutes",
+    profile: "flink-default",
+    events: 100_000,
+}];
+
 impl Suite {
     pub fn cases(self) -> &'static [Case] {
         match self {
             Suite::Ci => CI,
             Suite::Full => FULL,
+            Suite::Overhead => OVERHEAD,
         }
     }
 
@@ -111,6 +125,7 @@ impl Suite {
         match self {
             Suite::Ci => "ci",
             Suite::Full => "full",
+            Suite::Overhead => "overhead",
         }
     }
 }

@@ -6,8 +6,11 @@ use std::path::Path;
 use anyhow::{Context as _, bail};
 
 use super::UsageError;
-use crate::bench::{self, CaseResult, Gate, Results, Verdict};
+use crate::backend::oplog;
+use crate::bench::overhead::Overhead;
+use crate::bench::{self, CaseResult, Gate, Results, Suite, Verdict};
 use crate::cli::BenchArgs;
+use crate::config::units::Millis;
 use crate::config::{Profile, Workload};
 use crate::engine::EngineConfig;
 use crate::report::{self, Summary};
@@ -30,6 +33,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             args.suite.name(),
             known.join(", ")
         )));
+    }
+    if args.suite == Suite::Overhead {
+        return overhead(&args);
     }
     if !(args.max_regression >= 0.0 && args.max_regression.is_finite()) {
         bail!(UsageError(format!(
@@ -133,15 +139,140 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 }
 
 fn measure(workload: Workload, profile: Profile, events: u64) -> anyhow::Result<Summary> {
-    let dir = tempfile::Builder::new()
-        .prefix("statebench-bench-")
-        .tempdir()
-        .context("cannot create a temporary data directory")?;
-    let outcome = crate::engine::run_to_completion(EngineConfig {
+    measure_with(workload, profile, events, |_| {})
+}
+
+/// One run of `events` on a fresh data directory, with `setup` changing its configuration.
+fn measure_with(
+    workload: Workload,
+    profile: Profile,
+    events: u64,
+    setup: impl FnOnce(&mut EngineConfig),
+) -> anyhow::Result<Summary> {
+    let dir = temp_dir()?;
+    let mut config = EngineConfig {
         events,
         ..EngineConfig::new(workload, profile, dir.path())
-    })?;
+    };
+    setup(&mut config);
+    let outcome = crate::engine::run_to_completion(config)?;
     Ok(Summary::new(&outcome))
+}
+
+fn temp_dir() -> anyhow::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("statebench-bench-")
+        .tempdir()
+        .context("cannot create a temporary data directory")
+}
+
+/// The overhead suite (see `bench::overhead`): one profiled run, one recorded run, then
+/// `--rounds` of run, replay and run with sampling off, alternating.
+fn overhead(args: &BenchArgs) -> anyhow::Result<()> {
+    if args.baseline.is_some() || args.save_baseline.is_some() || args.timings {
+        bail!(UsageError(
+            "the overhead suite is judged against its budgets (README, \"Overhead\"), not a \
+             baseline: drop --baseline, --save-baseline and --timings"
+                .to_string()
+        ));
+    }
+    if args.rounds == 0 {
+        bail!(UsageError(
+            "--rounds 0: give at least 1 (5 or more for a median worth quoting)".to_string()
+        ));
+    }
+    if let Some(path) = args.json.as_deref() {
+        super::check_report_dir(Some(path))?;
+    }
+    let case = args.suite.cases()[0];
+    let profile = Profile::load(args.profile.as_deref().unwrap_or(case.profile))?;
+    let mut every_second = Workload::load(case.workload)?;
+    every_second.spec.sample_interval = Millis(1000);
+    // Sampling off: an interval no run of this size reaches.
+    let mut sampling_off = every_second.clone();
+    sampling_off.spec.sample_interval = Millis(3_600_000);
+    let events = case.events;
+    let steps = 2 + args.rounds;
+    let work = temp_dir()?;
+    let log = work.path().join("ops.log");
+    eprintln!(
+        "overhead 1/{steps}: {} on {}, {events} events, recording its RocksDB operations ...",
+        case.workload, profile.name
+    );
+    measure_with(every_second.clone(), profile.clone(), events, |c| {
+        c.record_ops = Some(log.clone());
+    })?;
+    let mut run_vs_replay = Vec::new();
+    let mut sampling_cost = Vec::new();
+    for round in 1..=args.rounds {
+        let run = measure(every_second.clone(), profile.clone(), events)?.processing_secs;
+        let replay_dir = temp_dir()?;
+        let replay = oplog::replay(&log, replay_dir.path(), &profile)
+            .context("cannot replay the recorded operations")?
+            .marked
+            .as_secs_f64();
+        let off = measure(sampling_off.clone(), profile.clone(), events)?.processing_secs;
+        eprintln!(
+            "overhead {}/{steps}: run {run:.2} s, replay {replay:.2} s, run with sampling off \
+             {off:.2} s",
+            round + 1
+        );
+        if run > 0.0 {
+            // Same events: events/s of the run / of the replay = replay time / run time.
+            run_vs_replay.push(replay / run);
+            sampling_cost.push(1.0 - off / run);
+        }
+    }
+    eprintln!("overhead {steps}/{steps}: the run with the CPU profiler ...");
+    let session = crate::profiler::Session::start()?;
+    let profiled = measure_with(every_second.clone(), profile.clone(), events, |c| {
+        c.cpu = Some(session.tap());
+    })?;
+    drop(session);
+    let cpu = profiled
+        .cpu
+        .context("the profiled run reported no CPU samples")?;
+    let shares = cpu.shares_without_profiler();
+    let sampling = cpu
+        .buckets
+        .iter()
+        .find(|b| b.bucket == crate::profiler::Bucket::MetricsSampling)
+        .map_or(0, |b| b.samples);
+    let result = Overhead {
+        workload: case.workload.to_string(),
+        profile: profile.name.clone(),
+        events,
+        cpu_samples: shares.samples,
+        own_share: shares.statebench,
+        unattributed_share: shares.other,
+        profiler_share: shares.profiler,
+        sampling_cpu_share: if shares.samples == 0 {
+            0.0
+        } else {
+            sampling as f64 / shares.samples as f64
+        },
+        run_vs_replay,
+        sampling_cost,
+    };
+    if let Some(path) = &args.json {
+        write_json(path, &result.dashboard())?;
+        eprintln!(
+            "dashboard JSON (customSmallerIsBetter) written to {}",
+            path.display()
+        );
+    }
+    print!("{}", result.render());
+    let over: Vec<&str> = result
+        .figures()
+        .iter()
+        .filter(|f| !f.within)
+        .map(|f| f.name)
+        .collect();
+    if !over.is_empty() {
+        bail!("over budget: {}", over.join(", "));
+    }
+    println!("every figure within its budget");
+    Ok(())
 }
 
 fn read_results(path: &Path) -> anyhow::Result<Results> {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::run::Run;
 use super::snapshot::{JobSource, MetricsSnapshot, Op, Phase, PipelineSample, RunState};
+use super::truth::OracleThread;
 use super::{EngineCommand, EngineError, SinkConfig, WATERMARK_EVERY_EVENTS};
 use crate::backend::StateBackend;
 use crate::backend::oplog::Mark;
@@ -15,7 +16,7 @@ use crate::config::profile::Knob;
 use crate::config::workload::Rate;
 use crate::pipeline::PipelineError;
 use crate::pipeline::operator::{Context, FrequencyJob, JobMode, Operator};
-use crate::pipeline::oracle::{Oracle, ResultError};
+use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::{Sink, SinkCounters};
 use crate::pipeline::source::{Consumer, Log, ReadPlan};
 use crate::pipeline::watermark::WatermarkValve;
@@ -60,7 +61,7 @@ pub struct JobRunner<'a> {
     pub job: FrequencyJob<'a>,
     pub consumer: Consumer,
     watermark: WatermarkValve,
-    pub oracle: Oracle,
+    pub oracle: OracleThread,
     /// The shared serving store's counters when this job started (its own are the rest).
     sink_base: SinkCounters,
     restored: bool,
@@ -107,7 +108,7 @@ impl<'a> JobRunner<'a> {
             job: FrequencyJob::with_mode(backend, workload, spec.mode)?,
             consumer,
             watermark,
-            oracle: Oracle::new(&windows),
+            oracle: OracleThread::start(&windows).map_err(EngineError::Spawn)?,
             sink_base,
             restored: spec.restored,
             started_at: run.clock.running(Instant::now()),
@@ -136,11 +137,14 @@ impl<'a> JobRunner<'a> {
         let checked = self.checked();
         let oracle = &mut self.oracle;
         // The truth sees the records the job reads, and those it wrongly skips.
-        let Some(event) = self.consumer.next(|e| {
-            if checked {
-                oracle.on_event(e.user, e.event_time);
+        let mut gone = Ok(());
+        let next = self.consumer.next(|e| {
+            if checked && gone.is_ok() {
+                gone = oracle.on_event(e.user, e.event_time);
             }
-        }) else {
+        });
+        gone?;
+        let Some(event) = next else {
             return Ok(false);
         };
         let start = self.ctx.state.latency.start();
@@ -171,7 +175,7 @@ impl<'a> JobRunner<'a> {
             self.forwarded = wm;
             self.ctx.advance_watermark(&mut self.job, wm)?;
             if self.checked() {
-                self.oracle.on_watermark(wm);
+                self.oracle.on_watermark(wm)?;
             }
         }
         Ok(())
@@ -202,7 +206,7 @@ impl<'a> JobRunner<'a> {
         let sink = &mut self.ctx.sink;
         if self.oracle.is_tracking()
             && let Some(changes) = sink.read_changes().map_err(PipelineError::from)?
-            && let Some(error) = self.oracle.compare_changes(changes)
+            && let Some(error) = self.oracle.compare_changes(changes)?
         {
             return Ok(error);
         }
@@ -210,9 +214,9 @@ impl<'a> JobRunner<'a> {
         let tracks = sink.read_changes().map_err(PipelineError::from)?.is_some();
         let all = sink.read_all().map_err(PipelineError::from)?;
         Ok(if tracks {
-            self.oracle.track(all)
+            self.oracle.track(all)?
         } else {
-            self.oracle.compare(all)
+            self.oracle.compare(all)?
         })
     }
 

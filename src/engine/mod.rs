@@ -15,6 +15,7 @@ mod phases;
 mod run;
 mod sampler;
 pub mod snapshot;
+mod truth;
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -60,6 +61,8 @@ pub enum EngineError {
     Panicked(String),
     #[error("cannot start reading the log: {0}")]
     Source(String),
+    #[error(transparent)]
+    WorkerGone(#[from] crate::pipeline::worker::WorkerGone),
 }
 
 /// Where the job's results go.

@@ -18,7 +18,7 @@ use crate::config::Workload;
 use crate::config::workload::{CatchUpState, OffsetReset, PhasesSpec, StartingOffsets};
 use crate::pipeline::PipelineError;
 use crate::pipeline::operator::JobMode;
-use crate::pipeline::sink::{MemorySink, RedisSink, Sink};
+use crate::pipeline::sink::{RedisSink, Sink, ThreadedMemorySink};
 use crate::pipeline::source::{Log, OffsetStore, ReadPlan, resolve_start};
 
 /// Runs `config`'s workload to its end (or a Stop) and returns the outcome.
@@ -59,7 +59,9 @@ pub fn run(
 fn open_sink(config: &EngineConfig) -> Result<Box<dyn Sink>, EngineError> {
     let labels = config.workload.window_labels();
     Ok(match &config.sink {
-        SinkConfig::Memory => Box::new(MemorySink::new(labels)),
+        SinkConfig::Memory => {
+            Box::new(ThreadedMemorySink::start(labels).map_err(EngineError::Spawn)?)
+        }
         SinkConfig::Redis { url, prefix } => {
             Box::new(RedisSink::connect(url, prefix, labels).map_err(PipelineError::from)?)
         }
@@ -253,14 +255,14 @@ fn finish(
         && job.consumer.exhausted();
     let end_of_input_error = if bounded_end {
         let all = job.ctx.sink.read_all().map_err(PipelineError::from)?;
-        Some(job.oracle.all_expired().compare(all))
+        Some(job.oracle.compare_all_expired(all)?)
     } else {
         None
     };
     job.publish(run, RunState::Finished, Some(result_error));
     let final_state = job.job.state_counts(&mut job.ctx.state)?;
     job.ctx.state.finish_recording()?;
-    let state_error = job.oracle.compare(final_state.iter().copied());
+    let state_error = job.oracle.compare(final_state.clone())?;
     // RocksDB's newest OPTIONS file against the profile as it stands, live changes included.
     let option_mismatches = backend
         .verify_options(run.live.profile())?

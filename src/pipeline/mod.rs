@@ -9,6 +9,7 @@ pub mod source;
 pub mod timers;
 pub mod trace;
 pub mod watermark;
+pub mod worker;
 
 use crate::backend::BackendError;
 

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use serde::Serialize;
 
 use super::bits::BitSet;
-use super::hash::FastMap;
+use super::hash::{FastMap, UserIndex};
 
 /// How a set of results differs from the oracle.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -237,7 +237,7 @@ fn insert_sorted(queue: &mut VecDeque<(i64, u32)>, item: (i64, u32)) {
 pub struct Oracle {
     windows: Vec<i64>,
     /// user -> slot: the user's counts are `counts[slot * windows.len()..][..windows.len()]`.
-    slots: FastMap<u64, u32>,
+    slots: UserIndex,
     /// slot -> user.
     users: Vec<u64>,
     counts: Vec<i64>,
@@ -251,7 +251,7 @@ impl Oracle {
     pub fn new(windows: &[i64]) -> Oracle {
         Oracle {
             windows: windows.to_vec(),
-            slots: FastMap::default(),
+            slots: UserIndex::default(),
             users: Vec::new(),
             counts: Vec::new(),
             expiries: Expiries::new(windows),
@@ -261,9 +261,8 @@ impl Oracle {
 
     /// The slot of `user`, created (with zero counts) if new.
     fn slot(&mut self, user: u64) -> u32 {
-        let next = self.users.len() as u32;
-        let slot = *self.slots.entry(user).or_insert(next);
-        if slot == next {
+        let (slot, new) = self.slots.number(user);
+        if new {
             self.users.push(user);
             self.counts
                 .resize(self.counts.len() + self.windows.len(), 0);
@@ -316,8 +315,8 @@ impl Oracle {
             return None;
         }
         self.slots
-            .get(&user)
-            .map(|s| *s as usize * self.windows.len() + window)
+            .get(user)
+            .map(|s| s as usize * self.windows.len() + window)
     }
 
     /// Compares `results` (user, window index, count) with the truth. Pairs the oracle has with a

@@ -2,7 +2,8 @@
 //! Redis STRING keys. The embedded default keeps them in process.
 
 use super::bits::BitSet;
-use super::hash::FastMap;
+use super::hash::{FastMap, UserIndex};
+use super::worker::{Worker, WorkerGone};
 
 /// (user, window index, count): one result as the store holds it.
 pub type Count = (u64, usize, i64);
@@ -73,7 +74,7 @@ pub fn store_key(user: u64, window_label: &str) -> String {
 #[derive(Debug, Default)]
 pub struct MemorySink {
     /// user -> row; row `r` holds `counts[r * width..][..width]`.
-    rows: FastMap<u64, u32>,
+    rows: UserIndex,
     /// row -> user.
     users: Vec<u64>,
     /// Per pair (`row * width + window`): the count, if `written`.
@@ -108,9 +109,8 @@ impl MemorySink {
 
     /// The row of `user`, added if new.
     fn row(&mut self, user: u64) -> usize {
-        let next = self.users.len() as u32;
-        let row = *self.rows.entry(user).or_insert(next);
-        if row == next {
+        let (row, new) = self.rows.number(user);
+        if new {
             self.users.push(user);
             self.counts.resize(self.counts.len() + self.width(), 0);
         }
@@ -132,6 +132,104 @@ impl MemorySink {
         }
         out.extend(self.overflow.iter().map(|((u, w), c)| (*u, *w, *c)));
         out
+    }
+}
+
+/// Writes per batch sent to the store's thread.
+const STORE_BATCH: usize = 8192;
+/// Batches in flight before the job waits for the store.
+const STORE_IN_FLIGHT: usize = 8;
+
+enum StoreRequest {
+    Writes(Vec<Count>),
+    ReadAll,
+    ReadChanges,
+}
+
+/// The in-process store on a thread of its own, as a real serving store is another process:
+/// the job's side batches its writes and counts them (a client's work), the store's thread
+/// applies them, and a read waits for every write before it. The job's thread, whose speed
+/// the run reports, no longer does the store's work (a Flink job's sink does not either).
+pub struct ThreadedMemorySink {
+    pending: Vec<Count>,
+    labels: Vec<String>,
+    counters: SinkCounters,
+    worker: Worker<StoreRequest, Vec<Count>>,
+}
+
+impl From<WorkerGone> for SinkError {
+    fn from(gone: WorkerGone) -> Self {
+        SinkError::Backend(gone.to_string())
+    }
+}
+
+fn serve(store: &mut MemorySink, request: StoreRequest) -> Option<Vec<Count>> {
+    // The in-process store's calls cannot fail.
+    match request {
+        StoreRequest::Writes(writes) => {
+            for (user, window, count) in writes {
+                let _ = store.write(user, window, count);
+            }
+            None
+        }
+        StoreRequest::ReadAll => Some(store.read_all().unwrap_or_default()),
+        StoreRequest::ReadChanges => Some(store.read_changes().ok().flatten().unwrap_or_default()),
+    }
+}
+
+impl ThreadedMemorySink {
+    pub fn start(labels: Vec<String>) -> Result<ThreadedMemorySink, std::io::Error> {
+        let store = MemorySink::new(labels.clone());
+        Ok(ThreadedMemorySink {
+            pending: Vec::with_capacity(STORE_BATCH),
+            labels,
+            counters: SinkCounters::default(),
+            worker: Worker::spawn("store", STORE_IN_FLIGHT, store, serve)?,
+        })
+    }
+
+    fn send_pending(&mut self) -> Result<(), SinkError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let writes = std::mem::replace(&mut self.pending, Vec::with_capacity(STORE_BATCH));
+        Ok(self.worker.send(StoreRequest::Writes(writes))?)
+    }
+
+    /// Every pending write, then `request`, and its answer.
+    fn read(&mut self, request: StoreRequest) -> Result<Vec<Count>, SinkError> {
+        self.send_pending()?;
+        Ok(self.worker.ask(request)?)
+    }
+}
+
+impl Sink for ThreadedMemorySink {
+    fn write(&mut self, user: u64, window: usize, count: i64) -> Result<(), SinkError> {
+        self.counters.writes += 1;
+        let label = self.labels.get(window).map_or("?", String::as_str);
+        self.counters.bytes += payload_bytes(store_key_len(user, label), count);
+        self.pending.push((user, window, count));
+        if self.pending.len() >= STORE_BATCH {
+            self.send_pending()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        self.counters.flushes += 1;
+        self.send_pending()
+    }
+
+    fn read_all(&mut self) -> Result<Vec<Count>, SinkError> {
+        self.read(StoreRequest::ReadAll)
+    }
+
+    fn read_changes(&mut self) -> Result<Option<Vec<Count>>, SinkError> {
+        self.read(StoreRequest::ReadChanges).map(Some)
+    }
+
+    fn counters(&self) -> SinkCounters {
+        self.counters
     }
 }
 
@@ -335,6 +433,40 @@ impl Sink for RedisSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_threaded_store_holds_and_counts_what_the_in_process_one_does() {
+        let labels: Vec<String> = vec!["1m".into(), "5m".into()];
+        let mut local = MemorySink::new(labels.clone());
+        let mut threaded = ThreadedMemorySink::start(labels).unwrap();
+        // More writes than a batch, and a window past the labels.
+        for i in 0..(2 * STORE_BATCH as u64 + 5) {
+            for s in [&mut local as &mut dyn Sink, &mut threaded] {
+                s.write(i % 97, (i % 3) as usize, i as i64).unwrap();
+            }
+        }
+        let sorted = |mut v: Vec<Count>| {
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(
+            sorted(threaded.read_changes().unwrap().unwrap()),
+            sorted(local.read_changes().unwrap().unwrap())
+        );
+        threaded.write(5, 1, -3).unwrap();
+        local.write(5, 1, -3).unwrap();
+        assert_eq!(
+            sorted(threaded.read_changes().unwrap().unwrap()),
+            sorted(local.read_changes().unwrap().unwrap())
+        );
+        assert_eq!(
+            sorted(threaded.read_all().unwrap()),
+            sorted(local.read_all().unwrap())
+        );
+        threaded.flush().unwrap();
+        local.flush().unwrap();
+        assert_eq!(threaded.counters(), local.counters());
+    }
 
     #[test]
     fn memory_sink_upserts() {

@@ -27,12 +27,13 @@ pub enum Bucket {
     Operator,
     OracleAndSink,
     MetricsSampling,
+    Profiler,
     Other,
 }
 
 impl Bucket {
     /// Every bucket, in the order reports list them.
-    pub const ALL: [Bucket; 13] = [
+    pub const ALL: [Bucket; 14] = [
         Bucket::FilterBlockReads,
         Bucket::IndexAndDataBlockReads,
         Bucket::ChecksumVerification,
@@ -45,6 +46,7 @@ impl Bucket {
         Bucket::Operator,
         Bucket::OracleAndSink,
         Bucket::MetricsSampling,
+        Bucket::Profiler,
         Bucket::Other,
     ];
 
@@ -62,6 +64,7 @@ impl Bucket {
             Bucket::Operator => "operator",
             Bucket::OracleAndSink => "oracle and sink",
             Bucket::MetricsSampling => "metrics sampling",
+            Bucket::Profiler => "this profiler",
             Bucket::Other => "other",
         }
     }
@@ -81,6 +84,7 @@ impl Bucket {
             Bucket::Operator => "operator",
             Bucket::OracleAndSink => "oracle-and-sink",
             Bucket::MetricsSampling => "metrics-sampling",
+            Bucket::Profiler => "profiler",
             Bucket::Other => "other",
         }
     }
@@ -96,6 +100,19 @@ impl Bucket {
                 | Bucket::Memtable
                 | Bucket::Flush
                 | Bucket::Compaction
+        )
+    }
+
+    /// statebench's own work: the pipeline, its checks and its metrics (not this profiler,
+    /// which a run without `--profile-cpu` does not have, nor unattributed samples).
+    pub fn is_statebench(self) -> bool {
+        matches!(
+            self,
+            Bucket::Serialization
+                | Bucket::Timers
+                | Bucket::Operator
+                | Bucket::OracleAndSink
+                | Bucket::MetricsSampling
         )
     }
 }
@@ -256,7 +273,14 @@ pub const RULES: &[Rule] = &[
         ],
         threads: &[],
     },
-    // Snapshots, latency histograms and their clock reads, and this profiler.
+    // This profiler: its thread (symbolizing and bucketing stacks) and its signal handler.
+    // Apart from metrics sampling, so that statebench's own share is that of a run without it.
+    Rule {
+        bucket: Bucket::Profiler,
+        frames: &["statebench::profiler", "pprof::"],
+        threads: &[super::THREAD_NAME],
+    },
+    // Snapshots, latency histograms and their clock reads.
     Rule {
         bucket: Bucket::MetricsSampling,
         frames: &[
@@ -264,13 +288,11 @@ pub const RULES: &[Rule] = &[
             "statebench::backend::metrics",
             "statebench::backend::perf",
             "statebench::backend::latency",
-            "statebench::profiler",
             "hdrhistogram::",
-            "pprof::",
             "std::time::Instant::now",
             "clock_gettime",
         ],
-        threads: &[super::THREAD_NAME],
+        threads: &[],
     },
     Rule {
         bucket: Bucket::Operator,
@@ -548,13 +570,13 @@ mod tests {
     }
 
     #[test]
-    fn the_profilers_own_thread_is_metrics_sampling() {
+    fn the_profilers_own_thread_is_a_bucket_of_its_own() {
         let own = "<core::str::pattern::StrSearcher>::new <- statebench::profiler::buckets::matches <- \
             statebench::profiler::buckets::classify <- statebench::profiler::Collector::refresh <- \
             statebench::profiler::sampler_thread";
         assert_eq!(
             classify_recorded(super::super::THREAD_NAME, own),
-            Bucket::MetricsSampling
+            Bucket::Profiler
         );
     }
 

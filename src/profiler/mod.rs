@@ -84,6 +84,38 @@ impl CpuSample {
             .map_or(0.0, |b| b.share)
     }
 
+    /// Shares of RocksDB, statebench and unattributed samples (`Other`), of the samples this
+    /// profiler's own work leaves: what a run without the profiler spends. Zero without samples.
+    pub fn shares_without_profiler(&self) -> OwnShares {
+        let of = |f: &dyn Fn(Bucket) -> bool| -> u64 {
+            self.buckets
+                .iter()
+                .filter(|b| f(b.bucket))
+                .map(|b| b.samples)
+                .sum()
+        };
+        let profiler = of(&|b| b == Bucket::Profiler);
+        let rest = self.samples.saturating_sub(profiler);
+        let share = |n: u64| {
+            if rest == 0 {
+                0.0
+            } else {
+                n as f64 / rest as f64
+            }
+        };
+        OwnShares {
+            rocksdb: share(of(&Bucket::is_rocksdb)),
+            statebench: share(of(&Bucket::is_statebench)),
+            other: share(of(&|b| b == Bucket::Other)),
+            profiler: if self.samples == 0 {
+                0.0
+            } else {
+                profiler as f64 / self.samples as f64
+            },
+            samples: rest,
+        }
+    }
+
     /// The bucket with the most samples.
     pub fn largest(&self) -> Option<&BucketShare> {
         self.buckets
@@ -151,6 +183,19 @@ impl CpuSample {
     }
 }
 
+/// Who the CPU worked for, without this profiler (see [`CpuSample::shares_without_profiler`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OwnShares {
+    pub rocksdb: f64,
+    pub statebench: f64,
+    /// Samples no rule claims (stacks the unwinder could not follow).
+    pub other: f64,
+    /// This profiler's own share of all samples.
+    pub profiler: f64,
+    /// Samples the shares are of (all but the profiler's).
+    pub samples: u64,
+}
+
 /// The summary's lines for a run's CPU samples: (label, value).
 pub fn summary_lines(cpu: &CpuSample) -> Vec<(String, String)> {
     let mut buckets: Vec<&BucketShare> = cpu.buckets.iter().filter(|b| b.samples > 0).collect();
@@ -168,12 +213,7 @@ pub fn summary_lines(cpu: &CpuSample) -> Vec<(String, String)> {
         .filter(|f| f.frame.starts_with(UNKNOWN))
         .map(|f| f.share)
         .sum();
-    let rocksdb: f64 = cpu
-        .buckets
-        .iter()
-        .filter(|b| b.bucket.is_rocksdb())
-        .map(|b| b.share)
-        .sum();
+    let own = cpu.shares_without_profiler();
     let mut lines = vec![
         (
             format!("CPU by cause ({} samples)", cpu.samples),
@@ -187,10 +227,11 @@ pub fn summary_lines(cpu: &CpuSample) -> Vec<(String, String)> {
         (
             "CPU in RocksDB / statebench".to_string(),
             format!(
-                "{:.1}% / {:.1}% (other {:.1}%)",
-                rocksdb * 100.0,
-                (1.0 - rocksdb - cpu.share(Bucket::Other)) * 100.0,
-                cpu.share(Bucket::Other) * 100.0
+                "{:.1}% / {:.1}% (other {:.1}%; this profiler's own {:.1}% apart)",
+                own.rocksdb * 100.0,
+                own.statebench * 100.0,
+                own.other * 100.0,
+                own.profiler * 100.0
             ),
         ),
         (
