@@ -158,15 +158,9 @@ pub fn timer_timestamp(timer_key: &[u8]) -> i64 {
 }
 
 /// The serialized user key of a timer key (ASCII keys only, which the generator produces).
-pub fn timer_user_key(timer_key: &[u8]) -> Option<String> {
-    let rest = &timer_key[KEY_GROUP_PREFIX_BYTES + 8..timer_key.len().checked_sub(1)?];
-    let (len_plus_one, used) = read_varint7(rest)?;
-    let len = (len_plus_one as usize).checked_sub(1)?;
-    let chars = rest.get(used..used + len)?;
-    chars
-        .iter()
-        .all(|b| *b < 0x80)
-        .then(|| String::from_utf8_lossy(chars).into_owned())
+pub fn timer_user_key(timer_key: &[u8]) -> Option<&str> {
+    let rest = timer_key.get(KEY_GROUP_PREFIX_BYTES + 8..timer_key.len().checked_sub(1)?)?;
+    read_ascii_string(rest).map(|(key, _)| key)
 }
 
 /// Reads a `StringValue`-serialized ASCII string; returns it and the bytes it used.
@@ -266,6 +260,6 @@ mod tests {
         assert_eq!(timer_timestamp(&late), 1_000);
         assert_eq!(timer_timestamp(&early), -5);
         assert_eq!(timer_key_group(&late), key.key_group());
-        assert_eq!(timer_user_key(&late).as_deref(), Some("u7"));
+        assert_eq!(timer_user_key(&late), Some("u7"));
     }
 }

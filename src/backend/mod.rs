@@ -615,16 +615,17 @@ impl<'a> StateAccess<'a> {
         Ok(iter.status()?)
     }
 
-    /// Up to `limit` keys of `cf` that start with `prefix`, in key order, from `seek_to` on
-    /// (`seek_to` must itself start with `prefix`). The second value says whether more follow.
-    /// Block reads of this scan are kept out of the per-lookup perf counters.
+    /// Calls `each` with up to `limit` keys of `cf` that start with `prefix`, in key order, from
+    /// `seek_to` on (`seek_to` must itself start with `prefix`); true when more follow. Block
+    /// reads of this scan are kept out of the per-lookup perf counters.
     pub fn scan_prefix(
         &mut self,
         cf: &ColumnFamily,
         prefix: &[u8],
         seek_to: &[u8],
         limit: usize,
-    ) -> Result<(Vec<Vec<u8>>, bool), BackendError> {
+        mut each: impl FnMut(&[u8]),
+    ) -> Result<bool, BackendError> {
         if let Some(r) = &mut self.recorder {
             r.scan(cf, prefix, seek_to, limit)?;
         }
@@ -632,19 +633,20 @@ impl<'a> StateAccess<'a> {
         self.counters.iterator_seeks += 1;
         let mut iter = self.backend.db.raw_iterator_cf(cf);
         iter.seek(seek_to);
-        let mut keys = Vec::new();
+        let mut seen = 0;
         while iter.valid() {
             let Some(key) = iter.key() else { break };
             if !key.starts_with(prefix) {
                 break;
             }
-            if keys.len() == limit {
-                return Ok((keys, true));
+            if seen == limit {
+                return Ok(true);
             }
-            keys.push(key.to_vec());
+            each(key);
+            seen += 1;
             iter.next();
         }
         iter.status()?;
-        Ok((keys, false))
+        Ok(false)
     }
 }

@@ -414,7 +414,7 @@ mod tests {
             batch.delete_cf(timers, b"t0");
             state.write_batch(batch).unwrap();
             state.write_batch(WriteBatch::default()).unwrap();
-            state.scan_prefix(timers, b"t", b"t", 10).unwrap();
+            state.scan_prefix(timers, b"t", b"t", 10, |_| {}).unwrap();
             state.mark(Mark::End).unwrap();
             state.for_each(stats, |_, _| Ok(())).unwrap();
             state.finish_recording().unwrap();

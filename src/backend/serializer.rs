@@ -7,6 +7,7 @@
 mod kryo;
 
 use crate::config::workload::SerializerKind;
+use smallvec::SmallVec;
 
 /// `MapState<String window, Stats>` value: the user's count in one window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -19,7 +20,8 @@ pub struct Stats {
 /// `timerState` value: what one timer must decrement, per window index.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Decrement {
-    pub windows: Vec<(u8, u32)>,
+    /// (window index, count): a job has a few windows, kept inline.
+    pub windows: SmallVec<[(u8, u32); 8]>,
 }
 
 impl Decrement {
@@ -174,6 +176,7 @@ fn not_null<'a>(bytes: &'a [u8], what: &'static str) -> Result<&'a [u8], CodecEr
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use smallvec::smallvec;
 
     /// Realistic window labels, by window index.
     const LABELS: [&str; 16] = [
@@ -190,7 +193,7 @@ mod tests {
     }
 
     fn sorted(d: &Decrement) -> Vec<(u8, u32)> {
-        let mut w = d.windows.clone();
+        let mut w = d.windows.to_vec();
         w.sort_unstable();
         w
     }
@@ -454,10 +457,10 @@ mod tests {
             last_event_time: 1_767_225_660_000,
         };
         let one_window = Decrement {
-            windows: vec![(5, 1)], // "1m"
+            windows: smallvec![(5, 1)], // "1m"
         };
         let two_windows = Decrement {
-            windows: vec![(5, 1), (10, 2)], // "1m", "30m"
+            windows: smallvec![(5, 1), (10, 2)], // "1m", "30m"
         };
         let size = |kind| {
             let s = serializer(kind);
@@ -484,7 +487,7 @@ mod tests {
         let mut d = Vec::new();
         s.encode_decrement(
             &Decrement {
-                windows: vec![(5, 1)],
+                windows: smallvec![(5, 1)],
             },
             &mut d,
         )
@@ -534,7 +537,7 @@ mod tests {
             other
                 .encode_decrement(
                     &Decrement {
-                        windows: vec![(1, 1)]
+                        windows: smallvec![(1, 1)]
                     },
                     &mut Vec::new()
                 )
@@ -576,7 +579,7 @@ mod tests {
 
         #[test]
         fn decrements_round_trip_in_both_serializers(windows in windows()) {
-            let d = Decrement { windows };
+            let d = Decrement { windows: windows.into() };
             let compact = serializer(SerializerKind::Compact);
             let mut buf = Vec::new();
             compact.encode_decrement(&d, &mut buf).unwrap();
@@ -610,7 +613,7 @@ mod tests {
         fn mutated_kryo_values_never_panic(windows in windows(), at in any::<prop::sample::Index>(), b in any::<u8>()) {
             let s = serializer(SerializerKind::Generic);
             let mut buf = Vec::new();
-            s.encode_decrement(&Decrement { windows }, &mut buf).unwrap();
+            s.encode_decrement(&Decrement { windows: windows.into() }, &mut buf).unwrap();
             let at = at.index(buf.len());
             buf[at] = b;
             let _ = s.decode_decrement(&buf);

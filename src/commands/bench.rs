@@ -205,12 +205,23 @@ fn overhead(args: &BenchArgs) -> anyhow::Result<()> {
     let mut run_vs_replay = Vec::new();
     let mut sampling_cost = Vec::new();
     for round in 1..=args.rounds {
-        let run = measure(every_second.clone(), profile.clone(), events)?.processing_secs;
-        let replay_dir = temp_dir()?;
-        let replay = oplog::replay(&log, replay_dir.path(), &profile)
-            .context("cannot replay the recorded operations")?
-            .marked
-            .as_secs_f64();
+        // Run first in odd rounds, replay first in even ones: what one leaves behind (page
+        // cache, freed memory, a warm CPU) favours neither side of the median.
+        let replay = || -> anyhow::Result<f64> {
+            let replay_dir = temp_dir()?;
+            Ok(oplog::replay(&log, replay_dir.path(), &profile)
+                .context("cannot replay the recorded operations")?
+                .marked
+                .as_secs_f64())
+        };
+        let (run, replay) = if round % 2 == 1 {
+            let run = measure(every_second.clone(), profile.clone(), events)?.processing_secs;
+            (run, replay()?)
+        } else {
+            let replay = replay()?;
+            let run = measure(every_second.clone(), profile.clone(), events)?.processing_secs;
+            (run, replay)
+        };
         let off = measure(sampling_off.clone(), profile.clone(), events)?.processing_secs;
         eprintln!(
             "overhead {}/{steps}: run {run:.2} s, replay {replay:.2} s, run with sampling off \

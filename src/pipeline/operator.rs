@@ -64,6 +64,7 @@ impl<'a> Context<'a> {
         self.watermark = self.watermark.max(watermark);
         while let Some(timer) = self.timers.poll_due(&mut self.state, watermark)? {
             op.on_timer(&timer, self)?;
+            self.timers.recycle(timer);
         }
         op.on_watermark(watermark, self)
     }
@@ -451,7 +452,7 @@ mod tests {
         ] {
             let serializer = ValueSerializer::new(kind, &["1m", "5m"]);
             let d = Decrement {
-                windows: vec![(1, 2)],
+                windows: vec![(1, 2)].into(),
             };
             let mut plain = Vec::new();
             serializer.encode_decrement(&d, &mut plain).unwrap();

@@ -148,8 +148,12 @@ impl SortedCache {
         }
     }
 
-    fn extend(&mut self, keys: impl IntoIterator<Item = CachedKey>) {
-        for key in keys {
+    /// Adds `key`, which nearly always comes after every key here (a scan's keys arrive in
+    /// order): appended then, inserted in its place otherwise.
+    fn push_in_order(&mut self, key: CachedKey) {
+        if self.0.back().is_none_or(|last| *last < key) {
+            self.0.push_back(key);
+        } else {
             self.insert(key);
         }
     }
@@ -240,6 +244,8 @@ pub struct TimerService<'a> {
     batch: WriteBatch,
     /// The timer key being registered (reused).
     scratch: Vec<u8>,
+    /// A fired timer's user key buffer, back from `recycle`.
+    spare_key: String,
     pub registered: u64,
     pub fired: u64,
 }
@@ -260,6 +266,7 @@ impl<'a> TimerService<'a> {
             heads: Heads::new(),
             batch: WriteBatch::default(),
             scratch: Vec::new(),
+            spare_key: String::new(),
             registered: 0,
             fired: 0,
         };
@@ -305,16 +312,22 @@ impl<'a> TimerService<'a> {
         // Flink's RocksDBWriteBatchWrapper#flush writes the batch before every scan, an empty
         // one too: RocksDB sees a write (and checks its WriteBufferManager) either way.
         state.write_batch(std::mem::take(&mut self.batch))?;
-        let (loaded, more) = state.scan_prefix(self.cf, &prefix, &seek_to, CACHE_SIZE)?;
-        // Invariant for `keys::timer_timestamp` and friends: every cached key is long enough.
-        if let Some(bad) = loaded.iter().find(|k| k.len() < keys::MIN_TIMER_KEY_LEN) {
+        let q = &mut self.queues[usize::from(kg)];
+        let mut short = None;
+        let more = state.scan_prefix(self.cf, &prefix, &seek_to, CACHE_SIZE, |key| {
+            // Invariant for `keys::timer_timestamp` and friends: every cached key is long enough.
+            if key.len() < keys::MIN_TIMER_KEY_LEN {
+                short.get_or_insert_with(|| key.to_vec());
+            } else {
+                q.cache.push_in_order(CachedKey::new(key));
+            }
+        })?;
+        if let Some(bad) = short {
             return Err(PipelineError::CorruptTimer(format!(
                 "timer key {bad:02x?} in key group {kg} is shorter than {} bytes",
                 keys::MIN_TIMER_KEY_LEN
             )));
         }
-        let q = &mut self.queues[usize::from(kg)];
-        q.cache.extend(loaded.iter().map(|k| CachedKey::new(k)));
         q.all_in_cache = !more;
         Ok(true)
     }
@@ -397,12 +410,21 @@ impl<'a> TimerService<'a> {
         self.refill(state, kg)?;
         self.sync_head(kg);
         self.fired += 1;
-        let key = keys::timer_user_key(bytes)
+        let user_key = keys::timer_user_key(bytes)
             .ok_or_else(|| PipelineError::CorruptTimer(format!("{bytes:02x?}")))?;
+        // The string of a timer handed back by `recycle`: no allocation per timer.
+        let mut key = std::mem::take(&mut self.spare_key);
+        key.clear();
+        key.push_str(user_key);
         Ok(Some(Timer {
             timestamp: keys::timer_timestamp(bytes),
             key,
         }))
+    }
+
+    /// Takes back a fired timer, whose key's buffer the next one reuses.
+    pub fn recycle(&mut self, timer: Timer) {
+        self.spare_key = timer.key;
     }
 
     /// Writes out buffered timer changes (before a snapshot or at the end of a run).

@@ -32,17 +32,11 @@ fn check(input: &Input) -> Option<Finding> {
     let memtable = c.memtable_limit_delays + c.memtable_limit_stops;
     let l0 = c.l0_file_count_delays + c.l0_file_count_stops;
     let pending = c.pending_compaction_bytes_delays + c.pending_compaction_bytes_stops;
-    // A critical stall gets two more memtable slots: with one, a faster writer or a slower
-    // flush (a busy machine) still caught up with the flushes now and then.
-    let slots = if share >= CRITICAL_SHARE { 2 } else { 1 };
     // The dominant cause decides the fix.
     let (cause, recommendation, note) = if memtable >= l0 && memtable >= pending {
         (
             "memtables waiting to flush reached writebuffer.count",
-            vec![Change::new(
-                "writebuffer.count",
-                k.max_write_buffer_number + slots,
-            )],
+            vec![Change::new("writebuffer.count", k.max_write_buffer_number + 1)],
             Some("each extra memtable slot lets writes go on while one flushes; if the WriteBufferManager forces the flushes, give it the memory first (wbm-budget)".to_string()),
         )
     } else if l0 >= pending {
@@ -128,12 +122,8 @@ mod tests {
         let f = &run(0.3, 950, 10).findings("write-stalls")[0];
         assert_eq!(f.severity, crate::advisor::Severity::Critical);
         assert_eq!(f.recommendation[0].key, "writebuffer.count");
-        // Critical: two more slots than flink-default's 2.
-        assert_eq!(f.recommendation[0].value, "4");
-        assert_eq!((f.from_secs, f.to_secs), (6.0, 10.0));
-        let f = &run(0.02, 40, 0).findings("write-stalls")[0];
-        assert_eq!(f.severity, crate::advisor::Severity::Warning);
         assert_eq!(f.recommendation[0].value, "3");
+        assert_eq!((f.from_secs, f.to_secs), (6.0, 10.0));
         let f = &run(0.02, 0, 45).findings("write-stalls")[0];
         assert_eq!(f.severity, crate::advisor::Severity::Warning);
         assert_eq!(f.recommendation[0].key, "thread.num");

@@ -16,6 +16,7 @@
 //!   zigzag varint. The field's generic types make Kryo write keys and values without classes.
 
 use super::{CodecError, Decrement, Stats};
+use smallvec::SmallVec;
 
 /// Kryo's marker for a registered class is `id + 2`; Flink registers the value type at 85.
 const VALUE_CLASS: u8 = 85 + 2;
@@ -129,7 +130,7 @@ impl WindowLabels {
         if size > r.bytes.len() / 4 {
             return Err(r.err("map size beyond the value's end"));
         }
-        let mut windows = Vec::with_capacity(size);
+        let mut windows = SmallVec::with_capacity(size);
         for _ in 0..size {
             r.expect(NOT_NULL, "null or back-referenced map key")?;
             // Kryo's string encodings are prefix-free, so a label matches exactly or not at all.
