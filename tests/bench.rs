@@ -78,6 +78,20 @@ fn bad_baselines_unknown_cases_and_thresholds_are_usage_errors() {
             vec!["bench", "--max-regression=-3"],
             "give a percentage of 0 or more",
         ),
+        (
+            vec![
+                "bench",
+                "--suite",
+                "overhead",
+                "--baseline",
+                bad.to_str().unwrap(),
+            ],
+            "judged against its budgets",
+        ),
+        (
+            vec!["bench", "--suite", "overhead", "--rounds", "0"],
+            "give at least 1",
+        ),
     ] {
         let err = run(&args).unwrap_err();
         assert!(format!("{err:#}").contains(says), "{args:?}: {err:#}");

@@ -447,6 +447,18 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Stops sampling and returns once it has stopped, so that a new session can start. Every
+    /// tap must be gone (an engine's ends with its run): a tap still held would keep the
+    /// sampler's thread, and this call, waiting.
+    pub fn stop(mut self) {
+        self.requests.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         // The thread ends when every sender is gone: taps still held only stop getting data.
