@@ -141,8 +141,8 @@ pub struct BenchArgs {
     /// List the suite's cases and exit.
     #[arg(long)]
     pub list: bool,
-    /// The overhead suite: alternating pairs (run and replay, sampling on and off) whose median
-    /// is judged.
+    /// The overhead suite: rounds of a run, a replay of its RocksDB operations and a run with
+    /// sampling off; the median of the run / replay pairs is judged.
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
 }

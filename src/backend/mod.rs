@@ -444,7 +444,8 @@ impl StateBackend {
     }
 }
 
-/// Counted, timed state access: every get/put the job does goes through here.
+/// Counted, timed state access: every get/put the job does goes through here (each counted,
+/// one in four timed: see `latency::TIME_ONE_ACCESS_IN`).
 pub struct StateAccess<'a> {
     backend: &'a StateBackend,
     pub counters: AccessCounters,

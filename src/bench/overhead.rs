@@ -9,8 +9,8 @@
 //! - (c) the cost of metrics sampling every second: the CPU share of the profiler's
 //!   metrics-sampling bucket, which holds the snapshots and also every latency measurement (an
 //!   upper bound: those are taken with sampling off too). Runs with sampling every second and
-//!   off alternate beside it, but on a shared machine their wall times spread by ±20 % pair to
-//!   pair, too wide to resolve 1 %: shown, not judged.
+//!   off are paired beside it, their order swapped every other round, but on a shared machine
+//!   their wall times spread by ±20 % pair to pair, too wide to resolve 1 %: shown, not judged.
 
 use std::fmt::Write as _;
 

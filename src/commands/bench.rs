@@ -169,8 +169,9 @@ fn temp_dir() -> anyhow::Result<tempfile::TempDir> {
 /// Profiled runs whose CPU samples (a) is read from.
 const PROFILED_RUNS: usize = 3;
 
-/// The overhead suite (see `bench::overhead`): one profiled run, one recorded run, then
-/// `--rounds` of run, replay and run with sampling off, alternating, then three profiled runs.
+/// The overhead suite (see `bench::overhead`): one recorded run, then `--rounds` of a run, a
+/// replay and a run with sampling off (the run first in odd rounds, last in even ones), then
+/// three profiled runs.
 fn overhead(args: &BenchArgs) -> anyhow::Result<()> {
     if args.baseline.is_some() || args.save_baseline.is_some() || args.timings {
         bail!(UsageError(
@@ -208,8 +209,9 @@ fn overhead(args: &BenchArgs) -> anyhow::Result<()> {
     let mut run_vs_replay = Vec::new();
     let mut sampling_cost = Vec::new();
     for round in 1..=args.rounds {
-        // Run first in odd rounds, replay first in even ones: what one leaves behind (page
-        // cache, freed memory, a warm CPU) favours neither side of the median.
+        // The run first in odd rounds (run, replay, sampling off), last in even ones (sampling
+        // off, replay, run): what one leaves behind (page cache, freed memory, a warm CPU)
+        // favours neither side of either pair's median.
         let replay = || -> anyhow::Result<f64> {
             let replay_dir = temp_dir()?;
             Ok(oplog::replay(&log, replay_dir.path(), &profile)
@@ -217,15 +219,21 @@ fn overhead(args: &BenchArgs) -> anyhow::Result<()> {
                 .marked
                 .as_secs_f64())
         };
-        let (run, replay) = if round % 2 == 1 {
-            let run = measure(every_second.clone(), profile.clone(), events)?.processing_secs;
-            (run, replay()?)
-        } else {
-            let replay = replay()?;
-            let run = measure(every_second.clone(), profile.clone(), events)?.processing_secs;
-            (run, replay)
+        let run = || -> anyhow::Result<f64> {
+            Ok(measure(every_second.clone(), profile.clone(), events)?.processing_secs)
         };
-        let off = measure(sampling_off.clone(), profile.clone(), events)?.processing_secs;
+        let off = || -> anyhow::Result<f64> {
+            Ok(measure(sampling_off.clone(), profile.clone(), events)?.processing_secs)
+        };
+        let (run, replay, off) = if round % 2 == 1 {
+            let run = run()?;
+            let replay = replay()?;
+            (run, replay, off()?)
+        } else {
+            let off = off()?;
+            let replay = replay()?;
+            (run()?, replay, off)
+        };
         eprintln!(
             "overhead {}/{steps}: run {run:.2} s, replay {replay:.2} s, run with sampling off \
              {off:.2} s",

@@ -96,7 +96,10 @@ impl OracleThread {
 
     /// The answer to a request that always has one.
     fn ask_error(&mut self, request: Request) -> Result<ResultError, WorkerGone> {
-        self.ask(request)?.ok_or(WorkerGone("oracle"))
+        self.ask(request)?.ok_or_else(|| WorkerGone {
+            what: "oracle",
+            why: "gave no comparison".to_string(),
+        })
     }
 
     /// Whether a baseline for [`OracleThread::compare_changes`] exists.

@@ -82,7 +82,8 @@ const DENSE_USERS: u64 = 1 << 24;
 /// Numbers users in the order they are first seen (0, 1, 2, ...). The generator's users are
 /// ids below the workload's key count, so most lookups index an array: one memory access
 /// where a hash map's control bytes and bucket were two cache misses per lookup (the sink's
-/// and the oracle's largest costs).
+/// and the oracle's largest costs). Numbers are `u32`: its callers' per-user counts would fill
+/// hundreds of GiB before 2^32 - 1 users.
 #[derive(Debug, Clone, Default)]
 pub struct UserIndex {
     /// Per user id below `DENSE_USERS`: its number, or `u32::MAX` when not seen.

@@ -3,8 +3,9 @@
 //! Per key group, a `RocksDBCachingPriorityQueueSet`: an ordered in-memory cache of the
 //! smallest timers (write-through to the timers column family), refilled from RocksDB by a
 //! prefix scan when it runs dry. Writes go through a write batch of 500 entries that is flushed
-//! before every scan, like Flink's `RocksDBWriteBatchWrapper`. A heap over the key groups' heads
-//! (`KeyGroupPartitionedPriorityQueue`) yields timers in timestamp order across key groups.
+//! before every scan, like Flink's `RocksDBWriteBatchWrapper`. A tournament tree over the key
+//! groups' heads (Flink's `KeyGroupPartitionedPriorityQueue` keeps a heap) yields timers in
+//! timestamp order across key groups.
 
 use std::collections::VecDeque;
 
@@ -29,8 +30,8 @@ pub struct Timer {
 /// Bytes of timer key kept inline: a generated user's key (`user-N`) needs about 23.
 const INLINE_KEY_BYTES: usize = 30;
 
-/// A cached timer's RocksDB key, inline when short, so that a key group's cache is a B-tree
-/// whose comparisons read its own nodes rather than a heap allocation per key.
+/// A cached timer's RocksDB key, inline when short, so that a key group's cache is one sorted
+/// array whose comparisons read the array itself rather than a heap allocation per key.
 #[derive(Clone)]
 enum CachedKey {
     Inline {
@@ -323,6 +324,8 @@ impl<'a> TimerService<'a> {
             }
         })?;
         if let Some(bad) = short {
+            // Nothing of a corrupt scan stays cached.
+            self.queues[usize::from(kg)].cache = SortedCache::default();
             return Err(PipelineError::CorruptTimer(format!(
                 "timer key {bad:02x?} in key group {kg} is shorter than {} bytes",
                 keys::MIN_TIMER_KEY_LEN

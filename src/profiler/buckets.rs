@@ -269,12 +269,16 @@ pub const RULES: &[Rule] = &[
         frames: &[
             "statebench::pipeline::oracle",
             "statebench::pipeline::sink",
+            "statebench::engine::truth",
             "redis::",
         ],
-        threads: &[],
+        // The oracle's and the in-process store's own threads (`statebench-oracle`,
+        // `statebench-store`; Linux keeps 15 bytes of a thread's name), whatever their frames.
+        threads: &["statebench-orac", "statebench-stor"],
     },
-    // This profiler: its thread (symbolizing and bucketing stacks) and its signal handler.
-    // Apart from metrics sampling, so that statebench's own share is that of a run without it.
+    // This profiler: its thread (symbolizing and bucketing stacks). Its signal handler's frames
+    // are cut from every stack, so their cost is not in any bucket. Apart from metrics
+    // sampling, so that statebench's own share is that of a run without it.
     Rule {
         bucket: Bucket::Profiler,
         frames: &["statebench::profiler", "pprof::"],
@@ -577,6 +581,24 @@ mod tests {
         assert_eq!(
             classify_recorded(super::super::THREAD_NAME, own),
             Bucket::Profiler
+        );
+    }
+
+    #[test]
+    fn the_oracles_and_the_stores_threads_are_oracle_and_sink_whatever_their_frames() {
+        let inlined = "_int_malloc <- __GI___libc_malloc <- statebench::engine::truth::handle <- \
+            std::sys::backtrace::__rust_begin_short_backtrace";
+        assert_eq!(
+            classify_recorded("statebench-orac", inlined),
+            Bucket::OracleAndSink
+        );
+        assert_eq!(
+            classify_recorded("statebench-stor", "Unknown"),
+            Bucket::OracleAndSink
+        );
+        assert_eq!(
+            classify_recorded(ENGINE, "statebench::engine::truth::OracleThread::note"),
+            Bucket::OracleAndSink
         );
     }
 

@@ -24,7 +24,7 @@ pub use buckets::Bucket;
 /// the process's CPU time; 199 stays off the tick's multiples.
 pub const FREQUENCY: i32 = 199;
 
-/// The sampler's own thread (its stacks are `metrics sampling`).
+/// The sampler's own thread (its stacks are `this profiler`).
 pub const THREAD_NAME: &str = "statebench-cpu";
 
 /// The name of a frame without a symbol (pprof's word for it).
