@@ -267,11 +267,6 @@ fn overhead(args: &BenchArgs) -> anyhow::Result<()> {
     }
     let cpu = crate::profiler::CpuSample::merge(&profiled);
     let shares = cpu.shares_without_profiler();
-    let sampling = cpu
-        .buckets
-        .iter()
-        .find(|b| b.bucket == crate::profiler::Bucket::MetricsSampling)
-        .map_or(0, |b| b.samples);
     let result = Overhead {
         workload: case.workload.to_string(),
         profile: profile.name.clone(),
@@ -280,11 +275,7 @@ fn overhead(args: &BenchArgs) -> anyhow::Result<()> {
         own_share: shares.statebench,
         unattributed_share: shares.other,
         profiler_share: shares.profiler,
-        sampling_cpu_share: if shares.samples == 0 {
-            0.0
-        } else {
-            sampling as f64 / shares.samples as f64
-        },
+        sampling_cpu_share: shares.metrics_sampling,
         run_vs_replay,
         sampling_cost,
     };

@@ -51,6 +51,14 @@ pub struct SinkCounters {
 }
 
 impl SinkCounters {
+    /// One SET of `count` for `user`'s window number `window`, and the bytes its key and value
+    /// would take in Redis (what the in-process stores count; labels name the windows).
+    fn count_write(&mut self, labels: &[String], user: u64, window: usize, count: i64) {
+        self.writes += 1;
+        let label = labels.get(window).map_or("?", String::as_str);
+        self.bytes += payload_bytes(store_key_len(user, label), count);
+    }
+
     /// What happened since `base` (an earlier reading of the same store).
     pub fn since(&self, base: &SinkCounters) -> SinkCounters {
         SinkCounters {
@@ -206,9 +214,7 @@ impl ThreadedMemorySink {
 
 impl Sink for ThreadedMemorySink {
     fn write(&mut self, user: u64, window: usize, count: i64) -> Result<(), SinkError> {
-        self.counters.writes += 1;
-        let label = self.labels.get(window).map_or("?", String::as_str);
-        self.counters.bytes += payload_bytes(store_key_len(user, label), count);
+        self.counters.count_write(&self.labels, user, window, count);
         self.pending.push((user, window, count));
         if self.pending.len() >= STORE_BATCH {
             self.send_pending()?;
@@ -261,9 +267,7 @@ impl Sink for MemorySink {
         } else {
             self.overflow.insert((user, window), count);
         }
-        self.counters.writes += 1;
-        let label = self.labels.get(window).map_or("?", String::as_str);
-        self.counters.bytes += payload_bytes(store_key_len(user, label), count);
+        self.counters.count_write(&self.labels, user, window, count);
         Ok(())
     }
 
