@@ -1,0 +1,3 @@
+//! Checkpoints: the store Flink-style checkpoints and savepoints are uploaded to.
+
+pub mod store;
