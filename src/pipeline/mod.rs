@@ -1,6 +1,7 @@
 //! The pipeline core: source, watermarks, the keyed operator and its timers. No UI, no printing.
 
 pub mod bits;
+pub mod delivery;
 pub mod hash;
 pub mod operator;
 pub mod oracle;
