@@ -2,6 +2,7 @@
 
 pub mod bits;
 pub mod checkpoint;
+pub mod delivery;
 pub mod hash;
 pub mod operator;
 pub mod oracle;
