@@ -221,8 +221,39 @@ pub struct RunArgs {
     /// measurement; a workload without phases).
     #[arg(long, hide = true)]
     pub record_ops: Option<PathBuf>,
+    /// Start from a checkpoint instead of the source's starting offsets: `latest` (the newest
+    /// completed checkpoint in --data-dir's checkpoint store, e.g. after a crash or kill -9) or
+    /// a checkpoint's or savepoint's folder. State, timers and source offsets are rewound
+    /// together; the sink's pending transactions are committed if their checkpoint completed,
+    /// aborted otherwise. Needs --data-dir (its broker, sink journal and checkpoints).
+    #[arg(long, requires = "data_dir", value_name = "latest|DIR")]
+    pub restore: Option<String>,
+    #[command(flatten)]
+    pub failures: FailureArgs,
     #[command(flatten)]
     pub cpu: CpuArgs,
+}
+
+/// Failure injection, for `run` and `tui`.
+#[derive(Debug, Args)]
+pub struct FailureArgs {
+    /// Kill the job once it has processed this many records, and restart it from its last
+    /// completed checkpoint (comma-separated for several: 20000,45000).
+    #[arg(long, value_delimiter = ',', value_parser = parse_events, value_name = "EVENTS")]
+    pub fail_at: Vec<u64>,
+    /// Kill the job every this long of running time (e.g. 10s), each time once it has completed
+    /// a checkpoint since it last started, and restart it from that checkpoint.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub fail_every: Option<crate::config::Millis>,
+}
+
+impl FailureArgs {
+    pub fn spec(&self) -> crate::engine::FailureSpec {
+        crate::engine::FailureSpec {
+            at_events: self.fail_at.clone(),
+            every: self.fail_every.map(|d| d.as_duration()),
+        }
+    }
 }
 
 /// The CPU profiler, for `run` and `tui`.

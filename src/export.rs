@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::backend::ttl_filter::QUERY_TIME_AFTER_NUM_ENTRIES;
 use crate::backend::{BackendError, StateBackend};
 use crate::config::flink::{FACTORY_PREFIX, flink_config};
-use crate::config::profile::{FLINK_PARTITIONED_BLOOM_BITS, Knobs};
+use crate::config::profile::{FLINK_PARTITIONED_BLOOM_BITS, KNOBS, Knobs};
 use crate::config::{Profile, units::human_bytes};
 
 /// What `export` writes.
@@ -68,6 +68,22 @@ pub const TTL_PERIODIC_COMPACTION_KEY: &str =
 /// both OPTIONS files.
 const TTL_PERIODIC_COMPACTION_DAYS: u32 = 30;
 
+/// Where a job setting (sink, checkpoint storage) is made instead of Flink's configuration.
+fn job_setter(key: &str) -> &'static str {
+    match key {
+        "sink.delivery-guarantee" => {
+            "KafkaSink.builder().setDeliveryGuarantee(DeliveryGuarantee.…)"
+        }
+        "sink.transaction-timeout" => {
+            "the producer's transaction.timeout.ms (at most the broker's transaction.max.timeout.ms)"
+        }
+        "sink.idempotent" => "an upserting sink keyed by record id (dedupe on write)",
+        "sink.reader-isolation" => "the downstream consumers' isolation.level",
+        "checkpoint.upload-rate-per-sec" => "the bandwidth to the checkpoint storage (HDFS/S3)",
+        _ => "the job's code",
+    }
+}
+
 /// How an options factory sets a knob Flink's configuration has no key for (RocksJava).
 fn factory_setter(key: &str) -> &'static str {
     match key {
@@ -120,10 +136,22 @@ pub fn flink_for(profile: &Profile, version: FlinkVersion) -> String {
     out.push_str("state.backend.type: rocksdb\n");
     let defaults: Vec<(&str, String)> = Knobs::default().values();
     let mut factory = Vec::new();
+    let mut job = Vec::new();
     for ((key, value), ((knob, knob_value), (_, default))) in flink_config(profile)
         .into_iter()
         .zip(k.values().into_iter().zip(defaults))
     {
+        if KNOBS.iter().any(|i| i.key == knob && i.is_job_setting()) {
+            if knob_value != default {
+                job.push(format!("#   {knob}: {value}  ->  {}", job_setter(knob)));
+            }
+            continue;
+        }
+        if knob == "execution.checkpointing.interval" && k.checkpoint_interval.0 == 0 {
+            // Flink's checkpointing is off while the key is unset.
+            out.push_str("# execution.checkpointing.interval: unset (checkpointing off)\n");
+            continue;
+        }
         if key.starts_with(FACTORY_PREFIX) {
             // `target` is statebench's own: which RocksDB to imitate, nothing to deploy.
             if knob != "target" && knob_value != default {
@@ -162,6 +190,13 @@ pub fn flink_for(profile: &Profile, version: FlinkVersion) -> String {
              {TTL_QUERY_TIME_KEY}: {QUERY_TIME_AFTER_NUM_ENTRIES}\n\
              {TTL_PERIODIC_COMPACTION_KEY}: {TTL_PERIODIC_COMPACTION_DAYS}d\n"
         )),
+    }
+    if !job.is_empty() {
+        out.push_str("# Settings of the job's sink and its checkpoint storage, not of Flink's configuration:\n");
+        for line in job {
+            out.push_str(&line);
+            out.push('\n');
+        }
     }
     if !factory.is_empty() {
         out.push_str(&format!(

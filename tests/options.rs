@@ -392,7 +392,7 @@ fn flink_s_write_buffer_manager_also_switches_a_column_family_whose_flush_is_pen
         let ops = outcome.snapshots.last().unwrap().ops;
         (
             ops.pending_flush_switches,
-            switches_onto_pending_flush(dir.path()),
+            switches_onto_pending_flush(&dir.path().join("db")),
         )
     };
     // FRocksDB 6.20 (Flink 1.20): statebench makes the switches RocksDB 11 would skip, and

@@ -292,7 +292,7 @@ fn listing_profiles_of_a_folder_that_does_not_exist_is_an_error() {
 fn a_data_dir_in_use_is_refused_with_why() {
     let dir = tempfile::tempdir().unwrap();
     let profile = statebench::config::Profile::load("flink-default").unwrap();
-    let holder = statebench::backend::StateBackend::open(dir.path(), &profile).unwrap();
+    let holder = statebench::backend::StateBackend::open(&dir.path().join("db"), &profile).unwrap();
     let data = dir.path().to_string_lossy().into_owned();
     let err = run(&[
         "run",

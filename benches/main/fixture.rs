@@ -7,6 +7,7 @@ use statebench::backend::{CF_TIMERS, StateAccess, StateBackend};
 use statebench::config::workload::SerializerKind;
 use statebench::config::{Profile, Workload};
 use statebench::engine::WATERMARK_EVERY_EVENTS;
+use statebench::pipeline::delivery::Delivery;
 use statebench::pipeline::operator::{Context, FrequencyJob, Operator};
 use statebench::pipeline::oracle::Oracle;
 use statebench::pipeline::sink::MemorySink;
@@ -137,7 +138,7 @@ pub struct Pipeline<'a> {
 impl<'a> Pipeline<'a> {
     pub fn new(backend: &'a StateBackend, workload: &Workload) -> Pipeline<'a> {
         let sink = Box::new(MemorySink::new(workload.window_labels()));
-        let ctx = Context::new(backend, sink).expect("operator context");
+        let ctx = Context::new(backend, Delivery::passthrough(sink)).expect("operator context");
         let job = FrequencyJob::new(backend, workload).expect("job");
         Pipeline {
             ctx,

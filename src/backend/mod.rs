@@ -55,6 +55,8 @@ pub enum BackendError {
     InUse(PathBuf),
     #[error("column family '{0}' is missing")]
     MissingColumnFamily(&'static str),
+    #[error("changelog segment is corrupt: {0}")]
+    Changelog(String),
     #[error("{0}")]
     Codec(#[from] serializer::CodecError),
     #[error("cannot set up RocksDB: {0}")]
@@ -452,6 +454,70 @@ pub struct StateAccess<'a> {
     pub latency: latency::LatencyRecorder,
     /// Every operation also goes here, when the run records its state traffic.
     recorder: Option<oplog::OpRecorder>,
+    /// With the changelog state backend: every state change since the last checkpoint.
+    changelog: Option<ChangeLog>,
+}
+
+/// State changes logged for the changelog state backend (Flink's DSTL): each entry is a RocksDB
+/// write batch as RocksDB serializes it (column family ids are creation order, the same in a
+/// restored database), with a u32 length before it. Puts and deletes gather in one batch until
+/// the next timer batch or the checkpoint that takes the log.
+#[derive(Default)]
+pub struct ChangeLog {
+    current: WriteBatch,
+    segment: Vec<u8>,
+    /// Bytes logged since the log was enabled.
+    pub total_bytes: u64,
+}
+
+impl ChangeLog {
+    fn seal(&mut self) {
+        if !self.current.is_empty() {
+            let batch = std::mem::take(&mut self.current);
+            self.push(batch.data());
+        }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        self.segment
+            .extend_from_slice(&(data.len() as u32).to_le_bytes());
+        self.segment.extend_from_slice(data);
+        self.total_bytes += 4 + data.len() as u64;
+    }
+
+    /// The changes logged since the last call.
+    pub fn take(&mut self) -> Vec<u8> {
+        self.seal();
+        std::mem::take(&mut self.segment)
+    }
+}
+
+/// Applies a changelog segment (see [`ChangeLog`]) to `backend`; returns the batches applied.
+pub fn replay_changelog(backend: &StateBackend, segment: &[u8]) -> Result<u64, BackendError> {
+    let mut rest = segment;
+    let mut batches = 0;
+    while !rest.is_empty() {
+        let Some((len, tail)) = rest.split_first_chunk::<4>() else {
+            return Err(BackendError::Changelog(format!(
+                "{} stray bytes at the end of a segment",
+                rest.len()
+            )));
+        };
+        let len = u32::from_le_bytes(*len) as usize;
+        if tail.len() < len {
+            return Err(BackendError::Changelog(format!(
+                "an entry of {len} bytes with {} left",
+                tail.len()
+            )));
+        }
+        let (data, next) = tail.split_at(len);
+        backend
+            .db
+            .write_opt(WriteBatch::from_data(data), &backend.write_opts)?;
+        batches += 1;
+        rest = next;
+    }
+    Ok(batches)
 }
 
 /// RocksDB operations issued by the job (cumulative).
@@ -482,7 +548,23 @@ impl<'a> StateAccess<'a> {
             counters: AccessCounters::default(),
             latency: latency::LatencyRecorder::default(),
             recorder: None,
+            changelog: None,
         }
+    }
+
+    /// Logs every state change from now on (the changelog state backend).
+    pub fn enable_changelog(&mut self) {
+        self.changelog.get_or_insert_with(ChangeLog::default);
+    }
+
+    /// The state changes since the last call; None without the changelog.
+    pub fn take_changelog(&mut self) -> Option<Vec<u8>> {
+        self.changelog.as_mut().map(ChangeLog::take)
+    }
+
+    /// Bytes of state changes logged so far.
+    pub fn changelog_bytes(&self) -> Option<u64> {
+        self.changelog.as_ref().map(|c| c.total_bytes)
     }
 
     /// Records every operation from now on (`statebench run --record-ops`).
@@ -545,6 +627,9 @@ impl<'a> StateAccess<'a> {
         if let Some(r) = &mut self.recorder {
             r.put(cf, key, value)?;
         }
+        if let Some(log) = &mut self.changelog {
+            log.current.put_cf(cf, key, value);
+        }
         let start = self.latency.start_sampled();
         self.before_write();
         self.backend
@@ -559,6 +644,9 @@ impl<'a> StateAccess<'a> {
     pub fn delete(&mut self, cf: &ColumnFamily, key: &[u8]) -> Result<(), BackendError> {
         if let Some(r) = &mut self.recorder {
             r.delete(cf, key)?;
+        }
+        if let Some(log) = &mut self.changelog {
+            log.current.delete_cf(cf, key);
         }
         let start = self.latency.start_sampled();
         self.before_write();
@@ -575,6 +663,12 @@ impl<'a> StateAccess<'a> {
     pub fn write_batch(&mut self, batch: WriteBatch) -> Result<(), BackendError> {
         if let Some(r) = &mut self.recorder {
             r.batch(&batch)?;
+        }
+        if let Some(log) = &mut self.changelog
+            && !batch.is_empty()
+        {
+            log.seal();
+            log.push(batch.data());
         }
         if batch.is_empty() {
             self.before_write();

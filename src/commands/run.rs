@@ -21,7 +21,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         events,
         duration,
     } = Job::load(&args.job)?;
-    let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse)?;
+    let restore = match args.restore.as_deref() {
+        None => None,
+        Some("latest") => Some(engine::RestoreFrom::Latest),
+        Some(dir) => {
+            let dir = std::path::PathBuf::from(dir);
+            if !dir
+                .join(crate::pipeline::checkpoint::store::METADATA)
+                .is_file()
+            {
+                anyhow::bail!(crate::UsageError(format!(
+                    "--restore {}: not a completed checkpoint or savepoint (it has no {}); give 'latest' or a chk-N folder of the checkpoint store",
+                    dir.display(),
+                    crate::pipeline::checkpoint::store::METADATA
+                )));
+            }
+            Some(engine::RestoreFrom::Dir(dir))
+        }
+    };
+    // A restore runs on the data directory's state: it is reused by definition.
+    let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse || restore.is_some())?;
     let sink = match args.sink {
         SinkArg::Memory => SinkConfig::Memory,
         SinkArg::Redis(url) => {
@@ -48,6 +67,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         trace,
         cpu: cpu.as_ref().map(profiler::Session::tap),
         record_ops: args.record_ops.clone(),
+        restore,
+        failures: args.failures.spec(),
         ..EngineConfig::new(
             workload.clone(),
             profile.clone(),

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::derived::Derived;
 use super::target::Target;
-use super::units::ByteSize;
+use super::units::{ByteSize, Millis};
 use super::{ConfigError, Origin, locate, parse_yaml};
 
 /// Profiles compiled into the binary, so `statebench run` works from any directory.
@@ -130,6 +130,122 @@ impl KnobValue for Vec<Compression> {
     }
 }
 
+impl KnobValue for Millis {
+    const EXPECTS: &'static str =
+        "a duration such as 500ms, 10s or 2m (0 = off where the knob says so)";
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// Flink's `execution.checkpointing.mode`: whether an operator with several inputs aligns
+/// the checkpoint barriers (exactly once) or lets the inputs whose barrier came run on past it
+/// (at least once: their records after the barrier are replayed after a restore).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CheckpointingMode {
+    #[serde(
+        rename = "EXACTLY_ONCE",
+        alias = "exactly-once",
+        alias = "exactly_once"
+    )]
+    ExactlyOnce,
+    #[serde(
+        rename = "AT_LEAST_ONCE",
+        alias = "at-least-once",
+        alias = "at_least_once"
+    )]
+    AtLeastOnce,
+}
+
+impl KnobValue for CheckpointingMode {
+    const EXPECTS: &'static str = "EXACTLY_ONCE or AT_LEAST_ONCE";
+    fn show(&self) -> String {
+        match self {
+            CheckpointingMode::ExactlyOnce => "EXACTLY_ONCE",
+            CheckpointingMode::AtLeastOnce => "AT_LEAST_ONCE",
+        }
+        .to_string()
+    }
+}
+
+/// The sink's delivery guarantee (Flink's `DeliveryGuarantee`, as KafkaSink takes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeliveryGuarantee {
+    /// Writes go out as they come; nothing is flushed at a checkpoint.
+    #[serde(rename = "NONE", alias = "none")]
+    None,
+    /// Every write before a checkpoint's barrier is flushed before the checkpoint completes.
+    #[serde(
+        rename = "AT_LEAST_ONCE",
+        alias = "at-least-once",
+        alias = "at_least_once"
+    )]
+    AtLeastOnce,
+    /// Two-phase commit: a transaction per checkpoint, pre-committed at its barrier and
+    /// committed when it completes.
+    #[serde(
+        rename = "EXACTLY_ONCE",
+        alias = "exactly-once",
+        alias = "exactly_once"
+    )]
+    ExactlyOnce,
+}
+
+impl KnobValue for DeliveryGuarantee {
+    const EXPECTS: &'static str = "NONE, AT_LEAST_ONCE or EXACTLY_ONCE";
+    fn show(&self) -> String {
+        match self {
+            DeliveryGuarantee::None => "NONE",
+            DeliveryGuarantee::AtLeastOnce => "AT_LEAST_ONCE",
+            DeliveryGuarantee::ExactlyOnce => "EXACTLY_ONCE",
+        }
+        .to_string()
+    }
+}
+
+/// What the downstream reader of the results sees (Kafka's consumer `isolation.level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IsolationLevel {
+    #[serde(rename = "read_committed", alias = "read-committed")]
+    ReadCommitted,
+    #[serde(rename = "read_uncommitted", alias = "read-uncommitted")]
+    ReadUncommitted,
+}
+
+impl KnobValue for IsolationLevel {
+    const EXPECTS: &'static str = "read_committed or read_uncommitted";
+    fn show(&self) -> String {
+        match self {
+            IsolationLevel::ReadCommitted => "read_committed",
+            IsolationLevel::ReadUncommitted => "read_uncommitted",
+        }
+        .to_string()
+    }
+}
+
+/// How a checkpoint holds the state, from the profile's Flink keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckpointKind {
+    /// Every key of every state, written out (`execution.checkpointing.incremental: false`).
+    Full,
+    /// RocksDB's own files; only SST files the store lacks are uploaded.
+    Incremental,
+    /// Every state change logged; a checkpoint uploads the log since the last one and a
+    /// periodic materialization snapshots the state (`state.changelog.enabled: true`).
+    Changelog,
+}
+
+impl CheckpointKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckpointKind::Full => "full",
+            CheckpointKind::Incremental => "incremental",
+            CheckpointKind::Changelog => "changelog",
+        }
+    }
+}
+
 /// Whether and how a knob changes an open database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Live {
@@ -157,6 +273,12 @@ pub struct KnobInfo {
 impl KnobInfo {
     pub fn is_live(&self) -> bool {
         self.live != Live::No
+    }
+
+    /// A setting of the job's sink or of the checkpoint store, not of RocksDB or Flink's
+    /// configuration: deployed with the job's code, never by an options factory.
+    pub fn is_job_setting(&self) -> bool {
+        self.key.starts_with("sink.") || self.key.starts_with("checkpoint.")
     }
 }
 
@@ -297,6 +419,32 @@ knobs! {
     IoRateLimit io_rate_limit: ByteSize = ByteSize(0), "io.rate-limit-per-sec", None, Live::No;
     /// Stop automatic compactions: L0 grows without bound (RocksDB then skips the L0 and pending-bytes stall conditions): a live experiment.
     DisableAutoCompactions disable_auto_compactions: bool = false, "compaction.disable-auto-compactions", None, Live::ColumnFamily;
+    /// Time between two checkpoints (wall clock); 0 = checkpointing off, Flink's default (the key unset).
+    CheckpointInterval checkpoint_interval: Millis = Millis(0), "execution.checkpointing.interval", Some("execution.checkpointing.interval"), Live::No;
+    /// Least time from one checkpoint's end to the next one's start.
+    CheckpointMinPause checkpoint_min_pause: Millis = Millis(0), "execution.checkpointing.min-pause", Some("execution.checkpointing.min-pause"), Live::No;
+    /// A checkpoint not complete after this long is declared failed.
+    CheckpointTimeout checkpoint_timeout: Millis = Millis(600_000), "execution.checkpointing.timeout", Some("execution.checkpointing.timeout"), Live::No;
+    /// Barrier alignment for operators with several inputs: EXACTLY_ONCE (aligned) or AT_LEAST_ONCE.
+    CheckpointingMode checkpointing_mode: CheckpointingMode = CheckpointingMode::ExactlyOnce, "execution.checkpointing.mode", Some("execution.checkpointing.mode"), Live::No;
+    /// Completed checkpoints kept in the checkpoint store (their shared files with them).
+    CheckpointsRetained checkpoints_retained: u32 = 1, "execution.checkpointing.num-retained", Some("execution.checkpointing.num-retained"), Live::No;
+    /// Checkpoint RocksDB's files (only new SST files uploaded) instead of writing every key.
+    IncrementalCheckpoints incremental_checkpoints: bool = false, "execution.checkpointing.incremental", Some("execution.checkpointing.incremental"), Live::No;
+    /// Log every state change: a checkpoint uploads the log since the last one; state is materialized periodically.
+    ChangelogEnabled changelog_enabled: bool = false, "state.changelog.enabled", Some("state.changelog.enabled"), Live::No;
+    /// Time between two materializations of the changelog backend's state (which truncate the log).
+    ChangelogMaterializeInterval changelog_materialize_interval: Millis = Millis(600_000), "state.changelog.periodic-materialize.interval", Some("state.changelog.periodic-materialize.interval"), Live::No;
+    /// Upload bandwidth to the checkpoint store (HDFS/S3 stand-in), per second; 0 = unlimited.
+    CheckpointUploadRate checkpoint_upload_rate: ByteSize = ByteSize(0), "checkpoint.upload-rate-per-sec", None, Live::No;
+    /// The sink's delivery guarantee (KafkaSink's): NONE, AT_LEAST_ONCE or EXACTLY_ONCE (two-phase commit).
+    SinkDeliveryGuarantee sink_delivery_guarantee: DeliveryGuarantee = DeliveryGuarantee::None, "sink.delivery-guarantee", None, Live::No;
+    /// An EXACTLY_ONCE sink's transaction older than this when its checkpoint completes was aborted by the broker: its results are lost (Kafka's broker caps it at 15 minutes by default).
+    SinkTransactionTimeout sink_transaction_timeout: Millis = Millis(900_000), "sink.transaction-timeout", None, Live::No;
+    /// The serving store drops a result whose record id it already holds (an idempotent, deduplicating sink).
+    SinkIdempotent sink_idempotent: bool = false, "sink.idempotent", None, Live::No;
+    /// What the downstream reader sees: read_committed (committed transactions only) or read_uncommitted (Kafka's default).
+    SinkReaderIsolation sink_reader_isolation: IsolationLevel = IsolationLevel::ReadUncommitted, "sink.reader-isolation", None, Live::No;
     /// Whose RocksDB to reproduce: flink-1.20 (FRocksDB 6.20.3's effective options: arena, cache high-priority pool, checksum, format, TTL filter) or rocksdb-11.8 (RocksDB's own defaults, to measure the difference).
     Target target: Target = Target::Flink120, "target", None, Live::No;
 }
@@ -315,6 +463,17 @@ impl Knobs {
             .or(self.compression_per_level.last())
             .copied()
             .unwrap_or(Compression::Snappy)
+    }
+
+    /// How checkpoints hold the state, or None when checkpointing is off.
+    pub fn checkpoint_kind(&self) -> Option<CheckpointKind> {
+        (self.checkpoint_interval.0 > 0).then_some(if self.changelog_enabled {
+            CheckpointKind::Changelog
+        } else if self.incremental_checkpoints {
+            CheckpointKind::Incremental
+        } else {
+            CheckpointKind::Full
+        })
     }
 
     /// Bloom bits per key RocksDB really gets: Flink forces 10 with partitioned index/filters.
@@ -502,6 +661,32 @@ impl Profile {
                 "'memory.write-buffer-ratio' {} with 'memory.high-prio-pool-ratio' {} leaves no block cache for data: Flink refuses it (2r/(3-r) + ratio must stay below 1)",
                 k.write_buffer_ratio, k.high_prio_pool_ratio
             ));
+        }
+        if k.checkpoint_interval.0 > 0 && k.checkpoint_interval.0 < 10 {
+            problems.push(format!(
+                "'execution.checkpointing.interval' is {} but must be 0 (off) or at least 10ms, as Flink requires",
+                k.checkpoint_interval
+            ));
+        }
+        if k.checkpoint_timeout.0 < 10 {
+            problems.push(format!(
+                "'execution.checkpointing.timeout' is {} but must be at least 10ms",
+                k.checkpoint_timeout
+            ));
+        }
+        if k.checkpoints_retained < 1 {
+            problems.push(
+                "'execution.checkpointing.num-retained' is 0 but must be at least 1".to_string(),
+            );
+        }
+        if k.changelog_enabled && k.changelog_materialize_interval.0 == 0 {
+            problems.push(
+                "'state.changelog.periodic-materialize.interval' must be above 0 with 'state.changelog.enabled: true'"
+                    .to_string(),
+            );
+        }
+        if k.sink_transaction_timeout.0 == 0 {
+            problems.push("'sink.transaction-timeout' must be above 0".to_string());
         }
         if k.partitioned_index_filters && !k.use_bloom_filter {
             problems.push(

@@ -5,7 +5,10 @@ use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use super::run::Run;
-use super::snapshot::{JobSource, MetricsSnapshot, Op, Phase, PipelineSample, RunState};
+use super::snapshot::{
+    CheckpointSample, JobSource, MetricsSnapshot, Op, Phase, PipelineSample, RestoreRecord,
+    RunState,
+};
 use super::truth::OracleThread;
 use super::{EngineCommand, EngineError, SinkConfig, WATERMARK_EVERY_EVENTS};
 use crate::backend::StateBackend;
@@ -15,10 +18,12 @@ use crate::config::Millis;
 use crate::config::profile::Knob;
 use crate::config::workload::Rate;
 use crate::pipeline::PipelineError;
-use crate::pipeline::operator::{Context, FrequencyJob, JobMode, Operator};
+use crate::pipeline::checkpoint::{Checkpointer, Completion, JobMeta};
+use crate::pipeline::delivery::{Delivery, origin};
+use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, JobMode, Operator};
 use crate::pipeline::oracle::ResultError;
-use crate::pipeline::sink::{Sink, SinkCounters};
-use crate::pipeline::source::{Consumer, Log, ReadPlan};
+use crate::pipeline::sink::{Count, SinkCounters};
+use crate::pipeline::source::{Consumer, Log, Offsets, ReadPlan};
 use crate::pipeline::watermark::WatermarkValve;
 
 /// Every this many samples, a run on the in-process sink compares it with the oracle.
@@ -33,6 +38,30 @@ pub struct JobSpec {
     pub plan: ReadPlan,
     /// Its state comes from a savepoint rather than from the records it reads.
     pub restored: bool,
+    /// Restored from a checkpoint: where the job stood at its barrier.
+    pub resume: Option<Resume>,
+}
+
+/// Where a job restored from a checkpoint stood at its barrier.
+#[derive(Debug, Clone)]
+pub struct Resume {
+    pub processed: u64,
+    pub counters: JobCounters,
+    /// Where the run's truth counts from (the first job's plan).
+    pub truth_origin: Offsets,
+}
+
+/// What outlives a job that failed: the exact truth (it saw every record once, and must not
+/// see a replayed one again), the serving store, the checkpoint coordinator.
+pub struct Survivors {
+    pub oracle: OracleThread,
+    pub oracle_watermark: i64,
+    pub sink: Delivery,
+    pub checkpointer: Option<Checkpointer>,
+    /// The failed job's position: its truth has seen every record before it.
+    pub position: Offsets,
+    pub processed: u64,
+    pub truth_origin: Offsets,
 }
 
 /// How a job's reading loop ended.
@@ -44,12 +73,15 @@ pub enum End {
     OverTime,
     /// A Stop command.
     Stopped,
+    /// An injected failure: the job is dead, nothing after its last checkpoint survives.
+    Failed,
 }
 
 /// What the command channel asked for.
 enum Control {
     Continue,
     Stop,
+    Fail,
 }
 
 /// One job, borrowed from its RocksDB backend.
@@ -62,6 +94,16 @@ pub struct JobRunner<'a> {
     pub consumer: Consumer,
     watermark: WatermarkValve,
     pub oracle: OracleThread,
+    /// The highest watermark the oracle has seen (a restored job's valve starts again below).
+    oracle_watermark: i64,
+    /// Checkpoints, when the profile turns them on.
+    pub checkpointer: Option<Checkpointer>,
+    /// Checkpoints completed since this job started.
+    checkpoints_completed: u64,
+    /// The run's restores so far (for the snapshots).
+    pub restores: Vec<RestoreRecord>,
+    /// Where the run's truth counts from.
+    truth_origin: Offsets,
     /// The shared serving store's counters when this job started (its own are the rest).
     sink_base: SinkCounters,
     restored: bool,
@@ -80,9 +122,14 @@ impl<'a> JobRunner<'a> {
         run: &Run,
         log: &Log,
         spec: JobSpec,
-        sink: Box<dyn Sink>,
+        sink: Delivery,
+        truth: Option<(OracleThread, i64)>,
     ) -> Result<JobRunner<'a>, EngineError> {
         let workload = &run.config.workload;
+        let truth_origin = spec
+            .resume
+            .as_ref()
+            .map_or_else(|| spec.plan.truth_start.clone(), |r| r.truth_origin.clone());
         let consumer = Consumer::new(log, spec.plan);
         let partitions = workload.spec.partitions as usize;
         let watermark = WatermarkValve::with_readers(
@@ -97,30 +144,151 @@ impl<'a> JobRunner<'a> {
             consumer.now(),
         );
         let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
-        let sink_base = sink.counters();
+        let sink_base = sink.sink().counters();
         let mut ctx = Context::new(backend, sink)?;
         ctx.set_now(consumer.now());
+        let mut job = FrequencyJob::with_mode(backend, workload, spec.mode)?;
+        let processed = spec.resume.as_ref().map_or(0, |r| r.processed);
+        if let Some(resume) = &spec.resume {
+            job.counters = resume.counters;
+        }
+        let (oracle, oracle_watermark) = match truth {
+            Some(truth) => truth,
+            None => (
+                OracleThread::start(&windows).map_err(EngineError::Spawn)?,
+                i64::MIN,
+            ),
+        };
         Ok(JobRunner {
             backend,
             phase: spec.phase,
             perf: PerfCounters::start(),
             ctx,
-            job: FrequencyJob::with_mode(backend, workload, spec.mode)?,
+            job,
             consumer,
             watermark,
-            oracle: OracleThread::start(&windows).map_err(EngineError::Spawn)?,
+            oracle,
+            oracle_watermark,
+            checkpointer: None,
+            checkpoints_completed: 0,
+            restores: Vec::new(),
+            truth_origin,
             sink_base,
             restored: spec.restored,
             started_at: run.clock.running(Instant::now()),
-            processed: 0,
+            processed,
             forwarded: i64::MIN,
             late_events: 0,
         })
     }
 
     /// The serving store, once the job is done with it (the next job writes on).
-    pub fn into_sink(self) -> Box<dyn Sink> {
+    pub fn into_sink(self) -> Delivery {
         self.ctx.sink
+    }
+
+    /// What outlives this job once it failed. Its checkpoint under way is abandoned.
+    pub fn into_survivors(mut self) -> Survivors {
+        if let Some(c) = &mut self.checkpointer {
+            c.detach();
+        }
+        Survivors {
+            position: self.consumer.position().clone(),
+            processed: self.processed,
+            oracle: self.oracle,
+            oracle_watermark: self.oracle_watermark,
+            sink: self.ctx.sink,
+            checkpointer: self.checkpointer,
+            truth_origin: self.truth_origin,
+        }
+    }
+
+    /// The run's clock in ms: transaction ages and visibility delays.
+    fn clock_ms(run: &Run) -> u64 {
+        run.clock.running(Instant::now()).as_millis() as u64
+    }
+
+    /// The synchronous part of a checkpoint: pending timers into RocksDB, the sink's
+    /// transaction pre-committed, then the state snapshot and the upload's start.
+    fn checkpoint(&mut self, run: &Run, barrier: Instant) -> Result<(), EngineError> {
+        let Some(checkpointer) = &mut self.checkpointer else {
+            return Ok(());
+        };
+        let id = checkpointer.next_id();
+        self.ctx.timers.flush(&mut self.ctx.state)?;
+        self.ctx
+            .sink
+            .pre_commit(id, Self::clock_ms(run))
+            .map_err(PipelineError::from)?;
+        let job = JobMeta {
+            group: self.consumer.plan().group.clone(),
+            offsets: self.consumer.position().clone(),
+            truth_start: self.truth_origin.clone(),
+            processed: self.processed,
+            processing_time: self.consumer.now(),
+            counters: self.job.counters,
+        };
+        let secs = run.clock.wall(barrier).as_secs_f64();
+        let changes = self.ctx.state.take_changelog();
+        checkpointer
+            .trigger(job, changes, barrier, secs)
+            .map_err(PipelineError::from)?;
+        Ok(())
+    }
+
+    /// A checkpoint is complete: its offsets go to the broker, its sink transaction commits.
+    fn on_complete(&mut self, run: &mut Run, done: Completion) -> Result<(), EngineError> {
+        self.checkpoints_completed += 1;
+        run.broker
+            .commit(&done.job.group, done.job.offsets)
+            .map_err(EngineError::Broker)?;
+        self.ctx
+            .sink
+            .commit(done.id, Self::clock_ms(run))
+            .map_err(PipelineError::from)?;
+        Ok(())
+    }
+
+    /// Completes the checkpoint under way, triggers one when due.
+    fn checkpoint_tick(&mut self, run: &mut Run, now: Instant) -> Result<(), EngineError> {
+        let Some(checkpointer) = &mut self.checkpointer else {
+            return Ok(());
+        };
+        if let Some(done) = checkpointer.poll().map_err(PipelineError::from)? {
+            self.on_complete(run, done)?;
+        }
+        if self.checkpointer.as_ref().is_some_and(|c| c.due(now)) {
+            self.checkpoint(run, now)?;
+        }
+        Ok(())
+    }
+
+    /// The job's last checkpoint (Flink's final checkpoint of a finished job): everything it
+    /// wrote is committed before the run compares results.
+    pub fn final_checkpoint(&mut self, run: &mut Run) -> Result<(), EngineError> {
+        let Some(checkpointer) = &mut self.checkpointer else {
+            return Ok(());
+        };
+        if let Some(done) = checkpointer.wait().map_err(PipelineError::from)? {
+            self.on_complete(run, done)?;
+        }
+        self.checkpoint(run, Instant::now())?;
+        if let Some(checkpointer) = &mut self.checkpointer
+            && let Some(done) = checkpointer.wait().map_err(PipelineError::from)?
+        {
+            self.on_complete(run, done)?;
+        }
+        Ok(())
+    }
+
+    /// Every result the sink's reader sees now.
+    pub fn read_results(&mut self) -> Result<Vec<Count>, EngineError> {
+        let sink = &mut self.ctx.sink;
+        Ok(if sink.is_tracked() {
+            sink.read_view().map_err(PipelineError::from)?
+        } else {
+            sink.sink_mut().read_all().map_err(PipelineError::from)?
+        })
     }
 
     /// This job's running time so far.
@@ -150,6 +318,11 @@ impl<'a> JobRunner<'a> {
         let start = self.ctx.state.latency.start();
         let now = self.consumer.now();
         self.ctx.set_now(now);
+        if self.ctx.sink.is_tracked() {
+            self.ctx
+                .sink
+                .set_origin(origin(u64::from(event.partition), event.offset));
+        }
         self.job.on_event(&event, &mut self.ctx)?;
         self.watermark
             .on_record(event.partition as usize, event.event_time, now);
@@ -174,7 +347,9 @@ impl<'a> JobRunner<'a> {
         if wm > self.forwarded {
             self.forwarded = wm;
             self.ctx.advance_watermark(&mut self.job, wm)?;
-            if self.checked() {
+            // A restored job's watermark climbs again from the start: the truth has seen it.
+            if self.checked() && wm > self.oracle_watermark {
+                self.oracle_watermark = wm;
                 self.oracle.on_watermark(wm)?;
             }
         }
@@ -187,7 +362,10 @@ impl<'a> JobRunner<'a> {
             return Ok(());
         }
         // Reading the whole store is cheap only in process: compare every few samples.
+        // With checkpoints, what a reader sees trails the job by design (read_committed): the
+        // run compares once everything is committed, at its end.
         let compare = self.checked()
+            && !self.ctx.sink.is_tracked()
             && matches!(run.config.sink, SinkConfig::Memory)
             && run.sampler.published() % COMPARE_EVERY_SAMPLES == COMPARE_EVERY_SAMPLES - 1;
         let result_error = if compare {
@@ -203,7 +381,11 @@ impl<'a> JobRunner<'a> {
     /// (the in-process one) is read in full once; later comparisons look only at the pairs
     /// that changed in it or in the oracle since, with the same result.
     pub fn compare_sink(&mut self) -> Result<ResultError, EngineError> {
-        let sink = &mut self.ctx.sink;
+        if self.ctx.sink.is_tracked() {
+            let all = self.read_results()?;
+            return Ok(self.oracle.compare(all)?);
+        }
+        let sink = self.ctx.sink.sink_mut();
         if self.oracle.is_tracking()
             && let Some(changes) = sink.read_changes().map_err(PipelineError::from)?
             && let Some(error) = self.oracle.compare_changes(changes)?
@@ -231,6 +413,7 @@ impl<'a> JobRunner<'a> {
             live,
             ..
         } = run;
+        let checkpoints = self.checkpoint_sample();
         let ctx = &mut self.ctx;
         let wm = &self.watermark;
         let pipeline = PipelineSample {
@@ -246,10 +429,11 @@ impl<'a> JobRunner<'a> {
             timers_registered: ctx.timers.registered,
             next_timer: ctx.timers.next_timestamp(),
             late_events: self.late_events,
-            sink: ctx.sink.counters().since(&self.sink_base),
+            sink: ctx.sink.sink().counters().since(&self.sink_base),
             result_error,
             timers_fired: ctx.timers.fired,
             job: self.job.counters,
+            checkpoints,
         };
         let cpu = sampler.take_cpu(state != RunState::Paused);
         sampler.publish(now, self.backend, &perf, events, gets, |interval| {
@@ -269,6 +453,33 @@ impl<'a> JobRunner<'a> {
                 cpu,
             }
         });
+    }
+
+    /// Checkpointing for a snapshot: None when the run neither checkpoints nor restores.
+    fn checkpoint_sample(&self) -> Option<CheckpointSample> {
+        if self.checkpointer.is_none() && self.restores.is_empty() && !self.ctx.sink.is_tracked() {
+            return None;
+        }
+        let history = self
+            .checkpointer
+            .as_ref()
+            .map(|c| c.history.as_slice())
+            .unwrap_or_default();
+        Some(CheckpointSample {
+            kind: self
+                .checkpointer
+                .as_ref()
+                .map_or("off", |c| c.config().kind.name())
+                .to_string(),
+            completed: history.iter().filter(|c| c.failed.is_none()).count() as u64,
+            failed: history.iter().filter(|c| c.failed.is_some()).count() as u64,
+            in_flight: self.checkpointer.as_ref().is_some_and(|c| c.in_flight()),
+            last: history.last().cloned(),
+            bytes_uploaded: history.iter().map(|c| c.bytes).sum(),
+            restarts: self.restores.len() as u64,
+            last_restore_ms: self.restores.last().map(|r| r.restore_ms),
+            delivery: self.ctx.sink.counters(),
+        })
     }
 
     /// Paces a rate-limited workload against this job's running time.
@@ -301,12 +512,14 @@ impl<'a> JobRunner<'a> {
                 Ok(EngineCommand::Stop) => return Control::Stop,
                 Ok(EngineCommand::Resume) => {}
                 Ok(EngineCommand::Apply { knob, value }) => self.apply(run, knob, value),
+                Ok(EngineCommand::InjectFailure) => return Control::Fail,
                 Ok(EngineCommand::Pause) => {
                     // Close the running interval first, so no sample mixes running and paused
                     // time (A/B compares the running ones).
                     self.publish(run, RunState::Running, None);
-                    if let Control::Stop = self.paused(run) {
-                        return Control::Stop;
+                    match self.paused(run) {
+                        Control::Continue => {}
+                        other => return other,
                     }
                 }
                 Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => {
@@ -327,6 +540,7 @@ impl<'a> JobRunner<'a> {
                     break Control::Stop;
                 }
                 Ok(EngineCommand::Pause) => {}
+                Ok(EngineCommand::InjectFailure) => run.failures.request(),
                 Ok(EngineCommand::Apply { knob, value }) => {
                     self.apply(run, knob, value);
                     self.publish(run, RunState::Paused, None);
@@ -387,8 +601,21 @@ impl<'a> JobRunner<'a> {
                     break;
                 }
                 self.pace(run, now);
-                if let Control::Stop = self.handle_commands(run) {
-                    end = End::Stopped;
+                match self.handle_commands(run) {
+                    Control::Continue => {}
+                    Control::Stop => end = End::Stopped,
+                    Control::Fail => run.failures.request(),
+                }
+                if self.checkpointer.is_some() {
+                    self.checkpoint_tick(run, now)?;
+                }
+                if run
+                    .failures
+                    .due(self.processed, self.checkpoints_completed, now)
+                {
+                    // A crash: no flush, no end of input; whatever is not in a completed
+                    // checkpoint is gone.
+                    return Ok(End::Failed);
                 }
             }
         }
@@ -410,7 +637,7 @@ impl<'a> JobRunner<'a> {
 
     /// The serving store's counters for this job alone.
     fn sink_counters(&self) -> SinkCounters {
-        self.ctx.sink.counters().since(&self.sink_base)
+        self.ctx.sink.sink().counters().since(&self.sink_base)
     }
 
     pub fn job_source(&self, committed: bool) -> JobSource {

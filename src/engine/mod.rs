@@ -23,8 +23,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use snapshot::{
-    JobSource, Latencies, LatencyRecorder, MetricsSnapshot, Op, OptionChange, Percentiles, Phase,
-    PipelineSample, RunOutcome, RunState,
+    CheckpointOutcome, CheckpointSample, JobSource, Latencies, LatencyRecorder, MetricsSnapshot,
+    Op, OptionChange, Percentiles, Phase, PipelineSample, RestoreRecord, RunOutcome, RunState,
 };
 
 use crate::backend::BackendError;
@@ -47,6 +47,9 @@ pub enum EngineCommand {
         knob: Knob,
         value: String,
     },
+    /// Kill the job between checkpoints: its in-memory state and local RocksDB are dropped and
+    /// it restarts from the last completed checkpoint.
+    InjectFailure,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +66,10 @@ pub enum EngineError {
     Source(String),
     #[error(transparent)]
     WorkerGone(#[from] crate::pipeline::worker::WorkerGone),
+    #[error("broker: {0}")]
+    Broker(String),
+    #[error("cannot restore: {0}")]
+    Restore(String),
 }
 
 /// Where the job's results go.
@@ -93,6 +100,35 @@ pub struct EngineConfig {
     /// Record every RocksDB operation of the job here, for `statebench replay-ops` (a workload
     /// without phases only).
     pub record_ops: Option<PathBuf>,
+    /// Start from a checkpoint or savepoint instead of the source's starting offsets.
+    pub restore: Option<RestoreFrom>,
+    /// Failures to inject into the job.
+    pub failures: FailureSpec,
+}
+
+/// Where `--restore` starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreFrom {
+    /// The newest completed checkpoint in the data directory's checkpoint store.
+    Latest,
+    /// A checkpoint's or savepoint's folder.
+    Dir(PathBuf),
+}
+
+/// When to kill the job (it restarts from its last completed checkpoint).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FailureSpec {
+    /// After the job has processed this many records (each once, in any order given).
+    pub at_events: Vec<u64>,
+    /// Every this long (running time), once the job has completed a checkpoint since it last
+    /// started, so that a run always moves on.
+    pub every: Option<Duration>,
+}
+
+impl FailureSpec {
+    pub fn any(&self) -> bool {
+        !self.at_events.is_empty() || self.every.is_some()
+    }
 }
 
 impl EngineConfig {
@@ -110,6 +146,8 @@ impl EngineConfig {
             start_paused: false,
             cpu: None,
             record_ops: None,
+            restore: None,
+            failures: FailureSpec::default(),
         }
     }
 }

@@ -2,24 +2,55 @@
 //! a savepoint, its state) to a catch-up job. The run-wide parts — running clock, live profile,
 //! sampler, command channel — live in `Run` and carry across jobs.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Instant;
 
 use super::clock::RunClock;
-use super::job::{End, JobRunner, JobSpec};
+use super::job::{End, JobRunner, JobSpec, Resume, Survivors};
 use super::live::LiveProfile;
-use super::run::Run;
+use super::run::{Failures, Run};
 use super::sampler::Sampler;
-use super::snapshot::{JobSource, MetricsSnapshot, Phase, RunOutcome, RunState};
-use super::{EngineCommand, EngineConfig, EngineError, SinkConfig};
+use super::snapshot::{
+    CheckpointOutcome, JobSource, MetricsSnapshot, Phase, RestoreRecord, RunOutcome, RunState,
+};
+use super::{EngineCommand, EngineConfig, EngineError, RestoreFrom, SinkConfig};
 use crate::backend::oplog::OpRecorder;
 use crate::backend::{CF_TIMER_STATE, CF_WINDOW_STATS, StateBackend};
 use crate::config::Workload;
+use crate::config::profile::{DeliveryGuarantee, IsolationLevel, KnobValue, Knobs};
 use crate::config::workload::{CatchUpState, OffsetReset, PhasesSpec, StartingOffsets};
 use crate::pipeline::PipelineError;
+use crate::pipeline::checkpoint::snapshot::restore_full;
+use crate::pipeline::checkpoint::store::{CheckpointStore, StoreConfig};
+use crate::pipeline::checkpoint::{CheckpointConfig, Checkpointer, Metadata, prepare_restore};
+use crate::pipeline::delivery::{Delivery, DeliveryConfig, Guarantee, Isolation};
 use crate::pipeline::operator::JobMode;
 use crate::pipeline::sink::{RedisSink, Sink, ThreadedMemorySink};
 use crate::pipeline::source::{Log, OffsetStore, ReadPlan, resolve_start};
+
+/// The data directory's parts: RocksDB's working directory (the task's local state), the
+/// broker's committed offsets, the checkpoint store (standing in for HDFS/S3), the sink's
+/// journal, and scratch space for snapshots.
+pub fn db_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("db")
+}
+fn broker_file(data_dir: &Path) -> PathBuf {
+    data_dir.join("broker.json")
+}
+pub fn checkpoint_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("checkpoints")
+}
+fn sink_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("sink")
+}
+fn scratch_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("local-checkpoints")
+}
+fn restore_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("restoring")
+}
 
 /// Runs `config`'s workload to its end (or a Stop) and returns the outcome.
 pub fn run(
@@ -34,7 +65,7 @@ pub fn run(
         config.trace.clone(),
         config.events.max(config.workload.spec.events),
     );
-    let mut offsets = OffsetStore::default();
+    let broker = OffsetStore::open(&broker_file(&config.data_dir)).map_err(EngineError::Broker)?;
     let sink = open_sink(&config)?;
     let cpu = config.cpu.take();
     let mut run = Run {
@@ -48,11 +79,21 @@ pub fn run(
         ),
         commands,
         start_paused: config.start_paused,
+        broker,
+        failures: Failures::new(&config.failures, now),
     };
     run.sampler.attach_cpu(cpu);
+    let recovers = CheckpointConfig::from_knobs(&config.profile.knobs).is_some()
+        || config.restore.is_some()
+        || config.failures.any();
     match config.workload.spec.phases.clone() {
-        None => streaming(&mut run, &log, &offsets, sink),
-        Some(phases) => backfill_then_catch_up(&mut run, &phases, &log, &mut offsets, sink),
+        None if recovers => recoverable(&mut run, &log, sink),
+        None => streaming(&mut run, &log, sink),
+        Some(_) if recovers => Err(EngineError::Source(
+            "checkpoints, --restore and injected failures need a workload without phases"
+                .to_string(),
+        )),
+        Some(phases) => backfill_then_catch_up(&mut run, &phases, &log, sink),
     }
 }
 
@@ -76,23 +117,20 @@ fn open_backend(run: &Run, dir: &std::path::Path) -> Result<StateBackend, Engine
     )?)
 }
 
-/// The one streaming job of a workload without phases.
-fn streaming(
-    run: &mut Run,
-    log: &Log,
-    offsets: &OffsetStore,
-    sink: Box<dyn Sink>,
-) -> Result<RunOutcome, EngineError> {
-    let backend = open_backend(run, &run.config.data_dir)?;
-    let plan = ReadPlan::from_workload(log, offsets).map_err(EngineError::Source)?;
+/// The one streaming job of a workload without phases, checkpointing off.
+fn streaming(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutcome, EngineError> {
+    let backend = open_backend(run, &db_dir(&run.config.data_dir))?;
+    let plan = ReadPlan::from_workload(log, &run.broker).map_err(EngineError::Source)?;
     let spec = JobSpec {
         phase: Phase::Streaming,
         mode: JobMode::Streaming,
         plan,
         restored: false,
+        resume: None,
     };
     let fresh_state = state_is_empty(&backend);
-    let mut job = JobRunner::new(&backend, run, log, spec, sink)?;
+    let sink = Delivery::passthrough(sink);
+    let mut job = JobRunner::new(&backend, run, log, spec, sink, None)?;
     if let Some(path) = &run.config.record_ops {
         job.ctx.state.record_to(OpRecorder::create(
             path,
@@ -103,12 +141,221 @@ fn streaming(
     finish(run, job, &backend, Vec::new(), fresh_state, None)
 }
 
+/// The sink's delivery as the profile sets it.
+fn delivery_config(k: &Knobs) -> DeliveryConfig {
+    DeliveryConfig {
+        guarantee: match k.sink_delivery_guarantee {
+            DeliveryGuarantee::None => Guarantee::None,
+            DeliveryGuarantee::AtLeastOnce => Guarantee::AtLeastOnce,
+            DeliveryGuarantee::ExactlyOnce => Guarantee::ExactlyOnce,
+        },
+        isolation: match k.sink_reader_isolation {
+            IsolationLevel::ReadCommitted => Isolation::ReadCommitted,
+            IsolationLevel::ReadUncommitted => Isolation::ReadUncommitted,
+        },
+        idempotent: k.sink_idempotent,
+        transaction_timeout_ms: Some(k.sink_transaction_timeout.0),
+    }
+}
+
+/// The streaming job with checkpoints, a restore or injected failures: a job that fails is
+/// restarted from the last completed checkpoint — its local state dropped and copied back from
+/// the checkpoint store, its source rewound to the checkpoint's offsets, its sink's pending
+/// transactions committed or aborted — until the run ends.
+fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutcome, EngineError> {
+    let config = run.config;
+    let knobs = run.live.profile().knobs.clone();
+    let checkpointing = CheckpointConfig::from_knobs(&knobs);
+    let data = &config.data_dir;
+    let store_config = checkpointing.map_or_else(StoreConfig::default, |c| c.store_config());
+    let store =
+        CheckpointStore::open(&checkpoint_dir(data), store_config).map_err(PipelineError::from)?;
+    let shared = store.shared_dir();
+    let clock_ms = |run: &Run| run.clock.running(Instant::now()).as_millis() as u64;
+    let mut sink = Delivery::open(
+        sink,
+        delivery_config(&knobs),
+        &sink_dir(data),
+        clock_ms(run),
+    )
+    .map_err(PipelineError::from)?;
+    let mut from: Option<PathBuf> = match &config.restore {
+        None => None,
+        Some(RestoreFrom::Latest) => Some(
+            store
+                .latest()
+                .ok_or_else(|| {
+                    EngineError::Restore(format!(
+                        "no completed checkpoint in {} (run with execution.checkpointing.interval set first)",
+                        store.root().display()
+                    ))
+                })?
+                .path,
+        ),
+        Some(RestoreFrom::Dir(dir)) => Some(dir.clone()),
+    };
+    // Without checkpointing the store only serves restores (of an earlier run's checkpoints).
+    let (mut checkpointer, bare_store) = match checkpointing {
+        Some(c) => (
+            Some(
+                Checkpointer::new(c, store, scratch_dir(data), Instant::now())
+                    .map_err(PipelineError::from)?,
+            ),
+            None,
+        ),
+        None => (None, Some(store)),
+    };
+    let mut cause = "--restore";
+    let mut survivors: Option<Survivors> = None;
+    let mut restores = Vec::new();
+    // The truth is rebuilt from the log for a restored job too; only state left in the data
+    // directory by an earlier run (--reuse, no restore) makes the comparison moot.
+    let mut fresh_state = None;
+    loop {
+        let failed_at = run.clock.wall(Instant::now()).as_secs_f64();
+        let began = Instant::now();
+        let restored = match &from {
+            Some(dir) => Some(
+                prepare_restore(dir, &shared, &db_dir(data), &restore_dir(data))
+                    .map_err(|e| EngineError::Restore(format!("{}: {e}", dir.display())))?,
+            ),
+            None => {
+                // No checkpoint to restore: the local state is dropped all the same.
+                let db = db_dir(data);
+                if survivors.is_some() && db.exists() {
+                    std::fs::remove_dir_all(&db).map_err(|e| {
+                        EngineError::Restore(format!("cannot remove {}: {e}", db.display()))
+                    })?;
+                }
+                None
+            }
+        };
+        let backend = Arc::new(open_backend(run, &db_dir(data))?);
+        let mut bytes = restored.as_ref().map_or(0, |r| r.bytes);
+        if let Some(stream) = restored.as_ref().and_then(|r| r.full_stream.as_ref()) {
+            let stats = restore_full(&backend, stream).map_err(PipelineError::from)?;
+            bytes = bytes.max(stats.bytes);
+        }
+        for segment in restored.iter().flat_map(|r| &r.changelog) {
+            let changes = std::fs::read(segment).map_err(|e| {
+                EngineError::Restore(format!("cannot read {}: {e}", segment.display()))
+            })?;
+            crate::backend::replay_changelog(&backend, &changes)?;
+        }
+        if restored.is_some() {
+            let _ = std::fs::remove_dir_all(restore_dir(data));
+        }
+        let metadata: Option<&Metadata> = restored.as_ref().map(|r| &r.metadata);
+        let fresh_state =
+            *fresh_state.get_or_insert(metadata.is_some() || state_is_empty(&backend));
+        let mut plan = ReadPlan::from_workload(log, &run.broker).map_err(EngineError::Source)?;
+        let mut resume = None;
+        if let Some(m) = metadata {
+            plan.start = m.job.offsets.clone();
+            plan.covered = Some(m.job.offsets.clone());
+            plan.truth_start = m.job.truth_start.clone();
+            plan.start_reason = format!("checkpoint {} ({})", m.id, m.kind.name());
+            plan.deployed_at = m.job.processing_time;
+            resume = Some(Resume {
+                processed: m.job.processed,
+                counters: m.job.counters,
+                truth_origin: m.job.truth_start.clone(),
+            });
+        }
+        let mut replayed = 0;
+        let truth = match survivors.take() {
+            Some(s) => {
+                // The truth has seen every record up to the failed job's position.
+                let truth_origin = resume
+                    .as_ref()
+                    .map_or_else(|| s.truth_origin.clone(), |r| r.truth_origin.clone());
+                plan.truth_start = s.position.clone();
+                replayed = s
+                    .processed
+                    .saturating_sub(resume.as_ref().map_or(0, |r| r.processed));
+                resume.get_or_insert_with(|| Resume {
+                    processed: 0,
+                    counters: Default::default(),
+                    truth_origin: truth_origin.clone(),
+                });
+                sink = s.sink;
+                Some((s.oracle, s.oracle_watermark))
+            }
+            None => None,
+        };
+        sink.recover(metadata.map(|m| m.id), clock_ms(run))
+            .map_err(PipelineError::from)?;
+        if from.is_some() || truth.is_some() {
+            restores.push(RestoreRecord {
+                at_secs: failed_at,
+                checkpoint: metadata.map(|m| m.id),
+                cause: cause.to_string(),
+                restore_ms: began.elapsed().as_secs_f64() * 1e3,
+                bytes,
+                records_replayed: replayed,
+            });
+        }
+        let spec = JobSpec {
+            phase: Phase::Streaming,
+            mode: JobMode::Streaming,
+            plan,
+            restored: metadata.is_some(),
+            resume,
+        };
+        let mut job = JobRunner::new(&backend, run, log, spec, sink, truth)?;
+        if let Some(mut c) = checkpointer.take() {
+            c.attach(Arc::clone(&backend), metadata, Instant::now())
+                .map_err(PipelineError::from)?;
+            if c.config().kind == crate::config::profile::CheckpointKind::Changelog {
+                job.ctx.state.enable_changelog();
+            }
+            job.checkpointer = Some(c);
+        }
+        job.restores = restores.clone();
+        run.failures.restarted(Instant::now());
+        let end = job.drive(run, Some(config.events))?;
+        if end == End::Failed {
+            let mut s = job.into_survivors();
+            checkpointer = s.checkpointer.take();
+            // (The sink lives on in the survivors; this placeholder is never written.)
+            sink = Delivery::passthrough(Box::new(crate::pipeline::sink::MemorySink::default()));
+            survivors = Some(s);
+            drop(backend);
+            let latest = match (&checkpointer, &bare_store) {
+                (Some(c), _) => c.store().latest(),
+                (None, Some(store)) => store.latest(),
+                (None, None) => None,
+            };
+            from = latest.map(|l| l.path);
+            cause = "injected failure";
+            continue;
+        }
+        job.final_checkpoint(run)?;
+        let history = job
+            .checkpointer
+            .as_ref()
+            .map(|c| c.history.clone())
+            .unwrap_or_default();
+        let delivery = job.ctx.sink.counters();
+        let mut outcome = finish(run, job, &backend, Vec::new(), fresh_state, Some(end))?;
+        outcome.checkpoints = Some(CheckpointOutcome {
+            kind: checkpointing.map_or("off", |c| c.kind.name()).to_string(),
+            history,
+            restores,
+            guarantee: knobs.sink_delivery_guarantee.show(),
+            isolation: knobs.sink_reader_isolation.show(),
+            idempotent: knobs.sink_idempotent,
+            delivery,
+        });
+        return Ok(outcome);
+    }
+}
+
 /// Backfill, then catch-up (the seed's two-phase switch), sharing one serving store.
 fn backfill_then_catch_up(
     run: &mut Run,
     phases: &PhasesSpec,
     log: &Log,
-    offsets: &mut OffsetStore,
     sink: Box<dyn Sink>,
 ) -> Result<RunOutcome, EngineError> {
     let config = run.config;
@@ -123,7 +370,7 @@ fn backfill_then_catch_up(
     let fresh_state = state_is_empty(&backfill_backend);
     let (start, reason) = resolve_start(
         log,
-        offsets,
+        &run.broker,
         &phases.backfill_group,
         StartingOffsets::Committed,
         OffsetReset::Earliest,
@@ -137,14 +384,17 @@ fn backfill_then_catch_up(
         plan: ReadPlan {
             group: phases.backfill_group.clone(),
             truth_start: start.clone(),
+            covered: None,
             start,
             start_reason: reason,
             stop_time: Some(switch),
             deployed_at: switch,
         },
         restored: false,
+        resume: None,
     };
-    let mut backfill = JobRunner::new(&backfill_backend, run, log, spec, sink)?;
+    let sink = Delivery::passthrough(sink);
+    let mut backfill = JobRunner::new(&backfill_backend, run, log, spec, sink, None)?;
     let end = backfill.drive(run, None)?;
     let mut jobs = Vec::new();
     if end != End::Finished {
@@ -162,7 +412,9 @@ fn backfill_then_catch_up(
     // Sync the serving store once, commit the end offsets (the bounded job's final
     // checkpoint), finish.
     backfill.job.sync_to_sink(&mut backfill.ctx)?;
-    offsets.commit(&phases.backfill_group, backfill.consumer.position().clone());
+    run.broker
+        .commit(&phases.backfill_group, backfill.consumer.position().clone())
+        .map_err(EngineError::Broker)?;
     jobs.push(backfill.job_source(true));
     backfill.publish(run, RunState::Running, None);
     let savepoint_offsets = backfill.consumer.position().clone();
@@ -179,11 +431,12 @@ fn backfill_then_catch_up(
             stop_time: None,
             deployed_at: switch,
             truth_start,
+            covered: None,
         },
         CatchUpState::Fresh => {
             let (start, reason) = resolve_start(
                 log,
-                offsets,
+                &run.broker,
                 &phases.catch_up_group,
                 StartingOffsets::Committed,
                 OffsetReset::Earliest,
@@ -198,6 +451,7 @@ fn backfill_then_catch_up(
                 stop_time: None,
                 deployed_at: switch,
                 truth_start,
+                covered: None,
             }
         }
     };
@@ -210,6 +464,7 @@ fn backfill_then_catch_up(
         },
         plan,
         restored: from_savepoint,
+        resume: None,
     };
     // Live changes made during the backfill carry over to the catch-up's own database.
     let catch_up_backend;
@@ -220,7 +475,7 @@ fn backfill_then_catch_up(
         &catch_up_backend
     };
     run.sampler.next_job(!from_savepoint);
-    let catch_up = JobRunner::new(backend, run, log, spec, sink)?;
+    let catch_up = JobRunner::new(backend, run, log, spec, sink, None)?;
     finish(run, catch_up, backend, jobs, fresh_state, None)
 }
 
@@ -254,7 +509,7 @@ fn finish(
         && job.phase != Phase::Backfill
         && job.consumer.exhausted();
     let end_of_input_error = if bounded_end {
-        let all = job.ctx.sink.read_all().map_err(PipelineError::from)?;
+        let all = job.read_results()?;
         Some(job.oracle.compare_all_expired(all)?)
     } else {
         None
@@ -292,6 +547,7 @@ fn finish(
         end_of_input_error,
         serializer: run.config.workload.spec.serializer,
         cpu_profile: run.sampler.take_cpu_profile(),
+        checkpoints: None,
     })
 }
 

@@ -8,6 +8,8 @@ pub use crate::backend::latency::{Latencies, LatencyRecorder, Op, Percentiles};
 use crate::backend::metrics::RocksDbSample;
 use crate::config::Profile;
 use crate::config::workload::SerializerKind;
+use crate::pipeline::checkpoint::CheckpointRecord;
+use crate::pipeline::delivery::DeliveryCounters;
 use crate::pipeline::operator::JobCounters;
 use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::SinkCounters;
@@ -108,6 +110,63 @@ pub struct PipelineSample {
     pub next_timer: Option<i64>,
     pub timers_fired: u64,
     pub job: JobCounters,
+    /// Checkpoints, restores and the sink's delivery so far; None with checkpointing off.
+    pub checkpoints: Option<CheckpointSample>,
+}
+
+/// Checkpointing at one sample: the run's checkpoints so far, its restores, and what the sink's
+/// reader saw.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct CheckpointSample {
+    /// full, incremental or changelog.
+    pub kind: String,
+    pub completed: u64,
+    pub failed: u64,
+    /// A checkpoint's upload is under way.
+    pub in_flight: bool,
+    /// The latest checkpoint, completed or failed.
+    pub last: Option<CheckpointRecord>,
+    /// Bytes uploaded to the checkpoint store so far.
+    pub bytes_uploaded: u64,
+    /// Restarts after a failure (injected, or a kill followed by --restore).
+    pub restarts: u64,
+    /// The last restore's time, ms.
+    pub last_restore_ms: Option<f64>,
+    pub delivery: DeliveryCounters,
+}
+
+/// One restore of the job from a checkpoint (or, with none yet, from scratch).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct RestoreRecord {
+    /// Run time (s) when the job failed (or, for --restore, started).
+    pub at_secs: f64,
+    /// The checkpoint restored; None: no checkpoint had completed, the job started afresh.
+    pub checkpoint: Option<u64>,
+    /// Why: "injected failure", "--restore".
+    pub cause: String,
+    /// From the failure to the job running again: state copied and opened, source rewound.
+    pub restore_ms: f64,
+    /// Bytes copied from the checkpoint store.
+    pub bytes: u64,
+    /// Records the job reads a second time (between the checkpoint and the failure).
+    pub records_replayed: u64,
+}
+
+/// Checkpointing over a whole run.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct CheckpointOutcome {
+    pub kind: String,
+    /// Every checkpoint, completed or failed, in order.
+    pub history: Vec<CheckpointRecord>,
+    pub restores: Vec<RestoreRecord>,
+    /// The sink's delivery guarantee and its reader's isolation level, as configured.
+    pub guarantee: String,
+    pub isolation: String,
+    pub idempotent: bool,
+    pub delivery: DeliveryCounters,
 }
 
 /// Everything statebench knows about the run at one instant: the one data model for the
@@ -176,4 +235,6 @@ pub struct RunOutcome {
     /// With `--profile-cpu`: every sample of the run's running intervals, for the flamegraph
     /// and the pprof protobuf.
     pub cpu_profile: Option<CpuProfile>,
+    /// Checkpoints, restores and delivery; None with checkpointing off.
+    pub checkpoints: Option<CheckpointOutcome>,
 }

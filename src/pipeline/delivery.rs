@@ -202,6 +202,12 @@ impl Delivery {
         })
     }
 
+    /// True when records are tracked (checkpointing on): their origins matter.
+    #[inline]
+    pub fn is_tracked(&self) -> bool {
+        self.tracked.is_some()
+    }
+
     /// The origin of the records written from now on (see [`record_id`]).
     #[inline]
     pub fn set_origin(&mut self, origin: u64) {

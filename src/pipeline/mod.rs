@@ -23,6 +23,10 @@ pub enum PipelineError {
     Sink(#[from] sink::SinkError),
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
+    #[error(transparent)]
+    Delivery(#[from] delivery::DeliveryError),
+    #[error(transparent)]
+    Checkpoint(#[from] checkpoint::CheckpointError),
     #[error("timer key in RocksDB is not valid: {0}")]
     CorruptTimer(String),
 }
@@ -30,5 +34,17 @@ pub enum PipelineError {
 impl From<rocksdb::Error> for PipelineError {
     fn from(e: rocksdb::Error) -> Self {
         PipelineError::Backend(BackendError::RocksDb(e))
+    }
+}
+
+impl From<checkpoint::store::StoreError> for PipelineError {
+    fn from(e: checkpoint::store::StoreError) -> Self {
+        PipelineError::Checkpoint(e.into())
+    }
+}
+
+impl From<checkpoint::snapshot::SnapshotError> for PipelineError {
+    fn from(e: checkpoint::snapshot::SnapshotError) -> Self {
+        PipelineError::Checkpoint(e.into())
     }
 }

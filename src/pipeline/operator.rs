@@ -8,7 +8,7 @@
 use rocksdb::ColumnFamily;
 
 use super::PipelineError;
-use super::sink::Sink;
+use super::delivery::{Delivery, origin};
 use super::source::{Event, Generator};
 use super::timers::{Timer, TimerService};
 use crate::backend::keys::{self, CompositeKey};
@@ -27,13 +27,13 @@ pub struct Context<'a> {
     /// Processing time (the engine's replay clock), for state TTL.
     pub now: i64,
     /// The serving store the job writes its counts to.
-    pub sink: Box<dyn Sink>,
+    pub sink: Delivery,
     /// The operator's current watermark (already advanced when timers fire, as in Flink).
     pub watermark: i64,
 }
 
 impl<'a> Context<'a> {
-    pub fn new(backend: &'a StateBackend, sink: Box<dyn Sink>) -> Result<Self, PipelineError> {
+    pub fn new(backend: &'a StateBackend, sink: Delivery) -> Result<Self, PipelineError> {
         let mut state = StateAccess::new(backend);
         // Flink's timer service creates the processing-time queue first and, like the
         // event-time one, loads the head of each of its key groups; the job registers no
@@ -63,11 +63,26 @@ impl<'a> Context<'a> {
     ) -> Result<(), PipelineError> {
         self.watermark = self.watermark.max(watermark);
         while let Some(timer) = self.timers.poll_due(&mut self.state, watermark)? {
+            if self.sink.is_tracked() {
+                // A fired timer's results are the same records whoever fires it, after a
+                // restore too: their ids come from the timer.
+                self.sink.set_origin(origin(
+                    timer.timestamp as u64,
+                    key_hash(timer.key.as_bytes()),
+                ));
+            }
             op.on_timer(&timer, self)?;
             self.timers.recycle(timer);
         }
         op.on_watermark(watermark, self)
     }
+}
+
+/// FNV-1a of a timer's key: part of its results' record ids.
+fn key_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// A keyed stream operator: one required hook, the rest optional.
@@ -487,7 +502,7 @@ mod tests {
             let backend = StateBackend::open(&path, &profile).unwrap();
             let mut ctx = Context::new(
                 &backend,
-                Box::new(crate::pipeline::sink::MemorySink::default()),
+                Delivery::passthrough(Box::new(crate::pipeline::sink::MemorySink::default())),
             )
             .unwrap();
             let mut job = FrequencyJob::new(&backend, &workload).unwrap();

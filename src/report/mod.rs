@@ -1,6 +1,7 @@
 //! The run report: JSON with every snapshot and a summary per segment (one per engine run: a
 //! restart on a new profile starts the next), and the same for a terminal.
 
+pub mod checkpoints;
 mod render;
 mod summary;
 

@@ -207,6 +207,11 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
             },
         );
     }
+    if let Some(c) = &s.checkpoints {
+        for (label, value) in c.lines() {
+            line(&label, value);
+        }
+    }
     if let Some(path) = &segment.rocksdb_options_file {
         line("RocksDB OPTIONS file", path.clone());
     }

@@ -97,6 +97,9 @@ pub struct Summary {
     /// With `--profile-cpu`: the CPU samples of every running interval, bucketed by cause.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuSample>,
+    /// Checkpoints, restores and the sink's delivery; None with checkpointing off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<super::checkpoints::CheckpointSummary>,
 }
 
 impl Summary {
@@ -118,6 +121,10 @@ impl Summary {
             end_of_input_error: outcome.end_of_input_error,
             // The run's whole profile has every frame (snapshots keep each interval's top few).
             cpu: outcome.cpu_profile.as_ref().map(|p| p.sample()),
+            checkpoints: outcome
+                .checkpoints
+                .as_ref()
+                .map(|c| super::checkpoints::CheckpointSummary::new(c, outcome.processing_secs)),
             ..Summary::of_snapshots(
                 &outcome.snapshots,
                 outcome.processing_secs,
@@ -238,6 +245,7 @@ impl Summary {
                 .iter()
                 .any(|s| s.cpu.is_some())
                 .then(|| CpuSample::merge(snapshots.iter().filter_map(|s| s.cpu.as_ref()))),
+            checkpoints: None,
         }
     }
 }

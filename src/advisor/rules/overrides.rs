@@ -19,7 +19,9 @@ fn check(input: &Input) -> Option<Finding> {
         .iter()
         .zip(k.values())
         .zip(defaults)
-        .filter(|((info, _), _)| info.flink_key.is_none() && info.key != "target")
+        .filter(|((info, _), _)| {
+            info.flink_key.is_none() && info.key != "target" && !info.is_job_setting()
+        })
         .filter(|((_, (_, value)), (_, default))| value != default)
         .map(|((info, (_, value)), _)| format!("{}={value}", info.key))
         .collect();

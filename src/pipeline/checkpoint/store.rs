@@ -1054,6 +1054,39 @@ impl Upload {
         }
     }
 
+    /// References the shared file `name` an earlier checkpoint uploaded (a changelog segment,
+    /// a materialization's file), with no local copy: an error if the store does not hold it.
+    pub fn reference_shared(&mut self, name: &str) -> Result<Uploaded, StoreError> {
+        check_name(&self.shared_dir, name)?;
+        let reused = Uploaded {
+            bytes: 0,
+            reused: true,
+        };
+        if self.shared_files.contains_key(name) {
+            return Ok(reused);
+        }
+        let path = self.shared_dir.join(name);
+        let size = {
+            let mut shared = lock(&self.shared);
+            shared.hold(name, Hold::Upload);
+            fs::metadata(&path).map(|m| m.len())
+        };
+        match size {
+            Ok(size) => {
+                self.stats.reused += 1;
+                self.shared_files.insert(name.to_owned(), size);
+                Ok(reused)
+            }
+            Err(_) => {
+                let _ = lock(&self.shared).release(name, Hold::Upload);
+                Err(StoreError::MissingShared {
+                    path,
+                    checkpoint: self.dir.clone(),
+                })
+            }
+        }
+    }
+
     /// Copies `local` to `shared/.<name>.chk-<id>.tmp`, then renames it to `path`.
     fn copy_shared(&mut self, local: &Path, path: &Path, name: &str) -> Result<u64, StoreError> {
         let tmp = self.shared_dir.join(format!(".{name}.chk-{}.tmp", self.id));

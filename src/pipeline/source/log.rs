@@ -12,20 +12,59 @@ use crate::config::workload::{OffsetReset, StartingOffsets};
 pub type Offsets = Vec<u64>;
 
 /// The broker's record of committed offsets per consumer group (Kafka's `__consumer_offsets`).
-/// Only a bounded job commits (its end, when it finishes): there are no checkpoints yet, so a
-/// streaming job never does.
+/// A streaming job commits when a checkpoint completes; a bounded one at its end. With a file,
+/// every commit is durable before `commit` returns, so a later run on the same data directory
+/// sees it.
 #[derive(Debug, Clone, Default)]
 pub struct OffsetStore {
     groups: BTreeMap<String, Offsets>,
+    file: Option<std::path::PathBuf>,
 }
 
 impl OffsetStore {
+    /// The broker kept in `file` (JSON, `{group: [offset per partition]}`): what earlier runs
+    /// committed, or nothing if the file does not exist yet.
+    pub fn open(file: &std::path::Path) -> Result<OffsetStore, String> {
+        let groups = match std::fs::read(file) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                format!(
+                    "{}: not a broker's committed offsets ({e}); remove it to start afresh",
+                    file.display()
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+        };
+        Ok(OffsetStore {
+            groups,
+            file: Some(file.to_path_buf()),
+        })
+    }
+
     pub fn committed(&self, group: &str) -> Option<&Offsets> {
         self.groups.get(group)
     }
 
-    pub fn commit(&mut self, group: &str, offsets: Offsets) {
+    /// Commits `offsets` for `group`; with a file, written through a temporary file, synced
+    /// and renamed over the old one (a crash leaves the old commit or the new, never half).
+    pub fn commit(&mut self, group: &str, offsets: Offsets) -> Result<(), String> {
         self.groups.insert(group.to_string(), offsets);
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let write = || -> std::io::Result<()> {
+            let tmp = file.with_extension("json.tmp");
+            let bytes = serde_json::to_vec_pretty(&self.groups)?;
+            let mut f = std::fs::File::create(&tmp)?;
+            std::io::Write::write_all(&mut f, &bytes)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, file)?;
+            if let Some(dir) = file.parent() {
+                std::fs::File::open(dir)?.sync_all()?;
+            }
+            Ok(())
+        };
+        write().map_err(|e| format!("cannot commit offsets to {}: {e}", file.display()))
     }
 }
 
@@ -89,8 +128,12 @@ pub struct ReadPlan {
     pub stop_time: Option<i64>,
     /// Processing time when the job starts: the backlog before it is read "now".
     pub deployed_at: i64,
-    /// The oracle counts from here (at or before `start`): what a correct job would read.
+    /// The oracle counts from here: what a correct job would read. At or before `start`; after
+    /// it for a job restarted after a failure, whose truth has seen the records up to here.
     pub truth_start: Offsets,
+    /// Records before these offsets are in the state the job restored: not read, not skipped.
+    /// None: nothing restored.
+    pub covered: Option<Offsets>,
 }
 
 impl ReadPlan {
@@ -116,6 +159,7 @@ impl ReadPlan {
         Ok(ReadPlan {
             group,
             truth_start: start.clone(),
+            covered: None,
             start,
             start_reason,
             stop_time: spec.stop_at.map(|t| start_time + t.0 as i64),
@@ -222,9 +266,10 @@ impl Consumer {
             }
             let p = e.partition as usize;
             let read = e.offset >= self.plan.start[p];
-            if read || e.offset >= self.plan.truth_start[p] {
+            if e.offset >= self.plan.truth_start[p] {
                 truth(&e);
-                self.skipped += u64::from(!read);
+                let covered = self.plan.covered.as_ref().is_some_and(|c| e.offset < c[p]);
+                self.skipped += u64::from(!read && !covered);
             }
             if read {
                 self.position[p] = e.offset + 1;
@@ -332,7 +377,7 @@ mod tests {
         );
         let err = resolve(&store, StartingOffsets::Committed, OffsetReset::None).unwrap_err();
         assert!(err.contains("group 'g' has no committed offsets"), "{err}");
-        store.commit("g", at.clone());
+        store.commit("g", at.clone()).unwrap();
         let (committed, _) =
             resolve(&store, StartingOffsets::Committed, OffsetReset::None).unwrap();
         assert_eq!(committed, at);
@@ -344,6 +389,7 @@ mod tests {
         let start = log.start_time();
         let from = log.offsets_at(start + 100_000);
         let plan = ReadPlan {
+            covered: None,
             group: "g".into(),
             start: from.clone(),
             start_reason: "test".into(),
@@ -373,6 +419,7 @@ mod tests {
         let log = small_log();
         let start = log.start_time();
         let plan = ReadPlan {
+            covered: None,
             group: "g".into(),
             start: vec![0; 4],
             start_reason: "earliest".into(),

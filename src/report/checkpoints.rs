@@ -1,0 +1,204 @@
+//! Checkpoints over a run: sizes and durations (p50 / p99 / max), upload volume, restores, and
+//! what the sink's reader saw (duplicates, lost results, visibility delay).
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::units::human_bytes;
+use crate::engine::snapshot::CheckpointOutcome;
+use crate::pipeline::delivery::DeliveryCounters;
+
+/// p50 / p99 / max of one checkpoint measure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Spread {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// Nearest-rank percentiles of `values` (all zero when empty).
+    pub fn of(mut values: Vec<f64>) -> Spread {
+        if values.is_empty() {
+            return Spread::default();
+        }
+        values.sort_by(f64::total_cmp);
+        let rank = |q: f64| {
+            let i = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1;
+            values[i]
+        };
+        Spread {
+            p50: rank(0.5),
+            p99: rank(0.99),
+            max: values[values.len() - 1],
+        }
+    }
+
+    /// p99 over p50: how much the tail stands out (0 when the median is 0).
+    pub fn tail_ratio(&self) -> f64 {
+        if self.p50 > 0.0 {
+            self.p99 / self.p50
+        } else {
+            0.0
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CheckpointSummary {
+    pub kind: String,
+    pub completed: u64,
+    pub failed: u64,
+    /// Bytes uploaded per completed checkpoint.
+    pub upload_bytes: Spread,
+    pub sync_ms: Spread,
+    pub async_ms: Spread,
+    /// Bytes uploaded per minute of the run.
+    pub upload_bytes_per_minute: f64,
+    /// Of the SST bytes new between checkpoints: written by flushes (new data) and by
+    /// compactions (rewritten data).
+    pub new_flush_bytes: u64,
+    pub new_compaction_bytes: u64,
+    pub restarts: u64,
+    pub restore_ms: Spread,
+    pub records_replayed: u64,
+    pub guarantee: String,
+    pub isolation: String,
+    pub idempotent: bool,
+    pub delivery: DeliveryCounters,
+}
+
+impl CheckpointSummary {
+    pub fn new(outcome: &CheckpointOutcome, run_secs: f64) -> CheckpointSummary {
+        let done: Vec<_> = outcome
+            .history
+            .iter()
+            .filter(|c| c.failed.is_none())
+            .collect();
+        let total: u64 = done.iter().map(|c| c.bytes).sum();
+        CheckpointSummary {
+            kind: outcome.kind.clone(),
+            completed: done.len() as u64,
+            failed: (outcome.history.len() - done.len()) as u64,
+            upload_bytes: Spread::of(done.iter().map(|c| c.bytes as f64).collect()),
+            sync_ms: Spread::of(done.iter().map(|c| c.sync_ms).collect()),
+            async_ms: Spread::of(done.iter().map(|c| c.async_ms).collect()),
+            upload_bytes_per_minute: if run_secs > 0.0 {
+                total as f64 * 60.0 / run_secs
+            } else {
+                0.0
+            },
+            new_flush_bytes: done.iter().map(|c| c.new_flush_bytes).sum(),
+            new_compaction_bytes: done.iter().map(|c| c.new_compaction_bytes).sum(),
+            restarts: outcome.restores.len() as u64,
+            restore_ms: Spread::of(outcome.restores.iter().map(|r| r.restore_ms).collect()),
+            records_replayed: outcome.restores.iter().map(|r| r.records_replayed).sum(),
+            guarantee: outcome.guarantee.clone(),
+            isolation: outcome.isolation.clone(),
+            idempotent: outcome.idempotent,
+            delivery: outcome.delivery,
+        }
+    }
+
+    /// `(label, value)` lines for the terminal summary.
+    pub fn lines(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let bytes = |s: &Spread| {
+            format!(
+                "{} / {} / {}",
+                human_bytes(s.p50),
+                human_bytes(s.p99),
+                human_bytes(s.max)
+            )
+        };
+        let ms = |s: &Spread| format!("{:.1} / {:.1} / {:.1} ms", s.p50, s.p99, s.max);
+        out.push((
+            "checkpoints".to_string(),
+            format!(
+                "{}: {} completed, {} failed; {}/min uploaded",
+                self.kind,
+                self.completed,
+                self.failed,
+                human_bytes(self.upload_bytes_per_minute)
+            ),
+        ));
+        if self.completed > 0 {
+            out.push((
+                "  upload p50 / p99 / max".to_string(),
+                format!(
+                    "{} (p99 {:.1}x the median)",
+                    bytes(&self.upload_bytes),
+                    self.upload_bytes.tail_ratio()
+                ),
+            ));
+            out.push(("  sync p50 / p99 / max".to_string(), ms(&self.sync_ms)));
+            out.push(("  async p50 / p99 / max".to_string(), ms(&self.async_ms)));
+            let new = self.new_flush_bytes + self.new_compaction_bytes;
+            if new > 0 {
+                out.push((
+                    "  new SST bytes between checkpoints".to_string(),
+                    format!(
+                        "{} flushed (new data), {} compacted ({:.0} % rewritten by compaction)",
+                        human_bytes(self.new_flush_bytes as f64),
+                        human_bytes(self.new_compaction_bytes as f64),
+                        100.0 * self.new_compaction_bytes as f64 / new as f64
+                    ),
+                ));
+            }
+        }
+        if self.restarts > 0 {
+            out.push((
+                "restores".to_string(),
+                format!(
+                    "{}; restore time p50 / max {:.1} / {:.1} ms; {} records read twice",
+                    self.restarts, self.restore_ms.p50, self.restore_ms.max, self.records_replayed
+                ),
+            ));
+        }
+        let d = &self.delivery;
+        out.push((
+            "sink delivery".to_string(),
+            format!(
+                "{}, reader {}{}: {} records, {} seen twice{}, {} lost in expired transactions",
+                self.guarantee,
+                self.isolation,
+                if self.idempotent { ", idempotent" } else { "" },
+                d.records_emitted,
+                d.duplicates_seen,
+                if d.duplicates_dropped > 0 {
+                    format!(" ({} dropped by id)", d.duplicates_dropped)
+                } else {
+                    String::new()
+                },
+                d.records_lost
+            ),
+        ));
+        if d.visibility_delay_records > 0 {
+            out.push((
+                "  visibility delay mean / max".to_string(),
+                format!(
+                    "{:.0} / {} ms (committed at checkpoint completion)",
+                    d.visibility_delay_ms_sum as f64 / d.visibility_delay_records as f64,
+                    d.visibility_delay_ms_max
+                ),
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spreads_are_nearest_rank() {
+        let s = Spread::of((1..=100).map(f64::from).collect());
+        assert_eq!((s.p50, s.p99, s.max), (50.0, 99.0, 100.0));
+        let one = Spread::of(vec![7.0]);
+        assert_eq!((one.p50, one.p99, one.max), (7.0, 7.0, 7.0));
+        assert_eq!(Spread::of(vec![]).tail_ratio(), 0.0);
+        assert_eq!(Spread::of(vec![1.0, 1.0, 1.0, 10.0]).tail_ratio(), 10.0);
+    }
+}
