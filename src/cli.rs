@@ -245,9 +245,35 @@ pub struct FailureArgs {
     /// a checkpoint since it last started, and restart it from that checkpoint.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub fail_every: Option<crate::config::Millis>,
+    /// Take a savepoint once the job has processed this many records (comma-separated for
+    /// several), into the data directory's checkpoints/savepoints/. It commits nothing.
+    #[arg(long, value_delimiter = ',', value_parser = parse_events, value_name = "EVENTS")]
+    pub savepoint_at: Vec<u64>,
+    /// The savepoints' format: canonical (every key, uncompressed, portable) or native
+    /// (RocksDB's own files).
+    #[arg(long, value_parser = parse_savepoint_format, default_value = "canonical")]
+    pub savepoint_format: crate::engine::SavepointFormat,
+}
+
+fn parse_savepoint_format(text: &str) -> Result<crate::engine::SavepointFormat, String> {
+    match text {
+        "canonical" => Ok(crate::engine::SavepointFormat::Canonical),
+        "native" => Ok(crate::engine::SavepointFormat::Native),
+        _ => Err(format!(
+            "'{text}' is not a savepoint format: canonical or native"
+        )),
+    }
 }
 
 impl FailureArgs {
+    /// The savepoints asked for, by record count.
+    pub fn savepoints(&self) -> Vec<(u64, crate::engine::SavepointFormat)> {
+        self.savepoint_at
+            .iter()
+            .map(|at| (*at, self.savepoint_format))
+            .collect()
+    }
+
     pub fn spec(&self) -> crate::engine::FailureSpec {
         crate::engine::FailureSpec {
             at_events: self.fail_at.clone(),

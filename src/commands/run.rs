@@ -69,6 +69,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         record_ops: args.record_ops.clone(),
         restore,
         failures: args.failures.spec(),
+        savepoints: args.failures.savepoints(),
         ..EngineConfig::new(
             workload.clone(),
             profile.clone(),

@@ -18,7 +18,14 @@ use crate::config::Millis;
 use crate::config::profile::Knob;
 use crate::config::workload::Rate;
 use crate::pipeline::PipelineError;
-use crate::pipeline::checkpoint::{Checkpointer, Completion, JobMeta};
+use std::sync::atomic::AtomicBool;
+
+use super::SavepointFormat;
+use super::snapshot::SavepointRecord;
+use crate::config::profile::CheckpointKind;
+use crate::pipeline::checkpoint::snapshot::{live_ssts, write_full};
+use crate::pipeline::checkpoint::store::{CheckpointStore, StoreConfig};
+use crate::pipeline::checkpoint::{Checkpointer, Completion, FULL_STATE, JobMeta, Metadata};
 use crate::pipeline::delivery::{Delivery, origin};
 use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, JobMode, Operator};
 use crate::pipeline::oracle::ResultError;
@@ -77,6 +84,44 @@ pub enum End {
     Failed,
 }
 
+/// A savepoint's files in `scratch`, and how a restore reads them.
+fn savepoint_files(
+    backend: &StateBackend,
+    format: SavepointFormat,
+    scratch: &std::path::Path,
+) -> Result<(CheckpointKind, Vec<(std::path::PathBuf, String)>), EngineError> {
+    let io = |e: std::io::Error| {
+        EngineError::Restore(format!("cannot write {}: {e}", scratch.display()))
+    };
+    if scratch.exists() {
+        std::fs::remove_dir_all(scratch).map_err(io)?;
+    }
+    match format {
+        SavepointFormat::Canonical => {
+            std::fs::create_dir_all(scratch).map_err(io)?;
+            let file = scratch.join(FULL_STATE);
+            let snapshot = backend.db().snapshot();
+            write_full(backend, &snapshot, &file, &AtomicBool::new(false))
+                .map_err(PipelineError::from)?;
+            Ok((CheckpointKind::Full, vec![(file, FULL_STATE.to_string())]))
+        }
+        SavepointFormat::Native => {
+            rocksdb::checkpoint::Checkpoint::new(backend.db())
+                .and_then(|c| c.create_checkpoint(scratch))
+                .map_err(PipelineError::from)?;
+            let mut files = Vec::new();
+            for entry in std::fs::read_dir(scratch).map_err(io)? {
+                let entry = entry.map_err(io)?;
+                files.push((
+                    entry.path(),
+                    entry.file_name().to_string_lossy().to_string(),
+                ));
+            }
+            Ok((CheckpointKind::Incremental, files))
+        }
+    }
+}
+
 /// What the command channel asked for.
 enum Control {
     Continue,
@@ -102,6 +147,12 @@ pub struct JobRunner<'a> {
     checkpoints_completed: u64,
     /// The run's restores so far (for the snapshots).
     pub restores: Vec<RestoreRecord>,
+    /// Savepoints asked for and not taken yet.
+    requested_savepoints: Vec<SavepointFormat>,
+    /// Savepoints taken (by this job and, carried over, the run's earlier ones).
+    pub savepoints: Vec<SavepointRecord>,
+    /// The store savepoints go to when the run does not checkpoint.
+    pub savepoint_store: Option<std::path::PathBuf>,
     /// Where the run's truth counts from.
     truth_origin: Offsets,
     /// The shared serving store's counters when this job started (its own are the rest).
@@ -172,6 +223,9 @@ impl<'a> JobRunner<'a> {
             checkpointer: None,
             checkpoints_completed: 0,
             restores: Vec::new(),
+            requested_savepoints: Vec::new(),
+            savepoints: Vec::new(),
+            savepoint_store: None,
             truth_origin,
             sink_base,
             restored: spec.restored,
@@ -278,6 +332,70 @@ impl<'a> JobRunner<'a> {
         {
             self.on_complete(run, done)?;
         }
+        Ok(())
+    }
+
+    /// A savepoint, taken on the job's thread: canonical (every key, written from a RocksDB
+    /// snapshot) or native (RocksDB's files). It commits nothing.
+    fn savepoint(&mut self, run: &Run, format: SavepointFormat) -> Result<(), EngineError> {
+        let began = Instant::now();
+        self.ctx.timers.flush(&mut self.ctx.state)?;
+        let root = match (&self.checkpointer, &self.savepoint_store) {
+            (Some(c), _) => c.store().root().to_path_buf(),
+            (None, Some(root)) => root.clone(),
+            (None, None) => {
+                return Err(EngineError::Restore(
+                    "a savepoint needs the data directory's checkpoint store".to_string(),
+                ));
+            }
+        };
+        let store =
+            CheckpointStore::open(&root, StoreConfig::default()).map_err(PipelineError::from)?;
+        let id = self.checkpointer.as_ref().map_or(0, |c| c.next_id() - 1);
+        let job = JobMeta {
+            group: self.consumer.plan().group.clone(),
+            offsets: self.consumer.position().clone(),
+            truth_start: self.truth_origin.clone(),
+            processed: self.processed,
+            processing_time: self.consumer.now(),
+            counters: self.job.counters,
+        };
+        let n = self.savepoints.len() + 1;
+        let name = format!("sp-{n}-{}", format.name());
+        let scratch = root.join(format!(".{name}.local"));
+        let (kind, files) = savepoint_files(self.backend, format, &scratch)?;
+        let metadata = Metadata {
+            id,
+            kind,
+            job,
+            ssts: Default::default(),
+            materialization: None,
+            changelog: Vec::new(),
+        };
+        let value = serde_json::to_value(&metadata).map_err(|e| {
+            EngineError::Restore(format!("cannot write the savepoint's metadata: {e}"))
+        })?;
+        let written = store.write_savepoint(&name, &files, &value);
+        let _ = std::fs::remove_dir_all(&scratch);
+        let written = written.map_err(PipelineError::from)?;
+        if format == SavepointFormat::Native
+            && let Some(c) = &mut self.checkpointer
+        {
+            c.note_native_savepoint();
+        }
+        let live_sst_bytes = live_ssts(self.backend)
+            .map_err(PipelineError::from)?
+            .iter()
+            .map(|f| f.size)
+            .sum();
+        self.savepoints.push(SavepointRecord {
+            format: format.name().to_string(),
+            at_secs: run.clock.wall(began).as_secs_f64(),
+            path: written.path.display().to_string(),
+            bytes: written.bytes,
+            live_sst_bytes,
+            duration_ms: began.elapsed().as_secs_f64() * 1e3,
+        });
         Ok(())
     }
 
@@ -407,13 +525,13 @@ impl<'a> JobRunner<'a> {
         let perf = self.perf.as_ref().map(|p| p.read()).unwrap_or_default();
         let events = self.job.counters.events;
         let gets = self.ctx.state.counters.gets;
+        let checkpoints = self.checkpoint_sample(run.clock.wall(now).as_secs_f64());
         let Run {
             sampler,
             clock,
             live,
             ..
         } = run;
-        let checkpoints = self.checkpoint_sample();
         let ctx = &mut self.ctx;
         let wm = &self.watermark;
         let pipeline = PipelineSample {
@@ -456,8 +574,12 @@ impl<'a> JobRunner<'a> {
     }
 
     /// Checkpointing for a snapshot: None when the run neither checkpoints nor restores.
-    fn checkpoint_sample(&self) -> Option<CheckpointSample> {
-        if self.checkpointer.is_none() && self.restores.is_empty() && !self.ctx.sink.is_tracked() {
+    fn checkpoint_sample(&self, run_secs: f64) -> Option<CheckpointSample> {
+        if self.checkpointer.is_none()
+            && self.restores.is_empty()
+            && self.savepoints.is_empty()
+            && !self.ctx.sink.is_tracked()
+        {
             return None;
         }
         let history = self
@@ -479,6 +601,11 @@ impl<'a> JobRunner<'a> {
             restarts: self.restores.len() as u64,
             last_restore_ms: self.restores.last().map(|r| r.restore_ms),
             delivery: self.ctx.sink.counters(),
+            changelog: self
+                .checkpointer
+                .as_ref()
+                .and_then(|c| c.changelog_status(run_secs)),
+            savepoints: self.savepoints.len() as u64,
         })
     }
 
@@ -513,6 +640,7 @@ impl<'a> JobRunner<'a> {
                 Ok(EngineCommand::Resume) => {}
                 Ok(EngineCommand::Apply { knob, value }) => self.apply(run, knob, value),
                 Ok(EngineCommand::InjectFailure) => return Control::Fail,
+                Ok(EngineCommand::Savepoint(format)) => self.requested_savepoints.push(format),
                 Ok(EngineCommand::Pause) => {
                     // Close the running interval first, so no sample mixes running and paused
                     // time (A/B compares the running ones).
@@ -541,6 +669,7 @@ impl<'a> JobRunner<'a> {
                 }
                 Ok(EngineCommand::Pause) => {}
                 Ok(EngineCommand::InjectFailure) => run.failures.request(),
+                Ok(EngineCommand::Savepoint(format)) => self.requested_savepoints.push(format),
                 Ok(EngineCommand::Apply { knob, value }) => {
                     self.apply(run, knob, value);
                     self.publish(run, RunState::Paused, None);
@@ -608,6 +737,14 @@ impl<'a> JobRunner<'a> {
                 }
                 if self.checkpointer.is_some() {
                     self.checkpoint_tick(run, now)?;
+                }
+                for (at, format) in &run.config.savepoints {
+                    if self.processed == *at - *at % CHECK_EVERY_EVENTS {
+                        self.requested_savepoints.push(*format);
+                    }
+                }
+                for format in std::mem::take(&mut self.requested_savepoints) {
+                    self.savepoint(run, format)?;
                 }
                 if run
                     .failures

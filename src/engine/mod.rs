@@ -50,6 +50,27 @@ pub enum EngineCommand {
     /// Kill the job between checkpoints: its in-memory state and local RocksDB are dropped and
     /// it restarts from the last completed checkpoint.
     InjectFailure,
+    /// Take a savepoint now (it commits nothing: no offsets, no sink transaction).
+    Savepoint(SavepointFormat),
+}
+
+/// A savepoint's format (Flink's `SavepointFormatType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SavepointFormat {
+    /// Every key of every state, uncompressed, independent of RocksDB's files: portable.
+    Canonical,
+    /// RocksDB's own files (compressed SSTs): fast, tied to the state backend.
+    Native,
+}
+
+impl SavepointFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            SavepointFormat::Canonical => "canonical",
+            SavepointFormat::Native => "native",
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -104,6 +125,8 @@ pub struct EngineConfig {
     pub restore: Option<RestoreFrom>,
     /// Failures to inject into the job.
     pub failures: FailureSpec,
+    /// Savepoints to take once the job has processed so many records.
+    pub savepoints: Vec<(u64, SavepointFormat)>,
 }
 
 /// Where `--restore` starts from.
@@ -148,6 +171,7 @@ impl EngineConfig {
             record_ops: None,
             restore: None,
             failures: FailureSpec::default(),
+            savepoints: Vec::new(),
         }
     }
 }

@@ -85,7 +85,8 @@ pub fn run(
     run.sampler.attach_cpu(cpu);
     let recovers = CheckpointConfig::from_knobs(&config.profile.knobs).is_some()
         || config.restore.is_some()
-        || config.failures.any();
+        || config.failures.any()
+        || !config.savepoints.is_empty();
     match config.workload.spec.phases.clone() {
         None if recovers => recoverable(&mut run, &log, sink),
         None => streaming(&mut run, &log, sink),
@@ -131,6 +132,7 @@ fn streaming(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutcome
     let fresh_state = state_is_empty(&backend);
     let sink = Delivery::passthrough(sink);
     let mut job = JobRunner::new(&backend, run, log, spec, sink, None)?;
+    job.savepoint_store = Some(checkpoint_dir(&run.config.data_dir));
     if let Some(path) = &run.config.record_ops {
         job.ctx.state.record_to(OpRecorder::create(
             path,
@@ -208,6 +210,7 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
     let mut cause = "--restore";
     let mut survivors: Option<Survivors> = None;
     let mut restores = Vec::new();
+    let mut savepoints = Vec::new();
     // The truth is rebuilt from the log for a restored job too; only state left in the data
     // directory by an earlier run (--reuse, no restore) makes the comparison moot.
     let mut fresh_state = None;
@@ -312,9 +315,12 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             job.checkpointer = Some(c);
         }
         job.restores = restores.clone();
+        job.savepoints = std::mem::take(&mut savepoints);
+        job.savepoint_store = Some(checkpoint_dir(data));
         run.failures.restarted(Instant::now());
         let end = job.drive(run, Some(config.events))?;
         if end == End::Failed {
+            savepoints = std::mem::take(&mut job.savepoints);
             let mut s = job.into_survivors();
             checkpointer = s.checkpointer.take();
             // (The sink lives on in the survivors; this placeholder is never written.)
@@ -337,6 +343,11 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             .map(|c| c.history.clone())
             .unwrap_or_default();
         let delivery = job.ctx.sink.counters();
+        let savepoints = job.savepoints.clone();
+        let changelog = job
+            .checkpointer
+            .as_ref()
+            .and_then(|c| c.changelog_status(run.clock.wall(Instant::now()).as_secs_f64()));
         let mut outcome = finish(run, job, &backend, Vec::new(), fresh_state, Some(end))?;
         outcome.checkpoints = Some(CheckpointOutcome {
             kind: checkpointing.map_or("off", |c| c.kind.name()).to_string(),
@@ -346,6 +357,8 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             isolation: knobs.sink_reader_isolation.show(),
             idempotent: knobs.sink_idempotent,
             delivery,
+            savepoints,
+            changelog,
         });
         return Ok(outcome);
     }

@@ -8,7 +8,7 @@ pub use crate::backend::latency::{Latencies, LatencyRecorder, Op, Percentiles};
 use crate::backend::metrics::RocksDbSample;
 use crate::config::Profile;
 use crate::config::workload::SerializerKind;
-use crate::pipeline::checkpoint::CheckpointRecord;
+use crate::pipeline::checkpoint::{ChangelogStatus, CheckpointRecord};
 use crate::pipeline::delivery::DeliveryCounters;
 use crate::pipeline::operator::JobCounters;
 use crate::pipeline::oracle::ResultError;
@@ -134,6 +134,9 @@ pub struct CheckpointSample {
     /// The last restore's time, ms.
     pub last_restore_ms: Option<f64>,
     pub delivery: DeliveryCounters,
+    /// Changelog: materialization id, lag and skips, log size since the materialization.
+    pub changelog: Option<ChangelogStatus>,
+    pub savepoints: u64,
 }
 
 /// One restore of the job from a checkpoint (or, with none yet, from scratch).
@@ -154,6 +157,23 @@ pub struct RestoreRecord {
     pub records_replayed: u64,
 }
 
+/// One savepoint the run took.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct SavepointRecord {
+    /// canonical or native.
+    pub format: String,
+    pub at_secs: f64,
+    /// Its folder in the checkpoint store.
+    pub path: String,
+    /// Bytes it holds.
+    pub bytes: u64,
+    /// RocksDB's live SST files when it was taken: what a canonical savepoint is compared with.
+    pub live_sst_bytes: u64,
+    /// Time the job stood still for it.
+    pub duration_ms: f64,
+}
+
 /// Checkpointing over a whole run.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
 #[serde(default)]
@@ -167,6 +187,9 @@ pub struct CheckpointOutcome {
     pub isolation: String,
     pub idempotent: bool,
     pub delivery: DeliveryCounters,
+    pub savepoints: Vec<SavepointRecord>,
+    /// Changelog: the backend's materialization bookkeeping at the end.
+    pub changelog: Option<ChangelogStatus>,
 }
 
 /// Everything statebench knows about the run at one instant: the one data model for the

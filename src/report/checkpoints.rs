@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::units::human_bytes;
-use crate::engine::snapshot::CheckpointOutcome;
+use crate::engine::snapshot::{CheckpointOutcome, SavepointRecord};
+use crate::pipeline::checkpoint::ChangelogStatus;
 use crate::pipeline::delivery::DeliveryCounters;
 
 /// p50 / p99 / max of one checkpoint measure.
@@ -50,7 +51,7 @@ pub struct CheckpointSummary {
     pub kind: String,
     pub completed: u64,
     pub failed: u64,
-    /// Bytes uploaded per completed checkpoint.
+    /// Bytes uploaded per completed checkpoint (changelog: without materializations).
     pub upload_bytes: Spread,
     pub sync_ms: Spread,
     pub async_ms: Spread,
@@ -67,6 +68,10 @@ pub struct CheckpointSummary {
     pub isolation: String,
     pub idempotent: bool,
     pub delivery: DeliveryCounters,
+    pub savepoints: Vec<SavepointRecord>,
+    pub changelog: Option<ChangelogStatus>,
+    /// Changelog: bytes of materializations uploaded (counted in the uploads too).
+    pub materialized_bytes: u64,
 }
 
 impl CheckpointSummary {
@@ -81,7 +86,13 @@ impl CheckpointSummary {
             kind: outcome.kind.clone(),
             completed: done.len() as u64,
             failed: (outcome.history.len() - done.len()) as u64,
-            upload_bytes: Spread::of(done.iter().map(|c| c.bytes as f64).collect()),
+            // A changelog checkpoint's own upload is its log; materializations count apart, as
+            // Flink reports them.
+            upload_bytes: Spread::of(
+                done.iter()
+                    .map(|c| (c.bytes - c.materialized_bytes.min(c.bytes)) as f64)
+                    .collect(),
+            ),
             sync_ms: Spread::of(done.iter().map(|c| c.sync_ms).collect()),
             async_ms: Spread::of(done.iter().map(|c| c.async_ms).collect()),
             upload_bytes_per_minute: if run_secs > 0.0 {
@@ -98,6 +109,9 @@ impl CheckpointSummary {
             isolation: outcome.isolation.clone(),
             idempotent: outcome.idempotent,
             delivery: outcome.delivery,
+            savepoints: outcome.savepoints.clone(),
+            changelog: outcome.changelog,
+            materialized_bytes: done.iter().map(|c| c.materialized_bytes).sum(),
         }
     }
 
@@ -147,6 +161,46 @@ impl CheckpointSummary {
                 ));
             }
         }
+        if let Some(c) = &self.changelog {
+            out.push((
+                "  changelog".to_string(),
+                format!(
+                    "materialization {} ({:.0} s old), {} logged since; {} uploaded by materializations; {} skipped{}",
+                    c.materialization_id.map_or("none".to_string(), |m| m.to_string()),
+                    c.materialization_lag_secs,
+                    human_bytes(c.changelog_bytes as f64),
+                    human_bytes(self.materialized_bytes as f64),
+                    c.skipped,
+                    if c.skipped > 0 {
+                        format!(
+                            " — WARNING: materialization {} was never confirmed (a native savepoint?), the log grows without bound until a restart",
+                            c.next_id - 1
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            ));
+        }
+        for sp in &self.savepoints {
+            let ratio = if sp.live_sst_bytes > 0 {
+                sp.bytes as f64 / sp.live_sst_bytes as f64
+            } else {
+                0.0
+            };
+            out.push((
+                format!("{} savepoint", sp.format),
+                format!(
+                    "{} = {:.2}x live SST {} ({:+.0} %), {:.0} ms, {}",
+                    human_bytes(sp.bytes as f64),
+                    ratio,
+                    human_bytes(sp.live_sst_bytes as f64),
+                    (ratio - 1.0) * 100.0,
+                    sp.duration_ms,
+                    sp.path
+                ),
+            ));
+        }
         if self.restarts > 0 {
             out.push((
                 "restores".to_string(),
@@ -174,7 +228,7 @@ impl CheckpointSummary {
                 d.records_lost
             ),
         ));
-        if d.visibility_delay_records > 0 {
+        if d.visibility_delay_ms_max > 0 {
             out.push((
                 "  visibility delay mean / max".to_string(),
                 format!(

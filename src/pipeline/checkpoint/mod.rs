@@ -29,8 +29,8 @@ use crate::config::profile::{CheckpointKind, Knobs};
 use crate::pipeline::operator::JobCounters;
 use crate::pipeline::source::Offsets;
 
-/// The canonical stream's name in a full checkpoint.
-const FULL_STATE: &str = "state.full";
+/// The canonical stream's name in a full checkpoint or canonical savepoint.
+pub const FULL_STATE: &str = "state.full";
 /// Longest wait for the upload thread to take its RocksDB snapshot.
 const SNAPSHOT_WAIT: Duration = Duration::from_secs(60);
 
