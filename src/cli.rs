@@ -162,7 +162,8 @@ pub struct ExportFormat {
 pub struct ReproduceArgs {
     /// Traps: ttl-too-short | idle-partition | idleness-too-short | same-consumer-group |
     /// backfill-savepoint. Case studies the advisor solves: wbm-stall | filter-reads |
-    /// level-sizing | serializer. Without a name: the list.
+    /// level-sizing | serializer. Failures, checkpoints and savepoints: exactly-once |
+    /// changelog-uploads | native-savepoint-changelog. Without a name: the list.
     pub name: Option<String>,
     /// Events per side (default: each case's own, listed by `reproduce` with no name; the
     /// traps run 60000 of `smoke` or `backfill-catchup`). The event-time pace stays the base

@@ -5,7 +5,7 @@ use anyhow::bail;
 
 use super::UsageError;
 use crate::cli::ReproduceArgs;
-use crate::reproduce::{self, proofs};
+use crate::reproduce::{self, proofs, recovery};
 
 pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
     let Some(name) = args.name else {
@@ -17,8 +17,20 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
         for p in proofs::PROOFS {
             println!("  {:<20} {}", p.name, p.story);
         }
+        println!("failures, checkpoints and savepoints:");
+        for c in recovery::CASES {
+            println!("  {:<26} {}", c.name, c.story);
+        }
         return Ok(());
     };
+    if let Some(case) = recovery::find(&name) {
+        let (table, ok) = recovery::run(case, args.events)?;
+        print!("{table}");
+        if !ok {
+            bail!("'{}' did not reproduce", case.name);
+        }
+        return Ok(());
+    }
     if let Some(proof) = proofs::find(&name) {
         let outcome = proofs::run(proof, args.events)?;
         print!("{}", proofs::render(proof, &outcome));
@@ -32,6 +44,7 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
             .iter()
             .map(|s| s.name)
             .chain(proofs::PROOFS.iter().map(|p| p.name))
+            .chain(recovery::CASES.iter().map(|c| c.name))
             .collect();
         bail!(UsageError(format!(
             "unknown case '{name}' (available: {})",

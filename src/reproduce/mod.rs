@@ -3,6 +3,7 @@
 //! profile, ask the advisor, apply its recommendation and show the metric move.
 
 pub mod proofs;
+pub mod recovery;
 mod traps;
 
 pub use traps::{Row, SCENARIOS, Scenario, find, render, run};
