@@ -183,3 +183,35 @@ fn committed_offsets_and_checkpoints_outlive_the_run_and_restore_latest_resumes(
     assert!(second.state_error.is_exact(), "{:?}", second.state_error);
     assert_eq!(second.jobs[0].records_skipped, 0);
 }
+
+#[test]
+fn unaligned_at_least_once_checkpoints_double_count_the_fast_input_after_a_restore() {
+    let run_with = |mode: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let p = profile("incremental", "100ms", EXACTLY_ONCE)
+            .edited("execution.checkpointing.mode", mode)
+            .unwrap();
+        let failures = FailureSpec {
+            at_events: vec![20_000],
+            every: None,
+        };
+        run(p, 30_000, dir.path(), failures, None)
+    };
+    let aligned = run_with("EXACTLY_ONCE");
+    assert!(aligned.state_error.is_exact(), "{:?}", aligned.state_error);
+    assert!(aligned.result_error.is_exact());
+    // The first input's records past its barrier are in the state and replayed after the
+    // restore: the job's own counts are too high, and so are the results.
+    let unaligned = run_with("AT_LEAST_ONCE");
+    assert!(
+        unaligned.state_error.over > 0,
+        "{:?}",
+        unaligned.state_error
+    );
+    assert_eq!(
+        unaligned.state_error.under, 0,
+        "{:?}",
+        unaligned.state_error
+    );
+    assert!(unaligned.result_error.over > 0);
+}

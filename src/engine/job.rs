@@ -22,7 +22,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::SavepointFormat;
 use super::snapshot::SavepointRecord;
-use crate::config::profile::CheckpointKind;
+use crate::config::profile::{CheckpointKind, CheckpointingMode};
 use crate::pipeline::checkpoint::snapshot::{live_ssts, write_full};
 use crate::pipeline::checkpoint::store::{CheckpointStore, StoreConfig};
 use crate::pipeline::checkpoint::{Checkpointer, Completion, FULL_STATE, JobMeta, Metadata};
@@ -32,6 +32,10 @@ use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::{Count, SinkCounters};
 use crate::pipeline::source::{Consumer, Log, Offsets, ReadPlan};
 use crate::pipeline::watermark::WatermarkValve;
+
+/// With AT_LEAST_ONCE checkpointing, the records the job's first input processes past its
+/// barrier while the second input's barrier is still on its way (see `unaligned_offsets`).
+pub const BARRIER_SKEW_RECORDS: u64 = 1024;
 
 /// Every this many samples, a run on the in-process sink compares it with the oracle.
 const COMPARE_EVERY_SAMPLES: u64 = 10;
@@ -149,6 +153,8 @@ pub struct JobRunner<'a> {
     pub restores: Vec<RestoreRecord>,
     /// Savepoints asked for and not taken yet.
     requested_savepoints: Vec<SavepointFormat>,
+    /// AT_LEAST_ONCE checkpointing: recent positions, to find the first input's at its barrier.
+    recent_positions: std::collections::VecDeque<(u64, Offsets)>,
     /// Savepoints taken (by this job and, carried over, the run's earlier ones).
     pub savepoints: Vec<SavepointRecord>,
     /// The store savepoints go to when the run does not checkpoint.
@@ -224,6 +230,7 @@ impl<'a> JobRunner<'a> {
             checkpoints_completed: 0,
             restores: Vec::new(),
             requested_savepoints: Vec::new(),
+            recent_positions: std::collections::VecDeque::new(),
             savepoints: Vec::new(),
             savepoint_store: None,
             truth_origin,
@@ -265,18 +272,22 @@ impl<'a> JobRunner<'a> {
     /// The synchronous part of a checkpoint: pending timers into RocksDB, the sink's
     /// transaction pre-committed, then the state snapshot and the upload's start.
     fn checkpoint(&mut self, run: &Run, barrier: Instant) -> Result<(), EngineError> {
-        let Some(checkpointer) = &mut self.checkpointer else {
+        let Some(id) = self.checkpointer.as_ref().map(Checkpointer::next_id) else {
             return Ok(());
         };
-        let id = checkpointer.next_id();
         self.ctx.timers.flush(&mut self.ctx.state)?;
         self.ctx
             .sink
             .pre_commit(id, Self::clock_ms(run))
             .map_err(PipelineError::from)?;
+        let offsets = if self.unaligned(run) {
+            self.unaligned_offsets()
+        } else {
+            self.consumer.position().clone()
+        };
         let job = JobMeta {
             group: self.consumer.plan().group.clone(),
-            offsets: self.consumer.position().clone(),
+            offsets,
             truth_start: self.truth_origin.clone(),
             processed: self.processed,
             processing_time: self.consumer.now(),
@@ -284,10 +295,48 @@ impl<'a> JobRunner<'a> {
         };
         let secs = run.clock.wall(barrier).as_secs_f64();
         let changes = self.ctx.state.take_changelog();
+        let Some(checkpointer) = &mut self.checkpointer else {
+            return Ok(());
+        };
         checkpointer
             .trigger(job, changes, barrier, secs)
             .map_err(PipelineError::from)?;
         Ok(())
+    }
+
+    /// AT_LEAST_ONCE checkpointing (`execution.checkpointing.mode`) with two inputs: the job's
+    /// partitions are two inputs, the first half and the rest. Barriers are not aligned: the
+    /// first input's barrier comes `BARRIER_SKEW_RECORDS` records before the second's, and the
+    /// operator goes on processing the first input meanwhile. Its state then holds records whose
+    /// offsets lie past the first input's barrier: a restore replays them, counted twice.
+    fn unaligned(&self, run: &Run) -> bool {
+        run.live.profile().knobs.checkpointing_mode == CheckpointingMode::AtLeastOnce
+            && self.consumer.position().len() >= 2
+    }
+
+    /// Keeps the positions the first input's barrier may need (AT_LEAST_ONCE mode only).
+    fn note_position(&mut self) {
+        self.recent_positions
+            .push_back((self.processed, self.consumer.position().clone()));
+        while self
+            .recent_positions
+            .front()
+            .is_some_and(|(at, _)| *at + BARRIER_SKEW_RECORDS < self.processed)
+            && self.recent_positions.len() > 1
+        {
+            self.recent_positions.pop_front();
+        }
+    }
+
+    /// The offsets an unaligned checkpoint records: the first input's at its barrier (some
+    /// records back), the second input's now.
+    fn unaligned_offsets(&self) -> Offsets {
+        let mut offsets = self.consumer.position().clone();
+        let first_input = offsets.len() / 2;
+        if let Some((_, then)) = self.recent_positions.front() {
+            offsets[..first_input].copy_from_slice(&then[..first_input]);
+        }
+        offsets
     }
 
     /// A checkpoint is complete: its offsets go to the broker, its sink transaction commits.
@@ -736,6 +785,9 @@ impl<'a> JobRunner<'a> {
                     Control::Fail => run.failures.request(),
                 }
                 if self.checkpointer.is_some() {
+                    if self.unaligned(run) {
+                        self.note_position();
+                    }
                     self.checkpoint_tick(run, now)?;
                 }
                 for (at, format) in &run.config.savepoints {
