@@ -309,6 +309,8 @@ pub struct TuiArgs {
     #[arg(long, value_parser = parse_duration, default_value = "2s")]
     pub slice: crate::config::Millis,
     #[command(flatten)]
+    pub failures: FailureArgs,
+    #[command(flatten)]
     pub cpu: CpuArgs,
 }
 

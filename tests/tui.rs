@@ -6,7 +6,10 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use statebench::backend::metrics::{ColumnFamilyLsm, HitRate, LevelSample};
 use statebench::config::{Profile, Workload};
-use statebench::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState};
+use statebench::engine::{
+    CheckpointSample, EngineCommand, MetricsSnapshot, OptionChange, RunState, SavepointFormat,
+};
+use statebench::pipeline::checkpoint::{ChangelogStatus, CheckpointRecord};
 use statebench::pipeline::oracle::ResultError;
 use statebench::tui::app::{Action, App, Target, View};
 use statebench::tui::event::Restarted;
@@ -514,4 +517,278 @@ fn the_cpu_view_shows_the_buckets_and_top_frames_or_how_to_turn_it_on() {
     for (w, h) in [(80, 24), (160, 48)] {
         insta::assert_snapshot!(format!("cpu_{w}x{h}"), render(&app, w, h));
     }
+}
+
+/// A checkpoint record `id` of `kind`: 1 MiB of new data (flushed, or logged), unless `spike`
+/// (8 MiB, mostly rewritten by compactions or materialized) or `failed`.
+fn checkpoint(id: u64, kind: &str, spike: bool, failed: bool) -> CheckpointRecord {
+    let mib = 1u64 << 20;
+    let rewritten = if spike { 7 * mib } else { 0 };
+    let record = CheckpointRecord {
+        id,
+        kind: kind.into(),
+        started_at_secs: id as f64,
+        sync_ms: 2.5,
+        async_ms: 120.0,
+        bytes: if failed { 0 } else { mib + rewritten },
+        files: if spike { 9 } else { 2 },
+        reused_files: 14,
+        failed: failed.then(|| "timeout after 600 s".to_string()),
+        ..CheckpointRecord::default()
+    };
+    // A changelog checkpoint's log, and its materialization; another's new SST files.
+    if kind == "changelog" {
+        CheckpointRecord {
+            changelog_bytes: mib,
+            materialized_bytes: rewritten,
+            materialization_id: Some(id / 5),
+            ..record
+        }
+    } else {
+        CheckpointRecord {
+            new_flush_bytes: mib,
+            new_compaction_bytes: rewritten,
+            ..record
+        }
+    }
+}
+
+/// The `fixture` run with checkpointing (interval 1s, `kind`): a checkpoint every second
+/// snapshot (each record arrives twice), the 5th a compaction spike, the 9th failed, and
+/// `edit` applied to every sample.
+fn checkpointing_fixture(kind: &str, edit: impl Fn(u64, &mut CheckpointSample)) -> App {
+    let mut profile = Profile::load("flink-default")
+        .unwrap()
+        .edited("execution.checkpointing.interval", "1s")
+        .unwrap();
+    if kind == "changelog" {
+        profile = profile.edited("state.changelog.enabled", "true").unwrap();
+    } else {
+        profile = profile
+            .edited("execution.checkpointing.incremental", "true")
+            .unwrap();
+    }
+    let mut app = App::new(Workload::load("smoke").unwrap(), profile, None);
+    let mut history: Vec<CheckpointRecord> = Vec::new();
+    for i in 0..30 {
+        let id = i / 2 + 1;
+        if history.last().is_none_or(|c| c.id != id) {
+            history.push(checkpoint(id, kind, id == 5, id == 9));
+        }
+        let mut c = CheckpointSample {
+            kind: kind.into(),
+            completed: history.iter().filter(|c| c.failed.is_none()).count() as u64,
+            failed: history.iter().filter(|c| c.failed.is_some()).count() as u64,
+            last: history.last().cloned(),
+            bytes_uploaded: history.iter().map(|c| c.bytes).sum(),
+            ..CheckpointSample::default()
+        };
+        edit(i, &mut c);
+        let mut s = snapshot(i, 1.0);
+        s.pipeline.checkpoints = Some(c);
+        app.on_snapshot(Target::A, s);
+    }
+    app
+}
+
+#[test]
+fn the_dashboard_shows_the_checkpoint_timeline_restarts_and_delivery() {
+    let app = checkpointing_fixture("incremental", |i, c| {
+        c.restarts = u64::from(i >= 20);
+        c.last_restore_ms = (i >= 20).then_some(45.0);
+        c.delivery.duplicates_seen = 12;
+        c.delivery.records_lost = 3;
+        c.delivery.visibility_delay_ms_max = 1_200;
+    });
+    // One entry per checkpoint although each came in two snapshots.
+    let ids: Vec<u64> = app.a.checkpoints.iter().map(|c| c.id).collect();
+    assert_eq!(ids, (1..=15).collect::<Vec<_>>());
+    // The restart was announced when its snapshot came.
+    assert_eq!(
+        app.status,
+        "restarted from its last completed checkpoint (restore 45 ms)"
+    );
+    for (w, h) in [(80, 24), (160, 48)] {
+        let screen = render(&app, w, h);
+        insta::assert_snapshot!(format!("dashboard_checkpoints_{w}x{h}"), screen);
+        // 1 MiB checkpoints, the 8 MiB spike, the failed one, newest on the right.
+        assert!(
+            screen.contains("sizes ▂▂▂▂█▂▂▂×▂▂▂▂▂▂ max 8.0 MiB"),
+            "{screen}"
+        );
+        assert!(screen.contains("incremental 14 ok 1 failed"), "{screen}");
+        assert!(
+            screen.contains("restarts 1, last restore 45.0ms"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("dup 12 seen, 3 lost, visible ≤ 1.20s"),
+            "{screen}"
+        );
+        assert!(!screen.contains("checkpoints: off"), "{screen}");
+    }
+    // The spike was rewritten data (compaction): yellow; the failed one a red ×.
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal.draw(|f| views::render(&app, f)).unwrap();
+    let buffer = terminal.backend().buffer();
+    let width = buffer.area.width as usize;
+    let at = buffer
+        .content()
+        .chunks(width)
+        .find_map(|row| {
+            // One cell per symbol: find "sizes " by cells, not bytes.
+            let symbols: Vec<&str> = row.iter().map(|c| c.symbol()).collect();
+            let label = ["s", "i", "z", "e", "s", " "];
+            let column = symbols.windows(6).position(|w| w == label)? + label.len();
+            Some(row[column..column + 15].to_vec())
+        })
+        .expect("a timeline row");
+    use ratatui::style::Color;
+    let colors: Vec<Color> = at.iter().map(|c| c.fg).collect();
+    let mut expected = vec![Color::Cyan; 15];
+    expected[4] = Color::Yellow;
+    expected[8] = Color::Red;
+    assert_eq!(colors, expected);
+    // The newest checkpoint and why it was the size it was.
+    let wide = render(&app, 160, 48);
+    assert!(
+        wide.contains("#15 1.0 MiB sync 2.5ms async 120.0ms, 2 files +14 reused"),
+        "{wide}"
+    );
+    assert!(
+        wide.contains("new SST: flush 1.0 MiB, compaction 0 B"),
+        "{wide}"
+    );
+    // The rest of the dashboard is all there at 160x48.
+    for panel in [
+        "Reads from storage",
+        "Memory (WBM",
+        "┌ LSM",
+        "┌ Checkpoints",
+    ] {
+        assert!(wide.contains(panel), "{panel}:\n{wide}");
+    }
+}
+
+#[test]
+fn a_failed_checkpoint_and_a_stuck_materialization_are_called_out() {
+    let app = checkpointing_fixture("changelog", |i, c| {
+        // A native savepoint at sample 20: the materialization is stuck from then on.
+        c.savepoints = u64::from(i >= 20);
+        c.changelog = Some(ChangelogStatus {
+            materialization_id: Some(3),
+            materialization_lag_secs: if i >= 20 { (i - 19) as f64 } else { 0.4 },
+            changelog_bytes: 5 << 20,
+            skipped: if i >= 20 { 3 } else { 0 },
+            next_id: 4,
+            last_confirmed: 3,
+        });
+        // The last record is the 15th; make the newest the failed one instead.
+        if i == 29 {
+            c.last = Some(checkpoint(16, "changelog", false, true));
+            c.failed += 1;
+        }
+    });
+    assert_eq!(app.a.checkpoints.len(), 16);
+    for (w, h) in [(80, 24), (160, 48)] {
+        let screen = render(&app, w, h);
+        insta::assert_snapshot!(format!("dashboard_changelog_{w}x{h}"), screen);
+        assert!(
+            screen.contains(" WARNING  3 materializations skipped"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("#16 FAILED: timeout after 600 s"),
+            "{screen}"
+        );
+        // Two failed checkpoints on the timeline.
+        assert!(screen.contains("×▂▂▂▂▂▂×"), "{screen}");
+    }
+    let wide = render(&app, 160, 48);
+    assert!(
+        wide.contains("materialization #3 lag 10.0 s, log 5.0 MiB"),
+        "{wide}"
+    );
+    assert!(wide.contains("restarts 0, savepoints 1"), "{wide}");
+    // What the reader saw without transactions: no delay.
+    assert!(
+        wide.contains("dup 0 seen, 0 lost, visible at once"),
+        "{wide}"
+    );
+}
+
+#[test]
+fn without_checkpoints_the_dashboard_says_how_to_turn_them_on() {
+    let app = fixture(false);
+    let screen = render(&app, 160, 48);
+    assert!(
+        screen.contains("checkpoints: off (set execution.checkpointing.interval)"),
+        "{screen}"
+    );
+    assert!(!screen.contains("Checkpoints"), "{screen}");
+}
+
+fn shift(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::SHIFT)
+}
+
+#[test]
+fn f_s_and_n_send_a_failure_and_savepoints_to_the_side_shown() {
+    let mut app = checkpointing_fixture("incremental", |_, _| {});
+    match app.update(shift('F')).as_slice() {
+        [Action::Send(Target::A, EngineCommand::InjectFailure)] => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(app.status.starts_with("failure injected"), "{}", app.status);
+    for (c, format) in [
+        ('S', SavepointFormat::Canonical),
+        ('N', SavepointFormat::Native),
+    ] {
+        match app.update(shift(c)).as_slice() {
+            [Action::Send(Target::A, EngineCommand::Savepoint(f))] => assert_eq!(*f, format),
+            other => panic!("{c}: {other:?}"),
+        }
+        assert_eq!(app.status, format!("{} savepoint requested", format.name()));
+    }
+    // While a knob is being edited the letters are typed, not sent.
+    app.update(key(KeyCode::Char('3')));
+    app.update(key(KeyCode::Enter));
+    assert!(app.update(shift('F')).is_empty());
+    assert!(app.editor.input.as_deref().unwrap().ends_with('F'));
+    app.update(key(KeyCode::Esc));
+    // Without checkpoints a failure would end the run: refused, and said why.
+    let mut app = fixture(false);
+    assert!(app.update(shift('F')).is_empty());
+    assert!(
+        app.status.contains("set execution.checkpointing.interval"),
+        "{}",
+        app.status
+    );
+    // A savepoint needs no checkpointing.
+    assert!(matches!(
+        app.update(shift('S')).as_slice(),
+        [Action::Send(
+            Target::A,
+            EngineCommand::Savepoint(SavepointFormat::Canonical)
+        )]
+    ));
+    // A/B: the side `b` shows gets it, and the status says which.
+    let mut app = fixture(true);
+    app.update(key(KeyCode::Char('b')));
+    match app.update(shift('N')).as_slice() {
+        [Action::Send(Target::B, EngineCommand::Savepoint(SavepointFormat::Native))] => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(app.status, "B: native savepoint requested");
+    // The help overlay lists the keys.
+    app.help = true;
+    let help = render(&app, 80, 24);
+    assert!(
+        help.contains("fail the job: restart from the last checkpoint"),
+        "{help}"
+    );
+    assert!(
+        help.contains("take a canonical / native savepoint"),
+        "{help}"
+    );
 }

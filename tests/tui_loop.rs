@@ -26,6 +26,8 @@ fn settings() -> Settings {
         trace: None,
         slice: Duration::from_millis(400),
         cpu: None,
+        failures: Default::default(),
+        savepoints: Vec::new(),
     }
 }
 
@@ -185,4 +187,55 @@ fn a_b_runs_both_sides_in_turn_and_shows_each_labelled() {
     assert!(a[0].outcome.snapshots.last().unwrap().events > 0);
     assert!(b.outcome.snapshots.last().unwrap().events > 0);
     assert_eq!(b.started_on.name, "minutes-wbm-sized");
+}
+
+#[test]
+fn f_fails_the_job_and_s_takes_a_savepoint_which_the_dashboard_then_shows() {
+    let (tx, rx) = mpsc::channel();
+    let profile = Profile::load("flink-default")
+        .unwrap()
+        .edited("execution.checkpointing.interval", "200ms")
+        .unwrap()
+        .edited("execution.checkpointing.incremental", "true")
+        .unwrap();
+    let mut engines =
+        Engines::start(settings(), &profile, None, tx.clone(), Instant::now()).unwrap();
+    let mut app = App::new(settings().workload, profile, None);
+    let shift = |c| Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::SHIFT));
+    type_later(
+        &tx,
+        vec![
+            // Checkpoints have completed by then: the job restarts from one.
+            (1.5, vec![shift('F')]),
+            (3.0, vec![shift('S')]),
+            (4.5, vec![key(KeyCode::Char('q'))]),
+            (60.0, vec![Event::Signal]),
+        ],
+    );
+    let shown = run_loop(&mut app, &mut engines, (&tx, &rx), 160, 48);
+    let sample = app
+        .a
+        .last()
+        .and_then(|s| s.pipeline.checkpoints.clone())
+        .expect("checkpoint samples");
+    assert_eq!((sample.restarts, sample.savepoints), (1, 1), "{sample:?}");
+    assert!(sample.completed > 0, "{sample:?}");
+    // The timeline holds each checkpoint once, in order.
+    let ids: Vec<u64> = app.a.checkpoints.iter().map(|c| c.id).collect();
+    assert!(
+        !ids.is_empty() && ids.windows(2).all(|w| w[0] < w[1]),
+        "{ids:?}"
+    );
+    assert!(shown.contains("┌ Checkpoints"), "{shown}");
+    assert!(shown.contains("restarts 1, last restore"), "{shown}");
+    assert!(shown.contains("savepoints 1"), "{shown}");
+    let finished = engines.finish(None);
+    assert!(finished.failures.is_empty(), "{:?}", finished.failures);
+    let outcome = &finished.a[0].outcome;
+    let c = outcome.checkpoints.as_ref().unwrap();
+    assert_eq!(c.restores.len(), 1);
+    assert_eq!(c.restores[0].cause, "injected failure");
+    assert!(c.restores[0].checkpoint.is_some(), "{:?}", c.restores[0]);
+    assert_eq!(c.savepoints.len(), 1);
+    assert_eq!(c.savepoints[0].format, "canonical");
 }

@@ -324,3 +324,39 @@ fn a_b_shows_both_sides_labelled_and_writes_both_reports_and_the_comparison() {
     let screen = session.screen();
     assert!(screen.contains("ab-compare.txt"), "{screen}");
 }
+
+#[test]
+fn fail_at_and_savepoint_at_reach_the_tui_s_engine_and_f_fails_it_again() {
+    let profiles = tempfile::tempdir().unwrap();
+    let profile = profiles.path().join("checkpointing.yaml");
+    std::fs::write(
+        &profile,
+        "description: flink-default with incremental checkpoints every 200ms\n\
+         extends: flink-default\n\
+         execution.checkpointing.interval: 200ms\n\
+         execution.checkpointing.incremental: true\n",
+    )
+    .unwrap();
+    let run = TuiRun::start(
+        "statebench-ckpt",
+        &format!(
+            "-w smoke -p {} --events 100000000 --fail-at 30000 --savepoint-at 60000",
+            profile.display()
+        ),
+        "ckpt.json",
+    );
+    let session = &run.session;
+    // The failure and the savepoint the flags asked for, on the dashboard's checkpoint panel.
+    session.wait_for("the failure and the savepoint", 60, |s| {
+        s.contains("restarts 1,") && s.contains("savepoints 1")
+    });
+    // F fails the job once more; it restarts from its last checkpoint.
+    session.keys(&["F"]);
+    session.wait_for("the second restart", 30, |s| s.contains("restarts 2,"));
+    run.quit();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run.report).unwrap()).unwrap();
+    let c = &json["segments"][0]["summary"]["checkpoints"];
+    assert_eq!(c["restarts"], 2, "{c}");
+    assert_eq!(c["savepoints"].as_array().map(Vec::len), Some(1), "{c}");
+}

@@ -32,6 +32,8 @@ pub fn run(args: TuiArgs) -> anyhow::Result<()> {
             duration,
             trace,
             slice: args.slice.as_duration(),
+            failures: args.failures.spec(),
+            savepoints: args.failures.savepoints(),
             cpu: args
                 .cpu
                 .profile_cpu

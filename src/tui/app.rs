@@ -9,12 +9,16 @@ use crate::advisor::{Change, Finding};
 use crate::backend::STATE_COLUMN_FAMILIES;
 use crate::config::profile::{KNOBS, Knob, is_live};
 use crate::config::{Profile, Workload};
-use crate::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState};
+use crate::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState, SavepointFormat};
+use crate::pipeline::checkpoint::CheckpointRecord;
 use crate::report::{Segment, Summary};
 pub use crate::tui::event::{Restarted, Target};
 
 /// Snapshots kept per side for the charts.
 pub const HISTORY: usize = 600;
+
+/// Checkpoints kept per side for the dashboard's timeline (wider than any panel).
+pub const CHECKPOINT_HISTORY: usize = 160;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
@@ -90,6 +94,9 @@ pub struct Side {
     pub changes_seen: usize,
     /// The advisor's findings for the current segment, refreshed with every snapshot.
     pub findings: Vec<Finding>,
+    /// The current segment's checkpoints, oldest first, one per id: each snapshot brings its
+    /// run's latest one.
+    pub checkpoints: VecDeque<CheckpointRecord>,
 }
 
 impl Side {
@@ -98,6 +105,7 @@ impl Side {
             min_interval_secs: 0.0,
             changes_seen: 0,
             findings: Vec::new(),
+            checkpoints: VecDeque::new(),
             profile,
             history: VecDeque::with_capacity(HISTORY),
             offset_secs: 0.0,
@@ -163,6 +171,20 @@ impl Side {
         let summary = Summary::of_snapshots(snapshots, running_secs, workload.spec.serializer);
         let derived = self.profile.derived(STATE_COLUMN_FAMILIES.len());
         self.findings = Segment::advise(&self.profile, &derived, &summary, snapshots);
+    }
+
+    /// Keeps `record` in the checkpoint timeline: a new id is appended (the oldest dropped past
+    /// `CHECKPOINT_HISTORY`), a known one replaced.
+    fn remember_checkpoint(&mut self, record: &CheckpointRecord) {
+        match self.checkpoints.iter_mut().find(|c| c.id == record.id) {
+            Some(known) => *known = record.clone(),
+            None => {
+                if self.checkpoints.len() == CHECKPOINT_HISTORY {
+                    self.checkpoints.pop_front();
+                }
+                self.checkpoints.push_back(record.clone());
+            }
+        }
     }
 
     /// Events per second over the current segment's running snapshots (pauses excluded).
@@ -250,11 +272,36 @@ impl App {
         // Each live change arrives once, in the snapshot of the interval it happened in.
         let new_changes = std::mem::take(&mut snapshot.changes);
         snapshot.elapsed_secs += side.offset_secs;
+        let before = side
+            .segment()
+            .next_back()
+            .and_then(|s| s.pipeline.checkpoints.as_ref())
+            .map_or((0, 0), |c| (c.restarts, c.savepoints));
+        let news = snapshot.pipeline.checkpoints.as_ref().and_then(|c| {
+            if let Some(record) = &c.last {
+                side.remember_checkpoint(record);
+            }
+            if c.restarts > before.0 {
+                Some(format!(
+                    "restarted from its last completed checkpoint{}",
+                    c.last_restore_ms
+                        .map(|ms| format!(" (restore {ms:.0} ms)"))
+                        .unwrap_or_default()
+                ))
+            } else if c.savepoints > before.1 {
+                Some(format!("savepoint {} taken", c.savepoints))
+            } else {
+                None
+            }
+        });
         if side.history.len() == HISTORY {
             side.history.pop_front();
         }
         side.history.push_back(snapshot);
         side.refresh_findings(&self.workload);
+        if let Some(news) = news {
+            self.status = format!("{}{news}", self.side_prefix(target));
+        }
         if target == Target::A {
             for change in &new_changes {
                 self.on_change(change);
@@ -306,6 +353,7 @@ impl App {
         self.a.finished = false;
         self.a.profile = restarted.profile;
         self.a.findings.clear();
+        self.a.checkpoints.clear();
         self.marks.push(Mark {
             at_secs: at,
             label: format!("restart {label}"),
@@ -332,6 +380,64 @@ impl App {
         } else {
             side.profile.name.clone()
         }
+    }
+
+    /// "B: " with A/B, nothing otherwise: who a status message is about.
+    fn side_prefix(&self, target: Target) -> String {
+        if self.b.is_some() {
+            format!("{}: ", crate::tui::side_name(target))
+        } else {
+            String::new()
+        }
+    }
+
+    /// F, S and N: a failure or a savepoint for the focused side's job (A alone, or the side
+    /// `b` shows with A/B). Refused where the engine could not do what the key says: a
+    /// failure without checkpoints would end the run, a workload with phases takes no
+    /// savepoint.
+    fn job_command(&mut self, command: EngineCommand) -> Vec<Action> {
+        let target = if self.b.is_some() {
+            self.focus
+        } else {
+            Target::A
+        };
+        let who = self.side_prefix(target);
+        let side = self.focused();
+        let refusal = if side.finished {
+            Some("the run has finished: no job to fail or to savepoint".to_string())
+        } else {
+            match &command {
+                EngineCommand::InjectFailure if side.profile.knobs.checkpoint_kind().is_none() => {
+                    Some(format!(
+                        "{who}no checkpoint to restart from: set execution.checkpointing.interval in the profile"
+                    ))
+                }
+                EngineCommand::Savepoint(_) if self.workload.spec.phases.is_some() => Some(
+                    "savepoints need a workload without phases (backfill/catch-up has none)"
+                        .to_string(),
+                ),
+                _ => None,
+            }
+        };
+        if let Some(refusal) = refusal {
+            self.status = refusal;
+            return Vec::new();
+        }
+        let changelog = side.profile.knobs.checkpoint_kind()
+            == Some(crate::config::profile::CheckpointKind::Changelog);
+        self.status = match &command {
+            EngineCommand::InjectFailure => format!(
+                "{who}failure injected: the job restarts from its last completed checkpoint"
+            ),
+            EngineCommand::Savepoint(SavepointFormat::Native) if changelog => format!(
+                "{who}native savepoint requested: with the changelog on, materializations stop"
+            ),
+            EngineCommand::Savepoint(format) => {
+                format!("{who}{} savepoint requested", format.name())
+            }
+            other => format!("{who}{other:?} sent"),
+        };
+        vec![Action::Send(target, command)]
     }
 
     pub fn update(&mut self, key: KeyEvent) -> Vec<Action> {
@@ -395,6 +501,13 @@ impl App {
                     self.focused().profile.name
                 );
                 Vec::new()
+            }
+            KeyCode::Char('F') => self.job_command(EngineCommand::InjectFailure),
+            KeyCode::Char('S') => {
+                self.job_command(EngineCommand::Savepoint(SavepointFormat::Canonical))
+            }
+            KeyCode::Char('N') => {
+                self.job_command(EngineCommand::Savepoint(SavepointFormat::Native))
             }
             KeyCode::Tab | KeyCode::Right => {
                 self.view = View::ALL[(self.view.index() + 1) % View::ALL.len()];

@@ -10,7 +10,9 @@ use anyhow::Context as _;
 
 use super::event::{Event, Restarted, Target, forward_snapshots};
 use crate::config::{Profile, Workload};
-use crate::engine::{self, EngineCommand, EngineConfig, EngineThread, RunOutcome};
+use crate::engine::{
+    self, EngineCommand, EngineConfig, EngineThread, FailureSpec, RunOutcome, SavepointFormat,
+};
 use crate::report::{self, RunSegment};
 
 /// What every engine of a TUI session runs.
@@ -24,6 +26,10 @@ pub struct Settings {
     pub slice: Duration,
     /// With --profile-cpu: the process's CPU sampler; each engine run takes its own tap.
     pub cpu: Option<std::sync::Arc<crate::profiler::Session>>,
+    /// --fail-at and --fail-every: failures every engine run injects into its job.
+    pub failures: FailureSpec,
+    /// --savepoint-at: savepoints every engine run takes, by record count.
+    pub savepoints: Vec<(u64, SavepointFormat)>,
 }
 
 /// One engine run and the temporary RocksDB directory it runs in (kept until the session ends,
@@ -60,6 +66,8 @@ impl Engine {
             trace: settings.trace.clone(),
             start_paused: paused,
             cpu: settings.cpu.as_ref().map(|s| s.tap()),
+            failures: settings.failures.clone(),
+            savepoints: settings.savepoints.clone(),
             ..EngineConfig::new(
                 settings.workload.clone(),
                 profile.clone(),

@@ -1,5 +1,7 @@
 //! The dashboard: throughput, latency, stalls and the pipeline on the left; block cache,
-//! lookups, memory and the LSM on the right.
+//! lookups, memory, checkpoints (when the run has them) and the LSM on the right.
+
+use std::collections::VecDeque;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -10,6 +12,8 @@ use ratatui::widgets::{Paragraph, Sparkline};
 use super::{
     bad_high, bar, bytes, good_high, lag, latest, micros, panel, percent, rate, short, trend,
 };
+use crate::engine::CheckpointSample;
+use crate::pipeline::checkpoint::CheckpointRecord;
 use crate::tui::app::{App, Side};
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
@@ -23,22 +27,54 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         Constraint::Length(6),
     ])
     .areas(left);
-    let [cache, lookups, memory, lsm] = Layout::vertical([
-        Constraint::Length(6),
-        Constraint::Length(4),
-        Constraint::Length(5),
-        Constraint::Min(6),
-    ])
-    .areas(right);
     let side = app.focused();
     render_throughput(app, frame, throughput);
     render_latency(app, side, frame, latency);
     render_stalls(side, frame, stalls);
     render_pipeline(side, frame, pipeline);
-    render_cache(side, frame, cache);
-    render_lookups(side, frame, lookups);
-    render_memory(side, frame, memory);
-    render_lsm(side, frame, lsm);
+    let Some(sample) = latest(side).pipeline.checkpoints.as_ref() else {
+        let [cache, lookups, memory, lsm] = Layout::vertical([
+            Constraint::Length(6),
+            Constraint::Length(4),
+            Constraint::Length(5),
+            Constraint::Min(6),
+        ])
+        .areas(right);
+        render_cache(side, frame, cache);
+        render_lookups(side, frame, lookups);
+        render_memory(side, frame, memory);
+        render_lsm(side, frame, lsm);
+        return;
+    };
+    // Checkpointing on: its panel above the LSM's; where the column is short (80x24) it takes
+    // the place of the lookups and memory panels.
+    let lines = checkpoint_lines(side, sample, right.width.saturating_sub(2) as usize);
+    let wanted = lines.len() as u16 + 2;
+    if right.height >= 6 + 4 + 5 + wanted + 6 {
+        let [cache, lookups, memory, checkpoints, lsm] = Layout::vertical([
+            Constraint::Length(6),
+            Constraint::Length(4),
+            Constraint::Length(5),
+            Constraint::Length(wanted),
+            Constraint::Min(6),
+        ])
+        .areas(right);
+        render_cache(side, frame, cache);
+        render_lookups(side, frame, lookups);
+        render_memory(side, frame, memory);
+        render_checkpoints(lines, frame, checkpoints);
+        render_lsm(side, frame, lsm);
+    } else {
+        let [cache, checkpoints, lsm] = Layout::vertical([
+            Constraint::Length(6),
+            Constraint::Min(3),
+            Constraint::Length(6),
+        ])
+        .areas(right);
+        render_cache(side, frame, cache);
+        render_checkpoints(lines, frame, checkpoints);
+        render_lsm(side, frame, lsm);
+    }
 }
 
 /// One side's rate: its last running interval, and its trend.
@@ -384,7 +420,7 @@ fn render_lsm(side: &Side, frame: &mut Frame, area: Rect) {
         0.0
     };
     let width = (area.width as usize).saturating_sub(30).max(4);
-    let lines = vec![
+    let mut lines = vec![
         Line::from(vec![
             Span::from(format!("L0 files {:<3}", lsm.l0_files)),
             Span::from(bar(ratio, width)).fg(if lsm.l0_files >= slow {
@@ -409,15 +445,185 @@ fn render_lsm(side: &Side, frame: &mut Frame, area: Rect) {
             lsm.active_levels,
             bytes(lsm.live_sst_bytes)
         )),
-        Line::from("checkpoints: not modelled yet").dark_gray(),
-        Line::from(format!(
-            "all CFs: {}",
-            lsm.levels
-                .iter()
-                .map(|l| format!("L{} {}f {}", l.level, l.files, bytes(l.bytes)))
-                .collect::<Vec<_>>()
-                .join("  ")
-        )),
     ];
+    if s.pipeline.checkpoints.is_none() {
+        lines.push(
+            Line::from("checkpoints: off (set execution.checkpointing.interval)").dark_gray(),
+        );
+    }
+    lines.push(Line::from(format!(
+        "all CFs: {}",
+        lsm.levels
+            .iter()
+            .map(|l| format!("L{} {}f {}", l.level, l.files, bytes(l.bytes)))
+            .collect::<Vec<_>>()
+            .join("  ")
+    )));
     frame.render_widget(Paragraph::new(lines).block(panel("LSM")), area);
+}
+
+/// The checkpoint panel's lines, most telling first (a short panel shows the first ones):
+/// counts, a stuck materialization, the timeline of sizes, the last checkpoint and what made it
+/// large, restarts, what the sink's reader saw, and the changelog's state.
+fn checkpoint_lines(side: &Side, c: &CheckpointSample, width: usize) -> Vec<Line<'static>> {
+    // Off: a run that restores or takes savepoints without checkpointing.
+    let mut header = if c.kind == "off" {
+        vec![Span::from("off: set execution.checkpointing.interval").dark_gray()]
+    } else {
+        vec![
+            Span::from(format!("{} ", c.kind)).bold(),
+            Span::from(format!("{} ok ", c.completed)),
+            Span::from(format!("{} failed", c.failed)).fg(if c.failed > 0 {
+                Color::Red
+            } else {
+                Color::Reset
+            }),
+            Span::from(format!(" Σ {}", bytes(c.bytes_uploaded))),
+        ]
+    };
+    if c.in_flight {
+        header.push(Span::from(" ↑ uploading").dark_gray());
+    }
+    let mut lines = vec![Line::from(header)];
+    if let Some(log) = c.changelog.as_ref().filter(|l| l.skipped > 0) {
+        lines.push(Line::from(vec![
+            Span::from(" WARNING ").black().on_red().bold(),
+            Span::from(format!(" {} materializations skipped", log.skipped))
+                .red()
+                .bold(),
+        ]));
+    }
+    lines.push(timeline(&side.checkpoints, width));
+    match &c.last {
+        None => lines.push(Line::from("no checkpoint yet").dark_gray()),
+        Some(last) => {
+            if let Some(why) = &last.failed {
+                lines.push(
+                    Line::from(format!("#{} FAILED: {why}", last.id))
+                        .red()
+                        .bold(),
+                );
+            } else {
+                lines.push(Line::from(format!(
+                    "#{} {} sync {} async {}, {} files +{} reused",
+                    last.id,
+                    bytes(last.bytes),
+                    micros(last.sync_ms * 1e3),
+                    micros(last.async_ms * 1e3),
+                    last.files,
+                    last.reused_files
+                )));
+                lines.push(why_large(last));
+            }
+        }
+    }
+    let mut restarts = format!("restarts {}", c.restarts);
+    if let Some(ms) = c.last_restore_ms {
+        restarts.push_str(&format!(", last restore {}", micros(ms * 1e3)));
+    }
+    if c.savepoints > 0 {
+        restarts.push_str(&format!(", savepoints {}", c.savepoints));
+    }
+    lines.push(Line::from(restarts));
+    let d = &c.delivery;
+    let mut dups = format!("dup {} seen", short(d.duplicates_seen));
+    if d.duplicates_dropped > 0 {
+        dups.push_str(&format!(" ({} dropped)", short(d.duplicates_dropped)));
+    }
+    lines.push(Line::from(vec![
+        Span::from(dups).fg(if d.duplicates_seen > d.duplicates_dropped {
+            Color::Yellow
+        } else {
+            Color::Reset
+        }),
+        Span::from(format!(", {} lost", short(d.records_lost))).fg(if d.records_lost > 0 {
+            Color::Red
+        } else {
+            Color::Reset
+        }),
+        Span::from(match d.visibility_delay_ms_max {
+            0 => ", visible at once".to_string(),
+            ms => format!(", visible ≤ {}", micros(ms as f64 * 1e3)),
+        }),
+    ]));
+    if let Some(log) = &c.changelog {
+        lines.push(Line::from(format!(
+            "materialization {} lag {:.1} s, log {}",
+            log.materialization_id
+                .map_or("none".to_string(), |id| format!("#{id}")),
+            log.materialization_lag_secs,
+            bytes(log.changelog_bytes)
+        )));
+    }
+    lines
+}
+
+/// Why the checkpoint was as large as it was: changelog, its materialization and its log;
+/// otherwise the new SST files since the one before, written by flushes (new data) or by
+/// compactions (old data rewritten: what makes an incremental checkpoint spike).
+fn why_large(last: &CheckpointRecord) -> Line<'static> {
+    if last.kind == "changelog" {
+        return Line::from(format!(
+            "materialized {} + log {}",
+            bytes(last.materialized_bytes),
+            bytes(last.changelog_bytes)
+        ));
+    }
+    let compaction = Span::from(format!("compaction {}", bytes(last.new_compaction_bytes)));
+    Line::from(vec![
+        Span::from(format!("new SST: flush {}, ", bytes(last.new_flush_bytes))),
+        if last.new_compaction_bytes > last.new_flush_bytes {
+            compaction.yellow().bold()
+        } else {
+            compaction
+        },
+    ])
+}
+
+/// One cell per checkpoint, newest on the right, its height its upload size against the
+/// largest shown: yellow when rewritten data (compaction, materialization) made most of it,
+/// a red × when it failed.
+fn timeline(records: &VecDeque<CheckpointRecord>, width: usize) -> Line<'static> {
+    const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let label = "sizes ";
+    let max = records
+        .iter()
+        .filter(|r| r.failed.is_none())
+        .map(|r| r.bytes)
+        .max()
+        .unwrap_or(0);
+    let scale = format!(" max {}", bytes(max));
+    let cells = width
+        .saturating_sub(label.len() + scale.chars().count())
+        .max(1);
+    let shown = records.iter().skip(records.len().saturating_sub(cells));
+    if records.is_empty() {
+        return Line::from(format!("{label}(none yet)")).dark_gray();
+    }
+    let mut spans = vec![Span::from(label).dark_gray()];
+    for r in shown {
+        if r.failed.is_some() {
+            spans.push(Span::from("×").red().bold());
+            continue;
+        }
+        let level = if max == 0 {
+            0
+        } else {
+            ((r.bytes as f64 / max as f64) * 7.0).round() as usize
+        };
+        let rewritten =
+            r.new_compaction_bytes > r.new_flush_bytes || r.materialized_bytes > r.changelog_bytes;
+        let cell = Span::from(LEVELS[level.min(7)].to_string());
+        spans.push(if rewritten {
+            cell.yellow()
+        } else {
+            cell.cyan()
+        });
+    }
+    spans.push(Span::from(scale).dark_gray());
+    Line::from(spans)
+}
+
+fn render_checkpoints(lines: Vec<Line<'static>>, frame: &mut Frame, area: Rect) {
+    frame.render_widget(Paragraph::new(lines).block(panel("Checkpoints")), area);
 }

@@ -12,6 +12,8 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Tab / ← →", "next / previous view"),
     ("p", "pause / resume the run"),
     ("b", "A/B: show side A or B in dashboard, LSM, profile"),
+    ("F", "fail the job: restart from the last checkpoint"),
+    ("S / N", "take a canonical / native savepoint"),
     ("q, Ctrl-C", "quit: stop, close RocksDB, print the summary"),
     ("?", "this help (any key closes it)"),
     ("↑ ↓ / j k", "profile: select a knob"),
