@@ -151,6 +151,8 @@ pub struct JobRunner<'a> {
     checkpoints_completed: u64,
     /// The run's restores so far (for the snapshots).
     pub restores: Vec<RestoreRecord>,
+    /// Checkpoints of the coordinator's history already sent in a snapshot.
+    pub reported_checkpoints: usize,
     /// Savepoints asked for and not taken yet.
     requested_savepoints: Vec<SavepointFormat>,
     /// AT_LEAST_ONCE checkpointing: recent positions, to find the first input's at its barrier.
@@ -229,6 +231,7 @@ impl<'a> JobRunner<'a> {
             checkpointer: None,
             checkpoints_completed: 0,
             restores: Vec::new(),
+            reported_checkpoints: 0,
             requested_savepoints: Vec::new(),
             recent_positions: std::collections::VecDeque::new(),
             savepoints: Vec::new(),
@@ -574,7 +577,11 @@ impl<'a> JobRunner<'a> {
         let perf = self.perf.as_ref().map(|p| p.read()).unwrap_or_default();
         let events = self.job.counters.events;
         let gets = self.ctx.state.counters.gets;
-        let checkpoints = self.checkpoint_sample(run.clock.wall(now).as_secs_f64());
+        let mut checkpoints = self.checkpoint_sample(run.clock.wall(now).as_secs_f64());
+        if let (Some(sample), Some(c)) = (&mut checkpoints, &self.checkpointer) {
+            sample.recent = c.history[self.reported_checkpoints.min(c.history.len())..].to_vec();
+            self.reported_checkpoints = c.history.len();
+        }
         let Run {
             sampler,
             clock,
@@ -646,6 +653,7 @@ impl<'a> JobRunner<'a> {
             failed: history.iter().filter(|c| c.failed.is_some()).count() as u64,
             in_flight: self.checkpointer.as_ref().is_some_and(|c| c.in_flight()),
             last: history.last().cloned(),
+            recent: Vec::new(),
             bytes_uploaded: history.iter().map(|c| c.bytes).sum(),
             restarts: self.restores.len() as u64,
             last_restore_ms: self.restores.last().map(|r| r.restore_ms),

@@ -312,6 +312,7 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             if c.config().kind == crate::config::profile::CheckpointKind::Changelog {
                 job.ctx.state.enable_changelog();
             }
+            job.reported_checkpoints = c.history.len();
             job.checkpointer = Some(c);
         }
         job.restores = restores.clone();
@@ -408,6 +409,7 @@ fn backfill_then_catch_up(
     };
     let sink = Delivery::passthrough(sink);
     let mut backfill = JobRunner::new(&backfill_backend, run, log, spec, sink, None)?;
+    backfill.savepoint_store = Some(checkpoint_dir(&config.data_dir));
     let end = backfill.drive(run, None)?;
     let mut jobs = Vec::new();
     if end != End::Finished {
@@ -488,7 +490,8 @@ fn backfill_then_catch_up(
         &catch_up_backend
     };
     run.sampler.next_job(!from_savepoint);
-    let catch_up = JobRunner::new(backend, run, log, spec, sink, None)?;
+    let mut catch_up = JobRunner::new(backend, run, log, spec, sink, None)?;
+    catch_up.savepoint_store = Some(checkpoint_dir(&config.data_dir));
     finish(run, catch_up, backend, jobs, fresh_state, None)
 }
 

@@ -127,6 +127,9 @@ pub struct CheckpointSample {
     pub in_flight: bool,
     /// The latest checkpoint, completed or failed.
     pub last: Option<CheckpointRecord>,
+    /// Every checkpoint that ended since the previous snapshot (a fast interval ends several
+    /// per sample), oldest first.
+    pub recent: Vec<CheckpointRecord>,
     /// Bytes uploaded to the checkpoint store so far.
     pub bytes_uploaded: u64,
     /// Restarts after a failure (injected, or a kill followed by --restore).

@@ -278,7 +278,7 @@ impl App {
             .and_then(|s| s.pipeline.checkpoints.as_ref())
             .map_or((0, 0), |c| (c.restarts, c.savepoints));
         let news = snapshot.pipeline.checkpoints.as_ref().and_then(|c| {
-            if let Some(record) = &c.last {
+            for record in c.recent.iter().chain(&c.last) {
                 side.remember_checkpoint(record);
             }
             if c.restarts > before.0 {
