@@ -215,3 +215,27 @@ fn unaligned_at_least_once_checkpoints_double_count_the_fast_input_after_a_resto
     );
     assert!(unaligned.result_error.over > 0);
 }
+
+#[test]
+fn restore_latest_without_a_checkpoint_is_a_usage_error_that_creates_nothing() {
+    use clap::Parser;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let cli = statebench::cli::Cli::try_parse_from([
+        "statebench",
+        "run",
+        "--restore",
+        "latest",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--quiet",
+    ])
+    .unwrap();
+    let err = statebench::run(cli).unwrap_err();
+    assert_eq!(statebench::exit_code(&err), 2);
+    assert!(
+        format!("{err:#}").contains("holds no completed checkpoint"),
+        "{err:#}"
+    );
+    assert!(!data.exists(), "nothing is created for a refused restore");
+}

@@ -722,7 +722,7 @@ fn without_checkpoints_the_dashboard_says_how_to_turn_them_on() {
     let app = fixture(false);
     let screen = render(&app, 160, 48);
     assert!(
-        screen.contains("checkpoints: off (set execution.checkpointing.interval)"),
+        screen.contains("checkpoints: off (no checkpoint interval)"),
         "{screen}"
     );
     assert!(!screen.contains("Checkpoints"), "{screen}");

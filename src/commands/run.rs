@@ -23,7 +23,29 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     } = Job::load(&args.job)?;
     let restore = match args.restore.as_deref() {
         None => None,
-        Some("latest") => Some(engine::RestoreFrom::Latest),
+        Some("latest") => {
+            // Refused before anything is created: a restore needs an earlier run's checkpoint.
+            let store = args
+                .data_dir
+                .as_deref()
+                .map(|d| d.join("checkpoints"))
+                .unwrap_or_default();
+            let has_checkpoint = std::fs::read_dir(&store).is_ok_and(|entries| {
+                entries.filter_map(Result::ok).any(|e| {
+                    e.file_name().to_string_lossy().starts_with("chk-")
+                        && e.path()
+                            .join(crate::pipeline::checkpoint::store::METADATA)
+                            .is_file()
+                })
+            });
+            if !has_checkpoint {
+                anyhow::bail!(crate::UsageError(format!(
+                    "--restore latest: {} holds no completed checkpoint (run with execution.checkpointing.interval set on this --data-dir first)",
+                    store.display()
+                )));
+            }
+            Some(engine::RestoreFrom::Latest)
+        }
         Some(dir) => {
             let dir = std::path::PathBuf::from(dir);
             if !dir

@@ -447,9 +447,7 @@ fn render_lsm(side: &Side, frame: &mut Frame, area: Rect) {
         )),
     ];
     if s.pipeline.checkpoints.is_none() {
-        lines.push(
-            Line::from("checkpoints: off (set execution.checkpointing.interval)").dark_gray(),
-        );
+        lines.push(Line::from("checkpoints: off (no checkpoint interval)").dark_gray());
     }
     lines.push(Line::from(format!(
         "all CFs: {}",
