@@ -86,6 +86,8 @@ proptest! {
         let outcome = run(profile(mode, "60ms", sink), 40_000, dir.path(), failures, None);
         let c = outcome.checkpoints.as_ref().unwrap();
         prop_assert_eq!(c.restores.len(), points.len());
+        // At least the later failures restart from a checkpoint, not from scratch.
+        prop_assert!(c.restores.iter().any(|r| r.checkpoint.is_some()), "{:?}", c.restores);
         prop_assert!(outcome.result_error.is_exact(), "{mode}: {:?}", outcome.result_error);
         prop_assert!(outcome.state_error.is_exact(), "{mode}: {:?}", outcome.state_error);
         prop_assert!(outcome.result_error.compared > 0);
@@ -238,4 +240,39 @@ fn restore_latest_without_a_checkpoint_is_a_usage_error_that_creates_nothing() {
         "{err:#}"
     );
     assert!(!data.exists(), "nothing is created for a refused restore");
+}
+
+#[test]
+fn savepoints_taken_during_uploads_break_nothing_and_a_restore_from_one_is_exact() {
+    use statebench::engine::SavepointFormat;
+    let dir = tempfile::tempdir().unwrap();
+    // Uploads paced so that a checkpoint is nearly always under way when a savepoint comes.
+    let p = profile("incremental", "50ms", EXACTLY_ONCE)
+        .edited("checkpoint.upload-rate-per-sec", "20mb")
+        .unwrap();
+    let first = engine::run_to_completion(EngineConfig {
+        events: 20_000,
+        savepoints: vec![
+            (8_000, SavepointFormat::Canonical),
+            (16_000, SavepointFormat::Native),
+        ],
+        ..EngineConfig::new(workload(), p.clone(), dir.path())
+    })
+    .unwrap();
+    let c = first.checkpoints.unwrap();
+    assert_eq!(c.savepoints.len(), 2, "{:?}", c.savepoints);
+    let failed: Vec<_> = c.history.iter().filter(|r| r.failed.is_some()).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert!(first.result_error.is_exact());
+    // From the canonical savepoint, read on to 30,000: state and results exact.
+    let savepoint = std::path::PathBuf::from(&c.savepoints[0].path);
+    let second = run(
+        p,
+        30_000,
+        dir.path(),
+        FailureSpec::default(),
+        Some(RestoreFrom::Dir(savepoint)),
+    );
+    assert!(second.state_error.is_exact(), "{:?}", second.state_error);
+    assert!(second.result_error.is_exact(), "{:?}", second.result_error);
 }

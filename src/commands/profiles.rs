@@ -64,6 +64,9 @@ pub fn show(name: &str, derived: bool) -> anyhow::Result<()> {
             Some(f) => format!("  # {f}"),
             // Not a RocksDB option: which Flink's RocksDB the run imitates.
             None if key == "target" => "  # statebench only: whose RocksDB to imitate".to_string(),
+            None if info.is_some_and(|i| i.is_job_setting()) => {
+                "  # the job's sink or checkpoint storage, not Flink configuration".to_string()
+            }
             None => "  # no Flink key: set it in a RocksDBOptionsFactory".to_string(),
         };
         println!("{key}: {value}{flink}");
@@ -89,8 +92,23 @@ pub fn show_flink(name: &str) -> anyhow::Result<()> {
         "# {}*: knobs Flink has no key for, to be set in a RocksDBOptionsFactory",
         config::flink::FACTORY_PREFIX
     );
-    for (key, value) in config::flink::flink_config(&profile) {
-        println!("{key}: {value}");
+    for ((key, value), info) in config::flink::flink_config(&profile)
+        .into_iter()
+        .zip(config::profile::KNOBS)
+    {
+        if info.is_job_setting() {
+            // The job's sink and checkpoint storage: not Flink configuration.
+            println!(
+                "# {}: {value}  (the job's, not Flink configuration)",
+                info.key
+            );
+        } else if info.knob == config::profile::Knob::CheckpointInterval
+            && profile.knobs.checkpoint_interval.0 == 0
+        {
+            println!("# {key}: unset (checkpointing off)");
+        } else {
+            println!("{key}: {value}");
+        }
     }
     Ok(())
 }

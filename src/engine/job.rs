@@ -267,9 +267,10 @@ impl<'a> JobRunner<'a> {
         }
     }
 
-    /// The run's clock in ms: transaction ages and visibility delays.
-    fn clock_ms(run: &Run) -> u64 {
-        run.clock.running(Instant::now()).as_millis() as u64
+    /// The broker's clock, epoch ms: transaction ages and visibility delays go on across pauses
+    /// and processes.
+    fn clock_ms(_: &Run) -> u64 {
+        super::run::epoch_ms()
     }
 
     /// The synchronous part of a checkpoint: pending timers into RocksDB, the sink's
@@ -388,22 +389,39 @@ impl<'a> JobRunner<'a> {
     }
 
     /// A savepoint, taken on the job's thread: canonical (every key, written from a RocksDB
-    /// snapshot) or native (RocksDB's files). It commits nothing.
+    /// snapshot) or native (RocksDB's files). It commits no offsets; like a checkpoint's barrier
+    /// it pre-commits the sink's transaction under its own id, which the next completed
+    /// checkpoint (or a restore from the savepoint) commits.
     fn savepoint(&mut self, run: &Run, format: SavepointFormat) -> Result<(), EngineError> {
         let began = Instant::now();
         self.ctx.timers.flush(&mut self.ctx.state)?;
-        let root = match (&self.checkpointer, &self.savepoint_store) {
-            (Some(c), _) => c.store().root().to_path_buf(),
-            (None, Some(root)) => root.clone(),
+        let id = match &mut self.checkpointer {
+            Some(c) => c.take_id(),
+            None => 0,
+        };
+        if id > 0 {
+            self.ctx
+                .sink
+                .pre_commit(id, Self::clock_ms(run))
+                .map_err(PipelineError::from)?;
+        }
+        // The checkpointer's own store when there is one: a second opening of a store under
+        // way would clean up the upload in flight.
+        let opened;
+        let store = match (&self.checkpointer, &self.savepoint_store) {
+            (Some(c), _) => c.store(),
+            (None, Some(root)) => {
+                opened = CheckpointStore::open(root, StoreConfig::default())
+                    .map_err(PipelineError::from)?;
+                &opened
+            }
             (None, None) => {
                 return Err(EngineError::Restore(
                     "a savepoint needs the data directory's checkpoint store".to_string(),
                 ));
             }
         };
-        let store =
-            CheckpointStore::open(&root, StoreConfig::default()).map_err(PipelineError::from)?;
-        let id = self.checkpointer.as_ref().map_or(0, |c| c.next_id() - 1);
+        let root = store.root().to_path_buf();
         let job = JobMeta {
             group: self.consumer.plan().group.clone(),
             offsets: self.consumer.position().clone(),
@@ -412,8 +430,14 @@ impl<'a> JobRunner<'a> {
             processing_time: self.consumer.now(),
             counters: self.job.counters,
         };
-        let n = self.savepoints.len() + 1;
-        let name = format!("sp-{n}-{}", format.name());
+        // The first free name: an earlier run on this data directory may have taken some.
+        let name = (self.savepoints.len() + 1..)
+            .map(|n| format!("sp-{n}-{}", format.name()))
+            .find(|name| {
+                !store.savepoint_dir(name).exists()
+                    && !store.savepoint_dir(&format!("{name}.inprogress")).exists()
+            })
+            .unwrap_or_else(|| format!("sp-{}-{}", std::process::id(), format.name()));
         let scratch = root.join(format!(".{name}.local"));
         let (kind, files) = savepoint_files(self.backend, format, &scratch)?;
         let metadata = Metadata {

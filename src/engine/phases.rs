@@ -143,6 +143,18 @@ fn streaming(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutcome
     finish(run, job, &backend, Vec::new(), fresh_state, None)
 }
 
+/// The shared folder of checkpoint `dir`: its store's (`<store>/chk-N` -> `<store>/shared`);
+/// `default` for a savepoint (self-contained).
+fn shared_of(dir: &Path, default: &Path) -> PathBuf {
+    let is_checkpoint = dir
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("chk-"));
+    match dir.parent() {
+        Some(store) if is_checkpoint => store.join("shared"),
+        _ => default.to_path_buf(),
+    }
+}
+
 /// The sink's delivery as the profile sets it.
 fn delivery_config(k: &Knobs) -> DeliveryConfig {
     DeliveryConfig {
@@ -173,7 +185,8 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
     let store =
         CheckpointStore::open(&checkpoint_dir(data), store_config).map_err(PipelineError::from)?;
     let shared = store.shared_dir();
-    let clock_ms = |run: &Run| run.clock.running(Instant::now()).as_millis() as u64;
+    // Transaction ages are the broker's wall clock: they go on across pauses and processes.
+    let clock_ms = |_: &Run| super::run::epoch_ms();
     let mut sink = Delivery::open(
         sink,
         delivery_config(&knobs),
@@ -196,16 +209,13 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
         ),
         Some(RestoreFrom::Dir(dir)) => Some(dir.clone()),
     };
-    // Without checkpointing the store only serves restores (of an earlier run's checkpoints).
-    let (mut checkpointer, bare_store) = match checkpointing {
-        Some(c) => (
-            Some(
-                Checkpointer::new(c, store, scratch_dir(data), Instant::now())
-                    .map_err(PipelineError::from)?,
-            ),
-            None,
+    // Without checkpointing the store only served the restore (an earlier run's checkpoint).
+    let mut checkpointer = match checkpointing {
+        Some(c) => Some(
+            Checkpointer::new(c, store, scratch_dir(data), Instant::now())
+                .map_err(PipelineError::from)?,
         ),
-        None => (None, Some(store)),
+        None => None,
     };
     let mut cause = "--restore";
     let mut survivors: Option<Survivors> = None;
@@ -219,8 +229,14 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
         let began = Instant::now();
         let restored = match &from {
             Some(dir) => Some(
-                prepare_restore(dir, &shared, &db_dir(data), &restore_dir(data))
-                    .map_err(|e| EngineError::Restore(format!("{}: {e}", dir.display())))?,
+                // A checkpoint's shared files are beside it, in its own store.
+                prepare_restore(
+                    dir,
+                    &shared_of(dir, &shared),
+                    &db_dir(data),
+                    &restore_dir(data),
+                )
+                .map_err(|e| EngineError::Restore(format!("{}: {e}", dir.display())))?,
             ),
             None => {
                 // No checkpoint to restore: the local state is dropped all the same.
@@ -328,12 +344,14 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             sink = Delivery::passthrough(Box::new(crate::pipeline::sink::MemorySink::default()));
             survivors = Some(s);
             drop(backend);
-            let latest = match (&checkpointer, &bare_store) {
-                (Some(c), _) => c.store().latest(),
-                (None, Some(store)) => store.latest(),
-                (None, None) => None,
-            };
-            from = latest.map(|l| l.path);
+            // This run's newest completed checkpoint; before its first, where the run started
+            // (a checkpoint or savepoint it restored, or nothing) — never an older run's
+            // checkpoint left in the store.
+            if let Some(c) = &checkpointer
+                && let Some(id) = c.latest_completed()
+            {
+                from = Some(c.store().checkpoint_dir(id));
+            }
             cause = "injected failure";
             continue;
         }

@@ -24,6 +24,13 @@ pub struct Run<'c> {
     pub failures: Failures,
 }
 
+/// Wall-clock time, epoch ms: what a broker ages transactions by.
+pub fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// The failures still to inject.
 #[derive(Debug)]
 pub struct Failures {

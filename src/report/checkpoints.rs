@@ -51,7 +51,7 @@ pub struct CheckpointSummary {
     pub kind: String,
     pub completed: u64,
     pub failed: u64,
-    /// Bytes uploaded per completed checkpoint (changelog: without materializations).
+    /// Bytes uploaded per completed checkpoint (changelog: those that did not materialize).
     pub upload_bytes: Spread,
     pub sync_ms: Spread,
     pub async_ms: Spread,
@@ -90,7 +90,8 @@ impl CheckpointSummary {
             // Flink reports them.
             upload_bytes: Spread::of(
                 done.iter()
-                    .map(|c| (c.bytes - c.materialized_bytes.min(c.bytes)) as f64)
+                    .filter(|c| c.materialized_bytes == 0)
+                    .map(|c| c.bytes as f64)
                     .collect(),
             ),
             sync_ms: Spread::of(done.iter().map(|c| c.sync_ms).collect()),

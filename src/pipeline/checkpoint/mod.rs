@@ -250,6 +250,8 @@ struct InFlight {
     done: Receiver<UploadResult>,
     thread: Option<JoinHandle<()>>,
     timed_out: bool,
+    /// A changelog checkpoint that materializes the state.
+    materializing: bool,
 }
 
 /// The job's checkpoint coordinator: decides when, takes the synchronous part, runs the upload
@@ -284,6 +286,10 @@ impl Checkpointer {
         local: PathBuf,
         now: Instant,
     ) -> Result<Checkpointer, CheckpointError> {
+        // Leftovers of a process that died mid-checkpoint.
+        if local.exists() {
+            std::fs::remove_dir_all(&local).map_err(io(format!("empty {}", local.display())))?;
+        }
         std::fs::create_dir_all(&local).map_err(io(format!("create {}", local.display())))?;
         let next_id = store.latest().map_or(0, |l| l.id) + 1;
         Ok(Checkpointer {
@@ -312,19 +318,41 @@ impl Checkpointer {
         now: Instant,
     ) -> Result<(), CheckpointError> {
         self.abandon();
+        // The restored files are in the store under their shared names: referenced, not
+        // uploaded again.
         self.uploaded = restored
-            .map(|m| m.ssts.iter().map(|(s, l)| (l.clone(), s.clone())).collect())
+            .map(|m| {
+                m.ssts
+                    .iter()
+                    .chain(m.materialization.iter().flat_map(|mat| &mat.files))
+                    .filter(|(_, local)| local.ends_with(".sst"))
+                    .map(|(s, l)| (l.clone(), s.clone()))
+                    .collect()
+            })
             .unwrap_or_default();
         self.last_ssts = live_ssts(&backend)?.into_iter().map(|f| f.name).collect();
         self.incarnation = incarnation();
+        // A restarted backend starts its materialization bookkeeping afresh (a restart is what
+        // clears a skip left by a native savepoint), from the materialization it restored.
+        for (_, local, _) in self.changelog.segments.drain(..) {
+            if let Some(path) = local {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        self.changelog.base = restored.and_then(|m| m.materialization.clone());
+        let base_id = self.changelog.base.as_ref().map_or(0, |b| b.id);
+        self.changelog.next_id = base_id + 1;
+        self.changelog.last_confirmed = base_id;
+        self.changelog.last_failed = 0;
+        self.changelog.last_due = now;
         if let Some(m) = restored {
-            // A restored changelog job builds on its checkpoint's materialization and segments,
-            // which the store holds.
-            self.changelog.base = m.materialization.clone();
-            self.changelog.segments = m.changelog.iter().map(|n| (n.clone(), None, 0)).collect();
-        } else {
-            self.changelog.base = None;
-            self.changelog.segments.clear();
+            // A restored changelog job builds on its checkpoint's segments, which the store
+            // holds.
+            self.changelog.segments = m
+                .changelog
+                .iter()
+                .map(|n| (n.clone(), None, self.store.shared_size(n).unwrap_or(0)))
+                .collect();
         }
         self.backend = Some(backend);
         self.last_trigger = now;
@@ -354,6 +382,22 @@ impl Checkpointer {
     /// The id the next checkpoint gets.
     pub fn next_id(&self) -> u64 {
         self.next_id
+    }
+
+    /// An id for a savepoint: savepoints draw from the checkpoints' counter, as in Flink.
+    pub fn take_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id - 1
+    }
+
+    /// The newest checkpoint completed since this coordinator started: where a failed job
+    /// restarts from (not an older run's checkpoint left in the store).
+    pub fn latest_completed(&self) -> Option<u64> {
+        self.history
+            .iter()
+            .filter(|r| r.failed.is_none())
+            .map(|r| r.id)
+            .max()
     }
 
     pub fn store(&self) -> &CheckpointStore {
@@ -387,14 +431,12 @@ impl Checkpointer {
         let id = self.next_id;
         self.next_id += 1;
         self.last_trigger = barrier;
-        let ssts = live_ssts(self.backend()?)?;
         let mut record = CheckpointRecord {
             id,
             kind: self.config.kind.name().to_string(),
             started_at_secs: run_secs,
             ..CheckpointRecord::default()
         };
-        self.classify_new(&ssts, &mut record);
         let upload = self.store.begin(id)?;
         let cancel = Arc::new(AtomicBool::new(false));
         let (tx, done) = mpsc::channel();
@@ -406,6 +448,7 @@ impl Checkpointer {
             materialization: None,
             changelog: Vec::new(),
         };
+        let mut materializing = false;
         let thread = match self.config.kind {
             CheckpointKind::Full => self.start_full(id, upload, Arc::clone(&cancel), tx)?,
             CheckpointKind::Incremental => {
@@ -423,9 +466,13 @@ impl Checkpointer {
                     &mut metadata,
                     &mut record,
                 )?;
+                materializing = dir.is_some();
                 spawn_upload(upload, puts, dir, Arc::clone(&cancel), tx)?
             }
         };
+        // After the native checkpoint's flush: this checkpoint's own flushed SSTs count here.
+        let ssts = live_ssts(self.backend()?)?;
+        self.classify_new(&ssts, &mut record);
         let sync_done = Instant::now();
         record.sync_ms = sync_done.duration_since(barrier).as_secs_f64() * 1e3;
         self.in_flight = Some(InFlight {
@@ -438,6 +485,7 @@ impl Checkpointer {
             done,
             thread: Some(thread),
             timed_out: false,
+            materializing,
         });
         Ok(id)
     }
@@ -566,8 +614,8 @@ impl Checkpointer {
         }
         if materialize {
             let mat_id = log.next_id;
-            log.next_id += 1;
             let (puts, dir, files) = self.native_files(id, true)?;
+            self.changelog.next_id += 1;
             let m = Materialization {
                 id: mat_id,
                 files,
@@ -615,11 +663,7 @@ impl Checkpointer {
         let Some(mut flight) = self.in_flight.take() else {
             return Ok(None);
         };
-        let materializing = flight.record.materialization_id.is_some()
-            && flight.metadata.changelog.is_empty()
-            && flight.metadata.materialization.is_some()
-            && self.config.kind == CheckpointKind::Changelog
-            && self.changelog.base.as_ref().map(|b| b.id) != flight.record.materialization_id;
+        let materializing = flight.materializing;
         if let Some(thread) = flight.thread.take() {
             let _ = thread.join();
         }
@@ -756,6 +800,11 @@ impl Checkpointer {
             }
             if let Ok(Ok(upload) | Err((Some(upload), _))) = flight.done.try_recv() {
                 let _ = self.store.abort(upload);
+            }
+            if flight.materializing
+                && let Some(m) = &flight.metadata.materialization
+            {
+                self.changelog.last_failed = self.changelog.last_failed.max(m.id);
             }
             flight.record.failed = Some("the job failed".to_string());
             self.history.push(flight.record);

@@ -820,6 +820,12 @@ impl CheckpointStore {
     }
 
     /// `<root>/shared`.
+    pub fn shared_size(&self, name: &str) -> Option<u64> {
+        fs::metadata(self.shared_dir().join(name))
+            .ok()
+            .map(|m| m.len())
+    }
+
     pub fn shared_dir(&self) -> PathBuf {
         self.root.join(SHARED)
     }
