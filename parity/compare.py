@@ -69,6 +69,11 @@ HIGH_PRI = re.compile(r"^\s*high_pri_pool_ratio: ([0-9.]+)\s*$")
 SWITCH = re.compile(r"New memtable created with log file: #\d+\. Immutable memtables: (\d+)")
 
 
+def statebench_logs(data_dir):
+    """RocksDB's LOG files of a statebench --data-dir: RocksDB works in its db/ folder."""
+    return sorted(glob.glob(os.path.join(data_dir, "db", "LOG*")) or glob.glob(os.path.join(data_dir, "LOG*")))
+
+
 def log_events(paths):
     """RocksDB LOG files -> flush and compaction events (FRocksDB 6.20 and RocksDB 11 write the
     same EVENT_LOG_v1 lines). Flushes caused by closing the database (reason `Shutdown`) are
@@ -399,7 +404,7 @@ def main():
     t.add("final counts that differ", 0, mismatched, "exact")
 
     logs_f = [log_events(sorted(glob.glob(os.path.join(d, "flink-LOG*")))) for d in [a.flink] + a.flink_rest]
-    logs_s = [log_events(sorted(glob.glob(os.path.join(d, "LOG*")))) for d in a.statebench_data]
+    logs_s = [log_events(statebench_logs(d)) for d in a.statebench_data]
     lf, ls = logs_f[0], logs_s[0]
 
     def timed(name, flink_values, statebench_values, gate, note=""):

@@ -211,7 +211,7 @@ def main():
         return out
 
     flink_logs = sorted(glob.glob(os.path.join(a.flink, "flink-LOG*")))
-    sb_logs = sorted(glob.glob(os.path.join(a.statebench_data, "LOG*")))
+    sb_logs = compare.statebench_logs(a.statebench_data)
     f_cap, f_lim = log_facts(flink_logs)
     s_cap, s_lim = log_facts(sb_logs)
     f_hp = compare.log_events(flink_logs)["high_pri_pool_ratio"]
@@ -223,7 +223,10 @@ def main():
     def fmt_set(values):
         return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in sorted(values)) or "-"
 
-    unmapped = [k for k in knobs if k not in KNOB_OPTIONS]
+    # Checkpointing's keys are Flink configuration, not RocksDB options: the loaded-config row
+    # above checks them; the sink's and the checkpoint store's are not Flink configuration.
+    not_rocksdb = ("execution.checkpointing.", "state.changelog.", "sink.", "checkpoint.")
+    unmapped = [k for k in knobs if k not in KNOB_OPTIONS and not k.startswith(not_rocksdb)]
     for knob in knobs:
         for where, option in KNOB_OPTIONS.get(knob, []):
             label = f"{knob}: {yaml_value(knobs[knob])}"
