@@ -276,3 +276,30 @@ fn savepoints_taken_during_uploads_break_nothing_and_a_restore_from_one_is_exact
     assert!(second.state_error.is_exact(), "{:?}", second.state_error);
     assert!(second.result_error.is_exact(), "{:?}", second.result_error);
 }
+
+#[test]
+fn a_canonical_savepoint_is_larger_than_the_live_ssts_it_was_taken_from() {
+    use statebench::engine::SavepointFormat;
+    let dir = tempfile::tempdir().unwrap();
+    // Incremental checkpoints flush the memtables: the live SSTs hold nearly all the state.
+    let outcome = engine::run_to_completion(EngineConfig {
+        events: 30_000,
+        savepoints: vec![(24_000, SavepointFormat::Canonical)],
+        ..EngineConfig::new(
+            workload(),
+            profile("incremental", "100ms", EXACTLY_ONCE),
+            dir.path(),
+        )
+    })
+    .unwrap();
+    let c = outcome.checkpoints.unwrap();
+    let sp = &c.savepoints[0];
+    // Snappy-compressed SSTs against every key uncompressed.
+    assert!(
+        sp.bytes > sp.live_sst_bytes,
+        "canonical {} B, live SST {} B",
+        sp.bytes,
+        sp.live_sst_bytes
+    );
+    assert!(std::path::Path::new(&sp.path).join("_metadata").is_file());
+}

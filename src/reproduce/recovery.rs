@@ -213,14 +213,14 @@ fn exactly_once(events: u64) -> anyhow::Result<(String, bool)> {
     }
     let _ = writeln!(
         out,
-        "\n  State is rewound with the offsets, so the job's own counts are exact every time; what\n  \
+        "\n  With aligned barriers state is rewound with the offsets, so the job's own counts are exact; what\n  \
          the sink already sent is the question. Read committed, an exactly-once sink shows each\n  \
          result once, up to a checkpoint late; an idempotent store drops the replays by id. A\n  \
          transaction older than its timeout when its checkpoint completes was aborted by the broker:\n  \
-         its results are lost. Keep the timeout above checkpoint interval + restart time. With
-           execution.checkpointing.mode AT_LEAST_ONCE the barriers of the job's two inputs (its
-           partitions' halves) are not aligned: the state holds records of the first input past its
-           barrier, and a restore counts them twice — no sink can undo that."
+         its results are lost. Keep the timeout above checkpoint interval + restart time. With\n  \
+         execution.checkpointing.mode AT_LEAST_ONCE the barriers of the job's two inputs (its\n  \
+         partitions' halves) are not aligned: the state holds records of the first input past its\n  \
+         barrier, and a restore counts them twice — no sink can undo that."
     );
     Ok((out, ok))
 }
