@@ -302,9 +302,16 @@ impl<'a> JobRunner<'a> {
         let Some(checkpointer) = &mut self.checkpointer else {
             return Ok(());
         };
-        checkpointer
-            .trigger(job, changes, barrier, secs)
-            .map_err(PipelineError::from)?;
+        // A full or incremental checkpoint that cannot be taken (a full disk, a store gone) is
+        // declined, not the end of the job; its sink transaction stays pre-committed and the
+        // next completed checkpoint commits it. A changelog checkpoint's failure may have lost
+        // the changes it took: that one ends the run.
+        let changelog = changes.is_some();
+        match checkpointer.trigger(job, changes, barrier, secs) {
+            Ok(_) => {}
+            Err(e) if !changelog => checkpointer.decline(id, secs, e.to_string()),
+            Err(e) => return Err(PipelineError::from(e).into()),
+        }
         Ok(())
     }
 

@@ -273,7 +273,14 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             plan.start = m.job.offsets.clone();
             plan.covered = Some(m.job.offsets.clone());
             plan.truth_start = m.job.truth_start.clone();
-            plan.start_reason = format!("checkpoint {} ({})", m.id, m.kind.name());
+            let from_dir = from.as_deref().unwrap_or(Path::new(""));
+            plan.start_reason = if from_dir.parent().and_then(Path::file_name)
+                == Some(std::ffi::OsStr::new("savepoints"))
+            {
+                format!("savepoint {}", from_dir.display())
+            } else {
+                format!("checkpoint {} ({})", m.id, m.kind.name())
+            };
             plan.deployed_at = m.job.processing_time;
             resume = Some(Resume {
                 processed: m.job.processed,

@@ -437,8 +437,9 @@ impl Checkpointer {
             started_at_secs: run_secs,
             ..CheckpointRecord::default()
         };
-        let upload = self.store.begin(id)?;
+        let mut upload = self.store.begin(id)?;
         let cancel = Arc::new(AtomicBool::new(false));
+        upload.cancel_with(Arc::clone(&cancel));
         let (tx, done) = mpsc::channel();
         let mut metadata = Metadata {
             id,
@@ -778,6 +779,18 @@ impl Checkpointer {
         if self.config.kind == CheckpointKind::Changelog {
             self.changelog.next_id += 1;
         }
+    }
+
+    /// Checkpoint `id`'s synchronous part failed (`why`): Flink declines the checkpoint and the
+    /// job goes on; the next one is tried at the next interval.
+    pub fn decline(&mut self, id: u64, run_secs: f64, why: String) {
+        self.history.push(CheckpointRecord {
+            id,
+            kind: self.config.kind.name().to_string(),
+            started_at_secs: run_secs,
+            failed: Some(format!("declined: {why}")),
+            ..CheckpointRecord::default()
+        });
     }
 
     /// Waits (bounded by the timeout) for the checkpoint under way to complete or fail.

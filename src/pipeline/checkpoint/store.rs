@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -44,6 +45,8 @@ pub enum StoreError {
         root: PathBuf,
         message: &'static str,
     },
+    #[error("checkpoint store {path}: the upload was cancelled")]
+    Cancelled { path: PathBuf },
     #[error("checkpoint store {dir}: _metadata is missing (an incomplete checkpoint)")]
     MissingMetadata { dir: PathBuf },
     #[error("checkpoint store {path}: corrupt _metadata: {reason}")]
@@ -264,6 +267,8 @@ struct Pacer {
     bytes_per_sec: Option<u64>,
     /// When the bytes sent so far are paid for.
     due: Option<Instant>,
+    /// Set by the caller to stop a copy between two chunks (a timed-out or abandoned upload).
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Pacer {
@@ -271,7 +276,14 @@ impl Pacer {
         Pacer {
             bytes_per_sec,
             due: None,
+            cancel: None,
         }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     fn sent(&mut self, bytes: usize) {
@@ -315,6 +327,11 @@ fn write_paced(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(io_err(src, "read")(e)),
         };
+        if pacer.cancelled() {
+            return Err(StoreError::Cancelled {
+                path: dst.to_path_buf(),
+            });
+        }
         let chunk = buf.get(..n).unwrap_or(&buf);
         out.write_all(chunk).map_err(io_err(dst, "write"))?;
         total += chunk.len() as u64;
@@ -1132,6 +1149,11 @@ impl Upload {
         })
     }
 
+    /// A flag that, once set, stops this upload's copies between two chunks.
+    pub fn cancel_with(&mut self, flag: Arc<AtomicBool>) {
+        self.pacer.cancel = Some(flag);
+    }
+
     /// The checkpoint's id.
     pub fn id(&self) -> u64 {
         self.id
@@ -1471,6 +1493,33 @@ mod tests {
         assert!(took >= Duration::from_millis(230), "took {took:?}");
         assert_eq!(upload.bytes_uploaded(), 1 << 20);
         assert_eq!(upload.files_uploaded(), 2);
+    }
+
+    #[test]
+    fn a_cancelled_upload_stops_inside_a_paced_copy() {
+        let root = tempfile::tempdir().unwrap();
+        let limited = StoreConfig {
+            retained: 1,
+            upload_bytes_per_sec: Some(1 << 20),
+        };
+        let mut store = CheckpointStore::open(root.path(), limited).unwrap();
+        let mut upload = store.begin(1).unwrap();
+        let cancel = Arc::new(AtomicBool::new(false));
+        upload.cancel_with(Arc::clone(&cancel));
+        let flag = Arc::clone(&cancel);
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        // 8 MiB at 1 MiB/s would take 8 s; cancelled, it stops a chunk or two later.
+        let result = upload.put_private_bytes("big", &vec![1u8; 8 << 20]);
+        setter.join().unwrap();
+        assert!(
+            matches!(result, Err(StoreError::Cancelled { .. })),
+            "{result:?}"
+        );
+        assert!(upload.bytes_uploaded() < 8 << 20);
+        store.abort(upload).unwrap();
     }
 
     #[test]
