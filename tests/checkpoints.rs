@@ -303,3 +303,30 @@ fn a_canonical_savepoint_is_larger_than_the_live_ssts_it_was_taken_from() {
     );
     assert!(std::path::Path::new(&sp.path).join("_metadata").is_file());
 }
+
+#[test]
+fn a_savepoint_is_taken_once_though_a_restart_reads_its_point_again() {
+    use statebench::engine::SavepointFormat;
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = engine::run_to_completion(EngineConfig {
+        events: 20_000,
+        savepoints: vec![(11_900, SavepointFormat::Canonical)],
+        failures: FailureSpec {
+            at_events: vec![12_000],
+            every: None,
+        },
+        ..EngineConfig::new(
+            workload(),
+            // No checkpoint completes before the failure: the job restarts from the start.
+            profile("incremental", "10s", EXACTLY_ONCE),
+            dir.path(),
+        )
+    })
+    .unwrap();
+    let c = outcome.checkpoints.unwrap();
+    assert_eq!(c.restores.len(), 1);
+    // The restart reads the savepoint's point again; the savepoint is not taken twice.
+    assert!(c.restores[0].records_replayed >= 11_900, "{:?}", c.restores);
+    assert_eq!(c.savepoints.len(), 1, "{:?}", c.savepoints);
+    assert!(outcome.result_error.is_exact());
+}

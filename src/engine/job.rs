@@ -829,11 +829,14 @@ impl<'a> JobRunner<'a> {
                     }
                     self.checkpoint_tick(run, now)?;
                 }
-                for (at, format) in &run.config.savepoints {
-                    if self.processed == *at - *at % CHECK_EVERY_EVENTS {
+                let processed = self.processed;
+                run.savepoints_due.retain(|(at, format)| {
+                    let due = processed >= *at;
+                    if due {
                         self.requested_savepoints.push(*format);
                     }
-                }
+                    !due
+                });
                 for format in std::mem::take(&mut self.requested_savepoints) {
                     self.savepoint(run, format)?;
                 }

@@ -80,15 +80,16 @@ pub fn run(
         commands,
         start_paused: config.start_paused,
         broker,
+        savepoints_due: config.savepoints.clone(),
         failures: Failures::new(&config.failures, now),
     };
     run.sampler.attach_cpu(cpu);
     let recovers = CheckpointConfig::from_knobs(&config.profile.knobs).is_some()
         || config.restore.is_some()
-        || config.failures.any()
-        || !config.savepoints.is_empty();
+        || config.failures.any();
     match config.workload.spec.phases.clone() {
-        None if recovers => recoverable(&mut run, &log, sink),
+        // Savepoints alone need no recovery, but the recoverable job reports them.
+        None if recovers || !config.savepoints.is_empty() => recoverable(&mut run, &log, sink),
         None => streaming(&mut run, &log, sink),
         Some(_) if recovers => Err(EngineError::Source(
             "checkpoints, --restore and injected failures need a workload without phases"

@@ -21,6 +21,9 @@ pub struct Run<'c> {
     pub start_paused: bool,
     /// The broker's committed offsets (in the data directory).
     pub broker: OffsetStore,
+    /// Savepoints still to take, by records processed: each once per run, whatever restarts
+    /// or jobs come after.
+    pub savepoints_due: Vec<(u64, super::SavepointFormat)>,
     pub failures: Failures,
 }
 

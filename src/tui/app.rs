@@ -406,16 +406,17 @@ impl App {
         let refusal = if side.finished {
             Some("the run has finished: no job to fail or to savepoint".to_string())
         } else {
+            // A run started with --fail-* restarts (from scratch, without checkpoints): its
+            // snapshots carry checkpoint data. One that does not would simply end.
+            let restarts = side.profile.knobs.checkpoint_kind().is_some()
+                || side
+                    .segment()
+                    .next_back()
+                    .is_some_and(|s| s.pipeline.checkpoints.is_some());
             match &command {
-                EngineCommand::InjectFailure if side.profile.knobs.checkpoint_kind().is_none() => {
-                    Some(format!(
-                        "{who}no checkpoint to restart from: set execution.checkpointing.interval in the profile"
-                    ))
-                }
-                EngineCommand::Savepoint(_) if self.workload.spec.phases.is_some() => Some(
-                    "savepoints need a workload without phases (backfill/catch-up has none)"
-                        .to_string(),
-                ),
+                EngineCommand::InjectFailure if !restarts => Some(format!(
+                    "{who}no checkpoint to restart from: set execution.checkpointing.interval in the profile"
+                )),
                 _ => None,
             }
         };
