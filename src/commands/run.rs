@@ -30,14 +30,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 .as_deref()
                 .map(|d| d.join("checkpoints"))
                 .unwrap_or_default();
-            let has_checkpoint = std::fs::read_dir(&store).is_ok_and(|entries| {
-                entries.filter_map(Result::ok).any(|e| {
-                    e.file_name().to_string_lossy().starts_with("chk-")
-                        && e.path()
-                            .join(crate::pipeline::checkpoint::store::METADATA)
-                            .is_file()
-                })
-            });
+            let has_checkpoint = crate::pipeline::checkpoint::store::has_completed(&store);
             if !has_checkpoint {
                 anyhow::bail!(crate::UsageError(format!(
                     "--restore latest: {} holds no completed checkpoint (run with execution.checkpointing.interval set on this --data-dir first)",

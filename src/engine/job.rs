@@ -18,14 +18,13 @@ use crate::config::Millis;
 use crate::config::profile::Knob;
 use crate::config::workload::Rate;
 use crate::pipeline::PipelineError;
-use std::sync::atomic::AtomicBool;
 
 use super::SavepointFormat;
 use super::snapshot::SavepointRecord;
-use crate::config::profile::{CheckpointKind, CheckpointingMode};
-use crate::pipeline::checkpoint::snapshot::{live_ssts, write_full};
+use crate::config::profile::CheckpointingMode;
+use crate::pipeline::checkpoint::snapshot::live_ssts;
 use crate::pipeline::checkpoint::store::{CheckpointStore, StoreConfig};
-use crate::pipeline::checkpoint::{Checkpointer, Completion, FULL_STATE, JobMeta, Metadata};
+use crate::pipeline::checkpoint::{Checkpointer, Completion, JobMeta, Metadata, savepoint_files};
 use crate::pipeline::delivery::{Delivery, origin};
 use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, JobMode, Operator};
 use crate::pipeline::oracle::ResultError;
@@ -86,44 +85,6 @@ pub enum End {
     Stopped,
     /// An injected failure: the job is dead, nothing after its last checkpoint survives.
     Failed,
-}
-
-/// A savepoint's files in `scratch`, and how a restore reads them.
-fn savepoint_files(
-    backend: &StateBackend,
-    format: SavepointFormat,
-    scratch: &std::path::Path,
-) -> Result<(CheckpointKind, Vec<(std::path::PathBuf, String)>), EngineError> {
-    let io = |e: std::io::Error| {
-        EngineError::Restore(format!("cannot write {}: {e}", scratch.display()))
-    };
-    if scratch.exists() {
-        std::fs::remove_dir_all(scratch).map_err(io)?;
-    }
-    match format {
-        SavepointFormat::Canonical => {
-            std::fs::create_dir_all(scratch).map_err(io)?;
-            let file = scratch.join(FULL_STATE);
-            let snapshot = backend.db().snapshot();
-            write_full(backend, &snapshot, &file, &AtomicBool::new(false))
-                .map_err(PipelineError::from)?;
-            Ok((CheckpointKind::Full, vec![(file, FULL_STATE.to_string())]))
-        }
-        SavepointFormat::Native => {
-            rocksdb::checkpoint::Checkpoint::new(backend.db())
-                .and_then(|c| c.create_checkpoint(scratch))
-                .map_err(PipelineError::from)?;
-            let mut files = Vec::new();
-            for entry in std::fs::read_dir(scratch).map_err(io)? {
-                let entry = entry.map_err(io)?;
-                files.push((
-                    entry.path(),
-                    entry.file_name().to_string_lossy().to_string(),
-                ));
-            }
-            Ok((CheckpointKind::Incremental, files))
-        }
-    }
 }
 
 /// What the command channel asked for.
@@ -273,6 +234,18 @@ impl<'a> JobRunner<'a> {
         super::run::epoch_ms()
     }
 
+    /// Where the job stands, for a checkpoint or savepoint recording `offsets`.
+    fn job_meta(&self, offsets: Offsets) -> JobMeta {
+        JobMeta {
+            group: self.consumer.plan().group.clone(),
+            offsets,
+            truth_start: self.truth_origin.clone(),
+            processed: self.processed,
+            processing_time: self.consumer.now(),
+            counters: self.job.counters,
+        }
+    }
+
     /// The synchronous part of a checkpoint: pending timers into RocksDB, the sink's
     /// transaction pre-committed, then the state snapshot and the upload's start.
     fn checkpoint(&mut self, run: &Run, barrier: Instant) -> Result<(), EngineError> {
@@ -289,14 +262,7 @@ impl<'a> JobRunner<'a> {
         } else {
             self.consumer.position().clone()
         };
-        let job = JobMeta {
-            group: self.consumer.plan().group.clone(),
-            offsets,
-            truth_start: self.truth_origin.clone(),
-            processed: self.processed,
-            processing_time: self.consumer.now(),
-            counters: self.job.counters,
-        };
+        let job = self.job_meta(offsets);
         let secs = run.clock.wall(barrier).as_secs_f64();
         let changes = self.ctx.state.take_changelog();
         let Some(checkpointer) = &mut self.checkpointer else {
@@ -429,14 +395,7 @@ impl<'a> JobRunner<'a> {
             }
         };
         let root = store.root().to_path_buf();
-        let job = JobMeta {
-            group: self.consumer.plan().group.clone(),
-            offsets: self.consumer.position().clone(),
-            truth_start: self.truth_origin.clone(),
-            processed: self.processed,
-            processing_time: self.consumer.now(),
-            counters: self.job.counters,
-        };
+        let job = self.job_meta(self.consumer.position().clone());
         // The first free name: an earlier run on this data directory may have taken some.
         let name = (self.savepoints.len() + 1..)
             .map(|n| format!("sp-{n}-{}", format.name()))
@@ -446,7 +405,9 @@ impl<'a> JobRunner<'a> {
             })
             .unwrap_or_else(|| format!("sp-{}-{}", std::process::id(), format.name()));
         let scratch = root.join(format!(".{name}.local"));
-        let (kind, files) = savepoint_files(self.backend, format, &scratch)?;
+        let (kind, files) =
+            savepoint_files(self.backend, format == SavepointFormat::Canonical, &scratch)
+                .map_err(PipelineError::from)?;
         let metadata = Metadata {
             id,
             kind,
@@ -608,7 +569,7 @@ impl<'a> JobRunner<'a> {
         let perf = self.perf.as_ref().map(|p| p.read()).unwrap_or_default();
         let events = self.job.counters.events;
         let gets = self.ctx.state.counters.gets;
-        let mut checkpoints = self.checkpoint_sample(run.clock.wall(now).as_secs_f64());
+        let mut checkpoints = self.checkpoint_sample();
         if let (Some(sample), Some(c)) = (&mut checkpoints, &self.checkpointer) {
             sample.recent = c.history[self.reported_checkpoints.min(c.history.len())..].to_vec();
             self.reported_checkpoints = c.history.len();
@@ -661,7 +622,7 @@ impl<'a> JobRunner<'a> {
     }
 
     /// Checkpointing for a snapshot: None when the run neither checkpoints nor restores.
-    fn checkpoint_sample(&self, run_secs: f64) -> Option<CheckpointSample> {
+    fn checkpoint_sample(&self) -> Option<CheckpointSample> {
         if self.checkpointer.is_none()
             && self.restores.is_empty()
             && self.savepoints.is_empty()
@@ -692,7 +653,7 @@ impl<'a> JobRunner<'a> {
             changelog: self
                 .checkpointer
                 .as_ref()
-                .and_then(|c| c.changelog_status(run_secs)),
+                .and_then(Checkpointer::changelog_status),
             savepoints: self.savepoints.len() as u64,
         })
     }

@@ -374,7 +374,7 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
         let changelog = job
             .checkpointer
             .as_ref()
-            .and_then(|c| c.changelog_status(run.clock.wall(Instant::now()).as_secs_f64()));
+            .and_then(Checkpointer::changelog_status);
         let mut outcome = finish(run, job, &backend, Vec::new(), fresh_state, Some(end))?;
         outcome.checkpoints = Some(CheckpointOutcome {
             kind: checkpointing.map_or("off", |c| c.kind.name()).to_string(),

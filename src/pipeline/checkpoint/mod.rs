@@ -140,8 +140,9 @@ pub struct Materialization {
     pub id: u64,
     /// Shared file name -> RocksDB's own file name.
     pub files: BTreeMap<String, String>,
-    /// Run time (s) when it was taken.
-    pub at_secs: f64,
+    /// Wall-clock time (epoch ms) when it was taken: its age stays right after a restore in
+    /// another process.
+    pub at_epoch_ms: u64,
 }
 
 /// The changelog backend's own state: what new checkpoints build on, and Flink's
@@ -459,14 +460,8 @@ impl Checkpointer {
             }
             CheckpointKind::Changelog => {
                 let changes = changes.unwrap_or_default();
-                let (puts, dir) = self.changelog_files(
-                    id,
-                    &changes,
-                    barrier,
-                    run_secs,
-                    &mut metadata,
-                    &mut record,
-                )?;
+                let (puts, dir) =
+                    self.changelog_files(id, &changes, barrier, &mut metadata, &mut record)?;
                 materializing = dir.is_some();
                 spawn_upload(upload, puts, dir, Arc::clone(&cancel), tx)?
             }
@@ -554,15 +549,10 @@ impl Checkpointer {
     /// materialization (later checkpoints reference them).
     fn native_files(&mut self, id: u64, all_shared: bool) -> Result<NativeFiles, CheckpointError> {
         let dir = self.local.join(format!("chk-{id}"));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?;
-        }
-        rocksdb::checkpoint::Checkpoint::new(self.backend()?.db())?.create_checkpoint(&dir)?;
+        let files = native_checkpoint(self.backend()?, &dir)?;
         let mut puts = Vec::new();
         let mut names = BTreeMap::new();
-        for entry in std::fs::read_dir(&dir).map_err(io(format!("list {}", dir.display())))? {
-            let entry = entry.map_err(io(format!("list {}", dir.display())))?;
-            let local = entry.file_name().to_string_lossy().to_string();
+        for (path, local) in files {
             if local.ends_with(".sst") {
                 let shared = self
                     .uploaded
@@ -570,13 +560,13 @@ impl Checkpointer {
                     .or_insert_with(|| format!("{}-{local}", self.incarnation))
                     .clone();
                 names.insert(shared.clone(), local);
-                puts.push(Put::Shared(entry.path(), shared));
+                puts.push(Put::Shared(path, shared));
             } else if all_shared {
                 let shared = format!("{}-m{id}-{local}", self.incarnation);
                 names.insert(shared.clone(), local);
-                puts.push(Put::Shared(entry.path(), shared));
+                puts.push(Put::Shared(path, shared));
             } else {
-                puts.push(Put::Private(entry.path(), local));
+                puts.push(Put::Private(path, local));
             }
         }
         Ok((puts, dir, names))
@@ -590,7 +580,6 @@ impl Checkpointer {
         id: u64,
         changes: &[u8],
         now: Instant,
-        run_secs: f64,
         metadata: &mut Metadata,
         record: &mut CheckpointRecord,
     ) -> Result<(Vec<Put>, Option<PathBuf>), CheckpointError> {
@@ -620,7 +609,7 @@ impl Checkpointer {
             let m = Materialization {
                 id: mat_id,
                 files,
-                at_secs: run_secs,
+                at_epoch_ms: epoch_ms(),
             };
             record.materialization_id = Some(mat_id);
             metadata.materialization = Some(m);
@@ -757,14 +746,12 @@ impl Checkpointer {
 
     /// The changelog backend's bookkeeping, for metrics: materializations skipped, the base's
     /// age and the log's size since it.
-    pub fn changelog_status(&self, run_secs: f64) -> Option<ChangelogStatus> {
+    pub fn changelog_status(&self) -> Option<ChangelogStatus> {
         (self.config.kind == CheckpointKind::Changelog).then(|| ChangelogStatus {
             materialization_id: self.changelog.base.as_ref().map(|b| b.id),
-            materialization_lag_secs: self
-                .changelog
-                .base
-                .as_ref()
-                .map_or(0.0, |b| (run_secs - b.at_secs).max(0.0)),
+            materialization_lag_secs: self.changelog.base.as_ref().map_or(0.0, |b| {
+                epoch_ms().saturating_sub(b.at_epoch_ms) as f64 / 1e3
+            }),
             changelog_bytes: self.changelog.segments.iter().map(|s| s.2).sum(),
             skipped: self.changelog.skipped,
             next_id: self.changelog.next_id,
@@ -827,6 +814,57 @@ impl Checkpointer {
 
 /// A native checkpoint's uploads, its scratch folder, and its files' shared -> local names.
 type NativeFiles = (Vec<Put>, PathBuf, BTreeMap<String, String>);
+
+/// RocksDB writes a native checkpoint of `backend` into `dir` (replacing what is there):
+/// memtables flushed, SST files hard-linked. Its files, by path and name.
+fn native_checkpoint(
+    backend: &StateBackend,
+    dir: &Path,
+) -> Result<Vec<(PathBuf, String)>, CheckpointError> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(io(format!("remove {}", dir.display())))?;
+    }
+    rocksdb::checkpoint::Checkpoint::new(backend.db())?.create_checkpoint(dir)?;
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io(format!("list {}", dir.display())))? {
+        let entry = entry.map_err(io(format!("list {}", dir.display())))?;
+        files.push((
+            entry.path(),
+            entry.file_name().to_string_lossy().to_string(),
+        ));
+    }
+    Ok(files)
+}
+
+/// A savepoint's files written into `scratch`, and how a restore reads them: canonical (every
+/// key from a RocksDB snapshot, the full format) or native (RocksDB's own files).
+pub fn savepoint_files(
+    backend: &StateBackend,
+    canonical: bool,
+    scratch: &Path,
+) -> Result<(CheckpointKind, Vec<(PathBuf, String)>), CheckpointError> {
+    if !canonical {
+        return Ok((
+            CheckpointKind::Incremental,
+            native_checkpoint(backend, scratch)?,
+        ));
+    }
+    if scratch.exists() {
+        std::fs::remove_dir_all(scratch).map_err(io(format!("remove {}", scratch.display())))?;
+    }
+    std::fs::create_dir_all(scratch).map_err(io(format!("create {}", scratch.display())))?;
+    let file = scratch.join(FULL_STATE);
+    let snapshot = backend.db().snapshot();
+    write_full(backend, &snapshot, &file, &AtomicBool::new(false))?;
+    Ok((CheckpointKind::Full, vec![(file, FULL_STATE.to_string())]))
+}
+
+/// Wall-clock time, epoch ms.
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
 
 /// One file of an upload.
 enum Put {

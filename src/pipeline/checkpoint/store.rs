@@ -443,6 +443,20 @@ fn check_name(dir: &Path, name: &str) -> Result<(), StoreError> {
     })
 }
 
+/// True when the store at `root` holds a completed checkpoint (a `chk-<id>` folder with its
+/// `_metadata`). Reads only: unlike [`CheckpointStore::open`] it cleans nothing up.
+pub fn has_completed(root: &Path) -> bool {
+    fs::read_dir(root).is_ok_and(|entries| {
+        entries.filter_map(Result::ok).any(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(parse_checkpoint_dir)
+                .is_some_and(|(_, inprogress)| !inprogress)
+                && e.path().join(METADATA).is_file()
+        })
+    })
+}
+
 /// The id of a folder named `chk-<id>`, and whether it is `chk-<id>.inprogress`.
 fn parse_checkpoint_dir(name: &str) -> Option<(u64, bool)> {
     let rest = name.strip_prefix("chk-")?;
