@@ -65,7 +65,7 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     },
     /// Replay a log of RocksDB operations (`run --record-ops`) on a fresh database with a
     /// profile, with no pipeline, and print how long it took: the yardstick for statebench's
-    /// own overhead (see README, Overhead).
+    /// own overhead (see docs/overhead.md).
     #[command(hide = true)]
     ReplayOps {
         /// The operation log.

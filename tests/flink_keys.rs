@@ -225,7 +225,7 @@ fn flink_strings(text: &str) -> Vec<(usize, String)> {
 fn every_flink_key_in_the_sources_profiles_workloads_and_readme_is_a_flink_1_20_1_key() {
     let flink = FlinkKeys::load();
     let mut files = Vec::new();
-    for root in ["src", "profiles", "workloads", "README.md"] {
+    for root in ["src", "profiles", "workloads", "README.md", "docs"] {
         files_under(Path::new(root), &mut files);
     }
     let mut problems = Vec::new();
@@ -279,12 +279,12 @@ fn every_flink_key_in_the_sources_profiles_workloads_and_readme_is_a_flink_1_20_
 #[test]
 fn the_readme_knob_table_says_what_flink_1_20_1_has() {
     let flink = FlinkKeys::load();
-    let readme = std::fs::read_to_string("README.md").unwrap();
+    let readme = std::fs::read_to_string("docs/profiles.md").unwrap();
     let lines: Vec<&str> = readme.lines().collect();
     let header = lines
         .iter()
         .position(|l| l.starts_with("| key | Flink key (`state.backend.rocksdb.` + …)"))
-        .expect("README.md has no knob table ('| key | Flink key (`state.backend.rocksdb.` + …) |'): update this test");
+        .expect("docs/profiles.md has no knob table ('| key | Flink key (`state.backend.rocksdb.` + …) |'): update this test");
     let backticked = |cell: &str| -> Vec<String> {
         cell.split('`')
             .skip(1)
@@ -300,7 +300,7 @@ fn the_readme_knob_table_says_what_flink_1_20_1_has() {
             break;
         }
         rows += 1;
-        let place = format!("README.md line {}", n + 1);
+        let place = format!("docs/profiles.md line {}", n + 1);
         let (keys, flink_cell) = (backticked(cells[1]), cells[2]);
         // Knob keys in full; `writebuffer.size` / `.count`, `compaction.soft-` /
         // `hard-pending-compaction-bytes-limit`: the abbreviations must end some knob's key.
@@ -332,6 +332,6 @@ fn the_readme_knob_table_says_what_flink_1_20_1_has() {
             }
         }
     }
-    assert!(rows > 10, "README.md's knob table has only {rows} rows");
-    assert_no_problems("README.md's knob table", &problems);
+    assert!(rows > 10, "docs/profiles.md's knob table has only {rows} rows");
+    assert_no_problems("docs/profiles.md's knob table", &problems);
 }

@@ -1,5 +1,5 @@
 //! The overhead suite: how much of a run's time is statebench's own rather than RocksDB's,
-//! judged against the budgets the README states. Three figures, measured side by side:
+//! judged against the budgets docs/overhead.md states. Three figures, measured side by side:
 //!
 //! - (a) statebench's share of the process's CPU, from the profiler's buckets (without the
 //!   profiler's own samples: a run without `--profile-cpu` has none);

@@ -175,7 +175,7 @@ const PROFILED_RUNS: usize = 3;
 fn overhead(args: &BenchArgs) -> anyhow::Result<()> {
     if args.baseline.is_some() || args.save_baseline.is_some() || args.timings {
         bail!(UsageError(
-            "the overhead suite is judged against its budgets (README, \"Overhead\"), not a \
+            "the overhead suite is judged against its budgets (docs/overhead.md), not a \
              baseline: drop --baseline, --save-baseline and --timings"
                 .to_string()
         ));
