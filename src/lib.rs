@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod export;
+pub mod output;
 pub mod pipeline;
 pub mod profiler;
 mod progress;

@@ -2,11 +2,6 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = statebench::cli::Cli::parse();
-    match statebench::run(cli) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            std::process::ExitCode::from(statebench::exit_code(&err))
-        }
-    }
+    // A reader that closes the output early (`| head`) ends the command quietly.
+    statebench::output::until_closed_pipe(|| statebench::run(cli)).exit_code()
 }

@@ -34,7 +34,12 @@ pub fn run(profile: &str, format: ExportFormat, output: Option<&Path>) -> anyhow
             eprintln!("written: {}", path.display());
         }
         None => {
-            let _ = std::io::stdout().write_all(text.as_bytes());
+            // A write that fails (a full disk behind `>`) is an error, not a truncated config
+            // with status 0; a reader that closed the pipe ends the command quietly (main).
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .context("cannot write the export to standard output")?;
         }
     }
     Ok(())
