@@ -11,7 +11,7 @@ use statebench::engine::{
 };
 use statebench::pipeline::checkpoint::{ChangelogStatus, CheckpointRecord};
 use statebench::pipeline::oracle::ResultError;
-use statebench::tui::app::{Action, App, Target, View};
+use statebench::tui::app::{Action, App, MarkKind, Target, View};
 use statebench::tui::event::Restarted;
 use statebench::tui::views;
 
@@ -166,11 +166,110 @@ fn help_and_small_terminals_render() {
     let mut app = fixture(false);
     app.help = true;
     insta::assert_snapshot!("help_80x24", render(&app, 80, 24));
+    insta::assert_snapshot!("help_160x48", render(&app, 160, 48));
     app.help = false;
     // Below 80x24 the essentials still show, and nothing panics down to a tiny terminal.
     insta::assert_snapshot!("compact_60x12", render(&app, 60, 12));
     for (w, h) in [(1, 1), (10, 3), (79, 23), (20, 40)] {
         render(&app, w, h);
+    }
+}
+
+/// The text of a rendered screen without the panels' borders and padding: what a reader
+/// sees, each panel line by line.
+fn words(screen: &str) -> String {
+    screen
+        .lines()
+        .flat_map(|l| l.trim_matches('"').split('│'))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_help_overlay_shows_every_key_in_full_or_says_what_is_cut() {
+    let mut app = fixture(false);
+    app.help = true;
+    let note = "live knobs apply at once; numbered marks show them on the chart";
+    for (w, h) in [(160, 48), (80, 24)] {
+        let screen = words(&render(&app, w, h));
+        assert!(screen.contains(note), "{w}x{h}:\n{screen}");
+        for (key, what) in views::help::KEYS {
+            assert!(
+                screen.contains(&format!("{key:<12} {what}")),
+                "{w}x{h}: '{key}' cut:\n{screen}"
+            );
+        }
+        assert!(!screen.contains("more lines"), "{w}x{h}:\n{screen}");
+    }
+    // Narrower: the descriptions wrap (every word is there); shorter: the last line says how
+    // many lines are hidden and how to see them.
+    let narrow = words(&render(&app, 50, 40));
+    assert!(
+        narrow.contains("fail the job: restart from the\nlast checkpoint"),
+        "{narrow}"
+    );
+    assert!(!narrow.contains("more lines"), "{narrow}");
+    let short = render(&app, 80, 12);
+    assert!(
+        short.contains("… 7 more lines: enlarge the terminal"),
+        "{short}"
+    );
+}
+
+#[test]
+fn the_stall_panel_says_which_time_each_number_is_of() {
+    let mut app = fixture(false);
+    let mut s = snapshot(30, 1.0);
+    // Two thirds of the last interval stalled; at the sample's moment RocksDB was not.
+    s.rocksdb.stall.share = 0.669;
+    s.rocksdb.stall.causes.memtable_limit_stops = 3;
+    app.on_snapshot(Target::A, s);
+    let wide = render(&app, 160, 48);
+    assert!(
+        wide.contains("66.9% of interval stalled · now: not stalled"),
+        "{wide}"
+    );
+    assert!(
+        wide.contains("run delay/stop L0 0/0 mem 0/3 pend 0/0"),
+        "{wide}"
+    );
+    let narrow = render(&app, 80, 24);
+    assert!(
+        narrow.contains("66.9% of interval · now: not stalled"),
+        "{narrow}"
+    );
+    for screen in [wide, narrow] {
+        assert!(!screen.contains("of time stalled"), "{screen}");
+    }
+}
+
+#[test]
+fn a_cache_never_looked_up_reads_n_a_and_a_rate_of_few_lookups_says_how_few() {
+    let mut app = fixture(false);
+    let mut s = snapshot(30, 1.0);
+    // No filter block looked up (null in the JSON); the index looked up twice, both misses
+    // (RocksDB opening a new file), which is not an index that always misses.
+    s.rocksdb.cache.filter = HitRate::default();
+    s.rocksdb.cache.index = HitRate::new(0, 2);
+    app.on_snapshot(Target::A, s);
+    let json = serde_json::to_value(app.a.history.back().unwrap()).unwrap();
+    assert!(json["rocksdb"]["cache"]["filter"]["rate"].is_null());
+    for (w, h) in [(80, 24), (160, 48)] {
+        let screen = render(&app, w, h);
+        let line = |label: &str| {
+            screen
+                .lines()
+                .find(|l| l.contains(&format!("│{label:<7}")))
+                .unwrap_or_else(|| panic!("no {label} gauge:\n{screen}"))
+                .to_string()
+        };
+        assert!(line("filter").contains(" n/a "), "{w}x{h}:\n{screen}");
+        assert!(!line("filter").contains('%'), "{w}x{h}:\n{screen}");
+        assert!(line("index").contains(" 0.0% of 2"), "{w}x{h}:\n{screen}");
+        // Many lookups: the rate alone, as before.
+        assert!(line("data").contains(" 93.6% "), "{w}x{h}:\n{screen}");
     }
 }
 
@@ -368,10 +467,14 @@ fn a_restart_continues_the_time_axis_and_is_marked_where_it_happened() {
     // The legend names each numbered mark; the row above it places them.
     let legend = lines
         .iter()
-        .position(|l| l.contains("1:writebuffer.size=8mb"))
-        .unwrap_or_else(|| panic!("no legend:\n{screen}"));
-    // At 80 columns the later names do not fit: they are counted, and named at 160.
-    assert!(lines[legend].contains("+2 more"), "{screen}");
+        .position(|l| l.contains("3:restart block.blocksize=16kb"))
+        .unwrap_or_else(|| panic!("no legend, or the restart not named in it:\n{screen}"));
+    // At 80 columns not every name fits: the restart is named (the rate's break is read by
+    // it), the live changes are counted; at 160 all are named.
+    assert!(
+        lines[legend].contains("3:restart block.blocksize=16kb +2 more"),
+        "{screen}"
+    );
     let wide = render(&app, 160, 48);
     assert!(
         wide.contains(
@@ -390,6 +493,52 @@ fn a_restart_continues_the_time_axis_and_is_marked_where_it_happened() {
         .filter(|(_, c)| c.is_ascii_digit())
         .collect();
     assert_eq!(columns, [(12, '1'), (29, '3')], "{screen}");
+}
+
+#[test]
+fn a_failure_is_marked_and_always_named_in_the_legend() {
+    let mut app = fixture(false);
+    for i in 30..40 {
+        let mut s = snapshot(i, 1.0);
+        s.pipeline.checkpoints = Some(CheckpointSample {
+            restarts: u64::from(i >= 35),
+            ..CheckpointSample::default()
+        });
+        if i == 32 {
+            s.changes = ["writebuffer.count=3", "writebuffer.count=4"]
+                .iter()
+                .map(|kv| {
+                    let (key, value) = kv.split_once('=').unwrap();
+                    OptionChange {
+                        at_secs: 32.5,
+                        key: key.into(),
+                        value: value.into(),
+                        applied: true,
+                        detail: String::new(),
+                    }
+                })
+                .collect();
+        }
+        app.on_snapshot(Target::A, s);
+    }
+    let failure = app
+        .marks
+        .iter()
+        .find(|m| m.kind == MarkKind::Restart)
+        .unwrap_or_else(|| panic!("no mark for the failure: {:?}", app.marks));
+    assert_eq!(
+        (failure.label.as_str(), failure.at_secs),
+        ("failed, restored", 36.0)
+    );
+    // Four marks; at 80 columns the failure is named and the three live changes counted.
+    let screen = render(&app, 80, 24);
+    assert!(screen.contains("4:failed, restored +3 more"), "{screen}");
+    // At 160 the names that fit are named, in order, and the failure all the same.
+    let wide = render(&app, 160, 48);
+    assert!(
+        wide.contains("1:writebuffer.size=8mb 2:writebuffer.count=3 4:failed, restored +1 more"),
+        "{wide}"
+    );
 }
 
 #[test]

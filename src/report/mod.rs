@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use render::FEW_LOOKUPS;
 pub use render::{render_before_after, render_comparison, render_findings, render_summary};
 pub use summary::{CacheAccesses, HitRateSummary, Summary};
 

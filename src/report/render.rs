@@ -6,7 +6,7 @@ use crate::config::Workload;
 use crate::config::units::human_bytes;
 
 /// Below this many lookups a hit rate is printed with its lookup count.
-const FEW_LOOKUPS: u64 = 100;
+pub const FEW_LOOKUPS: u64 = 100;
 
 fn pct(v: f64) -> String {
     format!("{:.1} %", v * 100.0)

@@ -78,6 +78,17 @@ pub struct Mark {
     /// Seconds since the TUI's run started (restarts continue the axis).
     pub at_secs: f64,
     pub label: String,
+    pub kind: MarkKind,
+}
+
+/// What a mark is: the chart's legend always names restarts and failures (a rate's break is
+/// read by them), and may count live changes when the line is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkKind {
+    /// A live change, applied or refused.
+    Change,
+    /// The run restarted: on a new profile, or from its last checkpoint after a failure.
+    Restart,
 }
 
 /// One engine's run as the TUI sees it.
@@ -277,6 +288,11 @@ impl App {
             .next_back()
             .and_then(|s| s.pipeline.checkpoints.as_ref())
             .map_or((0, 0), |c| (c.restarts, c.savepoints));
+        let restarted = snapshot
+            .pipeline
+            .checkpoints
+            .as_ref()
+            .is_some_and(|c| c.restarts > before.0);
         let news = snapshot.pipeline.checkpoints.as_ref().and_then(|c| {
             for record in c.recent.iter().chain(&c.last) {
                 side.remember_checkpoint(record);
@@ -303,6 +319,15 @@ impl App {
             self.status = format!("{}{news}", self.side_prefix(target));
         }
         if target == Target::A {
+            if restarted {
+                // In the interval that ends with this snapshot, where the rate breaks.
+                let at_secs = self.a.history.back().map_or(0.0, |s| s.elapsed_secs);
+                self.marks.push(Mark {
+                    at_secs,
+                    label: "failed, restored".to_string(),
+                    kind: MarkKind::Restart,
+                });
+            }
             for change in &new_changes {
                 self.on_change(change);
             }
@@ -338,6 +363,7 @@ impl App {
                 change.key,
                 change.value
             ),
+            kind: MarkKind::Change,
         });
     }
 
@@ -357,6 +383,7 @@ impl App {
         self.marks.push(Mark {
             at_secs: at,
             label: format!("restart {label}"),
+            kind: MarkKind::Restart,
         });
         self.status = format!("restarted on the new profile ({label})");
     }

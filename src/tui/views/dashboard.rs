@@ -12,9 +12,10 @@ use ratatui::widgets::{Paragraph, Sparkline};
 use super::{
     bad_high, bar, bytes, good_high, lag, latest, micros, panel, percent, rate, short, trend,
 };
+use crate::backend::metrics::HitRate;
 use crate::engine::CheckpointSample;
 use crate::pipeline::checkpoint::CheckpointRecord;
-use crate::tui::app::{App, Side};
+use crate::tui::app::{App, MarkKind, Side};
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let [left, right] =
@@ -161,24 +162,70 @@ fn mark_row(app: &App, side: &Side, start: usize, width: usize) -> (String, Stri
             row[c] = char::from_digit(n as u32, 10)
                 .filter(|_| n < 10)
                 .unwrap_or('+');
-            legend.push(format!("{}:{}", row[c], mark.label));
+            legend.push((
+                format!("{}:{}", row[c], mark.label),
+                mark.kind == MarkKind::Restart,
+            ));
         }
     }
-    let mut text = if scrolled > 0 {
+    let scrolled = if scrolled > 0 {
         format!("({scrolled} earlier out of view) ")
     } else {
         String::new()
     };
-    for (i, entry) in legend.iter().enumerate() {
-        let rest = legend.len() - i;
-        if text.chars().count() + entry.chars().count() + 1 > width {
-            text.push_str(&format!("+{rest} more"));
-            break;
+    (
+        row.into_iter().collect(),
+        legend_text(&scrolled, &legend, width),
+    )
+}
+
+/// The legend in `width` columns: every restart and failure named (a break in the rate is read
+/// by them), live changes named in order while they fit and counted ("+2 more") beyond.
+fn legend_text(scrolled: &str, entries: &[(String, bool)], width: usize) -> String {
+    let len = |s: &str| s.chars().count();
+    let all: usize = len(scrolled) + entries.iter().map(|(e, _)| len(e) + 1).sum::<usize>();
+    let mut named: Vec<bool> = entries.iter().map(|(_, restart)| *restart).collect();
+    if all <= width {
+        named.fill(true);
+    } else {
+        // Restarts first, then changes in order, each only if "+N more" for the rest still fits.
+        let mut used: usize = len(scrolled)
+            + entries
+                .iter()
+                .filter(|(_, restart)| *restart)
+                .map(|(e, _)| len(e) + 1)
+                .sum::<usize>();
+        let mut rest = named.iter().filter(|n| !**n).count();
+        for (i, (entry, restart)) in entries.iter().enumerate() {
+            if *restart {
+                continue;
+            }
+            let after = rest - 1;
+            let more = if after > 0 {
+                len(&format!("+{after} more"))
+            } else {
+                0
+            };
+            if used + len(entry) + 1 + more > width {
+                break;
+            }
+            named[i] = true;
+            used += len(entry) + 1;
+            rest = after;
         }
-        text.push_str(entry);
-        text.push(' ');
     }
-    (row.into_iter().collect(), text)
+    let mut text = scrolled.to_string();
+    for ((entry, _), named) in entries.iter().zip(&named) {
+        if *named {
+            text.push_str(entry);
+            text.push(' ');
+        }
+    }
+    let unnamed = named.iter().filter(|n| !**n).count();
+    if unnamed > 0 {
+        text.push_str(&format!("+{unnamed} more"));
+    }
+    text.trim_end().to_string()
 }
 
 fn render_latency(app: &App, side: &Side, frame: &mut Frame, area: Rect) {
@@ -232,28 +279,40 @@ fn render_stalls(side: &Side, frame: &mut Frame, area: Rect) {
     let st = &s.rocksdb.stall;
     let c = &st.causes;
     let share = st.share;
-    let status = if st.write_stopped {
+    // Three different spans of time: the share of the last interval spent stalled
+    // (StallMicros), RocksDB's state at the moment of the sample, and the stall counts since the
+    // run (re)opened RocksDB. Each says which, so "66.9%" and "not stalled" do not read as one
+    // contradicting the other.
+    let now = if st.write_stopped {
         Span::from(" WRITES STOPPED ").black().on_red()
     } else if st.delayed_write_rate > 0 {
         Span::from(format!(" delayed to {}/s ", bytes(st.delayed_write_rate)))
             .black()
             .on_yellow()
     } else {
-        Span::from(" not stalled ").dark_gray()
+        Span::from("not stalled").dark_gray()
+    };
+    let inner = area.width.saturating_sub(2) as usize;
+    let long = format!("{:.1}% of interval stalled", share * 100.0);
+    let share_text = if long.chars().count() + " · now: not stalled".chars().count() <= inner {
+        long
+    } else {
+        format!("{:.1}% of interval", share * 100.0)
     };
     let lines = vec![
         Line::from(vec![
-            Span::from(format!("{:.1}% of time stalled ", share * 100.0))
+            Span::from(share_text)
                 .fg(if share > 0.0 {
                     Color::Red
                 } else {
                     Color::Green
                 })
                 .bold(),
-            status,
+            Span::from(" · now: "),
+            now,
         ]),
         Line::from(format!(
-            "delay/stop L0 {}/{} mem {}/{} pend {}/{}",
+            "run delay/stop L0 {}/{} mem {}/{} pend {}/{}",
             c.l0_file_count_delays,
             c.l0_file_count_stops,
             c.memtable_limit_delays,
@@ -323,24 +382,38 @@ fn render_pipeline(side: &Side, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(lines).block(panel("Pipeline")), area);
 }
 
-fn gauge_line(label: &str, ratio: Option<f64>, width: usize) -> Line<'static> {
-    let color = ratio.map_or(Color::DarkGray, good_high);
+/// A hit rate as a bar and a number: "n/a" when nothing was looked up (null in the JSON, never
+/// a 0 % that would read as "always missed"), and with its lookup count when it rests on few
+/// (two misses when RocksDB opened a new file are "0.0% of 2", as the summary says it).
+fn gauge_line(label: &str, hit: &HitRate, inner: usize) -> Line<'static> {
+    let color = hit.rate.map_or(Color::DarkGray, good_high);
+    let lookups = hit.hits + hit.misses;
+    let number = match hit.rate {
+        Some(r) if lookups < crate::report::FEW_LOOKUPS => {
+            format!("{} of {lookups}", percent(Some(r)))
+        }
+        rate => percent(rate),
+    };
+    // The number in a column of 8 (more when it needs it), the bar in what is left.
+    let width = inner
+        .saturating_sub(7 + 1 + number.chars().count().max(8))
+        .max(4);
     Line::from(vec![
         Span::from(format!("{label:<7}")),
-        Span::from(bar(ratio.unwrap_or(0.0), width)).fg(color),
-        Span::from(format!(" {}", percent(ratio))),
+        Span::from(bar(hit.rate.unwrap_or(0.0), width)).fg(color),
+        Span::from(format!(" {number}")),
     ])
 }
 
 fn render_cache(side: &Side, frame: &mut Frame, area: Rect) {
     let s = latest(side);
     let c = &s.rocksdb.cache;
-    let width = (area.width as usize).saturating_sub(18).max(4);
+    let inner = (area.width as usize).saturating_sub(2);
     let lines = vec![
-        gauge_line("filter", c.filter.rate, width),
-        gauge_line("index", c.index.rate, width),
-        gauge_line("data", c.data.rate, width),
-        gauge_line("all", c.overall.rate, width),
+        gauge_line("filter", &c.filter, inner),
+        gauge_line("index", &c.index, inner),
+        gauge_line("data", &c.data, inner),
+        gauge_line("all", &c.overall, inner),
     ];
     frame.render_widget(
         Paragraph::new(lines).block(panel("Block cache hit rate")),
