@@ -187,7 +187,7 @@ fn committed_offsets_and_checkpoints_outlive_the_run_and_restore_latest_resumes(
 }
 
 #[test]
-fn unaligned_at_least_once_checkpoints_double_count_the_fast_input_after_a_restore() {
+fn at_least_once_checkpointing_double_counts_the_fast_input_after_a_restore() {
     let run_with = |mode: &str| {
         let dir = tempfile::tempdir().unwrap();
         let p = profile("incremental", "100ms", EXACTLY_ONCE)
@@ -204,18 +204,18 @@ fn unaligned_at_least_once_checkpoints_double_count_the_fast_input_after_a_resto
     assert!(aligned.result_error.is_exact());
     // The first input's records past its barrier are in the state and replayed after the
     // restore: the job's own counts are too high, and so are the results.
-    let unaligned = run_with("AT_LEAST_ONCE");
+    let at_least_once = run_with("AT_LEAST_ONCE");
     assert!(
-        unaligned.state_error.over > 0,
+        at_least_once.state_error.over > 0,
         "{:?}",
-        unaligned.state_error
+        at_least_once.state_error
     );
     assert_eq!(
-        unaligned.state_error.under, 0,
+        at_least_once.state_error.under, 0,
         "{:?}",
-        unaligned.state_error
+        at_least_once.state_error
     );
-    assert!(unaligned.result_error.over > 0);
+    assert!(at_least_once.result_error.over > 0);
 }
 
 #[test]

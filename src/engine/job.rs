@@ -33,7 +33,7 @@ use crate::pipeline::source::{Consumer, Log, Offsets, ReadPlan};
 use crate::pipeline::watermark::WatermarkValve;
 
 /// With AT_LEAST_ONCE checkpointing, the records the job's first input processes past its
-/// barrier while the second input's barrier is still on its way (see `unaligned_offsets`).
+/// barrier while the second input's barrier is still on its way (see `at_least_once_offsets`).
 pub const BARRIER_SKEW_RECORDS: u64 = 1024;
 
 /// Every this many samples, a run on the in-process sink compares it with the oracle.
@@ -257,8 +257,8 @@ impl<'a> JobRunner<'a> {
             .sink
             .pre_commit(id, Self::clock_ms(run))
             .map_err(PipelineError::from)?;
-        let offsets = if self.unaligned(run) {
-            self.unaligned_offsets()
+        let offsets = if self.barriers_not_aligned(run) {
+            self.at_least_once_offsets()
         } else {
             self.consumer.position().clone()
         };
@@ -286,7 +286,7 @@ impl<'a> JobRunner<'a> {
     /// first input's barrier comes `BARRIER_SKEW_RECORDS` records before the second's, and the
     /// operator goes on processing the first input meanwhile. Its state then holds records whose
     /// offsets lie past the first input's barrier: a restore replays them, counted twice.
-    fn unaligned(&self, run: &Run) -> bool {
+    fn barriers_not_aligned(&self, run: &Run) -> bool {
         run.live.profile().knobs.checkpointing_mode == CheckpointingMode::AtLeastOnce
             && self.consumer.position().len() >= 2
     }
@@ -305,9 +305,9 @@ impl<'a> JobRunner<'a> {
         }
     }
 
-    /// The offsets an unaligned checkpoint records: the first input's at its barrier (some
+    /// The offsets an AT_LEAST_ONCE checkpoint records: the first input's at its barrier (some
     /// records back), the second input's now.
-    fn unaligned_offsets(&self) -> Offsets {
+    fn at_least_once_offsets(&self) -> Offsets {
         let mut offsets = self.consumer.position().clone();
         let first_input = offsets.len() / 2;
         if let Some((_, then)) = self.recent_positions.front() {
@@ -785,7 +785,7 @@ impl<'a> JobRunner<'a> {
                     Control::Fail => run.failures.request(),
                 }
                 if self.checkpointer.is_some() {
-                    if self.unaligned(run) {
+                    if self.barriers_not_aligned(run) {
                         self.note_position();
                     }
                     self.checkpoint_tick(run, now)?;
