@@ -208,9 +208,16 @@ pub struct RunArgs {
     #[arg(long, requires = "data_dir")]
     pub reuse: bool,
     /// Serving store for the results: `memory` (in process) or a Redis URL
-    /// (`redis://127.0.0.1:6379`); Redis keys go under a prefix of their own for each run.
+    /// (`redis://127.0.0.1:6379`); Redis keys go under the job's prefix (--sink-prefix).
     #[arg(long, default_value = "memory")]
     pub sink: SinkArg,
+    /// With a Redis sink: the prefix of the job's keys (PREFIX + freq:user-N:WINDOW; letters,
+    /// digits and ':_-./'). Default: the prefix of the job in --data-dir (chosen at its first
+    /// run and kept in <data-dir>/job.json, so --restore and --reuse write the same keys), or a
+    /// new 'statebench:<time>-<pid>:' for a new job. A prefix other than the stored one is
+    /// refused.
+    #[arg(long, value_name = "PREFIX")]
+    pub sink_prefix: Option<String>,
     /// No progress output; only the summary.
     #[arg(short, long)]
     pub quiet: bool,

@@ -330,3 +330,80 @@ fn a_savepoint_is_taken_once_though_a_restart_reads_its_point_again() {
     assert_eq!(c.savepoints.len(), 1, "{:?}", c.savepoints);
     assert!(outcome.result_error.is_exact());
 }
+
+/// After failures every rate divides like by like: the records processed, replayed ones
+/// included, over the running time of every attempt; RocksDB's operations (the job's and
+/// RocksDB's own counters, which start again on each reopened database) over those records.
+#[test]
+fn rates_after_failures_count_every_attempt_and_the_replayed_records() {
+    use statebench::engine::RunState;
+    use statebench::report::Summary;
+    let p = profile("incremental", "100ms", EXACTLY_ONCE);
+    let clean_dir = tempfile::tempdir().unwrap();
+    let clean = Summary::new(&run(
+        p.clone(),
+        30_000,
+        clean_dir.path(),
+        FailureSpec::default(),
+        None,
+    ));
+    assert_eq!(
+        (clean.records_processed, clean.records_replayed),
+        (30_000, 0)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let failures = FailureSpec {
+        at_events: vec![12_000, 24_000],
+        every: None,
+    };
+    let outcome = run(p, 30_000, dir.path(), failures, None);
+    let failed = Summary::new(&outcome);
+    let restores = &outcome.checkpoints.as_ref().unwrap().restores;
+    assert_eq!(restores.len(), 2);
+    let replayed: u64 = restores.iter().map(|r| r.records_replayed).sum();
+    assert!(replayed > 0, "{restores:?}");
+    // The job's position is the log's 30,000; it processed those and the replayed ones.
+    assert_eq!(failed.events, 30_000);
+    assert_eq!(failed.records_replayed, replayed);
+    assert_eq!(failed.records_processed, 30_000 + replayed);
+    let job = &failed.jobs[0];
+    assert_eq!(
+        (job.records_read, job.records_replayed, job.records_before),
+        (30_000 + replayed, replayed, 0)
+    );
+    // The snapshots' intervals hold the same work in the same time as the summary.
+    let running: Vec<_> = outcome
+        .snapshots
+        .iter()
+        .filter(|s| s.state != RunState::Paused)
+        .collect();
+    let in_intervals: u64 = running.iter().map(|s| s.events_in_interval).sum();
+    assert_eq!(in_intervals, failed.records_processed);
+    let secs: f64 = running.iter().map(|s| s.interval_secs).sum();
+    assert!(
+        (secs - failed.processing_secs).abs() < 0.05 * secs + 0.1,
+        "the summary's {:.2} s against the intervals' {secs:.2} s",
+        failed.processing_secs
+    );
+    assert!(
+        (failed.events_per_sec * failed.processing_secs - failed.records_processed as f64).abs()
+            < 1.0
+    );
+    // A replayed record costs what it cost the first time.
+    let ratio = failed.rocksdb_ops_per_event / clean.rocksdb_ops_per_event;
+    assert!(
+        (0.95..1.05).contains(&ratio),
+        "ops per event {:.2} after failures, {:.2} without",
+        failed.rocksdb_ops_per_event,
+        clean.rocksdb_ops_per_event
+    );
+    // RocksDB's own counters hold every opening's work, not only the last one's.
+    let written = |s: &Summary| s.rocksdb_keys_written as f64 / s.records_processed as f64;
+    let ratio = written(&failed) / written(&clean);
+    assert!(
+        (0.9..1.1).contains(&ratio),
+        "RocksDB keys written per record {:.2} after failures, {:.2} without",
+        written(&failed),
+        written(&clean)
+    );
+}

@@ -93,6 +93,12 @@ fn kill_then_restore(mode_edits: &str) {
     child.kill().unwrap(); // SIGKILL
     let status = child.wait().unwrap();
     assert!(!status.success());
+    // How far the killed process got, as it marked it.
+    let mark: u64 = std::fs::read_to_string(data.join("progress"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
 
     let restored = Command::new(bin)
         .args(args(&[
@@ -139,6 +145,58 @@ fn kill_then_restore(mode_edits: &str) {
         .map(|o| o.as_u64().unwrap())
         .sum();
     assert_eq!(committed, 60_000);
+
+    // The restored process's rates are its own work over its own time: the records it read
+    // (from the checkpoint's offsets on, the killed process's last ones again) and RocksDB's
+    // operations for them, as in a run that never failed.
+    let read = jobs["records_read"].as_u64().unwrap();
+    let before = jobs["records_before"].as_u64().unwrap();
+    let replayed = jobs["records_replayed"].as_u64().unwrap();
+    assert_eq!(summary["events"], 60_000);
+    assert_eq!(before + read, 60_000, "{jobs}");
+    assert_eq!(summary["records_processed"].as_u64().unwrap(), read);
+    assert_eq!(summary["records_replayed"].as_u64().unwrap(), replayed);
+    // Killed 150 ms after a checkpoint completed, and its barrier was earlier still: the
+    // records since are read again, as many as the killed process's mark says it had read.
+    assert!(replayed > 0 && replayed < read, "{jobs}");
+    assert_eq!(replayed, mark - before, "marked {mark}: {jobs}");
+    assert_eq!(c["records_replayed"].as_u64().unwrap(), replayed, "{c}");
+    let secs = summary["processing_secs"].as_f64().unwrap();
+    let rate = summary["events_per_sec"].as_f64().unwrap();
+    assert!(
+        (rate * secs - read as f64).abs() < 1.0,
+        "{rate} ev/s x {secs} s"
+    );
+    let ops_per_event = summary["rocksdb_ops_per_event"].as_f64().unwrap();
+    let reference = reference_ops_per_event(tmp.path(), &profile_file);
+    let ratio = ops_per_event / reference;
+    assert!(
+        (0.9..1.1).contains(&ratio),
+        "ops per event {ops_per_event:.2} after the restore, {reference:.2} in a run that never failed"
+    );
+}
+
+/// RocksDB operations per event of the workload run to its end without a failure (unpaced: the
+/// pace changes the time, not the operations).
+fn reference_ops_per_event(tmp: &std::path::Path, profile_file: &std::path::Path) -> f64 {
+    let workload = tmp.join("unpaced.yaml");
+    std::fs::write(&workload, WORKLOAD.replace("rate: 15000\n", "")).unwrap();
+    let report = tmp.join("reference.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_statebench"))
+        .args(["run", "-w", workload.to_str().unwrap(), "-p"])
+        .arg(profile_file)
+        .args(["--quiet", "--report", report.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    json["segments"][0]["summary"]["rocksdb_ops_per_event"]
+        .as_f64()
+        .unwrap()
 }
 
 #[test]

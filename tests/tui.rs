@@ -941,3 +941,49 @@ fn f_s_and_n_send_a_failure_and_savepoints_to_the_side_shown() {
         "{help}"
     );
 }
+
+/// The dashboard after an `F` (here `--fail-at`, the same restart): its run average is the
+/// records processed over the running time, replays included, as the summary's; no interval
+/// reads zero while the job re-reads the records since its checkpoint.
+#[test]
+fn after_a_failure_the_dashboard_rate_is_the_summarys() {
+    use statebench::engine::{self, EngineConfig, FailureSpec};
+    use statebench::report::Summary;
+    let mut workload = Workload::load("smoke").unwrap();
+    workload.spec.keys.count = 300;
+    workload.spec.events = 30_000;
+    // Short intervals: several samples on each side of a failure.
+    workload.spec.sample_interval = statebench::config::Millis(100);
+    let profile = Profile::load("flink-default")
+        .unwrap()
+        .edited("execution.checkpointing.interval", "100ms")
+        .unwrap()
+        .edited("execution.checkpointing.incremental", "true")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = engine::run_to_completion(EngineConfig {
+        failures: FailureSpec {
+            at_events: vec![12_000, 24_000],
+            every: None,
+        },
+        ..EngineConfig::new(workload.clone(), profile.clone(), dir.path())
+    })
+    .unwrap();
+    let summary = Summary::new(&outcome);
+    assert!(summary.records_replayed > 0, "{summary:?}");
+    let mut app = App::new(workload, profile, None);
+    for s in &outcome.snapshots {
+        app.on_snapshot(Target::A, s.clone());
+    }
+    let avg = app.focused().running_throughput();
+    let ratio = avg / summary.events_per_sec;
+    assert!(
+        (0.95..1.05).contains(&ratio),
+        "dashboard run average {avg:.0} ev/s, summary {:.0} ev/s",
+        summary.events_per_sec
+    );
+    // What the dashboard draws is that number.
+    let screen = render(&app, 160, 48);
+    let shown = format!("run avg {} ev/s", views::rate(avg));
+    assert!(screen.contains(&shown), "{shown} not in\n{screen}");
+}

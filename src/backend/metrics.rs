@@ -38,6 +38,36 @@ pub struct Tickers {
 }
 
 impl Tickers {
+    /// Field by field sum: the counts of a database reopened in the same run on top of those of
+    /// its earlier openings.
+    pub fn plus(&self, o: &Tickers) -> Tickers {
+        Tickers {
+            block_cache_hit: self.block_cache_hit + o.block_cache_hit,
+            block_cache_miss: self.block_cache_miss + o.block_cache_miss,
+            filter_hit: self.filter_hit + o.filter_hit,
+            filter_miss: self.filter_miss + o.filter_miss,
+            index_hit: self.index_hit + o.index_hit,
+            index_miss: self.index_miss + o.index_miss,
+            data_hit: self.data_hit + o.data_hit,
+            data_miss: self.data_miss + o.data_miss,
+            bloom_useful: self.bloom_useful + o.bloom_useful,
+            bloom_full_positive: self.bloom_full_positive + o.bloom_full_positive,
+            bloom_full_true_positive: self.bloom_full_true_positive + o.bloom_full_true_positive,
+            keys_read: self.keys_read + o.keys_read,
+            keys_written: self.keys_written + o.keys_written,
+            bytes_written: self.bytes_written + o.bytes_written,
+            bytes_read: self.bytes_read + o.bytes_read,
+            flush_write_bytes: self.flush_write_bytes + o.flush_write_bytes,
+            compact_write_bytes: self.compact_write_bytes + o.compact_write_bytes,
+            compact_read_bytes: self.compact_read_bytes + o.compact_read_bytes,
+            stall_micros: self.stall_micros + o.stall_micros,
+            memtable_hit: self.memtable_hit + o.memtable_hit,
+            memtable_miss: self.memtable_miss + o.memtable_miss,
+            flushes: self.flushes + o.flushes,
+            compactions: self.compactions + o.compactions,
+        }
+    }
+
     fn read(backend: &StateBackend) -> Tickers {
         let o = backend.options();
         let t = |ticker| o.get_ticker_count(ticker);
@@ -146,6 +176,19 @@ impl StallCauses {
                 _ => continue,
             };
             *slot += value;
+        }
+    }
+
+    pub fn plus(&self, o: &StallCauses) -> StallCauses {
+        StallCauses {
+            memtable_limit_delays: self.memtable_limit_delays + o.memtable_limit_delays,
+            memtable_limit_stops: self.memtable_limit_stops + o.memtable_limit_stops,
+            l0_file_count_delays: self.l0_file_count_delays + o.l0_file_count_delays,
+            l0_file_count_stops: self.l0_file_count_stops + o.l0_file_count_stops,
+            pending_compaction_bytes_delays: self.pending_compaction_bytes_delays
+                + o.pending_compaction_bytes_delays,
+            pending_compaction_bytes_stops: self.pending_compaction_bytes_stops
+                + o.pending_compaction_bytes_stops,
         }
     }
 
@@ -357,14 +400,32 @@ pub fn table_property(text: &str, name: &str) -> Option<f64> {
     })
 }
 
-/// Turns cumulative RocksDB counters into per-interval samples.
+/// Turns cumulative RocksDB counters into per-interval samples. RocksDB's counters start again
+/// at zero when its database is reopened (a job restarted from a checkpoint); the cumulative
+/// counts a sample reports go on across reopenings, so that run totals hold every opening's work.
 #[derive(Default)]
 pub struct RocksDbSampler {
+    /// The open database's tickers at the last sample.
     prev_tickers: Tickers,
     prev_perf: PerfCounts,
+    /// The open database's stall counts at the last sample.
+    prev_causes: StallCauses,
+    /// What the run's earlier openings counted, up to their last sample.
+    base_tickers: Tickers,
+    base_causes: StallCauses,
 }
 
 impl RocksDbSampler {
+    /// The database was reopened (and the operator thread's perf context reset): its counters
+    /// start from zero, on top of what the earlier openings counted up to their last sample.
+    pub fn reopened(&mut self) {
+        self.base_tickers = self.base_tickers.plus(&self.prev_tickers);
+        self.base_causes = self.base_causes.plus(&self.prev_causes);
+        self.prev_tickers = Tickers::default();
+        self.prev_causes = StallCauses::default();
+        self.prev_perf = PerfCounts::default();
+    }
+
     /// Samples RocksDB. `perf` is the operator thread's cumulative perf context and
     /// `lookups` the point lookups the job issued in this interval.
     pub fn sample(
@@ -398,6 +459,8 @@ impl RocksDbSampler {
         let perf_delta = perf.delta(&self.prev_perf);
         self.prev_tickers = tickers;
         self.prev_perf = *perf;
+        // From here on, cumulative counts are the whole run's.
+        let tickers = self.base_tickers.plus(&tickers);
 
         let db = backend.db();
         let int_prop = |name: &str| db.property_int_value(name).ok().flatten().unwrap_or(0);
@@ -460,6 +523,8 @@ impl RocksDbSampler {
                 }
             }
         }
+        self.prev_causes = causes;
+        let causes = self.base_causes.plus(&causes);
         levels.sort_by_key(|l| l.level);
         for cf in &mut column_families {
             cf.levels.sort_by_key(|l| l.level);

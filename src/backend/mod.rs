@@ -541,6 +541,23 @@ pub struct AccessCounters {
     pub pending_flush_switches: u64,
 }
 
+impl AccessCounters {
+    /// Field by field sum: a restarted job's operations on top of its earlier attempts'.
+    pub fn plus(&self, o: &AccessCounters) -> AccessCounters {
+        AccessCounters {
+            gets: self.gets + o.gets,
+            puts: self.puts + o.puts,
+            deletes: self.deletes + o.deletes,
+            batch_writes: self.batch_writes + o.batch_writes,
+            empty_batch_writes: self.empty_batch_writes + o.empty_batch_writes,
+            batch_entries: self.batch_entries + o.batch_entries,
+            iterator_seeks: self.iterator_seeks + o.iterator_seeks,
+            put_bytes: self.put_bytes + o.put_bytes,
+            pending_flush_switches: self.pending_flush_switches + o.pending_flush_switches,
+        }
+    }
+}
+
 impl<'a> StateAccess<'a> {
     pub fn new(backend: &'a StateBackend) -> Self {
         StateAccess {

@@ -300,10 +300,10 @@ pub const METRICS: &[Metric] = &[
 ];
 
 fn per_event(v: f64, s: &Summary) -> f64 {
-    if s.events == 0 {
+    if s.records() == 0 {
         0.0
     } else {
-        v / s.events as f64
+        v / s.records() as f64
     }
 }
 

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use super::{DataDir, Job, prepare_data_dir};
 use crate::cli::{RunArgs, SinkArg};
 use crate::config::Workload;
-use crate::engine::{self, EngineCommand, EngineConfig, SinkConfig};
+use crate::engine::{self, EngineCommand, EngineConfig, SinkConfig, identity};
 use crate::pipeline;
 use crate::profiler;
 use crate::progress::Progress;
@@ -57,14 +57,43 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // A restore runs on the data directory's state: it is reused by definition.
     let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse || restore.is_some())?;
     let sink = match args.sink {
-        SinkArg::Memory => SinkConfig::Memory,
+        SinkArg::Memory => {
+            if args.sink_prefix.is_some() {
+                anyhow::bail!(crate::UsageError(
+                    "--sink-prefix applies to a Redis sink: give --sink redis://HOST:PORT too"
+                        .to_string()
+                ));
+            }
+            SinkConfig::Memory
+        }
         SinkArg::Redis(url) => {
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or_default();
-            let prefix = format!("statebench:{stamp}-{}:", std::process::id());
-            eprintln!("results go to {url} under '{prefix}'");
+            // One job, one set of keys: a restored or reused job writes under the prefix its
+            // data directory's job chose at its first run.
+            let (prefix, origin) =
+                identity::sink_prefix(data_dir.path(), args.sink_prefix.as_deref(), || {
+                    let stamp = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_millis())
+                        .unwrap_or_default();
+                    format!("statebench:{stamp}-{}:", std::process::id())
+                })
+                .map_err(|e| match e {
+                    identity::IdentityError::BadPrefix(..)
+                    | identity::IdentityError::Conflict { .. }
+                    | identity::IdentityError::Invalid { .. } => {
+                        anyhow::Error::new(crate::UsageError(e.to_string()))
+                    }
+                    other => anyhow::Error::new(other),
+                })?;
+            let whose = match origin {
+                identity::PrefixOrigin::Given => "--sink-prefix",
+                identity::PrefixOrigin::Stored => "the data directory's job",
+                identity::PrefixOrigin::New => "a new job",
+            };
+            eprintln!(
+                "results go to {url} under '{prefix}' ({whose}; kept in {})",
+                identity::JobIdentity::path(data_dir.path()).display()
+            );
             SinkConfig::Redis { url, prefix }
         }
     };

@@ -4,16 +4,18 @@
 use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
+use super::progress::ProgressMark;
 use super::run::Run;
+use super::snapshot::LatencyRecorder;
 use super::snapshot::{
     CheckpointSample, JobSource, MetricsSnapshot, Op, Phase, PipelineSample, RestoreRecord,
     RunState,
 };
 use super::truth::OracleThread;
 use super::{EngineCommand, EngineError, SinkConfig, WATERMARK_EVERY_EVENTS};
-use crate::backend::StateBackend;
 use crate::backend::oplog::Mark;
 use crate::backend::perf::PerfCounters;
+use crate::backend::{AccessCounters, StateBackend};
 use crate::config::Millis;
 use crate::config::profile::Knob;
 use crate::config::workload::Rate;
@@ -61,6 +63,28 @@ pub struct Resume {
     pub truth_origin: Offsets,
 }
 
+/// What a job's earlier attempts in this process did: a job restarted after a failure is the same
+/// job, and its counts and rates hold every attempt's work (the replayed records too).
+#[derive(Default)]
+pub struct Attempts {
+    /// Records read (replays included).
+    pub records: u64,
+    /// Of those, read again after a restore.
+    pub replayed: u64,
+    /// RocksDB operations issued.
+    pub ops: AccessCounters,
+    /// Latencies recorded (the run-long histograms go on).
+    pub latency: Option<LatencyRecorder>,
+    /// The first attempt's start, in the run's running time.
+    pub started_at: Option<Duration>,
+    /// Records the job's state covered when its first attempt started.
+    pub records_before: Option<u64>,
+    /// Where and why the first attempt started reading.
+    pub started_from: Option<(String, Offsets)>,
+    /// The serving store's counters when the first attempt started.
+    pub sink_base: Option<SinkCounters>,
+}
+
 /// What outlives a job that failed: the exact truth (it saw every record once, and must not
 /// see a replayed one again), the serving store, the checkpoint coordinator.
 pub struct Survivors {
@@ -72,6 +96,8 @@ pub struct Survivors {
     pub position: Offsets,
     pub processed: u64,
     pub truth_origin: Offsets,
+    /// Its work and that of the attempts before it.
+    pub attempts: Attempts,
 }
 
 /// How a job's reading loop ended.
@@ -127,9 +153,17 @@ pub struct JobRunner<'a> {
     /// The shared serving store's counters when this job started (its own are the rest).
     sink_base: SinkCounters,
     restored: bool,
-    /// The run's running time when this job started.
+    /// The run's running time when this job (its first attempt) started.
     started_at: Duration,
     processed: u64,
+    /// `processed` when this attempt started (a restored job: its checkpoint's count).
+    start_processed: u64,
+    /// Records up to this count are read again: where the failed attempt had got to.
+    replay_until: u64,
+    /// The job's earlier attempts in this process.
+    earlier: Attempts,
+    /// Where the job marks how far it got (survives a kill -9: `--restore` reads it).
+    progress: Option<ProgressMark>,
     /// The last watermark forwarded to the operator.
     forwarded: i64,
     /// Events that arrived at or behind the forwarded watermark.
@@ -202,9 +236,53 @@ impl<'a> JobRunner<'a> {
             restored: spec.restored,
             started_at: run.clock.running(Instant::now()),
             processed,
+            start_processed: processed,
+            replay_until: processed,
+            earlier: Attempts::default(),
+            progress: None,
             forwarded: i64::MIN,
             late_events: 0,
         })
+    }
+
+    /// This attempt goes on from `earlier` ones, and reads again the records up to
+    /// `replay_until` (the count the failed attempt, or the killed process, had reached).
+    pub fn continue_from(&mut self, mut earlier: Attempts, replay_until: u64) {
+        if let Some(latency) = earlier.latency.take() {
+            self.ctx.state.latency = latency;
+        }
+        if let Some(at) = earlier.started_at {
+            self.started_at = at;
+        }
+        if let Some(base) = earlier.sink_base {
+            self.sink_base = base;
+        }
+        self.earlier = earlier;
+        self.replay_until = replay_until;
+    }
+
+    /// Marks the job's progress in `mark` as it goes.
+    pub fn mark_progress(&mut self, mark: ProgressMark) {
+        self.progress = Some(mark);
+    }
+
+    /// Records read in this process, over every attempt, replays included.
+    pub fn records_read(&self) -> u64 {
+        self.earlier.records + self.processed.saturating_sub(self.start_processed)
+    }
+
+    /// Of `records_read`, those read again after a restore.
+    pub fn records_replayed(&self) -> u64 {
+        self.earlier.replayed
+            + self
+                .processed
+                .min(self.replay_until)
+                .saturating_sub(self.start_processed)
+    }
+
+    /// RocksDB operations of every attempt.
+    fn ops(&self) -> AccessCounters {
+        self.earlier.ops.plus(&self.ctx.state.counters)
     }
 
     /// The serving store, once the job is done with it (the next job writes on).
@@ -217,7 +295,21 @@ impl<'a> JobRunner<'a> {
         if let Some(c) = &mut self.checkpointer {
             c.detach();
         }
+        let attempts = Attempts {
+            records: self.records_read(),
+            replayed: self.records_replayed(),
+            ops: self.ops(),
+            latency: Some(std::mem::take(&mut self.ctx.state.latency)),
+            started_at: Some(self.started_at),
+            records_before: Some(self.earlier.records_before.unwrap_or(self.start_processed)),
+            started_from: Some(self.earlier.started_from.take().unwrap_or_else(|| {
+                let plan = self.consumer.plan();
+                (plan.start_reason.clone(), plan.start.clone())
+            })),
+            sink_base: Some(self.sink_base),
+        };
         Survivors {
+            attempts,
             position: self.consumer.position().clone(),
             processed: self.processed,
             oracle: self.oracle,
@@ -568,7 +660,9 @@ impl<'a> JobRunner<'a> {
         let now = Instant::now();
         let perf = self.perf.as_ref().map(|p| p.read()).unwrap_or_default();
         let events = self.job.counters.events;
-        let gets = self.ctx.state.counters.gets;
+        let records = self.records_read();
+        let records_replayed = self.records_replayed();
+        let ops = self.ops();
         let mut checkpoints = self.checkpoint_sample();
         if let (Some(sample), Some(c)) = (&mut checkpoints, &self.checkpointer) {
             sample.recent = c.history[self.reported_checkpoints.min(c.history.len())..].to_vec();
@@ -602,17 +696,19 @@ impl<'a> JobRunner<'a> {
             checkpoints,
         };
         let cpu = sampler.take_cpu(state != RunState::Paused);
-        sampler.publish(now, self.backend, &perf, events, gets, |interval| {
+        sampler.publish(now, self.backend, &perf, records, ops.gets, |interval| {
             MetricsSnapshot {
                 seq: interval.seq,
                 elapsed_secs: clock.wall(now).as_secs_f64(),
                 interval_secs: interval.interval_secs,
                 state,
                 events,
+                records_processed: records,
+                records_replayed,
                 events_in_interval: interval.events_in_interval,
                 events_per_sec: interval.events_per_sec,
                 latency: ctx.state.latency.take_interval(),
-                ops: ctx.state.counters,
+                ops,
                 changes: live.take_unreported(),
                 pipeline,
                 rocksdb: interval.rocksdb,
@@ -801,6 +897,11 @@ impl<'a> JobRunner<'a> {
                 for format in std::mem::take(&mut self.requested_savepoints) {
                     self.savepoint(run, format)?;
                 }
+                if let Some(mark) = &self.progress
+                    && self.processed.is_multiple_of(WATERMARK_EVERY_EVENTS)
+                {
+                    mark.write(self.processed);
+                }
                 if run
                     .failures
                     .due(self.processed, self.checkpoints_completed, now)
@@ -824,6 +925,9 @@ impl<'a> JobRunner<'a> {
         self.ctx.timers.flush(&mut self.ctx.state)?;
         self.ctx.sink.flush().map_err(PipelineError::from)?;
         self.ctx.state.mark(Mark::End)?;
+        if let Some(mark) = &self.progress {
+            mark.write(self.processed);
+        }
         Ok(end)
     }
 
@@ -833,13 +937,22 @@ impl<'a> JobRunner<'a> {
     }
 
     pub fn job_source(&self, committed: bool) -> JobSource {
+        // A job restarted after failures started where its first attempt did.
+        let plan = self.consumer.plan();
+        let (started_from, start) = self
+            .earlier
+            .started_from
+            .clone()
+            .unwrap_or_else(|| (plan.start_reason.clone(), plan.start.clone()));
         JobSource {
             phase: self.phase,
-            group: self.consumer.plan().group.clone(),
-            started_from: self.consumer.plan().start_reason.clone(),
-            start: self.consumer.plan().start.clone(),
+            group: plan.group.clone(),
+            started_from,
+            start,
             end: self.consumer.position().clone(),
-            records_read: self.processed,
+            records_read: self.records_read(),
+            records_replayed: self.records_replayed(),
+            records_before: self.earlier.records_before.unwrap_or(self.start_processed),
             records_skipped: self.consumer.skipped(),
             committed,
             sink_writes: self.sink_counters().writes,

@@ -9,9 +9,11 @@
 //!   running time and the live profile.
 
 mod clock;
+pub mod identity;
 mod job;
 mod live;
 mod phases;
+mod progress;
 mod run;
 mod sampler;
 pub mod snapshot;

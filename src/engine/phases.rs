@@ -8,8 +8,9 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Instant;
 
 use super::clock::RunClock;
-use super::job::{End, JobRunner, JobSpec, Resume, Survivors};
+use super::job::{Attempts, End, JobRunner, JobSpec, Resume, Survivors};
 use super::live::LiveProfile;
+use super::progress::ProgressMark;
 use super::run::{Failures, Run};
 use super::sampler::Sampler;
 use super::snapshot::{
@@ -251,6 +252,10 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             }
         };
         let backend = Arc::new(open_backend(run, &db_dir(data))?);
+        if survivors.is_some() {
+            // RocksDB's counters start again on the reopened database; the run's go on.
+            run.sampler.reopened();
+        }
         let mut bytes = restored.as_ref().map_or(0, |r| r.bytes);
         if let Some(stream) = restored.as_ref().and_then(|r| r.full_stream.as_ref()) {
             let stats = restore_full(&backend, stream).map_err(PipelineError::from)?;
@@ -290,8 +295,21 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             });
         }
         let mut replayed = 0;
+        let mut attempts = Attempts::default();
+        // The records read again: up to where the failed attempt got; after a kill, up to the
+        // killed process's last progress mark.
+        let mut replay_until = resume.as_ref().map_or(0, |r| r.processed);
+        if metadata.is_some()
+            && survivors.is_none()
+            && let Some(mark) = ProgressMark::read(data)
+        {
+            replay_until = replay_until.max(mark);
+            replayed = replay_until - resume.as_ref().map_or(0, |r| r.processed);
+        }
         let truth = match survivors.take() {
-            Some(s) => {
+            Some(mut s) => {
+                attempts = std::mem::take(&mut s.attempts);
+                replay_until = s.processed;
                 // The truth has seen every record up to the failed job's position.
                 let truth_origin = resume
                     .as_ref()
@@ -330,6 +348,13 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             resume,
         };
         let mut job = JobRunner::new(&backend, run, log, spec, sink, truth)?;
+        job.continue_from(attempts, replay_until);
+        job.mark_progress(ProgressMark::create(data).map_err(|e| {
+            EngineError::Restore(format!(
+                "cannot write {}: {e}",
+                ProgressMark::path(data).display()
+            ))
+        })?);
         if let Some(mut c) = checkpointer.take() {
             c.attach(Arc::clone(&backend), metadata, Instant::now())
                 .map_err(PipelineError::from)?;
@@ -345,6 +370,9 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
         run.failures.restarted(Instant::now());
         let end = job.drive(run, Some(config.events))?;
         if end == End::Failed {
+            // The interval up to the failure: RocksDB's counters of this opening are read
+            // before it closes, so the run's totals keep all the failed attempt's work.
+            job.publish(run, RunState::Running, None);
             savepoints = std::mem::take(&mut job.savepoints);
             let mut s = job.into_survivors();
             checkpointer = s.checkpointer.take();

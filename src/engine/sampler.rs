@@ -23,7 +23,8 @@ pub struct Interval {
 pub struct Sampler {
     interval: Duration,
     last_at: Instant,
-    last_events: u64,
+    /// Records processed (replays included) at the last snapshot.
+    last_records: u64,
     last_gets: u64,
     seq: u64,
     rocksdb: RocksDbSampler,
@@ -42,7 +43,7 @@ impl Sampler {
         Sampler {
             interval,
             last_at: now,
-            last_events: 0,
+            last_records: 0,
             last_gets: 0,
             seq: 0,
             rocksdb: RocksDbSampler::default(),
@@ -92,24 +93,32 @@ impl Sampler {
         if new_database {
             self.rocksdb = RocksDbSampler::default();
         }
-        self.last_events = 0;
+        self.last_records = 0;
         self.last_gets = 0;
     }
 
+    /// The job restarted on a reopened database (a restore after a failure): RocksDB's
+    /// counters start again from zero, the run's totals go on from the last snapshot. The job's
+    /// own counts go on across attempts.
+    pub fn reopened(&mut self) {
+        self.rocksdb.reopened();
+    }
+
     /// Publishes the snapshot `build` makes of the interval ending `now`, in which the job
-    /// reached `events` events and `gets` point lookups. A full channel means a slow reader:
+    /// reached `records` records processed (replays included: the interval's rate is the work
+    /// done in it) and `gets` point lookups. A full channel means a slow reader:
     /// it misses this snapshot, the history keeps it.
     pub fn publish(
         &mut self,
         now: Instant,
         backend: &StateBackend,
         perf: &PerfCounts,
-        events: u64,
+        records: u64,
         gets: u64,
         build: impl FnOnce(Interval) -> MetricsSnapshot,
     ) {
         let interval_secs = now.saturating_duration_since(self.last_at).as_secs_f64();
-        let events_in_interval = events.saturating_sub(self.last_events);
+        let events_in_interval = records.saturating_sub(self.last_records);
         let rocksdb = self.rocksdb.sample(
             backend,
             perf,
@@ -129,7 +138,7 @@ impl Sampler {
         });
         self.seq += 1;
         self.last_at = now;
-        self.last_events = events;
+        self.last_records = records;
         self.last_gets = gets;
         let _ = self.channel.try_send(Box::new(snapshot.clone()));
         self.history.push(snapshot);

@@ -68,7 +68,19 @@ pub struct JobSource {
     pub start: Offsets,
     /// Its position when it stopped (what it committed, if it committed).
     pub end: Offsets,
+    /// Records it read in this process, over all its attempts (a restart after a failure
+    /// reads the records since its checkpoint again: those are counted, and in
+    /// `records_replayed`).
     pub records_read: u64,
+    /// Of `records_read`, those read again after a restore: since the checkpoint, up to where
+    /// the failed attempt (or, after `--restore` in a new process, the killed process's last
+    /// progress mark) had got to.
+    #[serde(default)]
+    pub records_replayed: u64,
+    /// Records its state covered when it started (restored from a checkpoint or savepoint: the
+    /// checkpoint's count; 0 for a job that starts from empty state).
+    #[serde(default)]
+    pub records_before: u64,
     /// Records a correct job would have read that this one skipped (start past the truth).
     pub records_skipped: u64,
     pub committed: bool,
@@ -207,7 +219,16 @@ pub struct MetricsSnapshot {
     /// closes its interval, a resume opens the next); a paused one is all paused time.
     pub interval_secs: f64,
     pub state: RunState,
+    /// The job's position: records of the log its state and results cover (a job restored
+    /// from a checkpoint starts at the checkpoint's count, not at 0).
     pub events: u64,
+    /// Records the job processed in this process (this job's attempts together), replayed ones
+    /// included: after a restore the records between the checkpoint and the failure are
+    /// processed again, real RocksDB work (Flink redoes it too). The rates count these.
+    pub records_processed: u64,
+    /// Of `records_processed`, those read again after a restore.
+    pub records_replayed: u64,
+    /// Records processed in this interval (replayed ones included), and per second.
     pub events_in_interval: u64,
     pub events_per_sec: f64,
     /// Latencies in this interval.
@@ -233,7 +254,8 @@ pub struct RunOutcome {
     pub snapshots: Vec<MetricsSnapshot>,
     /// Latencies over the whole run.
     pub latency: Latencies,
-    /// The last job's running time (paused time left out).
+    /// The last job's running time (paused time left out): for a job restarted after failures,
+    /// from its first attempt's start, the restores included.
     pub processing_secs: f64,
     pub stopped_early: bool,
     /// The profile as it stood at the end: the one the run started on, live changes applied.

@@ -60,6 +60,16 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
             }
         ),
     );
+    // After a restore the job's position and the work done differ: the rates count the work.
+    if s.records_processed != s.events || s.records_replayed > 0 {
+        line(
+            "records processed",
+            format!(
+                "{} in this process (of which replayed after a restore {})",
+                s.records_processed, s.records_replayed
+            ),
+        );
+    }
     line("throughput", format!("{:.0} events/s", s.events_per_sec));
     line(
         "event latency p50 / p99 / p999",
@@ -156,10 +166,18 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
         line(
             &format!("{} job", job.phase.name()),
             format!(
-                "group '{}', {} records from {}{}{}",
+                "group '{}', {} records read from {}{}{}{}",
                 job.group,
                 job.records_read,
                 job.started_from,
+                match (job.records_before, job.records_replayed) {
+                    (0, 0) => String::new(),
+                    (0, again) => format!(" ({again} of them read again after a restore)"),
+                    (before, again) => format!(
+                        " at offsets {:?} ({before} records in the restored state; {again} of those read here read again)",
+                        job.start
+                    ),
+                },
                 match (job.records_skipped, job.restored) {
                     (0, _) => String::new(),
                     (n, true) => format!(", {n} earlier records not replayed (restored state)"),

@@ -34,8 +34,17 @@ pub struct CacheAccesses {
 #[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
 #[serde(default)]
 pub struct Summary {
+    /// The job's position at the end: records of the log its results cover.
     pub events: u64,
+    /// Records processed in this process, replayed ones included (after a restore the records
+    /// since the checkpoint are processed again: real RocksDB work). Every per-event and
+    /// per-second figure divides by these: the work done in the time it took.
+    pub records_processed: u64,
+    /// Of `records_processed`, those read again after a restore.
+    pub records_replayed: u64,
+    /// Records processed per second of running time.
     pub events_per_sec: f64,
+    /// Running time: the last job's, from its first attempt (restores included).
     pub processing_secs: f64,
     pub stopped_early: bool,
     pub p50_event_latency_us: f64,
@@ -103,6 +112,16 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// What per-event figures divide by: the records processed (a report written before they
+    /// were counted has only `events`, right for a run without restores).
+    pub fn records(&self) -> u64 {
+        if self.records_processed > 0 {
+            self.records_processed
+        } else {
+            self.events
+        }
+    }
+
     pub fn new(outcome: &RunOutcome) -> Summary {
         let latency = &outcome.latency;
         Summary {
@@ -166,12 +185,15 @@ impl Summary {
         };
         let ops = last.map(|s| s.ops).unwrap_or_default();
         let events = last.map_or(0, |s| s.events);
+        let records = last.map_or(0, |s| s.records_processed);
         let io = last.map(|s| s.rocksdb.io).unwrap_or_default();
         let total_ops = ops.gets + ops.puts + ops.deletes + ops.batch_entries;
         Summary {
             events,
+            records_processed: records,
+            records_replayed: last.map_or(0, |s| s.records_replayed),
             events_per_sec: if processing_secs > 0.0 {
-                events as f64 / processing_secs
+                records as f64 / processing_secs
             } else {
                 0.0
             },
@@ -221,10 +243,10 @@ impl Summary {
             puts: ops.puts,
             deletes: ops.deletes,
             batch_writes: ops.batch_writes,
-            rocksdb_ops_per_event: if events == 0 {
+            rocksdb_ops_per_event: if records == 0 {
                 0.0
             } else {
-                total_ops as f64 / events as f64
+                total_ops as f64 / records as f64
             },
             timers_fired: last.map_or(0, |s| s.pipeline.timers_fired),
             sink: last.map(|s| s.pipeline.sink).unwrap_or_default(),

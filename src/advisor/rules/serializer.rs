@@ -20,11 +20,11 @@ const BYTES_PER_EVENT: f64 = 64.0;
 
 fn check(input: &Input) -> Option<Finding> {
     let s = input.summary;
-    if s.serializer != SerializerKind::Generic || s.events == 0 {
+    if s.serializer != SerializerKind::Generic || s.records() == 0 {
         return None;
     }
     let last = input.snapshots.last()?;
-    let bytes_per_event = last.ops.put_bytes as f64 / s.events as f64;
+    let bytes_per_event = last.ops.put_bytes as f64 / s.records() as f64;
     if bytes_per_event < BYTES_PER_EVENT {
         return None;
     }

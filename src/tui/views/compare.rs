@@ -88,8 +88,8 @@ const METRICS: &[Metric] = &[
         name: "flushes / 10K events",
         value: |s| {
             s.last()
-                .filter(|m| m.events > 0)
-                .map(|m| m.rocksdb.lsm.flushes as f64 * 10_000.0 / m.events as f64)
+                .filter(|m| m.records_processed > 0)
+                .map(|m| m.rocksdb.lsm.flushes as f64 * 10_000.0 / m.records_processed as f64)
         },
         show: |v| format!("{v:.2}"),
         lower_is_better: true,
