@@ -332,6 +332,9 @@ fn the_readme_knob_table_says_what_flink_1_20_1_has() {
             }
         }
     }
-    assert!(rows > 10, "docs/profiles.md's knob table has only {rows} rows");
+    assert!(
+        rows > 10,
+        "docs/profiles.md's knob table has only {rows} rows"
+    );
     assert_no_problems("docs/profiles.md's knob table", &problems);
 }
