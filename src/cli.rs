@@ -95,13 +95,17 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// Two JSON reports (`run --report`) metric by metric: A, B and B / A for every number of
     /// their summaries (the last segment of each).
     Compare {
-        /// The first report (A).
-        a: PathBuf,
-        /// The second report (B), shown against A.
-        b: PathBuf,
+        /// The reports: A then B; with --repeat N, N reports of A (runs of the same job), then
+        /// N of B.
+        #[arg(required = true, num_args = 2..)]
+        reports: Vec<PathBuf>,
         /// Show every metric, also those equal on both sides.
         #[arg(long)]
         all: bool,
+        /// Reports per side: each side's median and range (min–max) are shown, and a
+        /// difference is called real only when the two ranges do not overlap.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+        repeat: u64,
     },
 }
 
@@ -417,6 +421,11 @@ pub struct TuneArgs {
     /// Where to write the tuned profile (default: <profile>-tuned.yaml here, never over a file).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Run each side (before, and every round's re-run) this many times: the tables show the
+    /// median and the range, and a change is kept only when its finding's metric moves
+    /// outside the range of the runs before.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub repeat: u32,
 }
 
 fn parse_size(text: &str) -> Result<crate::config::ByteSize, String> {

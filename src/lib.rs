@@ -40,7 +40,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tune(args) => commands::tune::run(args),
         Command::Advise { report, json } => commands::advise::run(&report, json),
         Command::Bench(args) => commands::bench::run(args),
-        Command::Compare { a, b, all } => commands::compare::run(&a, &b, all),
+        Command::Compare {
+            reports,
+            all,
+            repeat,
+        } => commands::compare::run(&reports, repeat as usize, all),
         Command::ReplayOps { log, profile, json } => commands::replay::run(&log, &profile, json),
         Command::Export {
             profile,

@@ -306,17 +306,28 @@ fn the_advisor_view_shows_live_findings_and_applies_a_fix() {
     for (w, h) in [(80, 24), (160, 48)] {
         insta::assert_snapshot!(format!("advisor_{w}x{h}"), render(&app, w, h));
     }
-    // wbm-budget's fix (managed memory) is live: a applies it at once.
+    // wbm-budget's fix costs no memory (a larger write-buffer ratio and a write buffer that
+    // fits the budget per state) and is live: a applies it at once.
     match app.update(key(KeyCode::Char('a'))).as_slice() {
-        [Action::Send(Target::A, EngineCommand::Apply { knob, value })] => {
+        [
+            Action::Send(Target::A, EngineCommand::Apply { knob, value }),
+            Action::Send(
+                Target::A,
+                EngineCommand::Apply {
+                    knob: k2,
+                    value: v2,
+                },
+            ),
+        ] => {
             assert_eq!(
                 (knob.key(), value.as_str()),
-                ("memory.managed-size", "72mb")
+                ("memory.write-buffer-ratio", "0.5")
             );
+            assert_eq!((k2.key(), v2.as_str()), ("writebuffer.size", "2mb"));
         }
         other => panic!("{other:?}"),
     }
-    assert!(app.status.contains("+54.0 MiB"), "{}", app.status);
+    assert!(!app.status.contains("managed memory"), "{}", app.status);
     // write-stalls at the L0 trigger: more background threads, which needs a reopen: it asks,
     // and y restarts on the fixed profile.
     app.update(key(KeyCode::Down));
@@ -333,6 +344,85 @@ fn the_advisor_view_shows_live_findings_and_applies_a_fix() {
     app.update(key(KeyCode::Char('a')));
     assert!(app.update(key(KeyCode::Char('n'))).is_empty());
     assert!(app.status.contains("not applied"), "{}", app.status);
+}
+
+/// Snapshot `i` of a run on flink-default whose writes stall on the memtable limit (300 ms a
+/// second) while `stalling`, with RocksDB's cumulative counters as the engine reports them.
+fn stalling_snapshot(i: u64, stalled_so_far: u64, stalling: bool) -> MetricsSnapshot {
+    let mut s = snapshot(i, 1.0);
+    let r = &mut s.rocksdb;
+    r.stall.micros = if stalling { 300_000 } else { 0 };
+    r.stall.share = if stalling { 0.3 } else { 0.0 };
+    r.stall.causes = Default::default();
+    r.stall.causes.memtable_limit_stops = stalled_so_far;
+    r.tickers.stall_micros = stalled_so_far * 300_000;
+    s
+}
+
+#[test]
+fn a_fix_is_judged_on_the_intervals_after_it_and_never_applied_twice_on_old_evidence() {
+    let mut app = App::new(
+        Workload::load("smoke").unwrap(),
+        Profile::load("flink-default").unwrap(),
+        None,
+    );
+    let mut stalled = 0;
+    for i in 0..10 {
+        stalled += 1;
+        app.on_snapshot(Target::A, stalling_snapshot(i, stalled, true));
+    }
+    app.update(key(KeyCode::Char('5')));
+    let at = |app: &App, id: &str| app.a.findings.iter().position(|f| f.id == id);
+    app.editor.finding = at(&app, "write-stalls").expect("write-stalls found");
+    let sent = app.update(key(KeyCode::Char('a')));
+    match sent.as_slice() {
+        [Action::Send(Target::A, EngineCommand::Apply { knob, value })] => {
+            assert_eq!((knob.key(), value.as_str()), ("writebuffer.count", "3"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Pressed again before RocksDB confirmed it: refused.
+    assert!(app.update(key(KeyCode::Char('a'))).is_empty());
+    assert!(app.status.contains("on its way"), "{}", app.status);
+    // The change goes in at 10.5 s and the stalls end with it.
+    let mut s = stalling_snapshot(10, stalled, false);
+    s.changes = vec![OptionChange {
+        at_secs: 10.5,
+        key: "writebuffer.count".into(),
+        value: "3".into(),
+        applied: true,
+        detail: "max_write_buffer_number=3".into(),
+    }];
+    app.on_snapshot(Target::A, s);
+    assert_eq!(app.a.profile.knobs.max_write_buffer_number, 3);
+    // Too few intervals after it to judge: no finding, and nothing to apply again.
+    for i in 11..15 {
+        assert!(app.a.findings.is_empty(), "{:?}", app.a.findings);
+        assert!(app.a.judging.is_some());
+        assert!(app.update(key(KeyCode::Char('a'))).is_empty());
+        app.on_snapshot(Target::A, stalling_snapshot(i, stalled, false));
+    }
+    // Five clean intervals after it: the stalls before the change are not a finding any more,
+    // so writebuffer.count is not offered 4.
+    app.on_snapshot(Target::A, stalling_snapshot(15, stalled, false));
+    assert!(app.a.judging.is_none());
+    assert_eq!(at(&app, "write-stalls"), None, "{:?}", app.a.findings);
+    // Had the stalls gone on, the run after the change would show them: renewed evidence,
+    // and the next step is offered.
+    for i in 16..22 {
+        stalled += 1;
+        app.on_snapshot(Target::A, stalling_snapshot(i, stalled, true));
+    }
+    let i = at(&app, "write-stalls").expect("the stalls after the change are a finding");
+    assert!(app.a.findings[i].from_secs > 10.5);
+    assert_eq!(app.a.findings[i].recommendation[0].value, "4");
+    app.editor.finding = i;
+    assert_eq!(
+        app.update(key(KeyCode::Char('a'))).len(),
+        1,
+        "{}",
+        app.status
+    );
 }
 
 fn key(code: KeyCode) -> KeyEvent {
@@ -590,6 +680,67 @@ fn ab_scheduler_runs_one_side_at_a_time_and_pause_stops_both() {
     let mut s = Scheduler::new(slice, t0);
     assert_eq!(names(s.tick(t0, true, false)), ["B Resume"]);
     assert!(s.tick(t0 + slice * 3, true, false).is_empty());
+}
+
+#[test]
+fn ab_scheduler_paces_the_faster_side_to_the_same_events() {
+    use statebench::tui::engines::Scheduler;
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let slice = Duration::from_secs(2);
+    let mut s = Scheduler::new(slice, t0);
+    // A read 20,000 events in its slice: B's turn.
+    s.set_positions(20_000, 0);
+    assert_eq!(s.tick(t0 + slice, false, false).len(), 2);
+    assert_eq!(s.active(), Target::B);
+    // B, slower, is still behind A after its slice: it keeps the machine.
+    s.set_positions(20_000, 12_000);
+    assert!(s.tick(t0 + slice * 2, false, false).is_empty());
+    assert_eq!(s.active(), Target::B);
+    // Past A: A's turn again.
+    s.set_positions(20_000, 24_000);
+    assert_eq!(s.tick(t0 + slice * 3, false, false).len(), 2);
+    assert_eq!(s.active(), Target::A);
+}
+
+#[test]
+fn the_ab_table_compares_both_sides_at_the_same_events() {
+    // A at 11,000 events a second, B at 16,000: B ran ahead (as at 28 s: 59,584 against
+    // 88,112). The table reads both up to A's position, and says so.
+    let mut app = App::new(
+        Workload::load("smoke").unwrap(),
+        Profile::load("flink-default").unwrap(),
+        Some(Profile::load("minutes-wbm-sized").unwrap()),
+    );
+    for i in 0..10 {
+        let mut a = snapshot(i, 1.0);
+        a.events = 11_000 * (i + 1);
+        a.events_in_interval = 11_000;
+        a.rocksdb.lsm.flushes = i + 1;
+        app.on_snapshot(Target::A, a);
+        let mut b = snapshot(i, 1.0);
+        b.events = 16_000 * (i + 1);
+        b.events_in_interval = 16_000;
+        b.rocksdb.lsm.flushes = 10 * (i + 1);
+        app.on_snapshot(Target::B, b);
+    }
+    let range = app.common_range().unwrap();
+    assert_eq!((range.from, range.to), (0, 110_000));
+    assert_eq!(range.read, (110_000, 160_000));
+    // B's snapshots up to 110,000 events: six (96,000 is its last at or before).
+    assert_eq!(range.b.len(), 6);
+    assert_eq!(range.at, (110_000, 96_000));
+    app.view = View::Compare;
+    let screen = render(&app, 160, 48);
+    assert!(
+        screen.contains("events 0–110000 on both sides (A has read 110000, B 160000"),
+        "{screen}"
+    );
+    // Flushes per 10K events at the compared position: A 10 in 110,000, B 60 in 96,000.
+    assert!(
+        screen.contains("0.91") && screen.contains("6.25"),
+        "{screen}"
+    );
 }
 
 /// A CPU sample of `n` samples in the shape of case study 2's hours app: mostly filter-block

@@ -69,6 +69,22 @@ pub struct Finding {
     /// How to deploy it where a profile key alone does not (an options factory, a workload).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What the recommendation is predicted to do, by Flink's formulas, where a rule can say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+    /// Other fixes, in the order to try them after the recommendation (what costs no memory
+    /// first), each with its cost and predicted effect.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Fix>,
+}
+
+/// One way to fix a finding: profile changes (none: a change to the job or its deployment,
+/// said in `effect`), the managed memory they add, and what they are predicted to do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fix {
+    pub changes: Vec<Change>,
+    pub memory_cost: u64,
+    pub effect: String,
 }
 
 /// Every finding the rules make for `input`, most severe first.

@@ -1,6 +1,8 @@
-//! `statebench compare A.json B.json`: two run reports' summaries, number by number.
+//! `statebench compare A.json B.json`: two run reports' summaries, number by number (with
+//! `--repeat N`, N reports per side: medians, ranges, and which differences are real), after
+//! warnings when the reports did not run the same workload, event count or segments.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use serde_json::Value;
@@ -8,23 +10,62 @@ use serde_json::Value;
 use super::UsageError;
 use super::advise::read_segments;
 
-pub fn run(a: &Path, b: &Path, all: bool) -> anyhow::Result<()> {
-    let (label_a, left) = last_summary(a)?;
-    let (label_b, right) = last_summary(b)?;
-    let (mut x, mut y) = (Vec::new(), Vec::new());
-    numbers("", &left, &mut x);
-    numbers("", &right, &mut y);
-    println!(
-        "  A: {} ({label_a})\n  B: {} ({label_b})",
-        a.display(),
-        b.display()
-    );
-    print!("{}", render(&x, &y, all));
+/// One report as compare reads it: its last segment's summary, and what it ran.
+struct Loaded {
+    path: String,
+    label: String,
+    summary: Value,
+    workload: Value,
+    segments: usize,
+}
+
+/// `compare A.json B.json`, or with `--repeat N` N reports of A then N of B (runs of the same
+/// job): every number of the summaries, B / A, and with repeats each side's median and range,
+/// a difference called real only when the ranges do not overlap. Warns first when the reports
+/// did not run the same workload, event count or segments.
+pub fn run(reports: &[PathBuf], repeat: usize, all: bool) -> anyhow::Result<()> {
+    let repeat = repeat.max(1);
+    if reports.len() != 2 * repeat {
+        bail!(UsageError(format!(
+            "compare takes {} reports with --repeat {repeat} ({repeat} of A, then {repeat} of B), got {}",
+            2 * repeat,
+            reports.len()
+        )));
+    }
+    let loaded: Vec<Loaded> = reports
+        .iter()
+        .map(|p| load(p))
+        .collect::<anyhow::Result<_>>()?;
+    let (a, b) = loaded.split_at(repeat);
+    for w in warnings(a, b) {
+        println!("warning: {w}");
+    }
+    for (side, runs) in [("A", a), ("B", b)] {
+        for r in runs {
+            println!("  {side}: {} ({})", r.path, r.label);
+        }
+    }
+    if repeat == 1 {
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        numbers("", &a[0].summary, &mut x);
+        numbers("", &b[0].summary, &mut y);
+        print!("{}", render(&x, &y, all));
+    } else {
+        let side = |runs: &[Loaded]| -> Vec<Vec<(String, f64)>> {
+            runs.iter()
+                .map(|r| {
+                    let mut v = Vec::new();
+                    numbers("", &r.summary, &mut v);
+                    v
+                })
+                .collect()
+        };
+        print!("{}", render_repeats(&side(a), &side(b), all));
+    }
     Ok(())
 }
 
-/// The label and summary of a report's last segment (a TUI restart starts a new one).
-fn last_summary(path: &Path) -> anyhow::Result<(String, Value)> {
+fn load(path: &Path) -> anyhow::Result<Loaded> {
     let segments = read_segments(path)?;
     let Some(last) = segments.last() else {
         bail!(UsageError(format!(
@@ -37,7 +78,169 @@ fn last_summary(path: &Path) -> anyhow::Result<(String, Value)> {
         .or(last["profile"]["name"].as_str())
         .unwrap_or("-")
         .to_string();
-    Ok((label, last["summary"].clone()))
+    // The workload is the report's (schema 2) or the run's own (schema 1).
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let whole: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Ok(Loaded {
+        path: path.display().to_string(),
+        label,
+        summary: last["summary"].clone(),
+        workload: whole["workload"].clone(),
+        segments: segments.len(),
+    })
+}
+
+/// What makes the reports' numbers not comparable: different workloads (name or settings),
+/// event counts, or segments (a restart starts a new one; compare reads the last).
+fn warnings(a: &[Loaded], b: &[Loaded]) -> Vec<String> {
+    let mut out = Vec::new();
+    let all: Vec<(&str, &Loaded)> = a
+        .iter()
+        .map(|r| ("A", r))
+        .chain(b.iter().map(|r| ("B", r)))
+        .collect();
+    let (_, first) = all[0];
+    let name = |r: &Loaded| r.workload["name"].as_str().unwrap_or("?").to_string();
+    for (side, r) in &all[1..] {
+        if name(r) != name(first) {
+            out.push(format!(
+                "{side} ({}) ran workload {}, A ({}) ran {}: the numbers are of different jobs",
+                r.path,
+                name(r),
+                first.path,
+                name(first)
+            ));
+            continue;
+        }
+        // The same name, other settings (a file edited between the runs).
+        let differ: Vec<String> = match (first.workload.as_object(), r.workload.as_object()) {
+            (Some(x), Some(y)) => x
+                .keys()
+                .chain(y.keys().filter(|k| !x.contains_key(*k)))
+                .filter(|k| !matches!(k.as_str(), "source" | "name" | "events" | "duration"))
+                .filter(|k| x.get(*k) != y.get(*k))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !differ.is_empty() {
+            out.push(format!(
+                "{side} ({}) ran workload {} with other settings than A ({}): {} differ",
+                r.path,
+                name(r),
+                first.path,
+                differ.join(", ")
+            ));
+        }
+    }
+    let events = |r: &Loaded| r.summary["events"].as_u64();
+    if all.iter().any(|(_, r)| events(r) != events(first)) {
+        out.push(format!(
+            "the runs read different numbers of events ({}): totals and anything that grows with the run differ for that alone",
+            all.iter()
+                .map(|(side, r)| format!(
+                    "{side} {}",
+                    events(r).map_or("?".to_string(), |e| e.to_string())
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for (side, r) in &all {
+        if r.segments > 1 {
+            out.push(format!(
+                "{side} ({}) has {} segments (the run restarted): compared is its last, {}",
+                r.path, r.segments, r.label
+            ));
+        }
+    }
+    out
+}
+
+/// Per metric, each side's median and range over its runs, B / A of the medians, and whether
+/// the ranges are apart ("real") or overlap ("within the spread").
+fn render_repeats(a: &[Vec<(String, f64)>], b: &[Vec<(String, f64)>], all: bool) -> String {
+    let mut out = format!(
+        "  {:<40} {:>24} {:>24} {:>8}  {}\n",
+        "metric: median (min–max)",
+        format!("A, {} runs", a.len()),
+        format!("B, {} runs", b.len()),
+        "B / A",
+        "difference"
+    );
+    let mut keys: Vec<&str> = Vec::new();
+    for run in a.iter().chain(b) {
+        for (k, _) in run {
+            if !keys.contains(&k.as_str()) {
+                keys.push(k);
+            }
+        }
+    }
+    let values = |side: &[Vec<(String, f64)>], key: &str| -> Vec<f64> {
+        side.iter()
+            .filter_map(|run| run.iter().find(|(k, _)| k == key).map(|(_, v)| *v))
+            .collect()
+    };
+    let stats = |v: &[f64]| -> Option<(f64, f64, f64)> {
+        let mut v = v.to_vec();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some((median, v[0], v[n - 1]))
+    };
+    let num = |v: f64| {
+        format!("{v:.4}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    };
+    let show = |s: Option<(f64, f64, f64)>| {
+        s.map_or("-".to_string(), |(m, lo, hi)| {
+            if lo == hi {
+                num(m)
+            } else {
+                format!("{} ({}–{})", num(m), num(lo), num(hi))
+            }
+        })
+    };
+    let mut equal = 0;
+    for key in keys {
+        let (x, y) = (values(a, key), values(b, key));
+        let (sx, sy) = (stats(&x), stats(&y));
+        let same = !x.is_empty() && x.iter().chain(&y).all(|v| *v == x[0]) && y.len() == b.len();
+        if !all && same {
+            equal += 1;
+            continue;
+        }
+        let ratio = match (sx, sy) {
+            (Some((mx, ..)), Some((my, ..))) if mx != 0.0 => format!("{:.3}", my / mx),
+            _ => "-".to_string(),
+        };
+        let verdict = match (sx, sy) {
+            (Some((_, xlo, xhi)), Some((_, ylo, yhi))) if yhi < xlo || ylo > xhi => "real",
+            (Some(_), Some(_)) if same => "equal",
+            (Some(_), Some(_)) => "within the spread",
+            _ => "-",
+        };
+        out.push_str(&format!(
+            "  {key:<40} {:>24} {:>24} {ratio:>8}  {verdict}\n",
+            show(sx),
+            show(sy)
+        ));
+    }
+    if equal > 0 {
+        out.push_str(&format!(
+            "  ({equal} equal in every run on both sides not shown; --all shows them)\n"
+        ));
+    }
+    out
 }
 
 /// Every number under `value`, as (dotted path, number), in the report's order.
@@ -141,5 +344,75 @@ mod tests {
         assert!(text.contains("new") && !text.contains("same "), "{text}");
         assert!(text.contains("1 equal on both sides"), "{text}");
         assert!(render(&a, &b, true).contains("same"));
+    }
+
+    fn loaded(path: &str, workload: Value, events: u64, segments: usize) -> Loaded {
+        Loaded {
+            path: path.to_string(),
+            label: "flink-default".to_string(),
+            summary: serde_json::json!({ "events": events, "flushes": 3 }),
+            workload,
+            segments,
+        }
+    }
+
+    #[test]
+    fn reports_of_different_workloads_events_or_segments_are_warned_about() {
+        let minutes = serde_json::json!({"name": "ads-minutes", "seed": 1, "source": "x"});
+        let same = loaded("a.json", minutes.clone(), 40_000, 1);
+        // The same job: no warning (the workload's file path may differ).
+        let mut elsewhere = minutes.clone();
+        elsewhere["source"] = "y".into();
+        assert!(warnings(&[same], &[loaded("b.json", elsewhere, 40_000, 1)]).is_empty());
+        let a = [loaded("a.json", minutes.clone(), 40_000, 1)];
+        let hours = serde_json::json!({"name": "ads-hours", "seed": 1});
+        let w = warnings(&a, &[loaded("b.json", hours, 40_000, 1)]);
+        assert!(
+            w[0].contains("ran workload ads-hours") && w[0].contains("ads-minutes"),
+            "{w:?}"
+        );
+        let mut reseeded = minutes.clone();
+        reseeded["seed"] = 2.into();
+        let w = warnings(&a, &[loaded("b.json", reseeded, 40_000, 1)]);
+        assert!(w[0].contains("seed differ"), "{w:?}");
+        let w = warnings(&a, &[loaded("b.json", minutes.clone(), 30_000, 1)]);
+        assert!(w[0].contains("A 40000, B 30000"), "{w:?}");
+        let w = warnings(&a, &[loaded("b.json", minutes, 40_000, 3)]);
+        assert!(w[0].contains("has 3 segments"), "{w:?}");
+    }
+
+    #[test]
+    fn with_repeats_a_difference_is_real_only_outside_both_ranges() {
+        let side = |values: &[f64]| -> Vec<Vec<(String, f64)>> {
+            values
+                .iter()
+                .map(|v| {
+                    vec![
+                        ("events_per_sec".to_string(), *v),
+                        ("same".to_string(), 1.0),
+                    ]
+                })
+                .collect()
+        };
+        // 100-120 against 125-130: apart.
+        let text = render_repeats(
+            &side(&[100.0, 110.0, 120.0]),
+            &side(&[125.0, 128.0, 130.0]),
+            false,
+        );
+        assert!(
+            text.contains("110 (100–120)") && text.contains("128 (125–130)"),
+            "{text}"
+        );
+        assert!(text.contains("1.164  real"), "{text}");
+        assert!(text.contains("1 equal in every run"), "{text}");
+        // 100-120 against 115-130: the ranges overlap.
+        let text = render_repeats(
+            &side(&[100.0, 110.0, 120.0]),
+            &side(&[115.0, 128.0, 130.0]),
+            false,
+        );
+        assert!(text.contains("within the spread"), "{text}");
+        assert!(!text.contains(" real"), "{text}");
     }
 }

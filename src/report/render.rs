@@ -270,6 +270,23 @@ pub fn render_findings(findings: &[Finding]) -> String {
                 "      fix: {}{cost}\n",
                 Change::list(&f.recommendation, ": ")
             ));
+            if let Some(effect) = &f.effect {
+                out.push_str(&format!("        predicted: {effect}\n"));
+            }
+        }
+        for (i, alt) in f.alternatives.iter().enumerate() {
+            let what = if alt.changes.is_empty() {
+                "in the job".to_string()
+            } else {
+                Change::list(&alt.changes, ": ")
+            };
+            let cost = if alt.memory_cost > 0 {
+                format!(" (+{} managed memory)", human_bytes(alt.memory_cost as f64))
+            } else {
+                String::new()
+            };
+            out.push_str(&format!("      or ({}): {what}{cost}\n", i + 2));
+            out.push_str(&format!("        predicted: {}\n", alt.effect));
         }
         if !f.job_changes.is_empty() {
             out.push_str(&format!(

@@ -30,6 +30,9 @@ pub struct Proof {
     edit: fn(&mut Workload),
     /// The advisor rule whose finding names the seed's cause.
     pub finding: &'static str,
+    /// The team's fix: the finding's fix that sets this key (its recommendation or one of its
+    /// alternatives); None: the recommendation.
+    pub fix: Option<&'static str>,
     checks: &'static [Check],
     /// What the miniature does not show as the seed did, said with the verdict.
     pub caveat: Option<&'static str>,
@@ -82,6 +85,7 @@ pub const PROOFS: &[Proof] = &[
         profile: "minutes-wbm-starved",
         edit: |_| {},
         finding: "wbm-budget",
+        fix: Some("memory.managed-size"),
         checks: &[
             Check {
                 metric: "flushes",
@@ -105,6 +109,7 @@ pub const PROOFS: &[Proof] = &[
         profile: "hours-monolithic-filter",
         edit: |_| {},
         finding: "filter-reads",
+        fix: None,
         checks: &[Check {
             metric: "filter bytes read / lookup",
             read: |s| s.filter_bytes_read_per_lookup,
@@ -121,6 +126,7 @@ pub const PROOFS: &[Proof] = &[
         profile: "hours-levels-default",
         edit: |_| {},
         finding: "level-sizing",
+        fix: None,
         checks: &[
             Check {
                 metric: "active levels (max)",
@@ -147,6 +153,7 @@ pub const PROOFS: &[Proof] = &[
         profile: "flink-default",
         edit: |w| w.spec.serializer = SerializerKind::Generic,
         finding: "generic-serializer",
+        fix: None,
         checks: &[Check {
             metric: "bytes per state write",
             read: |s| s.bytes_per_write,
@@ -173,6 +180,8 @@ pub struct Outcome {
     pub named: Option<Finding>,
     /// The "after" profile and workload differences applied.
     pub applied: Vec<String>,
+    /// Managed memory they add, bytes.
+    pub memory_cost: u64,
     pub after: Option<Summary>,
     /// Metric, before, after, the move it must make, and whether it did.
     pub checks: Vec<(&'static str, f64, f64, String, bool)>,
@@ -227,6 +236,7 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
             findings,
             named,
             applied: Vec::new(),
+            memory_cost: 0,
             after: None,
             checks: Vec::new(),
             ok: false,
@@ -235,7 +245,18 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
     // The finding's own fix: profile keys, and workload keys where the fix is in the job.
     let mut tuned = profile.clone();
     let mut applied = Vec::new();
-    for c in &finding.recommendation {
+    let changes = proof
+        .fix
+        .and_then(|key| {
+            finding
+                .alternatives
+                .iter()
+                .map(|a| &a.changes)
+                .chain([&finding.recommendation])
+                .find(|changes| changes.iter().any(|c| c.key == key))
+        })
+        .unwrap_or(&finding.recommendation);
+    for c in changes {
         tuned = tuned
             .edited(&c.key, &c.value)
             .with_context(|| format!("finding {}: {} = {}", finding.id, c.key, c.value))?;
@@ -268,12 +289,18 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
         })
         .collect();
     let ok = checks.iter().all(|c| c.4);
+    let memory_cost = tuned
+        .knobs
+        .managed_memory
+        .0
+        .saturating_sub(profile.knobs.managed_memory.0);
     Ok(Outcome {
         requested: events,
         before,
         findings,
         named,
         applied,
+        memory_cost,
         after: Some(after),
         checks,
         ok,
@@ -313,10 +340,10 @@ pub fn render(proof: &Proof, outcome: &Outcome) -> String {
         return out;
     };
     out.push_str(&report::render_findings(std::slice::from_ref(finding)));
-    let cost = if finding.memory_cost > 0 {
+    let cost = if outcome.memory_cost > 0 {
         format!(
             " (+{} managed memory)",
-            human_bytes(finding.memory_cost as f64)
+            human_bytes(outcome.memory_cost as f64)
         )
     } else {
         String::new()

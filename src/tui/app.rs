@@ -17,6 +17,38 @@ pub use crate::tui::event::{Restarted, Target};
 /// Snapshots kept per side for the charts.
 pub const HISTORY: usize = 600;
 
+/// Running samples after a live change before the advisor judges the run again.
+pub const JUDGE_SAMPLES: usize = 5;
+
+/// `snapshot` with its cumulative counters (RocksDB's tickers and stall causes, the job's
+/// operations and events) counted from `base` on: what the interval since `base` did.
+fn since(snapshot: &MetricsSnapshot, base: Option<&MetricsSnapshot>) -> MetricsSnapshot {
+    let mut s = snapshot.clone();
+    let Some(base) = base else {
+        return s;
+    };
+    s.rocksdb.tickers = minus(&s.rocksdb.tickers, &base.rocksdb.tickers);
+    s.rocksdb.stall.causes = minus(&s.rocksdb.stall.causes, &base.rocksdb.stall.causes);
+    s.ops = minus(&s.ops, &base.ops);
+    s.events = s.events.saturating_sub(base.events);
+    s
+}
+
+/// Field by field `now - base` (at least 0) of a struct of cumulative counters.
+fn minus<T: serde::Serialize + serde::de::DeserializeOwned + Clone>(now: &T, base: &T) -> T {
+    let (Ok(mut a), Ok(b)) = (serde_json::to_value(now), serde_json::to_value(base)) else {
+        return now.clone();
+    };
+    if let (Some(a), Some(b)) = (a.as_object_mut(), b.as_object()) {
+        for (key, value) in a.iter_mut() {
+            if let (Some(x), Some(y)) = (value.as_u64(), b.get(key).and_then(|v| v.as_u64())) {
+                *value = serde_json::Value::from(x.saturating_sub(y));
+            }
+        }
+    }
+    serde_json::from_value(a).unwrap_or_else(|_| now.clone())
+}
+
 /// Checkpoints kept per side for the dashboard's timeline (wider than any panel).
 pub const CHECKPOINT_HISTORY: usize = 160;
 
@@ -103,8 +135,14 @@ pub struct Side {
     pub min_interval_secs: f64,
     /// Live changes of the current segment already marked.
     pub changes_seen: usize,
-    /// The advisor's findings for the current segment, refreshed with every snapshot.
+    /// The advisor's findings for the current segment, refreshed with every snapshot: after a
+    /// live change, judged only on the intervals that began after it took effect.
     pub findings: Vec<Finding>,
+    /// Axis seconds of the last live change applied in this segment (0: none): findings are
+    /// judged on the intervals after it, once there are `JUDGE_SAMPLES` of them.
+    pub judged_from_secs: f64,
+    /// While too few intervals follow the last change to judge it: what the advisor waits for.
+    pub judging: Option<String>,
     /// The current segment's checkpoints, oldest first, one per id: each snapshot brings its
     /// run's latest one.
     pub checkpoints: VecDeque<CheckpointRecord>,
@@ -116,6 +154,8 @@ impl Side {
             min_interval_secs: 0.0,
             changes_seen: 0,
             findings: Vec::new(),
+            judged_from_secs: 0.0,
+            judging: None,
             checkpoints: VecDeque::new(),
             profile,
             history: VecDeque::with_capacity(HISTORY),
@@ -164,16 +204,46 @@ impl Side {
     }
 
     /// The advisor on the current segment's snapshots (at most the last `HISTORY`): what a
-    /// report of the run so far would say, with the worst interval's latencies.
+    /// report of the run so far would say, with the worst interval's latencies. After a live
+    /// change only the intervals that began after it count, their cumulative counters (stall
+    /// time and causes, flushes, cache tickers, operations) taken from the change on: stalls
+    /// that ended when the change went in are no evidence against the new setting.
     fn refresh_findings(&mut self, workload: &Workload) {
         // The segment is the history's tail (times only grow): read it in place, no copies.
         let start = self.offset_secs;
+        let from = self.judged_from_secs;
         let history = self.history.make_contiguous();
         let first = history
             .iter()
             .position(|s| start == 0.0 || s.elapsed_secs > start)
             .unwrap_or(history.len());
-        let snapshots = &history[first..];
+        let segment = &history[first..];
+        let rebased: Vec<MetricsSnapshot>;
+        let snapshots = if from > 0.0 {
+            // Intervals that began at or after the change (a millisecond's slack for rounding).
+            let after = segment
+                .iter()
+                .position(|s| s.elapsed_secs - s.interval_secs >= from - 1e-3)
+                .unwrap_or(segment.len());
+            let window = &segment[after..];
+            let running = window
+                .iter()
+                .filter(|s| s.state == RunState::Running)
+                .count();
+            if running < JUDGE_SAMPLES {
+                self.findings.clear();
+                self.judging = Some(format!(
+                    "judging the change at {from:.0} s: {running} of {JUDGE_SAMPLES} running samples after it so far"
+                ));
+                return;
+            }
+            let base = after.checked_sub(1).map(|i| &segment[i]);
+            rebased = window.iter().map(|s| since(s, base)).collect();
+            &rebased[..]
+        } else {
+            segment
+        };
+        self.judging = None;
         let running_secs = snapshots
             .iter()
             .filter(|s| s.state != RunState::Paused)
@@ -244,6 +314,33 @@ pub struct App {
     pub status: String,
     /// For the A/B view: how the two engines share the machine.
     pub compare_note: String,
+    /// Fixes applied to A with `a` in this segment: one is not applied again until the run
+    /// after it shows its finding again.
+    pub applied_fixes: Vec<AppliedFix>,
+}
+
+/// The A/B table's common ground: the events both sides have read, and each side's
+/// snapshots that fall in it.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    /// Events before the range (the oldest snapshot both histories still hold).
+    pub from: u64,
+    /// The slower side's position: the range ends here.
+    pub to: u64,
+    /// Events each side (A, B) has read.
+    pub read: (u64, u64),
+    /// Each side's last snapshot in the range (its position nearest `to`).
+    pub at: (u64, u64),
+    pub a: Vec<MetricsSnapshot>,
+    pub b: Vec<MetricsSnapshot>,
+}
+
+/// A finding's fix sent to A's engine, and when RocksDB took it (None: not confirmed yet).
+#[derive(Debug, Clone)]
+pub struct AppliedFix {
+    pub finding: &'static str,
+    pub changes: Vec<Change>,
+    pub at_secs: Option<f64>,
 }
 
 impl App {
@@ -266,6 +363,7 @@ impl App {
             marks: Vec::new(),
             status: String::from("press ? for keys"),
             compare_note: String::new(),
+            applied_fixes: Vec::new(),
         }
     }
 
@@ -334,6 +432,10 @@ impl App {
             if let Some(s) = self.a.history.back_mut() {
                 s.changes = new_changes;
             }
+            if self.a.judged_from_secs > 0.0 {
+                // A change in this interval: judge from it on (no finding until enough follow).
+                self.a.refresh_findings(&self.workload);
+            }
         }
     }
 
@@ -345,6 +447,33 @@ impl App {
             && let Ok(p) = self.a.profile.edited(&change.key, &change.value)
         {
             self.a.profile = p;
+            // What the run showed before the change is no evidence against the new setting.
+            let at = self.a.offset_secs + change.at_secs;
+            self.a.judged_from_secs = self.a.judged_from_secs.max(at);
+            self.a.findings.clear();
+            for fix in self
+                .applied_fixes
+                .iter_mut()
+                .filter(|f| f.at_secs.is_none())
+            {
+                if fix
+                    .changes
+                    .iter()
+                    .any(|c| c.key == change.key && c.value == change.value)
+                {
+                    fix.at_secs = Some(at);
+                }
+            }
+        }
+        if !change.applied {
+            // A refused fix is not in effect: it may be tried again.
+            self.applied_fixes.retain(|f| {
+                f.at_secs.is_some()
+                    || !f
+                        .changes
+                        .iter()
+                        .any(|c| c.key == change.key && c.value == change.value)
+            });
         }
         let verdict = if change.applied {
             "applied"
@@ -379,6 +508,9 @@ impl App {
         self.a.finished = false;
         self.a.profile = restarted.profile;
         self.a.findings.clear();
+        self.a.judged_from_secs = 0.0;
+        self.a.judging = None;
+        self.applied_fixes.clear();
         self.a.checkpoints.clear();
         self.marks.push(Mark {
             at_secs: at,
@@ -386,6 +518,50 @@ impl App {
             kind: MarkKind::Restart,
         });
         self.status = format!("restarted on the new profile ({label})");
+    }
+
+    /// With A/B: the events each side has read (its newest snapshot, 0 before the first).
+    pub fn positions(&self) -> Option<(u64, u64)> {
+        let b = self.b.as_ref()?;
+        let at = |s: &Side| s.last().map_or(0, |m| m.events);
+        Some((at(&self.a), at(b)))
+    }
+
+    /// With A/B: the workload range both sides have read (events after the first and up to the
+    /// last snapshot both histories hold), and each side's snapshots in it. The A/B table
+    /// compares these, never one side's later events with the other's earlier ones.
+    pub fn common_range(&self) -> Option<Compared> {
+        let b = self.b.as_ref()?;
+        let (pa, pb) = self.positions()?;
+        // A history that dropped its oldest snapshots starts where its oldest one does.
+        let first = |s: &Side| {
+            if s.history.len() < HISTORY {
+                return 0;
+            }
+            s.segment()
+                .next()
+                .map_or(0, |m| m.events.saturating_sub(m.events_in_interval))
+        };
+        let from = first(&self.a).max(first(b));
+        let to = pa.min(pb);
+        let within = |s: &Side| -> Vec<MetricsSnapshot> {
+            s.segment()
+                .filter(|m| m.events <= to && (from == 0 || m.events > from))
+                .cloned()
+                .collect()
+        };
+        let (a, b_snapshots) = (within(&self.a), within(b));
+        Some(Compared {
+            from,
+            to,
+            read: (pa, pb),
+            at: (
+                a.last().map_or(from, |m| m.events),
+                b_snapshots.last().map_or(from, |m| m.events),
+            ),
+            a,
+            b: b_snapshots,
+        })
     }
 
     /// The side the single-side views show.
@@ -653,6 +829,26 @@ impl App {
             return Vec::new();
         };
         let list = |changes: &[Change]| Change::list(changes, "=");
+        // The same fix twice needs the finding's evidence renewed: intervals after the first
+        // took effect that show it again.
+        if let Some(done) = self.applied_fixes.iter().rev().find(|d| d.finding == f.id) {
+            let renewed = done.at_secs.is_some_and(|at| f.from_secs > at);
+            if !renewed {
+                self.status = match done.at_secs {
+                    None => format!(
+                        "{}'s fix {} is on its way to RocksDB: wait for it, then for the run to show the finding again",
+                        f.id,
+                        list(&done.changes)
+                    ),
+                    Some(at) => format!(
+                        "{}'s fix {} went in at {at:.0} s: not again until the run after it shows the finding again",
+                        f.id,
+                        list(&done.changes)
+                    ),
+                };
+                return Vec::new();
+            }
+        }
         if f.recommendation.is_empty() {
             self.status = if f.job_changes.is_empty() {
                 format!("nothing in the profile fixes {}", f.id)
@@ -695,7 +891,15 @@ impl App {
                 Vec::new()
             }
             Some(knobs) => {
-                self.status = format!("applying {}'s fix: {label}{cost} ...", f.id);
+                self.status = format!(
+                    "applying {}'s fix: {label}{cost} ... (findings then judge the {JUDGE_SAMPLES} samples after it)",
+                    f.id
+                );
+                self.applied_fixes.push(AppliedFix {
+                    finding: f.id,
+                    changes: f.recommendation.clone(),
+                    at_secs: None,
+                });
                 knobs
                     .into_iter()
                     .zip(&f.recommendation)

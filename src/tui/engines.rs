@@ -231,7 +231,14 @@ impl Engines {
         }
     }
 
-    /// A/B: switches sides when a slice is over.
+    /// A/B: the events each side has read (from its snapshots), for the scheduler's pacing.
+    pub fn set_positions(&mut self, a: u64, b: u64) {
+        if let Some(s) = self.scheduler.as_mut() {
+            s.set_positions(a, b);
+        }
+    }
+
+    /// A/B: switches sides when a slice is over (to the side behind in the workload).
     pub fn tick(&mut self, now: Instant) {
         let done_b = self.b.as_ref().is_none_or(Engine::finished);
         if let Some(s) = self.scheduler.as_mut() {
@@ -355,14 +362,18 @@ pub fn sibling(path: &Path, suffix: &str, extension: Option<&str>) -> PathBuf {
     }
 }
 
-/// A/B: one profile runs at a time, switching every slice; a user pause stops both, and a
-/// resume continues the side whose turn it was with a fresh slice.
+/// A/B: one profile runs at a time, switching every slice to the side behind in the workload
+/// (the faster side waits for the slower, so they are compared at the same events); a user
+/// pause stops both, and a resume continues the side whose turn it was with a fresh slice.
 #[derive(Debug)]
 pub struct Scheduler {
     slice: Duration,
     active: Target,
     last_switch: Instant,
     paused: bool,
+    /// Events each side has read (A, B), as its snapshots said: at the end of a slice the side
+    /// behind runs, so the faster side waits and both are compared at the same events.
+    positions: Option<(u64, u64)>,
 }
 
 impl Scheduler {
@@ -373,7 +384,13 @@ impl Scheduler {
             active: Target::A,
             last_switch: now,
             paused: false,
+            positions: None,
         }
+    }
+
+    /// The events each side has read so far.
+    pub fn set_positions(&mut self, a: u64, b: u64) {
+        self.positions = Some((a, b));
     }
 
     pub fn active(&self) -> Target {
@@ -394,6 +411,17 @@ impl Scheduler {
         let other = |t: Target| if t == Target::A { Target::B } else { Target::A };
         match (a_done, b_done) {
             (false, false) if now.duration_since(self.last_switch) >= self.slice => {
+                // The side behind in the workload keeps the machine for another slice: the
+                // faster one is paced to the slower, so both reach the same events.
+                let behind = match (self.positions, self.active) {
+                    (Some((a, b)), Target::A) => a < b,
+                    (Some((a, b)), Target::B) => b < a,
+                    (None, _) => false,
+                };
+                if behind {
+                    self.last_switch = now;
+                    return Vec::new();
+                }
                 let (stop, go) = (self.active, other(self.active));
                 self.active = go;
                 self.last_switch = now;

@@ -118,6 +118,9 @@ pub fn event_loop<B: Backend>(
     refresh: Duration,
 ) -> anyhow::Result<LoopEnd> {
     loop {
+        if let Some((a, b)) = app.positions() {
+            engines.set_positions(a, b);
+        }
         engines.tick(Instant::now());
         app.active = engines.active();
         if let Err(e) = terminal.draw(|frame| views::render(app, frame)) {

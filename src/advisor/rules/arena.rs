@@ -51,6 +51,8 @@ fn check(input: &Input) -> Option<Finding> {
         recommendation,
         memory_cost: 0,
         job_changes: Vec::new(),
+        effect: None,
+        alternatives: Vec::new(),
         note: Some("or give the WriteBufferManager more memory (memory.managed-size, memory.write-buffer-ratio)".to_string()),
     })
 }

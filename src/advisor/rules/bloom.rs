@@ -71,6 +71,8 @@ fn check(input: &Input) -> Option<Finding> {
         // The filters live in the block cache: no new memory, a share of the cache.
         memory_cost: 0,
         job_changes: Vec::new(),
+        effect: None,
+        alternatives: Vec::new(),
         note: Some(format!(
             "filters take about {} of the block cache",
             human_bytes(filter_bytes as f64)

@@ -54,6 +54,8 @@ fn check(input: &Input) -> Option<Finding> {
         recommendation: vec![Change::new("memory.managed-size", ByteSize(doubled))],
         memory_cost: doubled - k.managed_memory.0,
         job_changes: Vec::new(),
+        effect: None,
+        alternatives: Vec::new(),
         note: Some("doubling managed memory doubles the cache and the WriteBufferManager; re-run to see how far the hit rate follows".to_string()),
     })
 }

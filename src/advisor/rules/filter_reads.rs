@@ -91,6 +91,8 @@ fn check(input: &Input) -> Option<Finding> {
         recommendation: vec![Change::new("memory.partitioned-index-filters", true)],
         memory_cost: 0,
         job_changes: Vec::new(),
+        effect: None,
+        alternatives: Vec::new(),
         note: (k.bloom_bits_per_key != crate::config::profile::FLINK_PARTITIONED_BLOOM_BITS)
             .then(|| {
                 format!(

@@ -120,6 +120,8 @@ fn check(input: &Input) -> Option<Finding> {
         ],
         memory_cost: 0,
         job_changes: Vec::new(),
+        effect: None,
+        alternatives: Vec::new(),
         note: Some(
             "dynamic level sizes cannot be switched on a running RocksDB: a restart (Flink: from a savepoint) applies them".to_string(),
         ),

@@ -73,6 +73,8 @@ fn check(input: &Input) -> Option<Finding> {
         recommendation,
         memory_cost: 0,
         job_changes: Vec::new(),
+        effect: None,
+        alternatives: Vec::new(),
         note: (!factory.is_empty()).then(|| "`statebench export --format flink` lists them with the RocksJava calls a factory makes".to_string()),
     })
 }

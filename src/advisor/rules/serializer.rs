@@ -54,6 +54,8 @@ fn check(input: &Input) -> Option<Finding> {
         recommendation: Vec::new(),
         memory_cost: 0,
         job_changes: vec![Change::new("serializer", "compact")],
+        effect: None,
+        alternatives: Vec::new(),
         note: Some(
             "make the state types POJOs (public no-argument constructor, public or getter/setter fields); pipeline.generic-types: false makes Flink refuse the Kryo fallback instead of using it silently".to_string(),
         ),

@@ -96,6 +96,8 @@ fn check(input: &Input) -> Option<Finding> {
         recommendation,
         memory_cost: 0,
         job_changes: Vec::new(),
+        effect: None,
+        alternatives: Vec::new(),
         note,
     })
 }

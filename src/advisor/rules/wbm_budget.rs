@@ -2,8 +2,10 @@
 //! buffer size, decides when memtables flush — forced small flushes (case study 1).
 
 use super::Rule;
-use crate::advisor::{Change, Evidence, Finding, Input, Severity};
+use crate::advisor::{Change, Evidence, Finding, Fix, Input, Severity};
+use crate::config::profile::Derived;
 use crate::config::units::human_bytes;
+use crate::config::{ByteSize, Profile};
 
 pub const RULE: Rule = Rule {
     id: "wbm-budget",
@@ -32,15 +34,29 @@ fn check(input: &Input) -> Option<Finding> {
             && m.wbm_usage as f64 >= FULL * m.wbm_capacity as f64
             && (m.memtable_bytes as f64 / cfs) < SMALL * buffer as f64
     })?;
-    let memory = d.full_buffer_managed_memory;
-    let stalled = input.summary.stall_micros > 0;
+    let s = input.summary;
+    // Harm measured: writes stalled or stopped. Forced small flushes that stall nothing cost
+    // I/O the run did not feel: worth knowing, not worth memory.
+    let stalled = s.stall_micros > 0 || s.write_stopped_samples > 0;
+    let running_micros = s.processing_secs * 1e6;
+    let share = if running_micros > 0.0 {
+        s.stall_micros as f64 / running_micros
+    } else {
+        0.0
+    };
+    let severity = if !stalled {
+        Severity::Info
+    } else if share >= CRITICAL_SHARE || s.write_stopped_samples > 0 {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    let mut fixes = fixes(input.profile, d);
+    let first = fixes.iter().position(|f| !f.changes.is_empty())?;
+    let main = fixes.remove(first);
     Some(Finding {
         id: RULE.id,
-        severity: if stalled {
-            Severity::Critical
-        } else {
-            Severity::Warning
-        },
+        severity,
         diagnosis: format!(
             "The WriteBufferManager gives each of the {} state column families about {} of memtable memory, less than writebuffer.size {}: it forces flushes before memtables fill, so RocksDB writes many small L0 files{}.",
             d.state_column_families,
@@ -49,7 +65,7 @@ fn check(input: &Input) -> Option<Finding> {
             if stalled {
                 " and writes stall behind them"
             } else {
-                ""
+                "; no write stalled in this run, so nothing measured is hurt by it yet"
             }
         ),
         evidence: vec![
@@ -63,30 +79,148 @@ fn check(input: &Input) -> Option<Finding> {
                 format!("{samples} of {}", input.snapshots.len()),
                 "0",
             ),
-            Evidence::new("flushes", input.summary.flushes, "-"),
+            Evidence::new("flushes", s.flushes, "-"),
             Evidence::new(
                 "write stalls",
-                format!("{:.1} ms", input.summary.stall_micros as f64 / 1000.0),
+                format!("{:.1} ms", s.stall_micros as f64 / 1000.0),
                 "0",
             ),
         ],
         from_secs: from,
         to_secs: to,
-        recommendation: vec![Change::new(
-            "memory.managed-size",
-            crate::config::ByteSize(memory),
-        )],
-        memory_cost: memory.saturating_sub(k.managed_memory.0),
+        recommendation: main.changes,
+        memory_cost: main.memory_cost,
         job_changes: Vec::new(),
         note: None,
+        effect: Some(main.effect),
+        alternatives: fixes,
     })
+}
+
+/// Stall time from this share of the running time makes the finding critical.
+const CRITICAL_SHARE: f64 = 0.01;
+
+/// The largest write-buffer ratio the fixes propose: the memtables (charged to the block
+/// cache) and the high-priority pool keep at most half of the cache, so data blocks keep the
+/// other half. With Flink's high-priority pool of 0.1 that is Flink's default ratio, 0.5.
+fn ratio_cap(high_prio_pool_ratio: f64) -> f64 {
+    // 2r / (3 - r) + hp <= 1/2  <=>  r <= 3 (1/2 - hp) / (5/2 - hp).
+    let cap = 3.0 * (0.5 - high_prio_pool_ratio) / (2.5 - high_prio_pool_ratio);
+    (cap * 100.0 + 1e-9).floor() / 100.0
+}
+
+/// A write buffer that fits `budget`: rounded down to a MiB (to 64 KiB under a MiB).
+fn buffer_within(budget: u64) -> u64 {
+    let unit = if budget >= 1 << 20 { 1 << 20 } else { 64 << 10 };
+    budget / unit * unit
+}
+
+/// Every fix for a WBM budget per column family below the write buffer, in the order to try
+/// them: a larger write-buffer ratio (no memory), a smaller write buffer (no memory, with the
+/// ratio raised as far as the cache allows first), fewer states per slot (the job), more
+/// managed memory. Each with its predicted effect from Flink's formulas (WBM = 2·M·r/3,
+/// cache = (3−r)·M/3, per column family = WBM / states).
+fn fixes(profile: &Profile, d: &Derived) -> Vec<Fix> {
+    let k = &profile.knobs;
+    let (m, r, n) = (
+        k.managed_memory.0 as f64,
+        k.write_buffer_ratio,
+        d.state_column_families.max(1) as u64,
+    );
+    let size = k.write_buffer_size.0;
+    let wbm = |m: f64, r: f64| (2.0 * m * r / 3.0) as u64;
+    let cache = |m: f64, r: f64| ((3.0 - r) * m / 3.0) as u64;
+    let h = |b: u64| human_bytes(b as f64);
+    let mut fixes = Vec::new();
+    let cap = ratio_cap(k.high_prio_pool_ratio);
+    // The ratio that gives every state a full buffer at this memory.
+    let needed = ((3.0 * (n * size) as f64 / (2.0 * m)) * 100.0).ceil() / 100.0;
+    let raised = if needed <= cap && needed > r {
+        Some(needed)
+    } else if cap > r {
+        Some(cap)
+    } else {
+        None
+    };
+    if let Some(r1) = raised {
+        let per_cf = wbm(m, r1) / n;
+        let ratio = format!("{r1:.2}");
+        let ratio = ratio.trim_end_matches('0').trim_end_matches('.');
+        let mut changes = vec![Change::new("memory.write-buffer-ratio", ratio)];
+        let smaller = (per_cf < size).then(|| buffer_within(per_cf));
+        if let Some(size1) = smaller {
+            changes.push(Change::new("writebuffer.size", ByteSize(size1)));
+        }
+        if smaller != Some(0) {
+            fixes.push(Fix {
+                changes,
+                memory_cost: 0,
+                effect: format!(
+                    "WBM {} -> {}, {} -> {} per state ({}writebuffer.size {}); block cache {} -> {}, its data blocks keep at least half; managed memory unchanged",
+                    h(d.write_buffer_manager_capacity),
+                    h(wbm(m, r1)),
+                    h(d.write_buffer_budget_per_column_family),
+                    h(per_cf),
+                    if smaller.is_some() { ">= the smaller " } else { ">= " },
+                    h(smaller.unwrap_or(size)),
+                    h(d.block_cache_capacity),
+                    h(cache(m, r1)),
+                ),
+            });
+        }
+    }
+    let size1 = buffer_within(d.write_buffer_budget_per_column_family);
+    if size1 > 0 {
+        fixes.push(Fix {
+            changes: vec![Change::new("writebuffer.size", ByteSize(size1))],
+            memory_cost: 0,
+            effect: format!(
+                "{} per state >= writebuffer.size {} (was {}): memtables flush when full, not when the WBM forces them, at most {} each; WBM and block cache unchanged, managed memory unchanged",
+                h(d.write_buffer_budget_per_column_family),
+                h(size1),
+                h(size),
+                h(size1),
+            ),
+        });
+    }
+    let fit = d.write_buffer_manager_capacity / size.max(1);
+    if fit >= 1 && fit < n {
+        fixes.push(Fix {
+            changes: Vec::new(),
+            memory_cost: 0,
+            effect: format!(
+                "at most {fit} state column families per slot instead of {n} (fewer stateful operators sharing a slot: slot sharing groups, or more slots for the same memory per slot): each gets {} >= writebuffer.size {}; a change to the job, not the profile",
+                h(d.write_buffer_manager_capacity / fit),
+                h(size)
+            ),
+        });
+    }
+    let memory = d.full_buffer_managed_memory;
+    if memory > k.managed_memory.0 {
+        fixes.push(Fix {
+            changes: vec![Change::new("memory.managed-size", ByteSize(memory))],
+            memory_cost: memory - k.managed_memory.0,
+            effect: format!(
+                "managed memory {} -> {}: WBM {}, {} per state >= writebuffer.size {}; block cache {} -> {}",
+                h(k.managed_memory.0),
+                h(memory),
+                h(wbm(memory as f64, r)),
+                h(wbm(memory as f64, r) / n),
+                h(size),
+                h(d.block_cache_capacity),
+                h(cache(memory as f64, r)),
+            ),
+        });
+    }
+    fixes
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::advisor::Severity;
     use crate::advisor::testing::{Run, profile};
 
-    fn run(profile_name: &str, wbm_full: f64, memtables: u64) -> Run {
+    fn run(profile_name: &str, wbm_full: f64, memtables: u64, stall_micros: u64) -> Run {
         let p = profile(profile_name, &[]);
         let d = p.derived(3);
         Run::new(
@@ -100,42 +234,117 @@ mod tests {
             },
             |s| {
                 s.flushes = 1_500;
-                s.stall_micros = 76_000_000;
+                s.stall_micros = stall_micros;
             },
         )
     }
 
     #[test]
-    fn a_starved_wbm_full_of_small_memtables_is_found_with_the_memory_that_fixes_it() {
-        // minutes-wbm-starved: 1 MiB per state against a 4 MiB buffer.
-        let found = run("minutes-wbm-starved", 0.9, 3 * (600 << 10)).findings("wbm-budget");
+    fn a_starved_wbm_that_stalls_is_fixed_first_by_what_costs_no_memory() {
+        // minutes-wbm-starved: 1 MiB per state against a 4 MiB buffer, 76 s stalled.
+        let found =
+            run("minutes-wbm-starved", 0.9, 3 * (600 << 10), 76_000_000).findings("wbm-budget");
         assert_eq!(found.len(), 1);
         let f = &found[0];
-        assert_eq!(f.severity, crate::advisor::Severity::Critical);
-        // 2 * M * 0.25 / 3 >= 3 * 4 MiB -> M = 72 MiB: 54 MiB more than the profile's 18.
-        assert_eq!(f.recommendation[0].key, "memory.managed-size");
-        assert_eq!(f.recommendation[0].value, "72mb");
-        assert_eq!(f.memory_cost, 54 << 20);
+        assert_eq!(f.severity, Severity::Critical);
         assert_eq!((f.from_secs, f.to_secs), (1.0, 10.0));
+        // A full buffer each at 18 MiB needs r = 1.0, which leaves no cache: the ratio goes to
+        // 0.5 (WBM 6 MiB, 2 MiB per state) and the buffer to 2 MiB. No memory.
+        let fix: Vec<(&str, &str)> = f
+            .recommendation
+            .iter()
+            .map(|c| (c.key.as_str(), c.value.as_str()))
+            .collect();
+        assert_eq!(
+            fix,
+            [
+                ("memory.write-buffer-ratio", "0.5"),
+                ("writebuffer.size", "2mb")
+            ]
+        );
+        assert_eq!(f.memory_cost, 0);
+        let effect = f.effect.as_deref().unwrap();
+        assert!(effect.contains("3.0 MiB -> 6.0 MiB"), "{effect}");
+        assert!(
+            effect.contains("block cache 16.5 MiB -> 15.0 MiB"),
+            "{effect}"
+        );
+        // Then the buffer alone at the budget (1 MiB), then more memory last:
+        // 2 * M * 0.25 / 3 >= 3 * 4 MiB -> M = 72 MiB: 54 MiB more than the profile's 18.
+        let alternatives: Vec<String> = f
+            .alternatives
+            .iter()
+            .map(|a| crate::advisor::Change::list(&a.changes, ": "))
+            .collect();
+        assert_eq!(
+            alternatives,
+            ["writebuffer.size: 1mb", "memory.managed-size: 72mb"],
+            "{:?}",
+            f.alternatives
+        );
+        assert_eq!(f.alternatives[1].memory_cost, 54 << 20);
+        assert!(f.alternatives.iter().all(|a| !a.effect.is_empty()));
+    }
+
+    #[test]
+    fn a_short_budget_that_stalls_nothing_is_info_and_costs_no_memory() {
+        // flink-default: 85 MiB WBM, 28.4 MiB per state against 64 MiB buffers. No stall.
+        let found = run("flink-default", 0.9, 3 * (10 << 20), 0).findings("wbm-budget");
+        let f = &found[0];
+        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(f.memory_cost, 0);
+        // Its ratio is already 0.5: the buffer comes down to the budget instead.
+        assert_eq!(f.recommendation[0].key, "writebuffer.size");
+        assert_eq!(f.recommendation[0].value, "28mb");
+        // One state fits its budget only with 1 state per slot (85 / 64): the job's change,
+        // then more memory.
+        assert!(
+            f.alternatives[0].changes.is_empty()
+                && f.alternatives[0]
+                    .effect
+                    .contains("at most 1 state column families per slot"),
+            "{:?}",
+            f.alternatives
+        );
+        assert_eq!(f.alternatives[1].changes[0].key, "memory.managed-size");
+        assert_eq!(f.alternatives[1].memory_cost, 320 << 20);
+    }
+
+    #[test]
+    fn a_ratio_alone_is_proposed_when_it_is_enough() {
+        // 256 MiB at r 0.25 with 16 MiB buffers: 14.2 MiB per state; r 0.29 gives 16.5.
+        let p = profile(
+            "flink-default",
+            &[
+                ("memory.write-buffer-ratio", "0.25"),
+                ("writebuffer.size", "16mb"),
+            ],
+        );
+        let d = p.derived(3);
+        let fixes = super::fixes(&p, &d);
+        assert_eq!(fixes[0].changes.len(), 1);
+        assert_eq!(fixes[0].changes[0].key, "memory.write-buffer-ratio");
+        assert_eq!(fixes[0].changes[0].value, "0.29");
+        assert_eq!(fixes[0].memory_cost, 0);
     }
 
     #[test]
     fn no_finding_when_the_wbm_is_not_what_holds_memtables_back() {
         // The budget is short but the WBM sits at 70 % (under 80 %): the state is too small.
         assert!(
-            run("minutes-wbm-starved", 0.7, 3 * (600 << 10))
+            run("minutes-wbm-starved", 0.7, 3 * (600 << 10), 1)
                 .findings("wbm-budget")
                 .is_empty()
         );
         // Memtables already hold half a buffer each.
         assert!(
-            run("minutes-wbm-starved", 0.9, 3 * (2 << 20))
+            run("minutes-wbm-starved", 0.9, 3 * (2 << 20), 1)
                 .findings("wbm-budget")
                 .is_empty()
         );
         // minutes-wbm-sized: 4.7 MiB per state covers the 4 MiB buffer.
         assert!(
-            run("minutes-wbm-sized", 0.9, 3 * (600 << 10))
+            run("minutes-wbm-sized", 0.9, 3 * (600 << 10), 1)
                 .findings("wbm-budget")
                 .is_empty()
         );

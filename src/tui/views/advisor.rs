@@ -36,7 +36,13 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         frame.render_widget(
             Paragraph::new(vec![
                 Line::from(""),
-                Line::from(" no finding: no rule fired on the snapshots so far").green(),
+                match &side.judging {
+                    // Right after a live change: the run before it is no evidence.
+                    Some(judging) => Line::from(format!(" {judging}")).yellow(),
+                    None => {
+                        Line::from(" no finding: no rule fired on the snapshots so far").green()
+                    }
+                },
             ])
             .block(panel(&title)),
             area,
@@ -84,6 +90,27 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         Span::from(" fix: ").fg(Color::Green),
         Span::from(fix_line(f)),
     ]));
+    if let Some(effect) = &f.effect {
+        lines.push(Line::from(format!("   predicted: {effect}")).dark_gray());
+    }
+    // The other fixes, in the order to try them (what costs no memory first).
+    for alt in &f.alternatives {
+        let what = if alt.changes.is_empty() {
+            "in the job".to_string()
+        } else {
+            Change::list(&alt.changes, ": ")
+        };
+        let cost = if alt.memory_cost > 0 {
+            format!(" (+{} memory)", human_bytes(alt.memory_cost as f64))
+        } else {
+            String::new()
+        };
+        lines.push(Line::from(vec![
+            Span::from(" or: ").fg(Color::Green),
+            Span::from(format!("{what}{cost}")),
+        ]));
+        lines.push(Line::from(format!("   predicted: {}", alt.effect)).dark_gray());
+    }
     if let Some(note) = &f.note {
         lines.push(Line::from(format!(" note: {note}")).dark_gray());
     }
