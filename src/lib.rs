@@ -44,8 +44,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export {
             profile,
             format,
+            taskmanager,
             output,
-        } => commands::export::run(&profile, format, output.as_deref()),
+        } => commands::export::run(&profile, format, &taskmanager, output.as_deref()),
     }
 }
 
