@@ -354,6 +354,11 @@ pub enum ProfilesCommand {
         /// knobs Flink has no key for as `statebench.<knob>`, for a RocksDBOptionsFactory).
         #[arg(long, conflicts_with = "derived")]
         flink: bool,
+        /// With --derived: the TaskManager the profile runs on (--slots,
+        /// --taskmanager-process-size or --taskmanager-memory FILE): Flink's derivation of its
+        /// memory with the profile's managed memory in place, and whether it fits.
+        #[command(flatten)]
+        taskmanager: TaskManagerArgs,
     },
 }
 

@@ -530,14 +530,28 @@ pub fn rocksdb_options(profile: &Profile) -> Result<String, BackendError> {
         // Flink 1.20's FRocksDB 6.20.3 refuses options it does not know (and a newer version
         // header does not make it lenient): its version, its options only.
         let (text, dropped) = for_frocksdb_6_20(&text);
+        let mut listed = String::from("#  ");
+        let mut width = 3;
+        for (i, name) in dropped.iter().enumerate() {
+            let item = if i + 1 < dropped.len() {
+                format!(" {name},")
+            } else {
+                format!(" {name}")
+            };
+            if width + item.len() > 100 {
+                listed.push_str("\n#  ");
+                width = 3;
+            }
+            width += item.len();
+            listed.push_str(&item);
+        }
         return Ok(format!(
             "# statebench profile '{}' (target {}): the OPTIONS file RocksDB wrote for it, as FRocksDB 6.20.3\n\
-             # (Flink 1.20) reads it: its version header, only the options it knows ({} RocksDB 11.8 options left out:\n\
-             # {}).\n{text}",
+             # (Flink 1.20) reads it: its version header, only the options it knows. Left out, {} options\n\
+             # of RocksDB 11.8 that 6.20.3 does not have:\n{listed}\n{text}",
             profile.name,
             profile.knobs.target.name(),
             dropped.len(),
-            dropped.join(", "),
         ));
     }
     // Its [Version] section names the RocksDB that wrote it.

@@ -66,7 +66,7 @@ pub fn run(
 }
 
 /// The TaskManager the command line describes.
-fn cluster(args: &TaskManagerArgs) -> anyhow::Result<Cluster> {
+pub(crate) fn cluster(args: &TaskManagerArgs) -> anyhow::Result<Cluster> {
     let mut cluster = Cluster {
         slots: args.slots,
         ..Cluster::default()
