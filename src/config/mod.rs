@@ -7,6 +7,7 @@ pub mod derived;
 pub mod flink;
 pub mod profile;
 pub mod target;
+pub mod tm_memory;
 pub mod units;
 pub mod workload;
 
