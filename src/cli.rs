@@ -95,7 +95,9 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// on a regression: a CI gate for a state backend configuration (--profile) or statebench.
     Bench(BenchArgs),
     /// Two JSON reports (`run --report`) metric by metric: A, B and B / A for every number of
-    /// their summaries (the last segment of each).
+    /// their summaries (the last segment of each), after a warning when they ran different
+    /// workloads, event counts or segments. With --repeat N, N reports per side: medians,
+    /// ranges, and which differences are real (outside both ranges).
     Compare {
         /// The reports: A then B; with --repeat N, N reports of A (runs of the same job), then
         /// N of B.

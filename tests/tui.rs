@@ -721,7 +721,7 @@ fn the_ab_table_compares_both_sides_at_the_same_events() {
         let mut b = snapshot(i, 1.0);
         b.events = 16_000 * (i + 1);
         b.events_in_interval = 16_000;
-        b.rocksdb.lsm.flushes = 10 * (i + 1);
+        b.rocksdb.lsm.flushes = (i + 1) * (i + 1);
         app.on_snapshot(Target::B, b);
     }
     let range = app.common_range().unwrap();
@@ -736,11 +736,60 @@ fn the_ab_table_compares_both_sides_at_the_same_events() {
         screen.contains("events 0–110000 on both sides (A has read 110000, B 160000"),
         "{screen}"
     );
-    // Flushes per 10K events at the compared position: A 10 in 110,000, B 60 in 96,000.
+    // Flushes per 10K events at the compared position: A 10 in 110,000, B 36 in 96,000 (not
+    // B's 100 in 160,000: 6.25).
+    assert!(!screen.contains("6.25"), "{screen}");
     assert!(
-        screen.contains("0.91") && screen.contains("6.25"),
+        screen.contains("0.91") && screen.contains("3.75"),
         "{screen}"
     );
+}
+
+#[test]
+fn ab_slices_are_repeats_and_a_difference_within_their_spread_is_not_called() {
+    // Four slices each, one running interval per slice and a paused one between: A's slices
+    // run at 10-14K events/s, B's at 12-13K (within A's spread) or 20-21K (outside it).
+    let table = |b_rates: [u64; 4]| {
+        let mut app = App::new(
+            Workload::load("smoke").unwrap(),
+            Profile::load("flink-default").unwrap(),
+            Some(Profile::load("minutes-wbm-sized").unwrap()),
+        );
+        let (mut ea, mut eb) = (0, 0);
+        for (i, (ra, rb)) in [10_000u64, 12_000, 13_000, 14_000]
+            .into_iter()
+            .zip(b_rates)
+            .enumerate()
+        {
+            let i = i as u64;
+            for (target, rate, events) in [(Target::A, ra, &mut ea), (Target::B, rb, &mut eb)] {
+                *events += rate;
+                let mut s = snapshot(2 * i, 1.0);
+                s.events = *events;
+                s.events_in_interval = rate;
+                app.on_snapshot(target, s);
+                let mut p = snapshot(2 * i + 1, 1.0);
+                p.state = RunState::Paused;
+                p.events = *events;
+                p.events_in_interval = 0;
+                app.on_snapshot(target, p);
+            }
+        }
+        app.view = View::Compare;
+        render(&app, 160, 48)
+    };
+    let close = table([12_500, 12_000, 13_000, 12_800]);
+    let row = |screen: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains("events/s"))
+            .unwrap()
+            .to_string()
+    };
+    assert!(row(&close).contains("≈"), "{close}");
+    assert!(row(&close).contains("±"), "{close}");
+    let apart = table([20_000, 21_000, 20_500, 20_800]);
+    assert!(!row(&apart).contains("≈"), "{apart}");
 }
 
 /// A CPU sample of `n` samples in the shape of case study 2's hours app: mostly filter-block

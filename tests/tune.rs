@@ -1,4 +1,4 @@
-//! `tune` on case study 1, alone in its test binary: whether the tuned re-run stalls depends on
+//! `tune` on case study 1 without a memory budget, alone in its test binary: whether the tuned re-run stalls depends on
 //! the flush thread keeping up with the writer, which the other tests of a binary (run in
 //! parallel threads) would take CPU from. Cargo runs test binaries one after another.
 //!
@@ -46,7 +46,7 @@ fn tune_without_a_memory_budget_removes_the_stalls_with_no_extra_memory() {
         "-p",
         "minutes-wbm-starved",
         "--events",
-        "60000",
+        "30000",
         "--rounds",
         "2",
         "-o",

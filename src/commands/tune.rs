@@ -74,7 +74,13 @@ fn metric(finding: &str) -> (&'static str, fn(&Summary) -> f64, bool) {
             |s| s.cache_hit_rate.overall.unwrap_or(0.0) * 100.0,
             false,
         ),
-        "level-sizing" => ("write amplification", |s| s.write_amplification, true),
+        // The rule's evidence is the level count (measured write amplification can rise with
+        // a bigger base level: docs/correctness.md).
+        "level-sizing" => (
+            "active levels (max)",
+            |s| f64::from(s.active_levels_max),
+            true,
+        ),
         "arena-vs-wbm" => ("flushes", |s| s.flushes as f64, true),
         _ => ("events/s", |s| s.events_per_sec, false),
     }
@@ -517,4 +523,71 @@ fn write_profile(
         path.display()
     );
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advisor::Evidence;
+
+    fn finding(id: &'static str, severity: Severity) -> Finding {
+        Finding {
+            id,
+            severity,
+            diagnosis: String::new(),
+            evidence: vec![Evidence::new("x", 1, 0)],
+            from_secs: 0.0,
+            to_secs: 1.0,
+            recommendation: vec![Change::new("writebuffer.count", 3)],
+            memory_cost: 0,
+            job_changes: Vec::new(),
+            note: None,
+            effect: None,
+            alternatives: Vec::new(),
+        }
+    }
+
+    /// Runs with these stall times (ms), each with or without a write-stalls finding.
+    fn measured(stalls_ms: &[u64], found: &[Option<Severity>]) -> Measured {
+        let repeats: Vec<Summary> = stalls_ms
+            .iter()
+            .map(|ms| Summary {
+                stall_micros: ms * 1000,
+                ..Summary::default()
+            })
+            .collect();
+        let repeat_findings: Vec<Vec<Finding>> = found
+            .iter()
+            .map(|s| s.map(|s| finding("write-stalls", s)).into_iter().collect())
+            .collect();
+        Measured {
+            profile: "p".into(),
+            summary: repeats[0].clone(),
+            findings: repeat_findings[0].clone(),
+            repeats,
+            repeat_findings,
+        }
+    }
+
+    #[test]
+    fn a_change_is_kept_only_when_its_finding_goes_and_its_number_leaves_the_spread() {
+        let f = finding("write-stalls", Severity::Critical);
+        let before = measured(&[900, 1_200, 1_500], &[Some(Severity::Critical); 3]);
+        // Gone in every re-run and the stalls below the lowest run before: kept.
+        let after = measured(&[0, 0, 40], &[None, None, None]);
+        let (kept, why) = judge(&f, &before, &after);
+        assert!(kept, "{why}");
+        assert!(
+            why.contains("1200.0 (900.0–1500.0) -> 0.0 (0.0–40.0)"),
+            "{why}"
+        );
+        // Gone, but one re-run stalled as long as a run before: within the spread, dropped.
+        let after = measured(&[100, 950, 200], &[None, None, None]);
+        let (kept, why) = judge(&f, &before, &after);
+        assert!(!kept && why.contains("not outside the spread"), "{why}");
+        // Still critical in one re-run: dropped.
+        let after = measured(&[0, 0, 0], &[None, Some(Severity::Critical), None]);
+        let (kept, why) = judge(&f, &before, &after);
+        assert!(!kept && why.contains("still critical"), "{why}");
+    }
 }

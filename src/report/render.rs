@@ -366,6 +366,14 @@ pub fn render_before_after(before: &Summary, after: &Summary) -> String {
 pub fn render_comparison(a: &Segment, b: &Segment) -> String {
     let (x, y) = (&a.summary, &b.summary);
     let mut out = format!("  A: {}\n  B: {}\n", a.label, b.label);
+    if x.events != y.events {
+        // Quit mid-run: the scheduler keeps the sides within a slice of each other, but not
+        // at the same event.
+        out.push_str(&format!(
+            "  note: A read {} events, B {}: totals differ for that alone (the TUI's A/B view compares both at the same events)\n",
+            x.events, y.events
+        ));
+    }
     out.push_str(&format!(
         "  {:<32} {:>16} {:>16} {:>8}\n",
         "A/B (running time only)", "A", "B", "B / A"

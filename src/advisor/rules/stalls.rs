@@ -37,7 +37,7 @@ fn check(input: &Input) -> Option<Finding> {
         (
             "memtables waiting to flush reached writebuffer.count",
             vec![Change::new("writebuffer.count", k.max_write_buffer_number + 1)],
-            Some("each extra memtable slot lets writes go on while one flushes; if the WriteBufferManager forces the flushes, give it the memory first (wbm-budget)".to_string()),
+            Some("each extra memtable slot lets writes go on while one flushes; if the WriteBufferManager forces the flushes, fix its budget per state first (wbm-budget)".to_string()),
         )
     } else if l0 >= pending {
         (
