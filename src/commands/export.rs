@@ -23,7 +23,7 @@ pub fn run(profile: &str, format: ExportFormat, output: Option<&Path>) -> anyhow
             "--flink-version applies to --format flink only".to_string()
         ));
     }
-    let profile = Profile::load(profile)?;
+    let profile = super::load_profile(profile)?;
     let text = export::export_for(&profile, format, flink_version.unwrap_or_default())
         .with_context(|| format!("cannot export profile '{}'", profile.name))?;
     match output {

@@ -58,6 +58,7 @@ pub fn show(name: &str, derived: bool) -> anyhow::Result<()> {
     if let Some(d) = &profile.description {
         println!("# {d}");
     }
+    print_flink_import(&profile);
     for (key, value) in profile.knobs.values() {
         let info = config::profile::KNOBS.iter().find(|k| k.key == key);
         let flink = match info.and_then(|k| k.flink_key) {
@@ -88,6 +89,7 @@ pub fn show_flink(name: &str) -> anyhow::Result<()> {
         "# profile '{}' ({}) as Flink 1.20 configuration",
         profile.name, profile.source
     );
+    print_flink_import(&profile);
     println!(
         "# {}*: knobs Flink has no key for, to be set in a RocksDBOptionsFactory",
         config::flink::FACTORY_PREFIX
@@ -111,4 +113,13 @@ pub fn show_flink(name: &str) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// What reading a Flink configuration found, as comments above the knobs.
+fn print_flink_import(profile: &Profile) {
+    if let Some(import) = &profile.flink_import {
+        for line in import.lines(&profile.source) {
+            println!("# {line}");
+        }
+    }
 }

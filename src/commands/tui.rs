@@ -18,7 +18,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<()> {
         events,
         duration,
     } = Job::load(&args.job)?;
-    let compare = args.compare.as_deref().map(Profile::load).transpose()?;
+    let compare = args.compare.as_deref().map(super::load_profile).transpose()?;
     if !std::io::stdout().is_terminal() {
         bail!(UsageError(
             "statebench tui needs a terminal; use `statebench run` for headless runs".to_string()

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use super::derived::Derived;
+use super::flink_in::{self, FlinkImport, FlinkValue, FromFlink};
 use super::target::Target;
 use super::units::{ByteSize, Millis};
 use super::{ConfigError, Origin, locate, parse_yaml};
@@ -268,6 +269,8 @@ pub struct KnobInfo {
     pub doc: &'static str,
     /// What a valid value looks like.
     pub expects: &'static str,
+    /// Its value in Flink's syntax (a Flink configuration's) as the profile writes it.
+    pub from_flink: fn(&FlinkValue) -> Result<String, String>,
 }
 
 impl KnobInfo {
@@ -330,7 +333,7 @@ macro_rules! knobs {
         }
 
         /// Every knob a profile may set, in file order.
-        pub const KNOBS: &[KnobInfo] = &[ $( KnobInfo { knob: Knob::$variant, key: $key, flink_key: $flink, live: $live, doc: $doc, expects: <$ty as KnobValue>::EXPECTS }, )* ];
+        pub const KNOBS: &[KnobInfo] = &[ $( KnobInfo { knob: Knob::$variant, key: $key, flink_key: $flink, live: $live, doc: $doc, expects: <$ty as KnobValue>::EXPECTS, from_flink: <$ty as FromFlink>::from_flink }, )* ];
 
         impl ProfileSpec {
             /// Fills every knob this spec leaves unset from `parent`.
@@ -496,27 +499,30 @@ pub struct Profile {
     pub extends_chain: Vec<String>,
     pub description: Option<String>,
     pub knobs: Knobs,
+    /// When the file was a Flink configuration: what was read, derived and ignored.
+    #[serde(skip)]
+    pub flink_import: Option<FlinkImport>,
 }
 
 impl Profile {
-    /// Loads a profile by path or built-in name, following `extends:`.
+    /// Loads a profile by path or built-in name, following `extends:`. A Flink configuration
+    /// (`config.yaml`, `flink-conf.yaml`, or Flink's keys) is read as a profile that extends
+    /// `flink-default` (see `flink_in`).
     pub fn load(name: &str) -> Result<Profile, ConfigError> {
         let (origin, text) = locate("profile", name, BUILTIN)?;
-        if text
-            .lines()
-            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
-        {
-            return Err(ConfigError::Invalid {
-                origin: origin.to_string(),
-                message: "the profile is empty: write 'extends: flink-default' for Flink's defaults, then the knobs that differ".to_string(),
-            });
-        }
-        let mut spec: ProfileSpec = parse_yaml(&text, &origin)?;
+        let (mut spec, flink_import) = read_spec(&origin, &text)?;
         let name = origin.name();
         let mut chain = vec![name.clone()];
         let mut parent_origin = origin.clone();
+        // A Flink configuration's unset keys are Flink's defaults: the built-in, never a file
+        // of that name next to it.
+        let mut builtin_parent = flink_import.is_some();
         while let Some(parent) = spec.extends.clone() {
-            let parent_ref = resolve_relative(&parent_origin, &parent);
+            let parent_ref = if builtin_parent {
+                parent.clone()
+            } else {
+                resolve_relative(&parent_origin, &parent)
+            };
             let (porigin, ptext) =
                 locate("profile", &parent_ref, BUILTIN).map_err(|e| match e {
                     ConfigError::NotFound { available, .. } => ConfigError::Invalid {
@@ -533,7 +539,8 @@ impl Profile {
                 return Err(ConfigError::Cycle(chain.join(" -> ")));
             }
             chain.push(pname);
-            let pspec: ProfileSpec = parse_yaml(&ptext, &porigin)?;
+            let (pspec, pimport) = read_spec(&porigin, &ptext)?;
+            builtin_parent = pimport.is_some();
             spec = spec.inherit(pspec);
             parent_origin = porigin;
         }
@@ -543,10 +550,14 @@ impl Profile {
             extends_chain: chain[1..].to_vec(),
             description: spec.description.clone(),
             knobs: spec.resolve(),
+            flink_import,
         };
         profile.validate().map_err(|message| ConfigError::Invalid {
             origin: origin.to_string(),
-            message,
+            message: match &profile.flink_import {
+                Some(_) => in_flink_words(&message),
+                None => message,
+            },
         })?;
         Ok(profile)
     }
@@ -629,6 +640,7 @@ impl Profile {
             extends_chain: Vec::new(),
             description: None,
             knobs,
+            flink_import: None,
         };
         profile.validate().map_err(|message| ConfigError::Invalid {
             origin: name.to_string(),
@@ -796,6 +808,49 @@ impl Profile {
             Err(problems.join("; "))
         }
     }
+}
+
+/// A profile file's spec, or a Flink configuration's (which extends `flink-default`) with
+/// what reading it found.
+fn read_spec(
+    origin: &Origin,
+    text: &str,
+) -> Result<(ProfileSpec, Option<FlinkImport>), ConfigError> {
+    if let Some((format, detected_by)) = flink_in::detect(origin, text) {
+        let (yaml, import) = flink_in::read(origin, text, format, detected_by)?;
+        let mut spec: ProfileSpec = if yaml.is_empty() {
+            ProfileSpec::default()
+        } else {
+            parse_yaml(&yaml, origin)?
+        };
+        spec.extends = Some("flink-default".to_string());
+        spec.description = Some(format!("Flink configuration {origin}"));
+        return Ok((spec, Some(import)));
+    }
+    if text
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
+        return Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            message: "the profile is empty: write 'extends: flink-default' for Flink's defaults, then the knobs that differ".to_string(),
+        });
+    }
+    Ok((parse_yaml(&text, origin)?, None))
+}
+
+/// A validation message about a Flink configuration, with Flink's keys for the knobs'.
+fn in_flink_words(message: &str) -> String {
+    let mut out = message.to_string();
+    for info in KNOBS {
+        let flink = match (info.knob, info.flink_key) {
+            (Knob::ManagedMemory, _) => "managed memory per slot".to_string(),
+            (_, Some(key)) => key.to_string(),
+            (_, None) => format!("{}{}", super::flink::FACTORY_PREFIX, info.key),
+        };
+        out = out.replace(&format!("'{}'", info.key), &format!("'{flink}'"));
+    }
+    out
 }
 
 /// `extends: x` in a file is looked up next to that file first, then among the built-ins.
