@@ -8,6 +8,7 @@ pub mod flink;
 pub mod flink_in;
 pub mod profile;
 pub mod target;
+pub mod tm_memory;
 pub mod units;
 pub mod workload;
 
