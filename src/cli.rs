@@ -178,7 +178,9 @@ pub struct JobArgs {
     /// Workload: a YAML file or a built-in name.
     #[arg(short, long, default_value = "smoke")]
     pub workload: String,
-    /// RocksDB profile: a YAML file or a built-in name (profile A with `tui --compare`).
+    /// RocksDB profile: a statebench profile YAML, a Flink config.yaml / flink-conf.yaml (Flink's
+    /// keys, read as a profile; see docs/profiles.md), or a built-in name (profile A with
+    /// `tui --compare`).
     #[arg(short, long, default_value = "flink-default")]
     pub profile: String,
     /// Process this many events instead of the workload's count (event time keeps the

@@ -39,8 +39,9 @@ fn the_flink_export_of_every_shipped_profile_reads_back_as_the_same_profile() {
                 std::fs::create_dir_all(&sub).unwrap();
                 let path = sub.join(file);
                 std::fs::write(&path, &text).unwrap();
-                let back = Profile::load(&path.to_string_lossy())
-                    .unwrap_or_else(|e| panic!("{name}, Flink {}, {file}: {e}\n{text}", version.name()));
+                let back = Profile::load(&path.to_string_lossy()).unwrap_or_else(|e| {
+                    panic!("{name}, Flink {}, {file}: {e}\n{text}", version.name())
+                });
                 assert_eq!(
                     back.knobs,
                     profile.knobs,
@@ -78,7 +79,11 @@ fn a_nested_config_yaml_maps_rocksdb_checkpointing_and_memory_keys() {
     let k = &p.knobs;
     // taskmanager.memory.managed.size 1gb among 4 slots, all of it the state backend's.
     assert_eq!(k.managed_memory, ByteSize(256 << 20));
-    assert!(import.memory.starts_with("256mb = taskmanager.memory.managed.size 1gb / 4 slot(s)"));
+    assert!(
+        import
+            .memory
+            .starts_with("256mb = taskmanager.memory.managed.size 1gb / 4 slot(s)")
+    );
     assert_eq!(k.write_buffer_ratio, 0.25);
     assert_eq!(k.write_buffer_size, ByteSize(8 << 20));
     assert_eq!(k.max_write_buffer_number, 4);
@@ -167,7 +172,10 @@ fn a_legacy_flink_conf_is_read_line_by_line_as_flink_1_reads_it() {
     assert_eq!(k.block_size, ByteSize(8 << 10));
     assert!(k.use_bloom_filter);
     assert_eq!(k.bloom_bits_per_key, 14.0);
-    assert_eq!(k.compression_per_level, [Compression::None, Compression::Lz4]);
+    assert_eq!(
+        k.compression_per_level,
+        [Compression::None, Compression::Lz4]
+    );
     // The later line wins, as in Flink.
     assert_eq!(k.checkpoint_interval, Millis(20_000));
     assert_eq!(
@@ -183,7 +191,10 @@ fn a_legacy_flink_conf_is_read_line_by_line_as_flink_1_reads_it() {
     );
     let notes = import.notes.join("\n");
     assert!(notes.contains("line 13 skipped"), "{notes}");
-    assert!(notes.contains("'state.backend' is deprecated: read as state.backend.type"), "{notes}");
+    assert!(
+        notes.contains("'state.backend' is deprecated: read as state.backend.type"),
+        "{notes}"
+    );
 }
 
 fn error(path: &str) -> String {
@@ -240,7 +251,9 @@ fn a_profile_stays_a_profile_and_a_flink_key_in_one_points_to_the_knob() {
         "extends: flink-default\nstate.backend.rocksdb.writebuffer.size: 8mb\n",
     )
     .unwrap();
-    let msg = Profile::load(&path.to_string_lossy()).unwrap_err().to_string();
+    let msg = Profile::load(&path.to_string_lossy())
+        .unwrap_err()
+        .to_string();
     assert!(
         msg.ends_with("line 2 (did you mean 'writebuffer.size'?)"),
         "{msg}"
@@ -269,7 +282,10 @@ fn managed_memory_comes_from_the_taskmanager_as_flink_divides_it() {
     )
     .unwrap_err()
     .to_string();
-    assert!(err.contains("gives the state backend (STATE_BACKEND, or DATAPROC) no weight"), "{err}");
+    assert!(
+        err.contains("gives the state backend (STATE_BACKEND, or DATAPROC) no weight"),
+        "{err}"
+    );
     // Without a shared budget Flink gives each column family its own: fixed-per-tm is split
     // among the slots.
     let p = load(
@@ -281,7 +297,48 @@ fn managed_memory_comes_from_the_taskmanager_as_flink_divides_it() {
     // No memory key at all: flink-default's, said so.
     let p = load("no-memory.yaml", "state.backend.type: rocksdb\n").unwrap();
     assert_eq!(p.knobs.managed_memory, ByteSize(256 << 20));
-    assert!(p.flink_import.unwrap().memory.starts_with("no TaskManager memory key is set"));
+    assert!(
+        p.flink_import
+            .unwrap()
+            .memory
+            .starts_with("no TaskManager memory key is set")
+    );
+    // From the TaskManager's process size: total Flink memory (minus metaspace and overhead),
+    // 0.4 of it managed, as Flink 1.20 derives it (its calculator prints managed 536870920 b).
+    let p = load(
+        "process.yaml",
+        "taskmanager.memory.process.size: 1728m\ntaskmanager.numberOfTaskSlots: 4\n",
+    )
+    .unwrap();
+    assert_eq!(p.knobs.managed_memory, ByteSize(536_870_920 / 4));
+    let memory = p.flink_import.unwrap().memory;
+    assert!(
+        memory.contains("taskmanager.memory.managed.fraction 0.4 (Flink's default) of total Flink memory 1280mb, derived from taskmanager.memory.process.size 1728mb"),
+        "{memory}"
+    );
+    // From total Flink memory and a fraction, nested.
+    let p = load(
+        "flink-size.yaml",
+        "taskmanager:\n  numberOfTaskSlots: 2\n  memory:\n    flink.size: 2g\n    managed.fraction: 0.5\n",
+    )
+    .unwrap();
+    assert_eq!(p.knobs.managed_memory, ByteSize(512 << 20));
+    // A TaskManager Flink would refuse to start is refused with Flink's reason.
+    let err = load("small.yaml", "taskmanager.memory.process.size: 300m\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("small.yaml line 1, key 'taskmanager.memory.process.size': Flink refuses this TaskManager memory configuration: Sum of configured JVM Metaspace (256.000 MiB) and JVM Overhead (192.000 MiB) exceed configured Total Process Memory (300.000 MiB)."),
+        "{err}"
+    );
+    // A fraction with nothing to take it of.
+    let err = load(
+        "fraction.yaml",
+        "taskmanager.memory.managed.fraction: 0.3\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("managed memory cannot be derived"), "{err}");
     // Sizes in bytes, rounded down per slot as Flink's MemorySize#divide does.
     let p = load(
         "odd.yaml",
@@ -297,7 +354,11 @@ fn statebench(args: &[&str]) -> (String, String) {
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),

@@ -21,6 +21,14 @@ const FAMILIES: &[&str] = &[
     "taskmanager.memory.",
 ];
 
+/// Keys named on purpose although not current: deprecated keys statebench reads as Flink does
+/// (a Flink configuration read as a profile, the TaskManager memory derivation), and the typo
+/// docs/profiles.md shows being flagged.
+const NAMED_ON_PURPOSE: &[&str] = &[
+    "taskmanager.memory.size",
+    "state.backend.rocksdb.writebuffer.sise",
+];
+
 /// Knobs whose YAML key is not Flink's key without the prefix, and why.
 const YAML_KEY_EXCEPTIONS: &[(&str, &str, &str)] = &[(
     "memory.managed-size",
@@ -264,7 +272,9 @@ fn every_flink_key_in_the_sources_profiles_workloads_and_readme_is_a_flink_1_20_
                         "'{token}' ({place}) is the prefix of no Flink 1.20.1 key"
                     ));
                 }
-            } else if !new_in_2.contains(&token.as_str()) {
+            } else if !new_in_2.contains(&token.as_str())
+                && !NAMED_ON_PURPOSE.contains(&token.as_str())
+            {
                 problems.extend(flink.problem(&token, &place));
             }
         }
@@ -332,6 +342,9 @@ fn the_readme_knob_table_says_what_flink_1_20_1_has() {
             }
         }
     }
-    assert!(rows > 10, "docs/profiles.md's knob table has only {rows} rows");
+    assert!(
+        rows > 10,
+        "docs/profiles.md's knob table has only {rows} rows"
+    );
     assert_no_problems("docs/profiles.md's knob table", &problems);
 }

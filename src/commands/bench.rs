@@ -51,7 +51,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     {
         super::check_report_dir(Some(path))?;
     }
-    let override_profile = args.profile.as_deref().map(super::load_profile).transpose()?;
+    let override_profile = args
+        .profile
+        .as_deref()
+        .map(super::load_profile)
+        .transpose()?;
     let cases: Vec<_> = all
         .iter()
         .filter(|c| args.case.is_empty() || args.case.iter().any(|n| n == c.name))

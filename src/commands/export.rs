@@ -8,7 +8,6 @@ use anyhow::{Context as _, bail};
 
 use super::UsageError;
 use crate::cli::ExportFormat;
-use crate::config::Profile;
 use crate::export::{self, Format};
 use crate::report;
 

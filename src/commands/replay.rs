@@ -6,7 +6,6 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::backend::oplog;
-use crate::config::Profile;
 
 pub fn run(log: &Path, profile: &str, json: bool) -> anyhow::Result<()> {
     let profile = super::load_profile(profile)?;

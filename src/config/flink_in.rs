@@ -20,7 +20,8 @@ use std::sync::OnceLock;
 
 use super::flink::FACTORY_PREFIX;
 use super::profile::{Compression, KNOBS, Knob, KnobInfo};
-use super::{ConfigError, Origin, nearest};
+use super::tm_memory::{self, TmMemoryConfig, TmMemoryError};
+use super::{ByteSize, ConfigError, Origin, nearest};
 
 /// Flink's keys as `parity/flink-keys` extracted them from each release's `flink-dist` jar.
 const KEYS_1_20: &str = include_str!("flink-1.20.1-keys.txt");
@@ -76,13 +77,15 @@ const FLINK_NAMESPACES: &[&str] = &[
 const FIXED_PER_SLOT: &str = "state.backend.rocksdb.memory.fixed-per-slot";
 const FIXED_PER_TM: &str = "state.backend.rocksdb.memory.fixed-per-tm";
 const USE_MANAGED: &str = "state.backend.rocksdb.memory.managed";
-const MANAGED_SIZE: &str = "taskmanager.memory.managed.size";
-const MANAGED_FRACTION: &str = "taskmanager.memory.managed.fraction";
-const PROCESS_SIZE: &str = "taskmanager.memory.process.size";
-const FLINK_SIZE: &str = "taskmanager.memory.flink.size";
-const SLOTS: &str = "taskmanager.numberOfTaskSlots";
-const WEIGHTS: &str = "taskmanager.memory.managed.consumer-weights";
 const BACKEND_TYPE: &str = "state.backend.type";
+/// The knob saying whether a slot's budget is managed memory or fixed-per-slot (when the
+/// profile has it).
+const MEMORY_MODE: &str = "memory.mode";
+const MANAGED_SIZE: &str = tm_memory::MANAGED_SIZE_KEY;
+const MANAGED_FRACTION: &str = tm_memory::MANAGED_FRACTION_KEY;
+const PROCESS_SIZE: &str = tm_memory::PROCESS_SIZE_KEY;
+const FLINK_SIZE: &str = tm_memory::FLINK_SIZE_KEY;
+const SLOTS: &str = tm_memory::SLOTS_KEY;
 
 /// Keys that change what RocksDB does but that statebench does not apply, and what it does
 /// instead: said next to the key in the list of ignored keys.
@@ -205,7 +208,8 @@ pub fn parse_flink_duration(text: &str) -> Option<u64> {
     };
     let nanos = u128::from(number) * nanos_per;
     // statebench counts whole milliseconds.
-    (nanos % 1_000_000 == 0)
+    nanos
+        .is_multiple_of(1_000_000)
         .then(|| u64::try_from(nanos / 1_000_000).ok())
         .flatten()
 }
@@ -447,7 +451,8 @@ fn key_lists() -> &'static KeyLists {
             .filter(|l| !l.starts_with('#'))
         {
             let mut fields = line.split('\t');
-            let (Some(key), Some(_class), Some(kind)) = (fields.next(), fields.next(), fields.next())
+            let (Some(key), Some(_class), Some(kind)) =
+                (fields.next(), fields.next(), fields.next())
             else {
                 continue;
             };
@@ -580,7 +585,10 @@ fn yaml_key_lines(text: &str) -> HashMap<String, usize> {
         else {
             continue;
         };
-        let key = content[..colon].trim().trim_matches(['"', '\'']).to_string();
+        let key = content[..colon]
+            .trim()
+            .trim_matches(['"', '\''])
+            .to_string();
         while stack.last().is_some_and(|(i, _)| *i >= indent) {
             stack.pop();
         }
@@ -719,41 +727,38 @@ fn comment_knobs(text: &str) -> Vec<(&'static KnobInfo, String, usize)> {
         if !(arrow || prefixed) {
             continue;
         }
-        if let Some(info) = KNOBS
-            .iter()
-            .find(|i| i.key == key && i.flink_key.is_none())
-        {
+        if let Some(info) = KNOBS.iter().find(|i| i.key == key && i.flink_key.is_none()) {
             found.push((info, value.trim().to_string(), n + 1));
         }
     }
     found
 }
 
-/// The memory keys, as read.
+/// The memory keys, as read: RocksDB's own, and the TaskManager's (`tm_memory` reads those).
 #[derive(Default)]
 struct Memory {
     values: BTreeMap<&'static str, (FlinkValue, usize)>,
+    /// TaskManager memory keys in file order: (key, value, line).
+    tm: Vec<(String, FlinkValue, usize)>,
     /// `consumer-weights.<NAME>: weight` (a nested map, which Flink reads as the map's entries).
     weight_entries: Vec<(String, FlinkValue, usize)>,
 }
 
-const MEMORY_KEYS: &[&str] = &[
-    FIXED_PER_SLOT,
-    FIXED_PER_TM,
-    USE_MANAGED,
-    MANAGED_SIZE,
-    MANAGED_FRACTION,
-    PROCESS_SIZE,
-    FLINK_SIZE,
-    SLOTS,
-    WEIGHTS,
-];
+/// RocksDB's memory keys, which say where a slot's budget comes from.
+const ROCKSDB_MEMORY_KEYS: &[&str] = &[FIXED_PER_SLOT, FIXED_PER_TM, USE_MANAGED];
 
-/// A slot's managed memory for RocksDB, how it was found, and memory keys that were read but
-/// did not count (with why).
+fn is_memory_key(key: &str) -> bool {
+    ROCKSDB_MEMORY_KEYS.contains(&key) || TmMemoryConfig::is_memory_key(key)
+}
+
+/// A slot's managed memory for RocksDB, how it was found, the memory keys that counted and
+/// those that were read but did not count (with why).
 struct MemoryOutcome {
     bytes: Option<u64>,
+    /// Whether the budget is fixed-per-slot (outside managed memory) rather than managed.
+    fixed_per_slot: bool,
     explanation: String,
+    used: Vec<String>,
     unused: Vec<Ignored>,
 }
 
@@ -783,19 +788,78 @@ impl Reader<'_> {
             .transpose()
     }
 
+    /// The TaskManager memory keys, parsed as Flink parses them; legacy keys `tm_memory` does
+    /// not derive from come back apart (key, line, why).
+    #[allow(clippy::type_complexity)]
+    fn tm_config(
+        &self,
+        mem: &Memory,
+    ) -> Result<(TmMemoryConfig, Vec<(String, usize, String)>), ConfigError> {
+        let mut config = TmMemoryConfig::default();
+        let mut legacy = Vec::new();
+        let mut weights: Vec<String> = Vec::new();
+        let mut weights_line = 0;
+        for (key, value, line) in &mem.tm {
+            let text = match value {
+                FlinkValue::List(items) if key == tm_memory::CONSUMER_WEIGHTS_KEY => {
+                    items.join(",")
+                }
+                other => other
+                    .scalar()
+                    .map_err(|m| self.bad(key, *line, format!("{m} where Flink expects a value")))?
+                    .to_string(),
+            };
+            if key == tm_memory::CONSUMER_WEIGHTS_KEY {
+                weights.push(text);
+                weights_line = *line;
+                continue;
+            }
+            match config.set(key, &text) {
+                Ok(_) => {}
+                Err(TmMemoryError::BadValue { value, expects, .. }) => {
+                    return Err(self.bad(
+                        key,
+                        *line,
+                        format!("invalid value '{value}': Flink expects {expects}"),
+                    ));
+                }
+                Err(TmMemoryError::Unsupported { why, .. }) => {
+                    legacy.push((key.clone(), *line, why.to_string()));
+                }
+                Err(TmMemoryError::Invalid(message)) => {
+                    return Err(self.bad(key, *line, message));
+                }
+            }
+        }
+        for (name, value, line) in &mem.weight_entries {
+            weights.push(format!("{name}:{}", value.show()));
+            weights_line = *line;
+        }
+        if !weights.is_empty() {
+            let key = tm_memory::CONSUMER_WEIGHTS_KEY;
+            let text = weights.join(",");
+            config.set(key, &text).map_err(|e| match e {
+                TmMemoryError::BadValue { value, expects, .. } => self.bad(
+                    key,
+                    weights_line,
+                    format!("invalid value '{value}': Flink expects {expects}"),
+                ),
+                other => self.bad(key, weights_line, other.to_string()),
+            })?;
+        }
+        Ok((config, legacy))
+    }
+
     fn memory(&self, mem: &Memory) -> Result<MemoryOutcome, ConfigError> {
-        let line_of = |key: &str| mem.values.get(key).map_or(0, |(_, l)| *l);
-        let slots = match mem.values.get(SLOTS) {
-            Some((v, line)) => v
-                .scalar()
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok())
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| {
-                    self.bad(SLOTS, *line, expected(v, "a whole number of slots, at least 1"))
-                })?,
-            None => 1,
+        let line_of = |key: &str| {
+            mem.values
+                .get(key)
+                .map(|(_, l)| *l)
+                .or_else(|| mem.tm.iter().find(|(k, _, _)| k == key).map(|(_, _, l)| *l))
+                .unwrap_or(0)
         };
+        let (tm, legacy) = self.tm_config(mem)?;
+        let slots = u64::from(tm.slots.unwrap_or(1));
         let use_managed = match mem.values.get(USE_MANAGED) {
             Some((v, line)) => {
                 <bool as FromFlink>::from_flink(v).map_err(|m| self.bad(USE_MANAGED, *line, m))?
@@ -805,213 +869,209 @@ impl Reader<'_> {
         };
         let fixed_slot = self.size(mem, FIXED_PER_SLOT)?;
         let fixed_tm = self.size(mem, FIXED_PER_TM)?;
-        let managed_size = self.size(mem, MANAGED_SIZE)?;
-        let process = self.size(mem, PROCESS_SIZE)?;
-        let flink = self.size(mem, FLINK_SIZE)?;
-        let fraction = match mem.values.get(MANAGED_FRACTION) {
-            Some((v, line)) => Some(
-                v.scalar()
-                    .ok()
-                    .and_then(|s| s.parse::<f64>().ok())
-                    .filter(|f| (0.0..1.0).contains(f))
-                    .ok_or_else(|| {
-                        self.bad(
-                            MANAGED_FRACTION,
-                            *line,
-                            expected(v, "a fraction of total Flink memory, at least 0 and below 1, such as 0.4"),
-                        )
-                    })?,
-            ),
-            None => None,
-        };
-        let weight = self.state_backend_weight(mem)?;
-        let present = |keys: &[&'static str], why: &str| -> Vec<Ignored> {
+        // The keys read, but for the RocksDB budget found another way.
+        let tm_keys: Vec<String> = mem
+            .tm
+            .iter()
+            .map(|(k, _, _)| k.clone())
+            .chain(
+                (!mem.weight_entries.is_empty())
+                    .then(|| tm_memory::CONSUMER_WEIGHTS_KEY.to_string()),
+            )
+            .collect();
+        let unused_because = |keys: &[String], why: &str| -> Vec<Ignored> {
             keys.iter()
-                .filter(|k| mem.values.contains_key(**k))
                 .map(|k| Ignored {
-                    key: k.to_string(),
+                    key: k.clone(),
                     why: Some(why.to_string()),
                 })
                 .collect()
         };
-        let managed_keys = [
-            MANAGED_SIZE,
-            MANAGED_FRACTION,
-            PROCESS_SIZE,
-            FLINK_SIZE,
-            WEIGHTS,
-            FIXED_PER_TM,
-        ];
+        let slots_said = if tm.slots.is_some() {
+            format!("{slots} slot(s) ({SLOTS})")
+        } else {
+            "1 slot (Flink's default taskmanager.numberOfTaskSlots)".to_string()
+        };
         // RocksDBSharedResourcesFactory#from: fixed-per-slot first, then managed memory, then
         // fixed-per-tm; without any of them each column family gets its own cache.
         if let Some(bytes) = fixed_slot {
-            let mut unused = present(
-                &managed_keys,
-                "fixed-per-slot is set: RocksDB's budget is outside managed memory",
+            let mut others: Vec<String> = tm_keys.clone();
+            others.extend(
+                [FIXED_PER_TM, USE_MANAGED]
+                    .iter()
+                    .filter(|k| mem.values.contains_key(**k))
+                    .map(|k| k.to_string()),
             );
-            unused.extend(present(&[USE_MANAGED], "fixed-per-slot takes precedence"));
             return Ok(MemoryOutcome {
                 bytes: Some(bytes),
+                fixed_per_slot: true,
                 explanation: format!(
-                    "{} from {FIXED_PER_SLOT} (memory outside managed memory, which the TaskManager's off-heap budget must cover; it takes precedence over managed memory in Flink)",
-                    super::ByteSize(bytes)
+                    "{} from {FIXED_PER_SLOT} (memory outside managed memory, which the TaskManager's off-heap budget must cover; in Flink it takes precedence over managed memory)",
+                    ByteSize(bytes)
                 ),
-                unused,
+                used: vec![FIXED_PER_SLOT.to_string()],
+                unused: unused_because(
+                    &others,
+                    "fixed-per-slot is set: RocksDB's budget is outside managed memory",
+                ),
             });
         }
         if !use_managed {
-            if let Some(tm) = fixed_tm {
-                let per_slot = tm / slots;
+            if let Some(tm_bytes) = fixed_tm {
+                let per_slot = tm_bytes / slots;
+                let others: Vec<String> = tm_keys
+                    .iter()
+                    .filter(|k| k.as_str() != SLOTS)
+                    .cloned()
+                    .collect();
                 return Ok(MemoryOutcome {
                     bytes: Some(per_slot),
+                    fixed_per_slot: true,
                     explanation: format!(
-                        "{} = {FIXED_PER_TM} {} / {slots} slot(s) ({SLOTS}): with {USE_MANAGED}: false Flink shares one budget among all slots of the TaskManager; statebench runs one slot with an equal share, so a slot that would use more than its share in Flink is measured with less",
-                        super::ByteSize(per_slot),
-                        super::ByteSize(tm),
+                        "{} = {FIXED_PER_TM} {} / {slots_said}: with {USE_MANAGED}: false Flink shares one budget among all slots of the TaskManager; statebench runs one slot with an equal share, so a slot that would use more than its share in Flink is measured with less",
+                        ByteSize(per_slot),
+                        ByteSize(tm_bytes),
                     ),
-                    unused: present(
-                        &managed_keys[..5],
+                    used: [FIXED_PER_TM, USE_MANAGED, SLOTS]
+                        .iter()
+                        .filter(|k| mem.values.contains_key(**k) || tm_keys.iter().any(|t| t == *k))
+                        .map(|k| k.to_string())
+                        .collect(),
+                    unused: unused_because(
+                        &others,
                         "state.backend.rocksdb.memory.managed is false: RocksDB does not use managed memory",
                     ),
                 });
             }
-            return Err(ConfigError::Parse {
-                origin: self.origin.to_string(),
-                line: line_of(USE_MANAGED),
-                key: Some(USE_MANAGED.to_string()),
-                message: format!(
+            return Err(self.bad(
+                USE_MANAGED,
+                line_of(USE_MANAGED),
+                format!(
                     "with 'false' and neither {FIXED_PER_SLOT} nor {FIXED_PER_TM} set, Flink gives every column family its own block cache (state.backend.rocksdb.block.cache-size) and memtables with no shared budget; statebench always runs RocksDB under one budget per slot (its block cache and WriteBufferManager), so it cannot measure that setup: set {FIXED_PER_SLOT} to the memory a slot's RocksDB may use, or remove '{USE_MANAGED}: false'"
                 ),
-            });
-        }
-        let tm_unused = present(
-            &[FIXED_PER_TM],
-            "used only with state.backend.rocksdb.memory.managed: false",
-        );
-        if weight == Some(0) {
-            return Err(self.bad(
-                WEIGHTS,
-                line_of(WEIGHTS),
-                "gives the state backend (STATE_BACKEND, or DATAPROC) no weight: Flink would give RocksDB no managed memory; give STATE_BACKEND a weight above 0 (Flink's default is OPERATOR:70,STATE_BACKEND:70,PYTHON:30)".to_string(),
             ));
         }
-        let share = "the state backend is the only managed-memory consumer of statebench's job (a streaming job: no Python, no batch operators), so it gets all of the slot's managed memory";
-        let total = match (managed_size, fraction, process, flink) {
-            (Some(size), ..) => {
-                let mut unused = tm_unused;
-                unused.extend(present(
-                    &[MANAGED_FRACTION, PROCESS_SIZE, FLINK_SIZE],
-                    "taskmanager.memory.managed.size is set",
-                ));
-                (
-                    size,
-                    format!("{MANAGED_SIZE} {}", super::ByteSize(size)),
-                    unused,
-                )
-            }
-            (None, _, None, None) => {
-                if mem.values.contains_key(MANAGED_FRACTION) || mem.values.contains_key(SLOTS) {
-                    return Err(self.bad(
-                        MANAGED_FRACTION,
-                        line_of(MANAGED_FRACTION).max(line_of(SLOTS)),
-                        format!(
-                            "managed memory cannot be derived: set {MANAGED_SIZE}, or the TaskManager's {PROCESS_SIZE} or {FLINK_SIZE} for the fraction to apply to"
-                        ),
-                    ));
-                }
-                return Ok(MemoryOutcome {
-                    bytes: None,
-                    explanation: "no TaskManager memory key is set: flink-default's 256mb (a TaskManager with 1 GB of managed memory and 4 slots); set taskmanager.memory.managed.size and taskmanager.numberOfTaskSlots for your cluster's".to_string(),
-                    unused: tm_unused,
-                });
-            }
-            (None, ..) => {
-                let key = if flink.is_some() {
-                    FLINK_SIZE
-                } else {
-                    PROCESS_SIZE
-                };
+        let mut unused = Vec::new();
+        if mem.values.contains_key(FIXED_PER_TM) {
+            unused.push(Ignored {
+                key: FIXED_PER_TM.to_string(),
+                why: Some("used only with state.backend.rocksdb.memory.managed: false".to_string()),
+            });
+        }
+        // ManagedMemoryUtils: STATE_BACKEND's weight, else the older DATAPROC's; unnamed is 0.
+        if let Some(weights) = &tm.consumer_weights {
+            let weight = |name: &str| weights.iter().find(|(c, _)| c == name).map(|(_, w)| *w);
+            if weight("STATE_BACKEND").or(weight("DATAPROC")).unwrap_or(0) == 0 {
                 return Err(self.bad(
+                    tm_memory::CONSUMER_WEIGHTS_KEY,
+                    line_of(tm_memory::CONSUMER_WEIGHTS_KEY).max(
+                        mem.weight_entries.last().map_or(0, |(_, _, l)| *l),
+                    ),
+                    "gives the state backend (STATE_BACKEND, or DATAPROC) no weight: Flink would give RocksDB no managed memory; give STATE_BACKEND a weight above 0 (Flink's default is OPERATOR:70,STATE_BACKEND:70,PYTHON:30)".to_string(),
+                ));
+            }
+        }
+        let share = "the state backend is the only managed-memory consumer of statebench's job (a streaming job: no Python, no batch operators), so it gets all of the slot's managed memory";
+        let derives =
+            tm.process_size.is_some() || tm.flink_size.is_some() || tm.task_heap.is_some();
+        if derives {
+            // The TaskManager's memory as Flink derives it (it refuses what Flink refuses).
+            let derived = tm.derive().map_err(|e| {
+                let key = [PROCESS_SIZE, FLINK_SIZE, MANAGED_SIZE]
+                    .into_iter()
+                    .find(|k| tm_keys.iter().any(|t| t == k))
+                    .unwrap_or(PROCESS_SIZE);
+                self.bad(
                     key,
                     line_of(key),
-                    format!(
-                        "statebench cannot yet derive managed memory from the TaskManager's total memory (taskmanager.memory.managed.fraction of it): set {MANAGED_SIZE} to the managed memory Flink logs for the TaskManager (\"Managed Memory\" in its startup log or web UI)"
-                    ),
-                ));
-            }
-        };
-        let (total, from, unused) = total;
-        let per_slot = total / slots;
-        Ok(MemoryOutcome {
-            bytes: Some(per_slot),
-            explanation: format!(
-                "{} = {from} / {slots} slot(s) ({SLOTS}{}); {share}",
-                super::ByteSize(per_slot),
-                if mem.values.contains_key(SLOTS) {
-                    ""
-                } else {
-                    ", Flink's default"
-                },
-            ),
-            unused,
-        })
-    }
-
-    /// The state backend's managed-memory weight (`None`: the default weights, 70 of 70).
-    fn state_backend_weight(&self, mem: &Memory) -> Result<Option<u64>, ConfigError> {
-        let mut weights: Vec<(String, FlinkValue, usize)> = Vec::new();
-        if let Some((v, line)) = mem.values.get(WEIGHTS) {
-            let text = v.scalar().map_err(|m| {
-                self.bad(
-                    WEIGHTS,
-                    *line,
-                    format!("{m} where Flink expects NAME:weight pairs such as OPERATOR:70,STATE_BACKEND:70,PYTHON:30"),
+                    format!("Flink refuses this TaskManager memory configuration: {e}"),
                 )
             })?;
-            for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
-                let Some((name, w)) = pair.split_once(':') else {
-                    return Err(self.bad(
-                        WEIGHTS,
-                        *line,
-                        format!("invalid entry '{pair}': Flink expects NAME:weight pairs such as OPERATOR:70,STATE_BACKEND:70,PYTHON:30"),
-                    ));
-                };
-                weights.push((
-                    name.trim().to_string(),
-                    FlinkValue::Scalar(w.trim().to_string()),
-                    *line,
-                ));
-            }
+            let per_slot = derived.state_backend_per_slot();
+            let how = if tm.managed_size.is_some() {
+                format!("{MANAGED_SIZE} {}", ByteSize(derived.managed))
+            } else {
+                format!(
+                    "managed memory {} ({MANAGED_FRACTION} {} of total Flink memory {}{})",
+                    ByteSize(derived.managed),
+                    tm.managed_fraction
+                        .map_or("0.4 (Flink's default)".to_string(), |f| f.to_string()),
+                    ByteSize(derived.total_flink()),
+                    if tm.flink_size.is_some() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", derived from {PROCESS_SIZE} {}",
+                            ByteSize(derived.total_process())
+                        )
+                    }
+                )
+            };
+            unused.extend(legacy.iter().map(|(k, _, why)| Ignored {
+                key: k.clone(),
+                why: Some(format!(
+                    "{why}; statebench does not derive memory from it, the other memory keys count"
+                )),
+            }));
+            return Ok(MemoryOutcome {
+                bytes: Some(per_slot),
+                fixed_per_slot: false,
+                explanation: format!("{} = {how} / {slots_said}; {share}", ByteSize(per_slot)),
+                used: tm_keys,
+                unused,
+            });
         }
-        weights.extend(mem.weight_entries.iter().cloned());
-        if weights.is_empty() {
-            return Ok(None);
+        if let Some(size) = tm.managed_size {
+            let per_slot = size / slots;
+            let (used, not_needed): (Vec<String>, Vec<String>) =
+                tm_keys.into_iter().partition(|k| {
+                    [MANAGED_SIZE, SLOTS, tm_memory::CONSUMER_WEIGHTS_KEY].contains(&k.as_str())
+                });
+            unused.extend(unused_because(
+                &not_needed,
+                "no TaskManager size (process, Flink or task heap) is set to derive from, and managed memory is given",
+            ));
+            unused.extend(legacy.iter().map(|(k, _, why)| Ignored {
+                key: k.clone(),
+                why: Some(why.clone()),
+            }));
+            return Ok(MemoryOutcome {
+                bytes: Some(per_slot),
+                fixed_per_slot: false,
+                explanation: format!(
+                    "{} = {MANAGED_SIZE} {} / {slots_said}; {share}",
+                    ByteSize(per_slot),
+                    ByteSize(size)
+                ),
+                used,
+                unused,
+            });
         }
-        let weight_of = |name: &str| -> Result<Option<u64>, ConfigError> {
-            weights
-                .iter()
-                .rev()
-                .find(|(n, _, _)| n == name)
-                .map(|(_, v, line)| {
-                    v.scalar()
-                        .ok()
-                        .and_then(|s| s.parse::<u64>().ok())
-                        .ok_or_else(|| {
-                            self.bad(
-                                WEIGHTS,
-                                *line,
-                                expected(v, &format!("a whole weight of 0 or more for {name}")),
-                            )
-                        })
-                })
-                .transpose()
-        };
-        // ManagedMemoryUtils: STATE_BACKEND, else the older DATAPROC; unnamed weighs 0.
-        Ok(Some(
-            weight_of("STATE_BACKEND")?
-                .or(weight_of("DATAPROC")?)
-                .unwrap_or(0),
-        ))
+        if let Some((key, line, why)) = legacy.first() {
+            return Err(self.bad(
+                key,
+                *line,
+                format!(
+                    "{key} is {why}: statebench does not derive memory from it; set {MANAGED_SIZE} (or {PROCESS_SIZE}) and {SLOTS}"
+                ),
+            ));
+        }
+        if !tm_keys.is_empty() {
+            return Err(self.bad(
+                &tm_keys[0],
+                line_of(&tm_keys[0]),
+                format!(
+                    "managed memory cannot be derived from the TaskManager keys given: set {MANAGED_SIZE}, or the TaskManager's {PROCESS_SIZE} or {FLINK_SIZE} for {MANAGED_FRACTION} to apply to"
+                ),
+            ));
+        }
+        Ok(MemoryOutcome {
+            bytes: None,
+            fixed_per_slot: false,
+            explanation: "no TaskManager memory key is set: flink-default's 256mb (a TaskManager with 1 GB of managed memory and 4 slots); set taskmanager.memory.managed.size and taskmanager.numberOfTaskSlots for your cluster's".to_string(),
+            used: Vec::new(),
+            unused,
+        })
     }
 }
 
@@ -1077,7 +1137,11 @@ pub fn read(
             match KNOBS.iter().find(|i| i.key == knob) {
                 Some(info) if info.flink_key.is_none() => {
                     let value = entry.value.scalar().map_err(|m| {
-                        reader.bad(key, entry.line, format!("{m} where '{key}' must be {}", info.expects))
+                        reader.bad(
+                            key,
+                            entry.line,
+                            format!("{m} where '{key}' must be {}", info.expects),
+                        )
                     })?;
                     check_profile_value(info, value).map_err(|m| reader.bad(key, entry.line, m))?;
                     spec.push((info.key, value.to_string()));
@@ -1115,11 +1179,16 @@ pub fn read(
             applied.push((key.to_string(), info.key));
             continue;
         }
-        if let Some(&name) = MEMORY_KEYS.iter().find(|k| **k == key) {
+        if let Some(&name) = ROCKSDB_MEMORY_KEYS.iter().find(|k| **k == key) {
             mem.values.insert(name, (entry.value.clone(), entry.line));
             continue;
         }
-        if let Some(name) = key.strip_prefix(&format!("{WEIGHTS}.")) {
+        if TmMemoryConfig::is_memory_key(key) {
+            mem.tm
+                .push((key.to_string(), entry.value.clone(), entry.line));
+            continue;
+        }
+        if let Some(name) = key.strip_prefix(&format!("{}.", tm_memory::CONSUMER_WEIGHTS_KEY)) {
             mem.weight_entries
                 .push((name.to_string(), entry.value.clone(), entry.line));
             continue;
@@ -1158,15 +1227,23 @@ pub fn read(
     let memory = reader.memory(&mem)?;
     if let Some(bytes) = memory.bytes {
         spec.push((Knob::ManagedMemory.key(), bytes.to_string()));
-    }
-    ignored.extend(memory.unused);
-    if !mem.values.is_empty() || !mem.weight_entries.is_empty() {
-        for key in MEMORY_KEYS {
-            if mem.values.contains_key(key) {
-                applied.push((key.to_string(), Knob::ManagedMemory.key()));
-            }
+        // Where the budget lives, for a build whose profile has the knob `memory.mode`.
+        if Knob::from_key(MEMORY_MODE).is_some() && !spec.iter().any(|(k, _)| *k == MEMORY_MODE) {
+            let mode = if memory.fixed_per_slot {
+                "fixed-per-slot"
+            } else {
+                "managed"
+            };
+            spec.push((MEMORY_MODE, mode.to_string()));
         }
     }
+    ignored.extend(memory.unused);
+    applied.extend(
+        memory
+            .used
+            .into_iter()
+            .map(|k| (k, Knob::ManagedMemory.key())),
+    );
     applied.retain(|(k, _)| !ignored.iter().any(|i| i.key == *k));
     let mut yaml = String::new();
     for (key, value) in &spec {
@@ -1188,9 +1265,7 @@ pub fn read(
 
 /// Whether the reader applies `key` (so that its deprecated spelling is read as it).
 fn is_read(key: &str) -> bool {
-    MEMORY_KEYS.contains(&key)
-        || key == BACKEND_TYPE
-        || KNOBS.iter().any(|i| i.flink_key == Some(key))
+    is_memory_key(key) || key == BACKEND_TYPE || KNOBS.iter().any(|i| i.flink_key == Some(key))
 }
 
 /// A value in the profile's syntax for a knob Flink has no key for.
@@ -1220,13 +1295,15 @@ fn why_ignored(key: &str) -> Option<String> {
         .find(|i| i.flink_key.is_none() && i.key == key)
         .map(|i| format!("{FACTORY_PREFIX}{}", i.key))
     {
-        return Some(format!("a statebench profile key; in a Flink file write {flink}"));
+        return Some(format!(
+            "a statebench profile key; in a Flink file write {flink}"
+        ));
     }
     let covered = COVERED_FAMILIES.iter().any(|f| key.starts_with(f));
     match nearest(key, &lists.sorted) {
-        Some(n) if covered || close(key, n) => Some(format!(
-            "not a Flink 1.20/2.0 key: did you mean {n}?"
-        )),
+        Some(n) if covered || close(key, n) => {
+            Some(format!("not a Flink 1.20/2.0 key: did you mean {n}?"))
+        }
         _ if covered => Some("not a Flink 1.20/2.0 key".to_string()),
         _ => None,
     }
@@ -1284,13 +1361,13 @@ mod tests {
     }
 
     #[test]
-    fn unknown_keys_are_flagged_with_the_nearest_flink_key() {
-        assert_eq!(
-            why_ignored("state.backend.rocksdb.writebuffer.sise").as_deref(),
-            Some("not a Flink 1.20/2.0 key: did you mean state.backend.rocksdb.writebuffer.size?")
-        );
+    fn keys_outside_the_lists_families_are_flagged_only_when_close() {
         assert_eq!(why_ignored("jobmanager.rpc.address"), None);
         assert_eq!(why_ignored("execution.checkpointing.dir"), None);
-        assert!(why_ignored("writebuffer.size").unwrap().contains("state.backend.rocksdb.writebuffer.size"));
+        assert!(
+            why_ignored("writebuffer.size")
+                .unwrap()
+                .contains("state.backend.rocksdb.writebuffer.size")
+        );
     }
 }

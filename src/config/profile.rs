@@ -836,7 +836,7 @@ fn read_spec(
             message: "the profile is empty: write 'extends: flink-default' for Flink's defaults, then the knobs that differ".to_string(),
         });
     }
-    Ok((parse_yaml(&text, origin)?, None))
+    Ok((parse_yaml(text, origin)?, None))
 }
 
 /// A validation message about a Flink configuration, with Flink's keys for the knobs'.

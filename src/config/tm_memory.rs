@@ -878,7 +878,6 @@ mod tests {
     /// GET_TM_RESOURCE_PARAMS`, run by `parity/tm_memory_check.py --flink-only`) printed for
     /// it: framework heap, task heap, framework off-heap, task off-heap, network, managed,
     /// metaspace, overhead.
-
     #[rustfmt::skip]
     pub(crate) const FLINK_TABLE: &[(Setting, [u64; 8])] = &[
     (&[("taskmanager.memory.process.size", "1728m"), ("taskmanager.numberOfTaskSlots", "4")], [134217728, 402653174, 134217728, 0, 134217730, 536870920, 268435456, 201326592]),
