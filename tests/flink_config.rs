@@ -48,11 +48,17 @@ fn the_flink_export_of_every_shipped_profile_reads_back_as_the_same_profile() {
                     "{name}, Flink {}, {file}:\n{text}",
                     version.name()
                 );
-                // Nothing the export writes is lost, but the TTL filter's keys of Flink 2.x
-                // (statebench's filter has Flink's defaults).
+                // No RocksDB or statebench key the export writes is lost, but the TTL filter's
+                // keys of Flink 2.x (statebench's filter has Flink's defaults). TaskManager
+                // memory keys that do not size RocksDB's budget may be ignored.
                 let lost: Vec<String> = ignored_keys(&back)
                     .into_iter()
-                    .filter(|k| !k.starts_with("state.backend.rocksdb.compaction.filter."))
+                    .filter(|k| {
+                        (k.starts_with("state.")
+                            || k.starts_with("statebench.")
+                            || k.starts_with("execution."))
+                            && !k.starts_with("state.backend.rocksdb.compaction.filter.")
+                    })
                     .collect();
                 assert!(lost.is_empty(), "{name}: ignored {lost:?}\n{text}");
             }
@@ -258,6 +264,24 @@ fn a_profile_stays_a_profile_and_a_flink_key_in_one_points_to_the_knob() {
         msg.ends_with("line 2 (did you mean 'writebuffer.size'?)"),
         "{msg}"
     );
+    // A profile may extend a Flink configuration (what `tune` writes for one), which extends
+    // flink-default.
+    let flink = std::fs::canonicalize("tests/fixtures/valid/flink/config.yaml").unwrap();
+    let path = dir.path().join("tuned.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "description: tuned\nextends: {}\nwritebuffer.count: 6\n",
+            flink.display()
+        ),
+    )
+    .unwrap();
+    let p = Profile::load(&path.to_string_lossy()).unwrap();
+    assert!(p.flink_import.is_none());
+    assert_eq!(p.extends_chain, ["config", "flink-default"]);
+    assert_eq!(p.knobs.max_write_buffer_number, 6);
+    assert_eq!(p.knobs.write_buffer_size, ByteSize(8 << 20));
+    assert_eq!(p.knobs.managed_memory, ByteSize(256 << 20));
 }
 
 #[test]
@@ -388,4 +412,74 @@ fn the_commands_say_what_was_detected_derived_and_ignored() {
         "{out}"
     );
     assert!(out.contains("memory.managed-size: 128mb"), "{out}");
+}
+
+/// The form the export is moving to: only what the profile sets, memory as the TaskManager's
+/// managed memory and its slots (or fixed-per-slot with the off-heap memory that covers it),
+/// inherited Flink defaults and knobs Flink has no key for as comments.
+#[test]
+fn an_export_with_managed_memory_and_commented_defaults_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = Profile::load("minutes-wbm-starved").unwrap();
+    let managed =
+        "# statebench profile 'minutes-wbm-starved' as Flink 1.20 configuration (config.yaml).
+state.backend.type: rocksdb
+# Managed memory for 4 slots of 18mb each:
+taskmanager.memory.managed.size: 72mb
+taskmanager.numberOfTaskSlots: 4
+state.backend.rocksdb.memory.write-buffer-ratio: 0.25
+state.backend.rocksdb.writebuffer.size: 4mb
+state.backend.rocksdb.compaction.level.target-file-size-base: 4mb
+state.backend.rocksdb.compaction.level.max-size-level-base: 16mb
+# Flink's defaults, which the profile inherits:
+# state.backend.rocksdb.writebuffer.count: 2
+# execution.checkpointing.incremental: false
+# Not settable from Flink's configuration: a RocksDBOptionsFactory must apply these:
+# statebench.io.rate-limit-per-sec: 3mb
+";
+    let fixed = "state.backend.type: rocksdb
+state.backend.rocksdb.memory.fixed-per-slot: 18mb
+taskmanager.memory.task.off-heap.size: 18mb
+state.backend.rocksdb.memory.write-buffer-ratio: 0.25
+state.backend.rocksdb.writebuffer.size: 4mb
+state.backend.rocksdb.compaction.level.target-file-size-base: 4mb
+state.backend.rocksdb.compaction.level.max-size-level-base: 16mb
+#   io.rate-limit-per-sec: 3mb  ->  DBOptions.setRateLimiter(new RateLimiter(bytesPerSecond))
+";
+    for (name, text) in [("managed", managed), ("fixed", fixed)] {
+        let sub = dir.path().join(name);
+        std::fs::create_dir(&sub).unwrap();
+        let path = sub.join("config.yaml");
+        std::fs::write(&path, text).unwrap();
+        let back = Profile::load(&path.to_string_lossy()).unwrap();
+        // Where the budget lives (the knob `memory.mode`, in builds that have it) follows the
+        // file; every other knob is the profile's.
+        let differences: Vec<_> = back
+            .knob_differences(&expected)
+            .into_iter()
+            .filter(|(key, _, _)| *key != "memory.mode")
+            .collect();
+        assert!(differences.is_empty(), "{name}: {differences:?}");
+        let mode = back
+            .knobs
+            .values()
+            .into_iter()
+            .find(|(k, _)| *k == "memory.mode");
+        if let Some((_, mode)) = mode {
+            assert_eq!(
+                mode,
+                if name == "fixed" {
+                    "fixed-per-slot"
+                } else {
+                    "managed"
+                }
+            );
+        }
+        let import = back.flink_import.unwrap();
+        assert_eq!(
+            import.from_comments,
+            ["io.rate-limit-per-sec: 3mb"],
+            "{name}"
+        );
+    }
 }

@@ -910,10 +910,17 @@ impl Reader<'_> {
                     ByteSize(bytes)
                 ),
                 used: vec![FIXED_PER_SLOT.to_string()],
-                unused: unused_because(
-                    &others,
-                    "fixed-per-slot is set: RocksDB's budget is outside managed memory",
-                ),
+                unused: others
+                    .iter()
+                    .map(|k| Ignored {
+                        key: k.clone(),
+                        why: Some(if k == tm_memory::TASK_OFF_HEAP_KEY {
+                            "the off-heap memory that must cover fixed-per-slot; RocksDB is measured with fixed-per-slot".to_string()
+                        } else {
+                            "fixed-per-slot is set: RocksDB's budget is outside managed memory".to_string()
+                        }),
+                    })
+                    .collect(),
             });
         }
         if !use_managed {
