@@ -79,6 +79,9 @@ fn the_flink_export_of_every_shipped_profile_reads_back_as_the_same_profile() {
 #[test]
 fn a_nested_config_yaml_maps_rocksdb_checkpointing_and_memory_keys() {
     let p = Profile::load("tests/fixtures/valid/flink/config.yaml").unwrap();
+    // Flink's configuration folder is read as Flink reads it: its config.yaml.
+    let folder = Profile::load("tests/fixtures/valid/flink").unwrap();
+    assert_eq!(folder.knobs, p.knobs);
     let import = p.flink_import.as_ref().unwrap();
     assert_eq!(import.layout, Layout::Nested);
     assert_eq!(import.detected_by, "its name is config.yaml");

@@ -600,6 +600,21 @@ fn yaml_key_lines(text: &str) -> HashMap<String, usize> {
     lines
 }
 
+/// The line of `key`, or of the nearest enclosing key written on a line of its own (a key in a
+/// flow mapping `{...}` has none).
+fn line_of(lines: &HashMap<String, usize>, key: &str) -> usize {
+    let mut path = key;
+    loop {
+        if let Some(line) = lines.get(path) {
+            return *line;
+        }
+        match path.rfind('.') {
+            Some(dot) => path = &path[..dot],
+            None => return 0,
+        }
+    }
+}
+
 /// Flattens a config.yaml as Flink does: nested maps joined with dots.
 fn flatten_yaml(origin: &Origin, text: &str) -> Result<(Vec<Entry>, Layout), ConfigError> {
     let value: serde_norway::Value =
@@ -660,7 +675,7 @@ fn flatten_yaml(origin: &Origin, text: &str) -> Result<(Vec<Entry>, Layout), Con
                         serde_norway::Value::Null => FlinkValue::Null,
                         scalar => FlinkValue::Scalar(scalar_text(scalar)),
                     };
-                    let line = lines.get(&key).copied().unwrap_or(0);
+                    let line = line_of(lines, &key);
                     entries.push(Entry { key, value, line });
                 }
             }
@@ -1365,6 +1380,10 @@ mod tests {
         assert_eq!(lines["state.backend.rocksdb.writebuffer.size"], 5);
         assert_eq!(lines["state.backend.rocksdb.block.blocksize"], 6);
         assert_eq!(lines["taskmanager.numberOfTaskSlots"], 7);
+        // A flow mapping's keys are said at the line of the key that holds it.
+        let flow = yaml_key_lines("a: 1\nstate: {backend: {type: rocksdb}}\n");
+        assert_eq!(line_of(&flow, "state.backend.type"), 2);
+        assert_eq!(line_of(&flow, "nowhere.else"), 0);
     }
 
     #[test]

@@ -509,6 +509,8 @@ impl Profile {
     /// (`config.yaml`, `flink-conf.yaml`, or Flink's keys) is read as a profile that extends
     /// `flink-default` (see `flink_in`).
     pub fn load(name: &str) -> Result<Profile, ConfigError> {
+        let in_folder = flink_conf_in_folder(name)?;
+        let name = in_folder.as_deref().unwrap_or(name);
         let (origin, text) = locate("profile", name, BUILTIN)?;
         let (mut spec, flink_import) = read_spec(&origin, &text)?;
         let name = origin.name();
@@ -837,6 +839,24 @@ fn read_spec(
         });
     }
     Ok((parse_yaml(text, origin)?, None))
+}
+
+/// A folder given as a profile is Flink's configuration folder: its `config.yaml`, else its
+/// `flink-conf.yaml` (the order Flink 1.19 and 1.20 look in).
+fn flink_conf_in_folder(name: &str) -> Result<Option<String>, ConfigError> {
+    let dir = Path::new(name);
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    ["config.yaml", "flink-conf.yaml"]
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|p| p.is_file())
+        .map(|p| Some(p.to_string_lossy().into_owned()))
+        .ok_or_else(|| ConfigError::Invalid {
+            origin: dir.display().to_string(),
+            message: "a folder with neither a config.yaml nor a flink-conf.yaml in it: give a profile file, a Flink configuration file or folder, or a built-in profile's name".to_string(),
+        })
 }
 
 /// A validation message about a Flink configuration, with Flink's keys for the knobs'.
