@@ -1131,8 +1131,10 @@ pub fn read(
     let mut spec: Vec<(&'static str, String)> = Vec::new();
     let mut mem = Memory::default();
     for (i, entry) in entries.iter().enumerate() {
-        if last.get(&entry.key) != Some(&i) {
-            let again = entries[last[&entry.key]].line;
+        if let Some(&later) = last.get(&entry.key)
+            && later != i
+        {
+            let again = entries[later].line;
             ignored.push(Ignored {
                 key: entry.key.clone(),
                 why: Some(format!("set again on line {again}, which counts")),
