@@ -353,7 +353,13 @@ fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines {
                      # slot declares any ({CONSUMER_WEIGHTS_KEY}: Flink's default, STATE_BACKEND:70).\n",
                     format_memory_size(per_slot)
                 ));
-                if before.managed_size.is_none()
+                if let Some(own) = before.managed_size.filter(|own| *own != total) {
+                    text.push_str(&format!(
+                        "# (replaces {MANAGED_SIZE_KEY}: {} of {})\n",
+                        format_memory_size(own),
+                        cluster.describe()
+                    ));
+                } else if before.managed_size.is_none()
                     && let Some(fraction) = before.managed_fraction
                 {
                     text.push_str(&format!(

@@ -75,6 +75,10 @@ pub fn show(name: &str, derived: bool, taskmanager: &TaskManagerArgs) -> anyhow:
             Some(f) => format!("  # {f}"),
             // Not a RocksDB option: which Flink's RocksDB the run imitates.
             None if key == "target" => "  # statebench only: whose RocksDB to imitate".to_string(),
+            None if key == "memory.mode" => {
+                "  # taskmanager.memory.managed.size per slot, or state.backend.rocksdb.memory.fixed-per-slot"
+                    .to_string()
+            }
             None if info.is_some_and(|i| i.is_job_setting()) => {
                 "  # the job's sink or checkpoint storage, not Flink configuration".to_string()
             }
