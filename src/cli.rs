@@ -51,8 +51,9 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// repeat until no finding is left or the rounds run out. Prints before / after for every
     /// round and writes the tuned profile (and with --report, the proof as JSON).
     Tune(TuneArgs),
-    /// A profile in the formats users deploy: a Flink 1.20 or 2.x config.yaml fragment, the
-    /// RocksDB OPTIONS file RocksDB writes for it, or statebench YAML with every knob spelled out.
+    /// A profile in the formats users deploy: a Flink 1.20 or 2.x config.yaml fragment (only
+    /// what the profile sets; memory as managed memory for --slots), the RocksDB OPTIONS file
+    /// (FRocksDB 6.20.3's for target flink-1.20), or statebench YAML.
     Export {
         /// A profile YAML file or a built-in name.
         #[arg(short, long)]
