@@ -30,6 +30,8 @@ CF, TABLE, DB = "CFOptions", "TableOptions/BlockBasedTable", "DBOptions"
 KNOB_OPTIONS = {
     "memory.managed-size": [("log", "block cache capacity"), ("object", "WriteBufferManager capacity")],
     "memory.write-buffer-ratio": [("log", "block cache capacity"), ("object", "WriteBufferManager capacity")],
+    # managed memory or fixed-per-slot: how Flink provides memory.managed-size, the same cache and WBM.
+    "memory.mode": [("log", "block cache capacity"), ("object", "WriteBufferManager capacity")],
     "memory.high-prio-pool-ratio": [("log", "high_pri_pool_ratio")],
     "memory.partitioned-index-filters": [(TABLE, "index_type"), (TABLE, "partition_filters")],
     "writebuffer.size": [(CF, "write_buffer_size"), (CF, "arena_block_size")],

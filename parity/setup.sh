@@ -1,7 +1,7 @@
 # Sourced by parity/run and parity/export-check (from the repository root, `repo` set): installs
 # a JDK if javac is missing, brings Flink 1.20.1's lib/ into $PARITY_CACHE, compiles the parity
-# job, builds statebench and generates the trace. Sets: step, cache, target, work, classpath,
-# classes, statebench, java_opts. Each step is skipped when its output is current.
+# job, builds statebench and generates the trace. Sets: step, cache, target, work, lib, classpath,
+# bash_java_utils, classes, statebench, java_opts. Each step is skipped when its output is current.
 
 FLINK_VERSION=1.20.1
 # sha256 of PyPI's apache-flink-libraries-1.20.1.tar.gz (the sdist that holds a cluster's lib/).
@@ -43,6 +43,29 @@ if [ ! -f "$lib/flink-dist-$FLINK_VERSION.jar" ]; then
   # Into place only once complete: an interrupted extraction leaves no half-written lib/.
   rm -rf "$lib"
   mv "$tmp/apache-flink-libraries-$FLINK_VERSION/deps/lib" "$lib"
+  rm -rf "$tmp"
+  trap - EXIT
+fi
+# Flink's bin/bash-java-utils.jar (the TaskManager memory calculator its scripts run), from the
+# same sdist: extracted on its own, so a cache made before it was needed gets it too.
+bash_java_utils="$cache/$FLINK_VERSION-bin/bash-java-utils.jar"
+if [ ! -f "$bash_java_utils" ]; then
+  if [ ! -f "$tarball" ]; then
+    step "downloading apache-flink-libraries==$FLINK_VERSION into $cache"
+    python3 -m pip download --quiet --no-deps --no-binary :all: \
+      "apache-flink-libraries==$FLINK_VERSION" -d "$cache"
+  fi
+  actual=$(sha256sum "$tarball" | cut -d' ' -f1)
+  if [ "$actual" != "$TARBALL_SHA256" ]; then
+    echo "$tarball has sha256 $actual, expected $TARBALL_SHA256 (a partial download? delete it and run again)" >&2
+    exit 1
+  fi
+  step "extracting Flink's bin/bash-java-utils.jar into $cache/$FLINK_VERSION-bin"
+  tmp=$(mktemp -d "$cache/extract.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  tar xzf "$tarball" -C "$tmp" "apache-flink-libraries-$FLINK_VERSION/deps/bin/bash-java-utils.jar"
+  mkdir -p "$cache/$FLINK_VERSION-bin"
+  mv "$tmp/apache-flink-libraries-$FLINK_VERSION/deps/bin/bash-java-utils.jar" "$bash_java_utils"
   rm -rf "$tmp"
   trap - EXIT
 fi

@@ -51,14 +51,17 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// repeat until no finding is left or the rounds run out. Prints before / after for every
     /// round and writes the tuned profile (and with --report, the proof as JSON).
     Tune(TuneArgs),
-    /// A profile in the formats users deploy: a Flink 1.20 or 2.x config.yaml fragment, the
-    /// RocksDB OPTIONS file RocksDB writes for it, or statebench YAML with every knob spelled out.
+    /// A profile in the formats users deploy: a Flink 1.20 or 2.x config.yaml fragment (only
+    /// what the profile sets; memory as managed memory for --slots), the RocksDB OPTIONS file
+    /// (FRocksDB 6.20.3's for target flink-1.20), or statebench YAML.
     Export {
         /// A profile YAML file or a built-in name.
         #[arg(short, long)]
         profile: String,
         #[command(flatten)]
         format: ExportFormat,
+        #[command(flatten)]
+        taskmanager: TaskManagerArgs,
         /// Write here (atomically) instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -156,6 +159,24 @@ pub struct ExportFormat {
     /// keys are checked against Flink 2.0.0's option classes.
     #[arg(long, value_enum)]
     pub flink_version: Option<crate::export::FlinkVersion>,
+}
+
+/// The TaskManager a `--format flink` export is sized for: its managed memory is written for
+/// this many slots, and Flink's whole memory derivation is printed with whether the profile fits.
+#[derive(Debug, Args, Default, Clone)]
+pub struct TaskManagerArgs {
+    /// Slots per TaskManager (`taskmanager.numberOfTaskSlots`, written live): managed memory is
+    /// exported as slots x the profile's memory.managed-size [default: the file's, else 1].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub slots: Option<u32>,
+    /// The TaskManager's total process memory (`taskmanager.memory.process.size`, written live;
+    /// Flink's syntax, e.g. 4g or 1728m): Flink's derivation of it is printed.
+    #[arg(long, value_name = "SIZE", conflicts_with = "taskmanager_memory")]
+    pub taskmanager_process_size: Option<String>,
+    /// The cluster's Flink configuration (config.yaml, nested or flat, or flink-conf.yaml): its
+    /// taskmanager.memory.* keys and slots are what the export is sized for and checked against.
+    #[arg(long, value_name = "FILE")]
+    pub taskmanager_memory: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -336,6 +357,11 @@ pub enum ProfilesCommand {
         /// knobs Flink has no key for as `statebench.<knob>`, for a RocksDBOptionsFactory).
         #[arg(long, conflicts_with = "derived")]
         flink: bool,
+        /// With --derived: the TaskManager the profile runs on (--slots,
+        /// --taskmanager-process-size or --taskmanager-memory FILE): Flink's derivation of its
+        /// memory with the profile's managed memory in place, and whether it fits.
+        #[command(flatten)]
+        taskmanager: TaskManagerArgs,
     },
 }
 

@@ -30,9 +30,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Profiles(ProfilesCommand::Show {
             name, flink: true, ..
         }) => commands::profiles::show_flink(&name),
-        Command::Profiles(ProfilesCommand::Show { name, derived, .. }) => {
-            commands::profiles::show(&name, derived)
-        }
+        Command::Profiles(ProfilesCommand::Show {
+            name,
+            derived,
+            taskmanager,
+            ..
+        }) => commands::profiles::show(&name, derived, &taskmanager),
         Command::Workloads(WorkloadsCommand::List) => commands::workloads::list(),
         Command::Workloads(WorkloadsCommand::Show { name }) => commands::workloads::show(&name),
         Command::Reproduce(args) => commands::reproduce::run(args),
@@ -44,8 +47,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export {
             profile,
             format,
+            taskmanager,
             output,
-        } => commands::export::run(&profile, format, output.as_deref()),
+        } => commands::export::run(&profile, format, &taskmanager, output.as_deref()),
     }
 }
 

@@ -7,6 +7,7 @@ use anyhow::{Context as _, bail};
 
 use super::UsageError;
 use crate::backend;
+use crate::cli::TaskManagerArgs;
 use crate::config::{self, Profile};
 
 pub fn list(dir: Option<&Path>) -> anyhow::Result<()> {
@@ -49,7 +50,17 @@ pub fn list(dir: Option<&Path>) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn show(name: &str, derived: bool) -> anyhow::Result<()> {
+pub fn show(name: &str, derived: bool, taskmanager: &TaskManagerArgs) -> anyhow::Result<()> {
+    let sized = taskmanager.slots.is_some()
+        || taskmanager.taskmanager_process_size.is_some()
+        || taskmanager.taskmanager_memory.is_some();
+    if sized && !derived {
+        bail!(UsageError(
+            "--slots, --taskmanager-process-size and --taskmanager-memory apply with --derived"
+                .to_string()
+        ));
+    }
+    let cluster = super::export::cluster(taskmanager)?;
     let profile = Profile::load(name)?;
     println!("# {} ({})", profile.name, profile.source);
     if !profile.extends_chain.is_empty() {
@@ -65,6 +76,10 @@ pub fn show(name: &str, derived: bool) -> anyhow::Result<()> {
             Some(f) => format!("  # {f}"),
             // Not a RocksDB option: which Flink's RocksDB the run imitates.
             None if key == "target" => "  # statebench only: whose RocksDB to imitate".to_string(),
+            None if key == "memory.mode" => {
+                "  # taskmanager.memory.managed.size per slot, or state.backend.rocksdb.memory.fixed-per-slot"
+                    .to_string()
+            }
             None if info.is_some_and(|i| i.is_job_setting()) => {
                 "  # the job's sink or checkpoint storage, not Flink configuration".to_string()
             }
@@ -78,6 +93,31 @@ pub fn show(name: &str, derived: bool) -> anyhow::Result<()> {
             profile.knobs.managed_memory, profile.knobs.write_buffer_ratio
         );
         print!("{}", profile.derived(backend::STATE_COLUMN_FAMILIES.len()));
+        if sized {
+            // The export's TaskManager report, without the export.
+            let export = crate::export::flink_sized(&profile, Default::default(), &cluster);
+            let report: Vec<&str> = export
+                .text
+                .lines()
+                .skip_while(|l| !l.starts_with("# TaskManager memory"))
+                .collect();
+            if report.is_empty() {
+                println!(
+                    "\nTaskManager: {} slot(s), no size given (--taskmanager-process-size or --taskmanager-memory)",
+                    cluster.slots()
+                );
+            }
+            for line in report {
+                let line = line.trim_start_matches("# ").trim_start_matches('#');
+                println!(
+                    "{}",
+                    line.replace("with the lines above", "with the profile's memory")
+                );
+            }
+            if let Some(misfit) = &export.misfit {
+                eprintln!("warning: profile '{}' does not fit: {misfit}", profile.name);
+            }
+        }
     }
     Ok(())
 }

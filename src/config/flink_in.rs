@@ -1399,3 +1399,13 @@ mod tests {
         );
     }
 }
+
+impl FromFlink for super::profile::MemoryMode {
+    fn from_flink(value: &FlinkValue) -> Result<String, String> {
+        match value.scalar().map(str::to_ascii_lowercase).as_deref() {
+            Ok("managed") => Ok("managed".to_string()),
+            Ok("fixed-per-slot") => Ok("fixed-per-slot".to_string()),
+            _ => Err(expected(value, "managed or fixed-per-slot")),
+        }
+    }
+}

@@ -224,6 +224,31 @@ impl KnobValue for IsolationLevel {
     }
 }
 
+/// How Flink gives a slot's RocksDB its memory (`memory.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemoryMode {
+    /// Flink's default: RocksDB takes `memory.managed-size` out of the slot's managed memory
+    /// (`taskmanager.memory.managed.size` / `numberOfTaskSlots`, times the state backend's
+    /// consumer weight).
+    #[serde(rename = "managed")]
+    Managed,
+    /// `state.backend.rocksdb.memory.fixed-per-slot`: a fixed amount per slot *outside* managed
+    /// memory, which the TaskManager's task off-heap memory must then cover.
+    #[serde(rename = "fixed-per-slot")]
+    FixedPerSlot,
+}
+
+impl KnobValue for MemoryMode {
+    const EXPECTS: &'static str = "managed or fixed-per-slot";
+    fn show(&self) -> String {
+        match self {
+            MemoryMode::Managed => "managed",
+            MemoryMode::FixedPerSlot => "fixed-per-slot",
+        }
+        .to_string()
+    }
+}
+
 /// How a checkpoint holds the state, from the profile's Flink keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -346,6 +371,13 @@ macro_rules! knobs {
                 }
             }
 
+            /// The knobs this spec sets.
+            fn set_knobs(&self) -> Vec<Knob> {
+                let mut set = Vec::new();
+                $( if self.$field.is_some() { set.push(Knob::$variant); } )*
+                set
+            }
+
             fn resolve(self) -> Knobs {
                 let defaults = Knobs::default();
                 Knobs { $( $field: self.$field.unwrap_or(defaults.$field), )* }
@@ -450,6 +482,8 @@ knobs! {
     SinkReaderIsolation sink_reader_isolation: IsolationLevel = IsolationLevel::ReadUncommitted, "sink.reader-isolation", None, Live::No;
     /// Whose RocksDB to reproduce: flink-1.20 (FRocksDB 6.20.3's effective options: arena, cache high-priority pool, checksum, format, TTL filter) or rocksdb-11.8 (RocksDB's own defaults, to measure the difference).
     Target target: Target = Target::Flink120, "target", None, Live::No;
+    /// How Flink provides memory.managed-size: managed (a slot's managed memory, Flink's default) or fixed-per-slot (outside managed memory: the TaskManager's off-heap memory must cover it). Exports only; RocksDB gets the same cache and WriteBufferManager either way.
+    MemoryMode memory_mode: MemoryMode = MemoryMode::Managed, "memory.mode", None, Live::No;
 }
 
 /// Whether RocksDB can change knob `key` on an open database (SetOptions, the cache's and the
@@ -499,6 +533,11 @@ pub struct Profile {
     pub extends_chain: Vec<String>,
     pub description: Option<String>,
     pub knobs: Knobs,
+    /// The knobs this profile sets itself or inherits from a profile other than
+    /// `flink-default`, in knob-table order. Every other knob has Flink's default value
+    /// (`flink-default` names each RocksDB knob with it), which an export leaves to Flink.
+    #[serde(skip)]
+    pub set_knobs: Vec<Knob>,
     /// When the file was a Flink configuration: what was read, derived and ignored.
     #[serde(skip)]
     pub flink_import: Option<FlinkImport>,
@@ -513,8 +552,16 @@ impl Profile {
         let name = in_folder.as_deref().unwrap_or(name);
         let (origin, text) = locate("profile", name, BUILTIN)?;
         let (mut spec, flink_import) = read_spec(&origin, &text)?;
+        let mut set = if is_flink_default(&origin, &text) {
+            Vec::new()
+        } else {
+            spec.set_knobs()
+        };
         let name = origin.name();
         let mut chain = vec![name.clone()];
+        // Cycles are found by where each profile comes from: a file named like a built-in it
+        // extends is not a cycle.
+        let mut seen = vec![origin.to_string()];
         let mut parent_origin = origin.clone();
         // A Flink configuration's unset keys are Flink's defaults: the built-in, never a file
         // of that name next to it.
@@ -536,13 +583,17 @@ impl Profile {
                     other => other,
                 })?;
             let pname = porigin.name();
-            if chain.contains(&pname) || chain.len() > 16 {
+            if seen.contains(&porigin.to_string()) || chain.len() > 16 {
                 chain.push(pname);
                 return Err(ConfigError::Cycle(chain.join(" -> ")));
             }
             chain.push(pname);
+            seen.push(porigin.to_string());
             let (pspec, pimport) = read_spec(&porigin, &ptext)?;
             builtin_parent = pimport.is_some();
+            if !is_flink_default(&porigin, &ptext) {
+                set.extend(pspec.set_knobs());
+            }
             spec = spec.inherit(pspec);
             parent_origin = porigin;
         }
@@ -553,6 +604,15 @@ impl Profile {
             description: spec.description.clone(),
             knobs: spec.resolve(),
             flink_import,
+            set_knobs: Vec::new(),
+        };
+        // A knob with a value other than flink-default's is the profile's own even where no
+        // file names it (a profile that does not extend flink-default gets the built-in
+        // defaults, e.g. 64mb of managed memory).
+        set.extend(profile.differences_from_flink_default());
+        let profile = Profile {
+            set_knobs: in_table_order(&set),
+            ..profile
         };
         profile.validate().map_err(|message| ConfigError::Invalid {
             origin: origin.to_string(),
@@ -583,11 +643,37 @@ impl Profile {
         let current = ProfileSpec::from_knobs(&self.knobs);
         let mut profile = self.clone();
         profile.knobs = spec.inherit(current).resolve();
+        let mut set = profile.set_knobs.clone();
+        set.push(info.knob);
+        profile.set_knobs = in_table_order(&set);
         profile.validate().map_err(|message| ConfigError::Invalid {
             origin: origin.to_string(),
             message,
         })?;
         Ok(profile)
+    }
+
+    /// The knobs whose values differ from `flink-default`'s, in knob-table order.
+    fn differences_from_flink_default(&self) -> Vec<Knob> {
+        let Ok(default) = flink_default_knobs() else {
+            // flink-default is compiled in and its loading tested: every knob counts as set
+            // if it ever failed to parse.
+            return KNOBS.iter().map(|k| k.knob).collect();
+        };
+        self.knobs
+            .values()
+            .into_iter()
+            .zip(default.values())
+            .zip(KNOBS)
+            .filter(|(((_, here), (_, there)), _)| here != there)
+            .map(|(_, info)| info.knob)
+            .collect()
+    }
+
+    /// Whether the profile sets `knob` (itself or through a parent other than
+    /// `flink-default`): false means the knob has Flink's default value.
+    pub fn sets(&self, knob: Knob) -> bool {
+        self.set_knobs.contains(&knob)
     }
 
     /// The knobs whose values differ from `from`'s: (key, value in `from`, value here).
@@ -601,14 +687,25 @@ impl Profile {
             .collect()
     }
 
-    /// The profile as a self-contained YAML file (every knob, no `extends`).
+    /// The profile as one YAML file: `extends: flink-default`, the knobs it sets, and every
+    /// other knob as a comment with its value (Flink's default, which `flink-default` gives).
+    /// It loads back as the same profile, setting the same knobs.
     pub fn to_yaml(&self, description: &str) -> String {
         let mut out = format!(
-            "description: {}\n",
+            "description: {}\nextends: {FLINK_DEFAULT}\n",
             serde_json::to_string(description).unwrap_or_default()
         );
-        for (key, value) in self.knobs.values() {
-            out.push_str(&format!("{key}: {value}\n"));
+        let mut defaults = Vec::new();
+        for ((key, value), info) in self.knobs.values().into_iter().zip(KNOBS) {
+            if self.sets(info.knob) {
+                out.push_str(&format!("{key}: {value}\n"));
+            } else {
+                defaults.push(format!("# {key}: {value}\n"));
+            }
+        }
+        if !defaults.is_empty() {
+            out.push_str("# Flink's defaults (from flink-default), not set by this profile:\n");
+            out.extend(defaults);
         }
         out
     }
@@ -634,16 +731,19 @@ impl Profile {
         })
     }
 
-    /// A profile from knobs built in code (tests, live tuning).
+    /// A profile from knobs built in code (tests, live tuning): it sets the knobs whose values
+    /// differ from `flink-default`'s.
     pub fn from_knobs(name: &str, knobs: Knobs) -> Result<Profile, ConfigError> {
-        let profile = Profile {
+        let mut profile = Profile {
             name: name.to_string(),
             source: "in-memory".to_string(),
             extends_chain: Vec::new(),
             description: None,
             knobs,
             flink_import: None,
+            set_knobs: Vec::new(),
         };
+        profile.set_knobs = profile.differences_from_flink_default();
         profile.validate().map_err(|message| ConfigError::Invalid {
             origin: name.to_string(),
             message,
@@ -873,12 +973,42 @@ fn in_flink_words(message: &str) -> String {
     out
 }
 
+/// The built-in profile whose knobs are Flink's defaults.
+pub const FLINK_DEFAULT: &str = "flink-default";
+
+/// Whether a profile text is `flink-default`'s: the built-in, or a copy of its file.
+fn is_flink_default(origin: &Origin, text: &str) -> bool {
+    matches!(origin, Origin::Builtin(name) if *name == FLINK_DEFAULT)
+        || BUILTIN
+            .iter()
+            .any(|(name, builtin)| *name == FLINK_DEFAULT && *builtin == text)
+}
+
+/// `flink-default`'s knobs.
+fn flink_default_knobs() -> Result<Knobs, ConfigError> {
+    let (origin, text) = locate("profile", FLINK_DEFAULT, BUILTIN)?;
+    let spec: ProfileSpec = parse_yaml(&text, &origin)?;
+    Ok(spec.resolve())
+}
+
+/// `knobs` without repeats, in knob-table order.
+fn in_table_order(knobs: &[Knob]) -> Vec<Knob> {
+    KNOBS
+        .iter()
+        .map(|k| k.knob)
+        .filter(|k| knobs.contains(k))
+        .collect()
+}
+
 /// `extends: x` in a file is looked up next to that file first, then among the built-ins.
 fn resolve_relative(origin: &Origin, parent: &str) -> String {
     if let Origin::File(path) = origin {
         let dir = path.parent().unwrap_or(Path::new("."));
+        let itself = std::fs::canonicalize(path).ok();
         for candidate in [dir.join(parent), dir.join(format!("{parent}.yaml"))] {
-            if candidate.is_file() {
+            // A file cannot extend itself: `extends: flink-default` in a saved
+            // `flink-default.yaml` means the built-in.
+            if candidate.is_file() && std::fs::canonicalize(&candidate).ok() != itself {
                 return candidate.to_string_lossy().into_owned();
             }
         }

@@ -7,9 +7,9 @@
 //!
 //! The arithmetic is Flink's to the byte: fractions are read as `float` and multiplied as
 //! `BigDecimal.valueOf(double)` (the double's shortest decimal), truncated toward zero, as
-//! `MemorySize#multiply` does; `parity/tm_memory_check.py` (run by `parity/export-check`) compares it with Flink's own calculator
-//! (`BashJavaUtils GET_TM_RESOURCE_PARAMS`) for a table of configurations, and the unit tests
-//! below freeze that table.
+//! `MemorySize#multiply` does; `parity/tm_memory_check.py` (run by `parity/export-check`)
+//! compares it with Flink's own calculator (`BashJavaUtils GET_TM_RESOURCE_PARAMS`) for a table
+//! of configurations, and the unit tests below freeze that table.
 //!
 //! ```
 //! use statebench::config::tm_memory::TmMemoryConfig;

@@ -47,6 +47,11 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
                 case "compaction.hard-pending-compaction-bytes-limit":
                 case "compaction.disable-auto-compactions":
                     break;
+                case "memory.mode":
+                    // How Flink provides the memory (managed or fixed-per-slot): the harness's
+                    // profile.conf sizes it with fixed-per-slot either way; RocksDB's cache and
+                    // WriteBufferManager are the same.
+                    break;
                 case "target":
                     // Whose RocksDB statebench imitates: this job is that RocksDB.
                     if (!"flink-1.20".equals(knobs.get(key))) {
