@@ -257,6 +257,16 @@ impl FromFlink for u32 {
     }
 }
 
+impl FromFlink for super::profile::MemoryMode {
+    fn from_flink(value: &FlinkValue) -> Result<String, String> {
+        match value.scalar().map(str::to_ascii_lowercase).as_deref() {
+            Ok("managed") => Ok("managed".to_string()),
+            Ok("fixed-per-slot") => Ok("fixed-per-slot".to_string()),
+            _ => Err(expected(value, "managed or fixed-per-slot")),
+        }
+    }
+}
+
 impl FromFlink for f64 {
     fn from_flink(value: &FlinkValue) -> Result<String, String> {
         value
@@ -1397,15 +1407,5 @@ mod tests {
                 .unwrap()
                 .contains("state.backend.rocksdb.writebuffer.size")
         );
-    }
-}
-
-impl FromFlink for super::profile::MemoryMode {
-    fn from_flink(value: &FlinkValue) -> Result<String, String> {
-        match value.scalar().map(str::to_ascii_lowercase).as_deref() {
-            Ok("managed") => Ok("managed".to_string()),
-            Ok("fixed-per-slot") => Ok("fixed-per-slot".to_string()),
-            _ => Err(expected(value, "managed or fixed-per-slot")),
-        }
     }
 }
