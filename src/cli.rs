@@ -51,8 +51,9 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// repeat until no finding is left or the rounds run out. Prints before / after for every
     /// round and writes the tuned profile (and with --report, the proof as JSON).
     Tune(TuneArgs),
-    /// A profile in the formats users deploy: a Flink 1.20 or 2.x config.yaml fragment, the
-    /// RocksDB OPTIONS file RocksDB writes for it, or statebench YAML with every knob spelled out.
+    /// A profile in the formats users deploy: a Flink 1.20 or 2.x config.yaml fragment (only
+    /// what the profile sets; memory as managed memory for --slots), the RocksDB OPTIONS file
+    /// (FRocksDB 6.20.3's for target flink-1.20), or statebench YAML.
     Export {
         /// A profile YAML file or a built-in name.
         #[arg(short, long)]
@@ -204,7 +205,9 @@ pub struct JobArgs {
     /// Workload: a YAML file or a built-in name.
     #[arg(short, long, default_value = "smoke")]
     pub workload: String,
-    /// RocksDB profile: a YAML file or a built-in name (profile A with `tui --compare`).
+    /// RocksDB profile: a statebench profile YAML, a Flink config.yaml / flink-conf.yaml (Flink's
+    /// keys, read as a profile; see docs/profiles.md), or a built-in name (profile A with
+    /// `tui --compare`).
     #[arg(short, long, default_value = "flink-default")]
     pub profile: String,
     /// Process this many events instead of the workload's count (event time keeps the

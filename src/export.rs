@@ -19,9 +19,11 @@ use crate::config::{Profile, units::human_bytes};
 pub enum Format {
     /// A Flink `config.yaml` fragment (`state.backend.*` keys), for `--flink-version`.
     Flink,
-    /// The OPTIONS file RocksDB writes for the profile (RocksDB's INI format).
+    /// The OPTIONS file RocksDB writes for the profile (RocksDB's INI format), as FRocksDB 6.20.3
+    /// loads it for target flink-1.20.
     RocksdbOptions,
-    /// statebench's own profile YAML, every knob spelled out.
+    /// statebench's own profile YAML: `extends: flink-default`, the knobs the profile sets, the
+    /// others as comments.
     Yaml,
 }
 
@@ -353,7 +355,13 @@ fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines {
                      # slot declares any ({CONSUMER_WEIGHTS_KEY}: Flink's default, STATE_BACKEND:70).\n",
                     format_memory_size(per_slot)
                 ));
-                if before.managed_size.is_none()
+                if let Some(own) = before.managed_size.filter(|own| *own != total) {
+                    text.push_str(&format!(
+                        "# (replaces {MANAGED_SIZE_KEY}: {} of {})\n",
+                        format_memory_size(own),
+                        cluster.describe()
+                    ));
+                } else if before.managed_size.is_none()
                     && let Some(fraction) = before.managed_fraction
                 {
                     text.push_str(&format!(
@@ -720,7 +728,7 @@ fn read(path: &Path) -> Result<String, BackendError> {
         .map_err(|e| BackendError::Setup(format!("cannot read {}: {e}", path.display())))
 }
 
-/// The profile as statebench YAML, every knob spelled out (no `extends:`).
+/// The profile as statebench YAML (see [`Profile::to_yaml`]).
 pub fn yaml(profile: &Profile) -> String {
     let description = profile
         .description

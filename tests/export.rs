@@ -548,3 +548,58 @@ fn the_tui_saves_a_profile_in_each_format_never_over_a_file() {
     let options = std::fs::read_to_string(dir.path().join(&names[2])).unwrap();
     assert!(options.contains("[CFOptions \"window-stats\"]"));
 }
+
+/// Bad TaskManager input is refused with the flag or file, the key and what is valid; a cluster
+/// configuration Flink itself refuses is said to be the cluster's, not the profile's.
+#[test]
+fn bad_taskmanager_input_names_what_is_wrong() {
+    let run = |extra: &[&str]| {
+        let mut argv = vec![
+            "statebench",
+            "export",
+            "-p",
+            "minutes-wbm-sized",
+            "--format",
+            "flink",
+        ];
+        argv.extend_from_slice(extra);
+        statebench::run(Cli::try_parse_from(argv).unwrap())
+    };
+    let err = run(&["--taskmanager-process-size", "1.5g"]).unwrap_err();
+    assert_eq!(statebench::exit_code(&err), 2);
+    assert!(
+        err.to_string()
+            .starts_with("--taskmanager-process-size '1.5g': a memory size in Flink's syntax"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("config.yaml");
+    std::fs::write(&conf, "taskmanager.memory.managed.fraction: lots\n").unwrap();
+    let err = run(&["--taskmanager-memory", &conf.to_string_lossy()]).unwrap_err();
+    assert_eq!(statebench::exit_code(&err), 2);
+    let text = err.to_string();
+    assert!(
+        text.contains("config.yaml")
+            && text.contains("'taskmanager.memory.managed.fraction: lots'"),
+        "{text}"
+    );
+    // Metaspace above the whole process: Flink refuses the cluster's own configuration.
+    let cluster = Cluster {
+        config: statebench::config::tm_memory::TmMemoryConfig::from_pairs([(
+            "taskmanager.memory.jvm-metaspace.size",
+            "2g",
+        )])
+        .unwrap(),
+        process_size: Some(1 << 30),
+        ..Cluster::default()
+    };
+    let profile = Profile::load("minutes-wbm-sized").unwrap();
+    let export = export::flink_sized(&profile, FlinkVersion::V1_20, &cluster);
+    let misfit = export.misfit.unwrap();
+    assert!(
+        misfit.starts_with(
+            "Flink refuses the TaskManager configuration itself: Sum of configured JVM Metaspace"
+        ),
+        "{misfit}"
+    );
+}

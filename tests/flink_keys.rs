@@ -21,9 +21,17 @@ const FAMILIES: &[&str] = &[
     "taskmanager.memory.",
 ];
 
+/// Keys named on purpose although not current: deprecated keys statebench reads as Flink does
+/// (a Flink configuration read as a profile, the TaskManager memory derivation), and the typo
+/// docs/profiles.md shows being flagged.
+const NAMED_ON_PURPOSE: &[&str] = &[
+    "taskmanager.memory.size",
+    "state.backend.rocksdb.writebuffer.sise",
+];
+
 /// Files that read a user's Flink configuration: they may name the deprecated keys Flink 1.20.1
 /// still reads (its fallback keys), as long as the list knows them.
-const DEPRECATED_KEY_READERS: &[&str] = &["src/config/tm_memory.rs"];
+const DEPRECATED_KEY_READERS: &[&str] = &["src/config/tm_memory.rs", "src/config/flink_in.rs"];
 
 /// Knobs whose YAML key is not Flink's key without the prefix, and why.
 const YAML_KEY_EXCEPTIONS: &[(&str, &str, &str)] = &[(
@@ -271,7 +279,10 @@ fn every_flink_key_in_the_sources_profiles_workloads_and_readme_is_a_flink_1_20_
             } else {
                 let read_deprecated = DEPRECATED_KEY_READERS.iter().any(|r| file.ends_with(r))
                     && flink.other.contains_key(token.as_str());
-                if !new_in_2.contains(&token.as_str()) && !read_deprecated {
+                if !new_in_2.contains(&token.as_str())
+                    && !read_deprecated
+                    && !NAMED_ON_PURPOSE.contains(&token.as_str())
+                {
                     problems.extend(flink.problem(&token, &place));
                 }
             }

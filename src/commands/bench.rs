@@ -51,7 +51,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     {
         super::check_report_dir(Some(path))?;
     }
-    let override_profile = args.profile.as_deref().map(Profile::load).transpose()?;
+    let override_profile = args
+        .profile
+        .as_deref()
+        .map(super::load_profile)
+        .transpose()?;
     let cases: Vec<_> = all
         .iter()
         .filter(|c| args.case.is_empty() || args.case.iter().any(|n| n == c.name))
@@ -189,7 +193,7 @@ fn overhead(args: &BenchArgs) -> anyhow::Result<()> {
         super::check_report_dir(Some(path))?;
     }
     let case = args.suite.cases()[0];
-    let profile = Profile::load(args.profile.as_deref().unwrap_or(case.profile))?;
+    let profile = super::load_profile(args.profile.as_deref().unwrap_or(case.profile))?;
     let mut every_second = Workload::load(case.workload)?;
     every_second.spec.sample_interval = Millis(1000);
     // Sampling off: an interval no run of this size reaches.

@@ -8,7 +8,6 @@ use anyhow::{Context as _, bail};
 
 use super::UsageError;
 use crate::cli::{ExportFormat, TaskManagerArgs};
-use crate::config::Profile;
 use crate::config::tm_memory::{TmMemoryConfig, parse_memory_size};
 use crate::export::{self, Cluster, Format};
 use crate::report;
@@ -39,7 +38,7 @@ pub fn run(
         ));
     }
     let cluster = cluster(taskmanager)?;
-    let profile = Profile::load(profile)?;
+    let profile = super::load_profile(profile)?;
     let text = match format {
         Format::Flink => {
             let export = export::flink_sized(&profile, flink_version.unwrap_or_default(), &cluster);

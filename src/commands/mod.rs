@@ -110,6 +110,18 @@ fn load_trace(workload: &Workload) -> anyhow::Result<Option<TraceEvents>> {
     })
 }
 
+/// Loads a profile by path or built-in name; a Flink configuration read as one says so on
+/// stderr, with the memory it derived and every key it ignored.
+pub fn load_profile(name: &str) -> anyhow::Result<Profile> {
+    let profile = Profile::load(name)?;
+    if let Some(import) = &profile.flink_import {
+        for line in import.lines(&profile.source) {
+            eprintln!("profile: {line}");
+        }
+    }
+    Ok(profile)
+}
+
 /// A job from the command line, loaded and checked before anything is created or written.
 pub struct Job {
     pub workload: Workload,
@@ -123,7 +135,7 @@ pub struct Job {
 impl Job {
     pub fn load(args: &cli::JobArgs) -> anyhow::Result<Job> {
         let workload = Workload::load(&args.workload)?;
-        let profile = Profile::load(&args.profile)?;
+        let profile = load_profile(&args.profile)?;
         check_report_dir(args.report.as_deref())?;
         let trace = load_trace(&workload)?;
         let events = args

@@ -69,12 +69,17 @@ pub fn show(name: &str, derived: bool, taskmanager: &TaskManagerArgs) -> anyhow:
     if let Some(d) = &profile.description {
         println!("# {d}");
     }
+    print_flink_import(&profile);
     for (key, value) in profile.knobs.values() {
         let info = config::profile::KNOBS.iter().find(|k| k.key == key);
         let flink = match info.and_then(|k| k.flink_key) {
             Some(f) => format!("  # {f}"),
             // Not a RocksDB option: which Flink's RocksDB the run imitates.
             None if key == "target" => "  # statebench only: whose RocksDB to imitate".to_string(),
+            None if key == "memory.mode" => {
+                "  # taskmanager.memory.managed.size per slot, or state.backend.rocksdb.memory.fixed-per-slot"
+                    .to_string()
+            }
             None if info.is_some_and(|i| i.is_job_setting()) => {
                 "  # the job's sink or checkpoint storage, not Flink configuration".to_string()
             }
@@ -124,6 +129,7 @@ pub fn show_flink(name: &str) -> anyhow::Result<()> {
         "# profile '{}' ({}) as Flink 1.20 configuration",
         profile.name, profile.source
     );
+    print_flink_import(&profile);
     println!(
         "# {}*: knobs Flink has no key for, to be set in a RocksDBOptionsFactory",
         config::flink::FACTORY_PREFIX
@@ -147,4 +153,13 @@ pub fn show_flink(name: &str) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// What reading a Flink configuration found, as comments above the knobs.
+fn print_flink_import(profile: &Profile) {
+    if let Some(import) = &profile.flink_import {
+        for line in import.lines(&profile.source) {
+            println!("# {line}");
+        }
+    }
 }

@@ -6,10 +6,9 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::backend::oplog;
-use crate::config::Profile;
 
 pub fn run(log: &Path, profile: &str, json: bool) -> anyhow::Result<()> {
-    let profile = Profile::load(profile)?;
+    let profile = super::load_profile(profile)?;
     let dir = tempfile::Builder::new()
         .prefix("statebench-replay-")
         .tempdir()

@@ -6,7 +6,6 @@ use anyhow::{Context as _, bail};
 
 use super::{Job, UsageError};
 use crate::cli::TuiArgs;
-use crate::config::Profile;
 use crate::report::{self, Report};
 use crate::tui::{self, engines};
 
@@ -18,7 +17,11 @@ pub fn run(args: TuiArgs) -> anyhow::Result<()> {
         events,
         duration,
     } = Job::load(&args.job)?;
-    let compare = args.compare.as_deref().map(Profile::load).transpose()?;
+    let compare = args
+        .compare
+        .as_deref()
+        .map(super::load_profile)
+        .transpose()?;
     if !std::io::stdout().is_terminal() {
         bail!(UsageError(
             "statebench tui needs a terminal; use `statebench run` for headless runs".to_string()

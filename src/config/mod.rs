@@ -5,6 +5,7 @@
 
 pub mod derived;
 pub mod flink;
+pub mod flink_in;
 pub mod profile;
 pub mod target;
 pub mod tm_memory;
@@ -155,7 +156,12 @@ fn yaml_error(err: &serde_norway::Error, text: &str, origin: &Origin) -> ConfigE
         return ConfigError::UnknownKey {
             origin: origin.to_string(),
             line,
-            suggestion: nearest(&key, &expected).map(str::to_string),
+            // A Flink key in a profile: the knob's own key is Flink's without its prefix.
+            suggestion: nearest(&key, &expected).map(str::to_string).or_else(|| {
+                key.strip_prefix("state.backend.rocksdb.")
+                    .filter(|rest| expected.contains(rest))
+                    .map(str::to_string)
+            }),
             key,
         };
     }
@@ -198,7 +204,7 @@ pub fn nearest<'a>(key: &str, candidates: &[&'a str]) -> Option<&'a str> {
         .map(|(_, c)| c)
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use super::derived::Derived;
+use super::flink_in::{self, FlinkImport, FlinkValue, FromFlink};
 use super::target::Target;
 use super::units::{ByteSize, Millis};
 use super::{ConfigError, Origin, locate, parse_yaml};
@@ -293,6 +294,8 @@ pub struct KnobInfo {
     pub doc: &'static str,
     /// What a valid value looks like.
     pub expects: &'static str,
+    /// Its value in Flink's syntax (a Flink configuration's) as the profile writes it.
+    pub from_flink: fn(&FlinkValue) -> Result<String, String>,
 }
 
 impl KnobInfo {
@@ -355,7 +358,7 @@ macro_rules! knobs {
         }
 
         /// Every knob a profile may set, in file order.
-        pub const KNOBS: &[KnobInfo] = &[ $( KnobInfo { knob: Knob::$variant, key: $key, flink_key: $flink, live: $live, doc: $doc, expects: <$ty as KnobValue>::EXPECTS }, )* ];
+        pub const KNOBS: &[KnobInfo] = &[ $( KnobInfo { knob: Knob::$variant, key: $key, flink_key: $flink, live: $live, doc: $doc, expects: <$ty as KnobValue>::EXPECTS, from_flink: <$ty as FromFlink>::from_flink }, )* ];
 
         impl ProfileSpec {
             /// Fills every knob this spec leaves unset from `parent`.
@@ -535,22 +538,20 @@ pub struct Profile {
     /// (`flink-default` names each RocksDB knob with it), which an export leaves to Flink.
     #[serde(skip)]
     pub set_knobs: Vec<Knob>,
+    /// When the file was a Flink configuration: what was read, derived and ignored.
+    #[serde(skip)]
+    pub flink_import: Option<FlinkImport>,
 }
 
 impl Profile {
-    /// Loads a profile by path or built-in name, following `extends:`.
+    /// Loads a profile by path or built-in name, following `extends:`. A Flink configuration
+    /// (`config.yaml`, `flink-conf.yaml`, or Flink's keys) is read as a profile that extends
+    /// `flink-default` (see `flink_in`).
     pub fn load(name: &str) -> Result<Profile, ConfigError> {
+        let in_folder = flink_conf_in_folder(name)?;
+        let name = in_folder.as_deref().unwrap_or(name);
         let (origin, text) = locate("profile", name, BUILTIN)?;
-        if text
-            .lines()
-            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
-        {
-            return Err(ConfigError::Invalid {
-                origin: origin.to_string(),
-                message: "the profile is empty: write 'extends: flink-default' for Flink's defaults, then the knobs that differ".to_string(),
-            });
-        }
-        let mut spec: ProfileSpec = parse_yaml(&text, &origin)?;
+        let (mut spec, flink_import) = read_spec(&origin, &text)?;
         let mut set = if is_flink_default(&origin, &text) {
             Vec::new()
         } else {
@@ -562,8 +563,15 @@ impl Profile {
         // extends is not a cycle.
         let mut seen = vec![origin.to_string()];
         let mut parent_origin = origin.clone();
+        // A Flink configuration's unset keys are Flink's defaults: the built-in, never a file
+        // of that name next to it.
+        let mut builtin_parent = flink_import.is_some();
         while let Some(parent) = spec.extends.clone() {
-            let parent_ref = resolve_relative(&parent_origin, &parent);
+            let parent_ref = if builtin_parent {
+                parent.clone()
+            } else {
+                resolve_relative(&parent_origin, &parent)
+            };
             let (porigin, ptext) =
                 locate("profile", &parent_ref, BUILTIN).map_err(|e| match e {
                     ConfigError::NotFound { available, .. } => ConfigError::Invalid {
@@ -581,7 +589,8 @@ impl Profile {
             }
             chain.push(pname);
             seen.push(porigin.to_string());
-            let pspec: ProfileSpec = parse_yaml(&ptext, &porigin)?;
+            let (pspec, pimport) = read_spec(&porigin, &ptext)?;
+            builtin_parent = pimport.is_some();
             if !is_flink_default(&porigin, &ptext) {
                 set.extend(pspec.set_knobs());
             }
@@ -594,6 +603,7 @@ impl Profile {
             extends_chain: chain[1..].to_vec(),
             description: spec.description.clone(),
             knobs: spec.resolve(),
+            flink_import,
             set_knobs: Vec::new(),
         };
         // A knob with a value other than flink-default's is the profile's own even where no
@@ -606,7 +616,10 @@ impl Profile {
         };
         profile.validate().map_err(|message| ConfigError::Invalid {
             origin: origin.to_string(),
-            message,
+            message: match &profile.flink_import {
+                Some(_) => in_flink_words(&message),
+                None => message,
+            },
         })?;
         Ok(profile)
     }
@@ -727,6 +740,7 @@ impl Profile {
             extends_chain: Vec::new(),
             description: None,
             knobs,
+            flink_import: None,
             set_knobs: Vec::new(),
         };
         profile.set_knobs = profile.differences_from_flink_default();
@@ -896,6 +910,67 @@ impl Profile {
             Err(problems.join("; "))
         }
     }
+}
+
+/// A profile file's spec, or a Flink configuration's (which extends `flink-default`) with
+/// what reading it found.
+fn read_spec(
+    origin: &Origin,
+    text: &str,
+) -> Result<(ProfileSpec, Option<FlinkImport>), ConfigError> {
+    if let Some((format, detected_by)) = flink_in::detect(origin, text) {
+        let (yaml, import) = flink_in::read(origin, text, format, detected_by)?;
+        let mut spec: ProfileSpec = if yaml.is_empty() {
+            ProfileSpec::default()
+        } else {
+            parse_yaml(&yaml, origin)?
+        };
+        spec.extends = Some("flink-default".to_string());
+        spec.description = Some(format!("Flink configuration {origin}"));
+        return Ok((spec, Some(import)));
+    }
+    if text
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
+        return Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            message: "the profile is empty: write 'extends: flink-default' for Flink's defaults, then the knobs that differ".to_string(),
+        });
+    }
+    Ok((parse_yaml(text, origin)?, None))
+}
+
+/// A folder given as a profile is Flink's configuration folder: its `config.yaml`, else its
+/// `flink-conf.yaml` (the order Flink 1.19 and 1.20 look in).
+fn flink_conf_in_folder(name: &str) -> Result<Option<String>, ConfigError> {
+    let dir = Path::new(name);
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    ["config.yaml", "flink-conf.yaml"]
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|p| p.is_file())
+        .map(|p| Some(p.to_string_lossy().into_owned()))
+        .ok_or_else(|| ConfigError::Invalid {
+            origin: dir.display().to_string(),
+            message: "a folder with neither a config.yaml nor a flink-conf.yaml in it: give a profile file, a Flink configuration file or folder, or a built-in profile's name".to_string(),
+        })
+}
+
+/// A validation message about a Flink configuration, with Flink's keys for the knobs'.
+fn in_flink_words(message: &str) -> String {
+    let mut out = message.to_string();
+    for info in KNOBS {
+        let flink = match (info.knob, info.flink_key) {
+            (Knob::ManagedMemory, _) => "managed memory per slot".to_string(),
+            (_, Some(key)) => key.to_string(),
+            (_, None) => format!("{}{}", super::flink::FACTORY_PREFIX, info.key),
+        };
+        out = out.replace(&format!("'{}'", info.key), &format!("'{flink}'"));
+    }
+    out
 }
 
 /// The built-in profile whose knobs are Flink's defaults.

@@ -20,7 +20,10 @@ fn check(input: &Input) -> Option<Finding> {
         .zip(k.values())
         .zip(defaults)
         .filter(|((info, _), _)| {
-            info.flink_key.is_none() && info.key != "target" && !info.is_job_setting()
+            // `memory.mode` chooses between Flink keys (managed memory or fixed-per-slot).
+            info.flink_key.is_none()
+                && !matches!(info.key, "target" | "memory.mode")
+                && !info.is_job_setting()
         })
         .filter(|((_, (_, value)), (_, default))| value != default)
         .map(|((info, (_, value)), _)| format!("{}={value}", info.key))
