@@ -839,7 +839,7 @@ fn after_a_failure_the_dashboard_rate_is_the_summarys() {
     let shown = format!("run avg {} ev/s", views::rate(avg));
     assert!(screen.contains(&shown), "{shown} not in\n{screen}");
     assert!(
-        screen.contains("restarts 2") && screen.contains(" read again"),
+        screen.contains("restarts 2") && screen.contains(" replayed"),
         "{screen}"
     );
 }

@@ -519,13 +519,13 @@ fn checkpoint_lines(side: &Side, c: &CheckpointSample, width: usize) -> Vec<Line
     if let Some(ms) = c.last_restore_ms {
         restarts.push_str(&format!(", last restore {}", micros(ms * 1e3)));
     }
+    if c.savepoints > 0 {
+        restarts.push_str(&format!(", savepoints {}", c.savepoints));
+    }
     // The records processed again since: counted in the rate above, as the work they are.
     let replayed = latest(side).records_replayed;
     if replayed > 0 {
-        restarts.push_str(&format!(", {} read again", short(replayed)));
-    }
-    if c.savepoints > 0 {
-        restarts.push_str(&format!(", savepoints {}", c.savepoints));
+        restarts.push_str(&format!(", {} replayed", short(replayed)));
     }
     lines.push(Line::from(restarts));
     let d = &c.delivery;
