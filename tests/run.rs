@@ -423,3 +423,32 @@ fn a_wbm_budget_that_stalls_nothing_makes_no_warning_and_costs_no_memory() {
         }
     }
 }
+
+#[test]
+fn a_bad_or_misplaced_sink_prefix_is_refused_before_anything_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_arg = data.to_string_lossy().into_owned();
+    for (sink, prefix, says) in [
+        ("memory", "ads:", "applies to a Redis sink"),
+        ("redis://127.0.0.1:1", "ads *", "' ' is not allowed"),
+        ("redis://127.0.0.1:1", "", "empty"),
+    ] {
+        let err = run(&[
+            "run",
+            "--events",
+            "100",
+            "--quiet",
+            "--data-dir",
+            &data_arg,
+            "--sink",
+            sink,
+            "--sink-prefix",
+            prefix,
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains(says), "{prefix}: {err}");
+        assert_eq!(statebench::exit_code(&err), 2);
+        assert!(!data.exists(), "nothing created");
+    }
+}

@@ -31,6 +31,7 @@ fn snapshot(i: u64, slow: f64) -> MetricsSnapshot {
         interval_secs: 1.0,
         state: RunState::Running,
         events: 11_000 * (i + 1),
+        records_processed: 11_000 * (i + 1),
         events_in_interval: (11_000.0 / slow) as u64,
         events_per_sec: 11_000.0 / slow + (i % 5) as f64 * 300.0,
         ..MetricsSnapshot::default()
@@ -1186,4 +1187,8 @@ fn after_a_failure_the_dashboard_rate_is_the_summarys() {
     let screen = render(&app, 160, 48);
     let shown = format!("run avg {} ev/s", views::rate(avg));
     assert!(screen.contains(&shown), "{shown} not in\n{screen}");
+    assert!(
+        screen.contains("restarts 2") && screen.contains(" replayed"),
+        "{screen}"
+    );
 }

@@ -54,18 +54,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             Some(engine::RestoreFrom::Dir(dir))
         }
     };
+    // A bad --sink-prefix is refused before anything is created.
+    match (&args.sink, args.sink_prefix.as_deref()) {
+        (SinkArg::Memory, Some(_)) => anyhow::bail!(crate::UsageError(
+            "--sink-prefix applies to a Redis sink: give --sink redis://HOST:PORT too".to_string()
+        )),
+        (SinkArg::Redis(_), Some(prefix)) => identity::validate_prefix(prefix)
+            .map_err(|e| anyhow::Error::new(crate::UsageError(e.to_string())))?,
+        _ => {}
+    }
     // A restore runs on the data directory's state: it is reused by definition.
     let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse || restore.is_some())?;
     let sink = match args.sink {
-        SinkArg::Memory => {
-            if args.sink_prefix.is_some() {
-                anyhow::bail!(crate::UsageError(
-                    "--sink-prefix applies to a Redis sink: give --sink redis://HOST:PORT too"
-                        .to_string()
-                ));
-            }
-            SinkConfig::Memory
-        }
+        SinkArg::Memory => SinkConfig::Memory,
         SinkArg::Redis(url) => {
             // One job, one set of keys: a restored or reused job writes under the prefix its
             // data directory's job chose at its first run.

@@ -172,9 +172,9 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
                 job.started_from,
                 match (job.records_before, job.records_replayed) {
                     (0, 0) => String::new(),
-                    (0, again) => format!(" ({again} of them read again after a restore)"),
+                    (0, again) => format!(" ({again} of them replayed after a restore)"),
                     (before, again) => format!(
-                        " at offsets {:?} ({before} records in the restored state; {again} of those read here read again)",
+                        " at offsets {:?} ({before} records in the restored state; {again} of those read here replayed)",
                         job.start
                     ),
                 },

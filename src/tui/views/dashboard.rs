@@ -595,6 +595,11 @@ fn checkpoint_lines(side: &Side, c: &CheckpointSample, width: usize) -> Vec<Line
     if c.savepoints > 0 {
         restarts.push_str(&format!(", savepoints {}", c.savepoints));
     }
+    // The records processed again since: counted in the rate above, as the work they are.
+    let replayed = latest(side).records_replayed;
+    if replayed > 0 {
+        restarts.push_str(&format!(", {} replayed", short(replayed)));
+    }
     lines.push(Line::from(restarts));
     let d = &c.delivery;
     let mut dups = format!("dup {} seen", short(d.duplicates_seen));
