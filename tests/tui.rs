@@ -716,11 +716,13 @@ fn the_ab_table_compares_both_sides_at_the_same_events() {
     for i in 0..10 {
         let mut a = snapshot(i, 1.0);
         a.events = 11_000 * (i + 1);
+        a.records_processed = a.events;
         a.events_in_interval = 11_000;
         a.rocksdb.lsm.flushes = i + 1;
         app.on_snapshot(Target::A, a);
         let mut b = snapshot(i, 1.0);
         b.events = 16_000 * (i + 1);
+        b.records_processed = b.events;
         b.events_in_interval = 16_000;
         b.rocksdb.lsm.flushes = (i + 1) * (i + 1);
         app.on_snapshot(Target::B, b);
