@@ -6,21 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const WORKLOAD: &str = "\
-description: smoke, paced so that a kill lands mid-run
-keys:
-  count: 2000
-  distribution: uniform
-partitions: 4
-rate: 15000
-event-time:
-  span: 1h
-  out-of-orderness: 2s
-windows: [1m, 5m, 10m, 30m]
-serializer: compact
-events: 60000
-seed: 1
-";
+const WORKLOAD: &str = include_str!("fixtures/valid/paced-kill.yaml");
 
 fn profile(mode_edits: &str) -> String {
     format!(

@@ -194,21 +194,7 @@ fn an_unreachable_redis_is_a_clear_error() {
 }
 
 /// A paced workload, so that a kill lands mid-run (as in tests/kill.rs).
-const PACED: &str = "\
-description: smoke, paced so that a kill lands mid-run
-keys:
-  count: 2000
-  distribution: uniform
-partitions: 4
-rate: 15000
-event-time:
-  span: 1h
-  out-of-orderness: 2s
-windows: [1m, 5m, 10m, 30m]
-serializer: compact
-events: 60000
-seed: 1
-";
+const PACED: &str = include_str!("fixtures/valid/paced-kill.yaml");
 
 const CHECKPOINTING: &str = "\
 extends: flink-default

@@ -181,20 +181,7 @@ fn render_repeats(a: &[Vec<(String, f64)>], b: &[Vec<(String, f64)>], all: bool)
             .filter_map(|run| run.iter().find(|(k, _)| k == key).map(|(_, v)| *v))
             .collect()
     };
-    let stats = |v: &[f64]| -> Option<(f64, f64, f64)> {
-        let mut v = v.to_vec();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
-        Some((median, v[0], v[n - 1]))
-    };
+    let stats = crate::report::median_min_max;
     let num = |v: f64| {
         format!("{v:.4}")
             .trim_end_matches('0')

@@ -73,6 +73,14 @@ pub fn show(name: &str, derived: bool, taskmanager: &TaskManagerArgs) -> anyhow:
     for (key, value) in profile.knobs.values() {
         let info = config::profile::KNOBS.iter().find(|k| k.key == key);
         let flink = match info.and_then(|k| k.flink_key) {
+            // Flink's default is managed memory: fixed-per-slot only when the profile asks.
+            Some(_)
+                if key == "memory.managed-size"
+                    && profile.knobs.memory_mode == config::profile::MemoryMode::Managed =>
+            {
+                "  # a slot's managed memory: taskmanager.memory.managed.size / taskmanager.numberOfTaskSlots"
+                    .to_string()
+            }
             Some(f) => format!("  # {f}"),
             // Not a RocksDB option: which Flink's RocksDB the run imitates.
             None if key == "target" => "  # statebench only: whose RocksDB to imitate".to_string(),

@@ -88,18 +88,7 @@ fn metric(finding: &str) -> (&'static str, fn(&Summary) -> f64, bool) {
 
 /// Median and range of `values` (empty: zeros).
 fn spread(values: &[f64]) -> (f64, f64, f64) {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return (0.0, 0.0, 0.0);
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    (median, v[0], v[n - 1])
+    report::median_min_max(values).unwrap_or((0.0, 0.0, 0.0))
 }
 
 /// "12.3 (10.1–14.2)" for several runs, "12.3" for one.

@@ -169,23 +169,9 @@ fn expected(value: &FlinkValue, what: &str) -> String {
 const SIZE_SYNTAX: &str = "a whole number of bytes with an optional unit (b, k/kb, m/mb, g/gb, t/tb, any case, a space allowed), e.g. '64 mb', '64mb' or '67108864'";
 const DURATION_SYNTAX: &str = "a whole number with an optional unit (ms, s, min/m, h, d, also spelt out as seconds, minutes, …; none = milliseconds), e.g. '10 s', '10s' or '10000'";
 
-/// Flink's `MemorySize.parse`: digits, optional whitespace, an optional unit.
+/// Flink's `MemorySize.parse` (the TaskManager derivation's parser).
 pub fn parse_flink_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let end = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let number: u64 = text[..end].parse().ok()?;
-    let unit = text[end..].trim().to_ascii_lowercase();
-    let factor: u64 = match unit.as_str() {
-        "" | "b" | "bytes" => 1,
-        "k" | "kb" | "kibibytes" => 1 << 10,
-        "m" | "mb" | "mebibytes" => 1 << 20,
-        "g" | "gb" | "gibibytes" => 1 << 30,
-        "t" | "tb" | "tebibytes" => 1 << 40,
-        _ => return None,
-    };
-    number.checked_mul(factor)
+    super::tm_memory::parse_memory_size(text).ok()
 }
 
 /// Flink's `TimeUtils.parseDuration`, in whole milliseconds.

@@ -31,15 +31,7 @@ fn slices(snapshots: &[MetricsSnapshot]) -> Vec<&[MetricsSnapshot]> {
 
 /// Median, min and max of `values` (not empty).
 fn spread(values: &[f64]) -> (f64, f64, f64) {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    (median, v[0], v[n - 1])
+    crate::report::median_min_max(values).unwrap_or((0.0, 0.0, 0.0))
 }
 
 /// Mean of `f` over the snapshots where the side was running.
