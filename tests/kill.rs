@@ -160,6 +160,24 @@ fn kill_then_restore(mode_edits: &str) {
         (0.9..1.1).contains(&ratio),
         "ops per event {ops_per_event:.2} after the restore, {reference:.2} in a run that never failed"
     );
+
+    // The whole job, both processes: the killed one's work up to its last checkpoint (what the
+    // checkpoint recorded) and the restored one's, replays included. Each record is in the
+    // tally once (the killed process's work after the checkpoint is lost with it, and read
+    // again here), so its rates compare with a run that never failed.
+    let job = &summary["whole_job"];
+    assert_eq!(job["processes"], 2, "{job}");
+    assert_eq!(job["records_processed"], 60_000, "{job}");
+    assert_eq!(job["records_replayed"].as_u64().unwrap(), replayed, "{job}");
+    let job_secs = job["processing_secs"].as_f64().unwrap();
+    assert!(job_secs > secs, "the killed process ran too: {job}");
+    let job_rate = job["events_per_sec"].as_f64().unwrap();
+    assert!((job_rate * job_secs - 60_000.0).abs() < 1.0, "{job}");
+    let job_ops = job["rocksdb_ops_per_event"].as_f64().unwrap() / reference;
+    assert!(
+        (0.95..1.05).contains(&job_ops),
+        "the whole job's ops per event are {job_ops:.3} of a run that never failed: {job}"
+    );
 }
 
 /// RocksDB operations per event of the workload run to its end without a failure (unpaced: the

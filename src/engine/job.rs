@@ -26,7 +26,9 @@ use super::snapshot::SavepointRecord;
 use crate::config::profile::CheckpointingMode;
 use crate::pipeline::checkpoint::snapshot::live_ssts;
 use crate::pipeline::checkpoint::store::{CheckpointStore, StoreConfig};
-use crate::pipeline::checkpoint::{Checkpointer, Completion, JobMeta, Metadata, savepoint_files};
+use crate::pipeline::checkpoint::{
+    Checkpointer, Completion, JobMeta, JobWork, Metadata, savepoint_files,
+};
 use crate::pipeline::delivery::{Delivery, origin};
 use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, JobMode, Operator};
 use crate::pipeline::oracle::ResultError;
@@ -83,6 +85,9 @@ pub struct Attempts {
     pub started_from: Option<(String, Offsets)>,
     /// The serving store's counters when the first attempt started.
     pub sink_base: Option<SinkCounters>,
+    /// The job's work in the processes before this one (restored from another process's
+    /// checkpoint); None when the job started in this process.
+    pub earlier_processes: Option<JobWork>,
 }
 
 /// What outlives a job that failed: the exact truth (it saw every record once, and must not
@@ -280,6 +285,21 @@ impl<'a> JobRunner<'a> {
                 .saturating_sub(self.start_processed)
     }
 
+    /// The job's work so far, over every process it ran in.
+    fn work(&self, run: &Run) -> JobWork {
+        let here = JobWork {
+            records: self.records_read(),
+            replayed: self.records_replayed(),
+            ops: self.ops(),
+            running_secs: self.running_secs(run),
+            processes: 1,
+        };
+        self.earlier
+            .earlier_processes
+            .unwrap_or_default()
+            .plus(&here)
+    }
+
     /// RocksDB operations of every attempt.
     fn ops(&self) -> AccessCounters {
         self.earlier.ops.plus(&self.ctx.state.counters)
@@ -307,6 +327,7 @@ impl<'a> JobRunner<'a> {
                 (plan.start_reason.clone(), plan.start.clone())
             })),
             sink_base: Some(self.sink_base),
+            earlier_processes: self.earlier.earlier_processes,
         };
         Survivors {
             attempts,
@@ -327,7 +348,7 @@ impl<'a> JobRunner<'a> {
     }
 
     /// Where the job stands, for a checkpoint or savepoint recording `offsets`.
-    fn job_meta(&self, offsets: Offsets) -> JobMeta {
+    fn job_meta(&self, run: &Run, offsets: Offsets) -> JobMeta {
         JobMeta {
             group: self.consumer.plan().group.clone(),
             offsets,
@@ -335,6 +356,7 @@ impl<'a> JobRunner<'a> {
             processed: self.processed,
             processing_time: self.consumer.now(),
             counters: self.job.counters,
+            work: self.work(run),
         }
     }
 
@@ -354,7 +376,7 @@ impl<'a> JobRunner<'a> {
         } else {
             self.consumer.position().clone()
         };
-        let job = self.job_meta(offsets);
+        let job = self.job_meta(run, offsets);
         let secs = run.clock.wall(barrier).as_secs_f64();
         let changes = self.ctx.state.take_changelog();
         let Some(checkpointer) = &mut self.checkpointer else {
@@ -487,7 +509,7 @@ impl<'a> JobRunner<'a> {
             }
         };
         let root = store.root().to_path_buf();
-        let job = self.job_meta(self.consumer.position().clone());
+        let job = self.job_meta(run, self.consumer.position().clone());
         // The first free name: an earlier run on this data directory may have taken some.
         let name = (self.savepoints.len() + 1..)
             .map(|n| format!("sp-{n}-{}", format.name()))
@@ -705,6 +727,7 @@ impl<'a> JobRunner<'a> {
                 events,
                 records_processed: records,
                 records_replayed,
+                earlier_processes: self.earlier.earlier_processes,
                 events_in_interval: interval.events_in_interval,
                 events_per_sec: interval.events_per_sec,
                 latency: ctx.state.latency.take_interval(),

@@ -306,6 +306,14 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             replay_until = replay_until.max(mark);
             replayed = replay_until - resume.as_ref().map_or(0, |r| r.processed);
         }
+        // A restore in a new process: the job's work before it, as far as the checkpoint
+        // recorded it (a checkpoint written before jobs recorded their work has none).
+        if survivors.is_none()
+            && let Some(m) = metadata
+            && m.job.work.processes > 0
+        {
+            attempts.earlier_processes = Some(m.job.work);
+        }
         let truth = match survivors.take() {
             Some(mut s) => {
                 attempts = std::mem::take(&mut s.attempts);

@@ -8,7 +8,7 @@ pub use crate::backend::latency::{Latencies, LatencyRecorder, Op, Percentiles};
 use crate::backend::metrics::RocksDbSample;
 use crate::config::Profile;
 use crate::config::workload::SerializerKind;
-use crate::pipeline::checkpoint::{ChangelogStatus, CheckpointRecord};
+use crate::pipeline::checkpoint::{ChangelogStatus, CheckpointRecord, JobWork};
 use crate::pipeline::delivery::DeliveryCounters;
 use crate::pipeline::operator::JobCounters;
 use crate::pipeline::oracle::ResultError;
@@ -228,6 +228,10 @@ pub struct MetricsSnapshot {
     pub records_processed: u64,
     /// Of `records_processed`, those read again after a restore.
     pub records_replayed: u64,
+    /// After a restore from another process's checkpoint: the job's work in the processes
+    /// before this one, up to that checkpoint (the whole job's rates add this process's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_processes: Option<JobWork>,
     /// Records processed in this interval (replayed ones included), and per second.
     pub events_in_interval: u64,
     pub events_per_sec: f64,

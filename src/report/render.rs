@@ -71,6 +71,22 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
         );
     }
     line("throughput", format!("{:.0} events/s", s.events_per_sec));
+    if let Some(job) = &s.whole_job {
+        // Like for like with an unfailed run: every process's work in every process's time.
+        line(
+            "whole job (all processes)",
+            format!(
+                "{:.0} events/s, {:.2} rocksdb ops per event: {} records in {:.1} s over {} processes \
+                 (the {} replayed counted; a killed process's work after its last checkpoint is not)",
+                job.events_per_sec,
+                job.rocksdb_ops_per_event,
+                job.records_processed,
+                job.processing_secs,
+                job.processes,
+                job.records_replayed
+            ),
+        );
+    }
     line(
         "event latency p50 / p99 / p999",
         format!(

@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::backend::metrics::{CacheHitRates, StallCauses, Tickers};
 use crate::config::workload::SerializerKind;
 use crate::engine::{JobSource, MetricsSnapshot, RunOutcome};
+use crate::pipeline::checkpoint::JobWork;
 use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::SinkCounters;
 use crate::profiler::CpuSample;
@@ -109,6 +110,39 @@ pub struct Summary {
     /// Checkpoints, restores and the sink's delivery; None with checkpointing off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoints: Option<super::checkpoints::CheckpointSummary>,
+    /// After a restore from another process's checkpoint: the whole job's work, the processes
+    /// before this one (up to that checkpoint) and this one, whose records per second and
+    /// operations per record compare with an unfailed run's. The figures above are this
+    /// process's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub whole_job: Option<WholeJob>,
+}
+
+/// The whole job's figures over every process it ran in (`Summary::whole_job`).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct WholeJob {
+    pub processes: u32,
+    /// Records processed, replayed ones included.
+    pub records_processed: u64,
+    pub records_replayed: u64,
+    pub processing_secs: f64,
+    pub events_per_sec: f64,
+    pub rocksdb_ops_per_event: f64,
+}
+
+impl WholeJob {
+    fn new(earlier: &JobWork, here: &JobWork) -> WholeJob {
+        let all = earlier.plus(here);
+        WholeJob {
+            processes: all.processes,
+            records_processed: all.records,
+            records_replayed: all.replayed,
+            processing_secs: all.running_secs,
+            events_per_sec: all.records_per_sec(),
+            rocksdb_ops_per_event: all.ops_per_record(),
+        }
+    }
 }
 
 impl Summary {
@@ -198,6 +232,16 @@ impl Summary {
                 0.0
             },
             processing_secs,
+            whole_job: last.and_then(|s| s.earlier_processes).map(|earlier| {
+                let here = JobWork {
+                    records,
+                    replayed: last.map_or(0, |s| s.records_replayed),
+                    ops,
+                    running_secs: processing_secs,
+                    processes: 1,
+                };
+                WholeJob::new(&earlier, &here)
+            }),
             stopped_early: false,
             p50_event_latency_us: worst(&|s| s.latency.event_latency.p50_us),
             p99_event_latency_us: worst(&|s| s.latency.event_latency.p99_us),

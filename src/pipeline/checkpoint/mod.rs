@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use self::snapshot::{SnapshotError, SstFile, live_ssts, write_full};
 use self::store::{CheckpointStore, StoreConfig, StoreError, Upload};
-use crate::backend::StateBackend;
+use crate::backend::{AccessCounters, StateBackend};
 use crate::config::profile::{CheckpointKind, Knobs};
 use crate::pipeline::operator::JobCounters;
 use crate::pipeline::source::Offsets;
@@ -113,6 +113,59 @@ pub struct JobMeta {
     /// Processing time at the barrier.
     pub processing_time: i64,
     pub counters: JobCounters,
+    /// The job's work up to the barrier, over every process it ran in.
+    #[serde(default)]
+    pub work: JobWork,
+}
+
+/// A job's work over every process it ran in: a restore in a new process carries it on, so
+/// that the whole job's rates divide its records (replays included) into its running time, as
+/// an unfailed run's do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobWork {
+    /// Records processed, replayed ones included.
+    pub records: u64,
+    /// Of those, read again after a restore.
+    pub replayed: u64,
+    /// RocksDB operations issued.
+    pub ops: AccessCounters,
+    /// Running time.
+    pub running_secs: f64,
+    /// Processes the job ran in.
+    pub processes: u32,
+}
+
+impl JobWork {
+    /// This work followed by `later`'s.
+    pub fn plus(&self, later: &JobWork) -> JobWork {
+        JobWork {
+            records: self.records + later.records,
+            replayed: self.replayed + later.replayed,
+            ops: self.ops.plus(&later.ops),
+            running_secs: self.running_secs + later.running_secs,
+            processes: self.processes + later.processes,
+        }
+    }
+
+    /// RocksDB operations (gets, puts, deletes and batched writes) per record processed.
+    pub fn ops_per_record(&self) -> f64 {
+        let ops = self.ops.gets + self.ops.puts + self.ops.deletes + self.ops.batch_entries;
+        if self.records == 0 {
+            0.0
+        } else {
+            ops as f64 / self.records as f64
+        }
+    }
+
+    /// Records processed per second of running time.
+    pub fn records_per_sec(&self) -> f64 {
+        if self.running_secs > 0.0 {
+            self.records as f64 / self.running_secs
+        } else {
+            0.0
+        }
+    }
 }
 
 /// A checkpoint's `_metadata`, besides the store's own record.
