@@ -57,29 +57,41 @@ fn a_baseline_passes_against_itself_and_a_starved_write_buffer_manager_is_caught
 }
 
 #[test]
-fn the_hours_filter_case_reads_filter_blocks_from_storage() {
+fn the_hours_filter_case_reads_filter_blocks_and_catches_monolithic_filters() {
     // The case is there to catch a filter regression (partitioned filters lost, bigger
     // partitions, a bloom filter not applied): it must read filter blocks from storage on every
-    // run, or a regression leaves its counters at 0 like today's. (At 40,000 events it read
-    // 0 B, or 0.0004 B, per lookup.)
+    // run (on the profile's own 32 MB of memory it read 0-46 B per lookup from run to run, so a
+    // regression could leave it at 0), and the gate must flag monolithic filters.
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("b.json");
+    let base_arg = base.to_str().unwrap();
     run(&[
         "bench",
         "--case",
         "hours-filter",
         "--save-baseline",
-        base.to_str().unwrap(),
+        base_arg,
     ])
     .unwrap();
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
     let values = &saved["cases"][0]["values"];
     let blocks = values["filter blocks read / lookup"].as_f64().unwrap();
     let bytes = values["filter bytes read / lookup"].as_f64().unwrap();
-    // Measured in 8 runs: 0.0016-0.0127 blocks and 4.6-46 B per lookup; the old 40,000-event
-    // case read 0 or 0.0004 B.
-    assert!(blocks >= 0.0005, "filter blocks read per lookup {blocks}");
-    assert!(bytes >= 1.0, "filter bytes read per lookup {bytes}");
+    // Measured in 5 runs: 0.034-0.041 blocks and 103-128 B per lookup.
+    assert!(blocks >= 0.01, "filter blocks read per lookup {blocks}");
+    assert!(bytes >= 30.0, "filter bytes read per lookup {bytes}");
+    // The same case with the filters monolithic (case study 2's "before"): 8,309 B per lookup.
+    let err = run(&[
+        "bench",
+        "--case",
+        "hours-filter",
+        "-p",
+        "hours-monolithic-filter",
+        "--baseline",
+        base_arg,
+    ])
+    .unwrap_err();
+    assert!(err.to_string().contains("regressed"), "{err}");
 }
 
 #[test]

@@ -19,10 +19,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let all = args.suite.cases();
     if args.list {
         for c in all {
-            println!(
-                "{:<20} {} on {}, {} events",
-                c.name, c.workload, c.profile, c.events
-            );
+            println!("{:<20} {}", c.name, c.describe(c.profile));
         }
         return Ok(());
     }
@@ -62,19 +59,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .collect();
     let mut measured = Vec::new();
     for (i, case) in cases.iter().enumerate() {
-        let profile = match &override_profile {
-            Some(p) => p.clone(),
-            None => Profile::load(case.profile)?,
-        };
+        let profile = case.profile(override_profile.as_ref())?;
         let workload = Workload::load(case.workload)?;
         eprintln!(
-            "bench {}/{}: {} ({} on {}, {} events) ...",
+            "bench {}/{}: {} ({}) ...",
             i + 1,
             cases.len(),
             case.name,
-            case.workload,
-            profile.name,
-            case.events
+            case.describe(&profile.name)
         );
         let summary = measure(workload, profile.clone(), case.events)
             .with_context(|| format!("bench case {} failed", case.name))?;
