@@ -24,7 +24,8 @@ fi
 # --- Flink 1.20.1 jars (PyPI's apache-flink-libraries sdist holds a cluster's lib/) ---------
 lib="$cache/$FLINK_VERSION"
 tarball="$cache/apache-flink-libraries-$FLINK_VERSION.tar.gz"
-if [ ! -f "$lib/flink-dist-$FLINK_VERSION.jar" ]; then
+# The sdist in the cache, downloaded once and checked against its sha256.
+fetch_tarball() {
   mkdir -p "$cache"
   if [ ! -f "$tarball" ]; then
     step "downloading apache-flink-libraries==$FLINK_VERSION into $cache"
@@ -36,6 +37,9 @@ if [ ! -f "$lib/flink-dist-$FLINK_VERSION.jar" ]; then
     echo "$tarball has sha256 $actual, expected $TARBALL_SHA256 (a partial download? delete it and run again)" >&2
     exit 1
   fi
+}
+if [ ! -f "$lib/flink-dist-$FLINK_VERSION.jar" ]; then
+  fetch_tarball
   step "extracting Flink's lib/ into $lib"
   tmp=$(mktemp -d "$cache/extract.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
@@ -50,16 +54,7 @@ fi
 # same sdist: extracted on its own, so a cache made before it was needed gets it too.
 bash_java_utils="$cache/$FLINK_VERSION-bin/bash-java-utils.jar"
 if [ ! -f "$bash_java_utils" ]; then
-  if [ ! -f "$tarball" ]; then
-    step "downloading apache-flink-libraries==$FLINK_VERSION into $cache"
-    python3 -m pip download --quiet --no-deps --no-binary :all: \
-      "apache-flink-libraries==$FLINK_VERSION" -d "$cache"
-  fi
-  actual=$(sha256sum "$tarball" | cut -d' ' -f1)
-  if [ "$actual" != "$TARBALL_SHA256" ]; then
-    echo "$tarball has sha256 $actual, expected $TARBALL_SHA256 (a partial download? delete it and run again)" >&2
-    exit 1
-  fi
+  fetch_tarball
   step "extracting Flink's bin/bash-java-utils.jar into $cache/$FLINK_VERSION-bin"
   tmp=$(mktemp -d "$cache/extract.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT

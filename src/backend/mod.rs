@@ -542,6 +542,12 @@ pub struct AccessCounters {
 }
 
 impl AccessCounters {
+    /// The state operations a job issued: gets, puts, deletes and batched writes (what
+    /// "RocksDB ops per event" counts).
+    pub fn total(&self) -> u64 {
+        self.gets + self.puts + self.deletes + self.batch_entries
+    }
+
     /// Field by field sum: a restarted job's operations on top of its earlier attempts'.
     pub fn plus(&self, o: &AccessCounters) -> AccessCounters {
         AccessCounters {

@@ -378,23 +378,11 @@ impl TmMemoryConfig {
                 "{TASK_HEAP_KEY} and {MANAGED_SIZE_KEY} must both be set"
             )));
         };
-        let without_network = sum(&[
-            self.framework_heap(),
-            self.framework_off_heap(),
-            task_heap,
-            self.task_off_heap(),
-            managed,
-        ])?;
         let network = match self.flink_size {
-            Some(total) => {
-                if without_network > total {
-                    return Err(exceeds(self, task_heap, managed, total));
-                }
-                let network = total - without_network;
-                self.check_network(network)?;
-                network
-            }
-            None => self.network_range()?.derive_inverse(without_network),
+            Some(total) => self.network_left(task_heap, managed, total)?,
+            None => self
+                .network_range()?
+                .derive_inverse(self.without_network(task_heap, managed)?),
         };
         Ok(FlinkMemory {
             framework_heap: self.framework_heap(),
@@ -406,26 +394,34 @@ impl TmMemoryConfig {
         })
     }
 
+    /// Every Flink memory component but the network's.
+    fn without_network(&self, task_heap: u64, managed: u64) -> Result<u64, TmMemoryError> {
+        sum(&[
+            self.framework_heap(),
+            self.framework_off_heap(),
+            task_heap,
+            self.task_off_heap(),
+            managed,
+        ])
+    }
+
+    /// The network memory left in `total` by the other components, checked against its range.
+    fn network_left(&self, task_heap: u64, managed: u64, total: u64) -> Result<u64, TmMemoryError> {
+        let without_network = self.without_network(task_heap, managed)?;
+        if without_network > total {
+            return Err(exceeds(self, task_heap, managed, total));
+        }
+        let network = total - without_network;
+        self.check_network(network)?;
+        Ok(network)
+    }
+
     /// `TaskExecutorFlinkMemoryUtils#deriveFromTotalFlinkMemory`.
     fn derive_from_total_flink(&self, total: u64) -> Result<FlinkMemory, TmMemoryError> {
         let managed = self.managed(total)?;
         let (task_heap, network) = match self.task_heap {
-            Some(task_heap) => {
-                // Managed first, the rest is network (checked against its range).
-                let without_network = sum(&[
-                    self.framework_heap(),
-                    self.framework_off_heap(),
-                    task_heap,
-                    self.task_off_heap(),
-                    managed,
-                ])?;
-                if without_network > total {
-                    return Err(exceeds(self, task_heap, managed, total));
-                }
-                let network = total - without_network;
-                self.check_network(network)?;
-                (task_heap, network)
-            }
+            // Managed first, the rest is network (checked against its range).
+            Some(task_heap) => (task_heap, self.network_left(task_heap, managed, total)?),
             None => {
                 let network = self.network_range()?.derive(total);
                 let without_task_heap = sum(&[

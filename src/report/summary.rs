@@ -221,7 +221,7 @@ impl Summary {
         let events = last.map_or(0, |s| s.events);
         let records = last.map_or(0, |s| s.records_processed);
         let io = last.map(|s| s.rocksdb.io).unwrap_or_default();
-        let total_ops = ops.gets + ops.puts + ops.deletes + ops.batch_entries;
+        let total_ops = ops.total();
         Summary {
             events,
             records_processed: records,

@@ -150,11 +150,10 @@ impl JobWork {
 
     /// RocksDB operations (gets, puts, deletes and batched writes) per record processed.
     pub fn ops_per_record(&self) -> f64 {
-        let ops = self.ops.gets + self.ops.puts + self.ops.deletes + self.ops.batch_entries;
         if self.records == 0 {
             0.0
         } else {
-            ops as f64 / self.records as f64
+            self.ops.total() as f64 / self.records as f64
         }
     }
 
