@@ -18,6 +18,10 @@ pub struct Event {
     pub offset: u64,
     /// When the record was written to the log (never goes back; Kafka's LogAppendTime).
     pub append_time: i64,
+    /// Bytes of the record's value (a trace's `value_size` or payload length; 0 when unknown).
+    pub value_size: u32,
+    /// The job input the record belongs to: 0 = the first (left), 1 = the second (right).
+    pub input: u8,
 }
 
 enum KeySampler {
@@ -141,6 +145,8 @@ impl Iterator for Generator {
             partition,
             offset,
             append_time: nominal,
+            value_size: 0,
+            input: 0,
         })
     }
 }
