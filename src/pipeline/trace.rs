@@ -419,3 +419,214 @@ impl TraceSummary {
         Ok(s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// What a load gives, in one comparable value per event.
+    fn fields(t: &Trace) -> Vec<(u64, i64, u32, u64, i64, u32, u8)> {
+        t.events
+            .iter()
+            .map(|e| {
+                (
+                    e.user,
+                    e.event_time,
+                    e.partition,
+                    e.offset,
+                    e.append_time,
+                    e.value_size,
+                    e.input,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn json_lines_and_csv_read_the_same_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = write(
+            &dir,
+            "t.jsonl",
+            "{\"user\": \"a\", \"event_time\": 1000}\n{\"user\": 7, \"event_time\": 2000, \"partition\": 1}\n",
+        );
+        let csv = write(
+            &dir,
+            "t.csv",
+            "user,event_time,partition\na,1000\n7,2000,1\n",
+        );
+        let a = Trace::load(&json, 2).unwrap();
+        let b = Trace::load(&csv, 2).unwrap();
+        assert_eq!(a.events, b.events);
+        assert_eq!(a.keys, ["a", "7"]);
+        assert_eq!(a.events[1].partition, 1);
+        assert!(!a.has_value_sizes);
+    }
+
+    /// The traces of statebench before value sizes and inputs load to exactly the events they
+    /// loaded to then: the digest below was computed by the old loader's algorithm (dense ids
+    /// in order of first appearance, hashed partitions, offsets per partition).
+    #[test]
+    fn old_traces_load_to_the_same_events_as_before() {
+        for file in ["ads-sample.jsonl", "ads-sample.csv"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/trace")
+                .join(file);
+            let t = Trace::load(&path, 4).unwrap();
+            let mut h = 0u64;
+            for e in &t.events {
+                for x in [
+                    e.user,
+                    e.event_time as u64,
+                    u64::from(e.partition),
+                    e.offset,
+                    e.append_time as u64,
+                ] {
+                    h = h.wrapping_mul(1_000_003) ^ x;
+                }
+                assert_eq!((e.value_size, e.input), (0, 0), "{file}");
+            }
+            assert_eq!(t.events.len(), 3000, "{file}");
+            assert_eq!(h, 0xdbc9_364f_91bf_aa6d, "{file}");
+            assert_eq!(&t.keys[..2], ["u-1", "u-10"], "{file}");
+        }
+    }
+
+    #[test]
+    fn every_v2_column_reads_in_both_formats() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = write(
+            &dir,
+            "v2.csv",
+            "key,event_time,partition,value_size,input\n\
+             o-1,1000,1,64,0\n\
+             o-2,1500,,12,right\n\
+             o-1,900,0,,left\n\
+             o-3,2000,1,0,1\n\
+             o-2,2100\n",
+        );
+        let json = write(
+            &dir,
+            "v2.jsonl",
+            "{\"key\": \"o-1\", \"event_time\": 1000, \"partition\": 1, \"value_size\": 64, \"input\": 0}\n\
+             {\"key\": \"o-2\", \"event_time\": 1500, \"payload\": \"twelve bytes\", \"input\": \"right\"}\n\
+             {\"key\": \"o-1\", \"event_time\": 900, \"partition\": 0, \"input\": \"left\"}\n\
+             {\"key\": \"o-3\", \"event_time\": 2000, \"partition\": 1, \"value_size\": 0, \"input\": 1}\n\
+             {\"user\": \"o-2\", \"event_time\": 2100, \"partition\": null}\n",
+        );
+        let a = Trace::load(&csv, 2).unwrap();
+        let b = Trace::load(&json, 2).unwrap();
+        assert_eq!(a.events, b.events);
+        assert_eq!(a.keys, ["o-1", "o-2", "o-3"]);
+        assert!(a.has_value_sizes);
+        // o-2 has no partition in its lines: keyed by its id into partition 1 of 2.
+        assert_eq!(hashed_partition(1, 2), 1);
+        assert_eq!(
+            fields(&a),
+            [
+                (0, 1000, 1, 0, 1000, 64, 0),
+                (1, 1500, 1, 1, 1500, 12, 1),
+                (0, 900, 0, 0, 900, 0, 0),
+                (2, 2000, 1, 2, 2000, 0, 1),
+                (1, 2100, 1, 3, 2100, 0, 0),
+            ]
+        );
+    }
+
+    fn error(text: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "bad.trace", text);
+        Trace::load(&path, 4).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn malformed_lines_are_named_by_number_with_what_is_valid() {
+        for (text, expected) in [
+            (
+                "a,1000\nb,10x0\n",
+                "bad.trace line 2: event_time '10x0' is not an integer (epoch milliseconds)",
+            ),
+            (
+                "a,1000,9\n",
+                "bad.trace line 1: partition 9 but the workload has 4 (0..3)",
+            ),
+            (
+                "a,1000,-1\n",
+                "line 1: partition '-1' is not a non-negative integer",
+            ),
+            (
+                "a,1000,1,big\n",
+                "line 1: value_size 'big' is not a non-negative integer (bytes)",
+            ),
+            (
+                "a,1000,1,67108865\n",
+                "line 1: value_size 67108865 is over the largest a trace may give, 67108864 bytes (64 MiB)",
+            ),
+            (
+                "a,1000,1,5,2\n",
+                "line 1: input '2' is not an input: 0 or left (the first), 1 or right (the second)",
+            ),
+            (
+                "a,1000,1,5,0,extra\n",
+                "line 1: expected 'key,event_time[,partition[,value_size[,input]]]', got 6 fields",
+            ),
+            ("a\n", "got 1 fields"),
+            (",1000\n", "got 2 fields and an empty key"),
+            (
+                "a,-5\n",
+                "line 1: event_time -5 is out of range (epoch milliseconds, 0 to",
+            ),
+            (
+                "time,user\n1,a\n",
+                "line 1: the header 'time,user' does not name the trace's columns: expected key,event_time[,partition[,value_size[,input]]] in this order",
+            ),
+            (
+                "key,event_time,input\n",
+                "line 1: the header 'key,event_time,input' does not name",
+            ),
+            ("{\"key\": \"a\"}\n", "line 1: missing field `event_time`"),
+            (
+                "{\"key\": \"a\", \"event_time\": 1, \"size\": 3}\n",
+                "line 1: unknown field `size`",
+            ),
+            (
+                "{\"event_time\": 1}\n",
+                "line 1: has no 'key' (expected {\"key\": ...",
+            ),
+            (
+                "{\"key\": \"a\", \"user\": \"a\", \"event_time\": 1}\n",
+                "line 1: has both 'key' and 'user'",
+            ),
+            (
+                "{\"key\": [1], \"event_time\": 1}\n",
+                "line 1: 'key' must be a string or a number, not [1]",
+            ),
+            (
+                "{\"key\": \"a\", \"event_time\": 1, \"value_size\": 3, \"payload\": \"abc\"}\n",
+                "line 1: has both 'value_size' and 'payload'",
+            ),
+            (
+                "{\"key\": \"a\", \"event_time\": 1, \"input\": \"middle\"}\n",
+                "line 1: 'input' \"middle\" is not an input: 0 or \"left\"",
+            ),
+            (
+                "{\"key\": \"a\", \"event_time\": 1, \"input\": 2}\n",
+                "line 1: 'input' 2 is not an input",
+            ),
+            (
+                "{\"key\": \"a\", \"event_time\": 1, \"value_size\": -3}\n",
+                "line 1: invalid value: integer `-3`",
+            ),
+        ] {
+            let msg = error(text);
+            assert!(msg.contains(expected), "{text:?}: {msg}");
+        }
+        assert!(error("# nothing\n").ends_with("bad.trace has no events"));
+    }
+}

@@ -557,3 +557,117 @@ fn render(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(text: &str) -> Vec<(usize, Vec<String>)> {
+        csv_rows(text).unwrap()
+    }
+
+    #[test]
+    fn csv_fields_follow_rfc_4180() {
+        let text = "\u{feff}a, b ,c\r\n\n\"x,1\",\"say \"\"hi\"\"\",\"two\nlines\"\nlast,,\"\"";
+        assert_eq!(
+            rows(text),
+            [
+                (1, vec!["a".into(), "b".into(), "c".into()]),
+                (
+                    3,
+                    vec!["x,1".into(), "say \"hi\"".into(), "two\nlines".into()]
+                ),
+                (5, vec!["last".into(), String::new(), String::new()]),
+            ]
+        );
+        // A quote inside an unquoted field is kept as written.
+        assert_eq!(rows("a\"b,c\n")[0].1, ["a\"b", "c"]);
+        assert_eq!(
+            csv_rows("a,b\n\"open,c\n").unwrap_err(),
+            (2, "a quoted field is not closed".to_string())
+        );
+        assert!(
+            csv_rows("\"a\"b,c\n")
+                .unwrap_err()
+                .1
+                .contains("closing quote")
+        );
+    }
+
+    #[test]
+    fn json_fields_by_name_or_dotted_path() {
+        let v: serde_json::Value =
+            serde_json::from_str(r#"{"a.b": 1, "a": {"b": 2, "c": {"d": 3}}}"#).unwrap();
+        assert_eq!(json_field(&v, "a.b"), Some(&serde_json::json!(1)));
+        assert_eq!(json_field(&v, "a.c.d"), Some(&serde_json::json!(3)));
+        assert_eq!(json_field(&v, "a.x"), None);
+        assert_eq!(json_field(&v, "x"), None);
+    }
+
+    #[test]
+    fn cells_convert_or_say_what_is_valid() {
+        let j = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap();
+        assert_eq!(key_of(Cell::Json(&j("17"))).unwrap(), "17");
+        assert!(
+            key_of(Cell::Json(&j("true")))
+                .unwrap_err()
+                .contains("true is not a key")
+        );
+        assert!(key_of(Cell::Text("")).unwrap_err().contains("is empty"));
+        assert_eq!(
+            time_of(Cell::Json(&j("1767225600.5")), TimeFormat::EpochS),
+            Ok(1_767_225_600_500)
+        );
+        assert_eq!(
+            time_of(Cell::Text(" 1767225600000 "), TimeFormat::EpochMs),
+            Ok(1_767_225_600_000)
+        );
+        assert!(
+            time_of(Cell::Text("1767225600.5"), TimeFormat::EpochMs)
+                .unwrap_err()
+                .contains("pass --time-format epoch-s")
+        );
+        assert!(
+            time_of(Cell::Text("1767225600"), TimeFormat::Rfc3339)
+                .unwrap_err()
+                .contains("it is a number: pass --time-format epoch-ms or epoch-s")
+        );
+        assert!(
+            time_of(Cell::Text("1969-12-31T23:59:59Z"), TimeFormat::Rfc3339)
+                .unwrap_err()
+                .contains("event_time -1000 is out of range")
+        );
+        assert_eq!(size_of_payload(Cell::Json(&j(r#"{"a": 1}"#))), Ok(7));
+        assert_eq!(size_of_payload(Cell::Text("héllo")), Ok(6));
+        let values = ("clicks".to_string(), "views".to_string());
+        assert_eq!(input_of(Cell::Text("views"), Some(&values)), Ok(1));
+        assert!(
+            input_of(Cell::Text("left"), Some(&values))
+                .unwrap_err()
+                .contains("is neither 'clicks' (the left input) nor 'views'")
+        );
+        assert_eq!(input_of(Cell::Json(&j("\"Right\"")), None), Ok(1));
+        assert!(
+            input_of(Cell::Json(&j("2")), None)
+                .unwrap_err()
+                .contains("--input-values")
+        );
+        assert!(unsigned_of(Cell::Text("-1"), "a partition number").is_err());
+    }
+
+    #[test]
+    fn keys_a_csv_trace_cannot_hold() {
+        for key in ["a,b", "say \"x\"", "two\nlines", " pad", "#tag", "{x"] {
+            assert!(csv_unsafe(key).is_some(), "{key:?}");
+        }
+        assert_eq!(csv_unsafe("order-1 x"), None);
+        assert_eq!(
+            OutputFormat::for_path(Path::new("t.JSONL")),
+            OutputFormat::Jsonl
+        );
+        assert_eq!(
+            OutputFormat::for_path(Path::new("t.txt")),
+            OutputFormat::Csv
+        );
+    }
+}
