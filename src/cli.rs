@@ -390,7 +390,7 @@ pub enum TraceCommand {
         after_help = "Example: statebench trace convert clicks.jsonl --to clicks.csv --key user_id \\
 --time timestamp --time-format rfc3339 --partition partition --payload value"
     )]
-    Convert(TraceConvertArgs),
+    Convert(Box<TraceConvertArgs>),
     /// Read and check a trace as a run would, and show what it holds.
     Check(TraceCheckArgs),
 }

@@ -39,7 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }) => commands::profiles::show(&name, derived, &taskmanager),
         Command::Workloads(WorkloadsCommand::List) => commands::workloads::list(),
         Command::Workloads(WorkloadsCommand::Show { name }) => commands::workloads::show(&name),
-        Command::Trace(TraceCommand::Convert(args)) => commands::trace::convert(args),
+        Command::Trace(TraceCommand::Convert(args)) => commands::trace::convert(*args),
         Command::Trace(TraceCommand::Check(args)) => commands::trace::check(args),
         Command::Reproduce(args) => commands::reproduce::run(args),
         Command::Tune(args) => commands::tune::run(args),

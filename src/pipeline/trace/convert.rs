@@ -228,9 +228,12 @@ fn csv_unsafe(key: &str) -> Option<&'static str> {
     }
 }
 
+/// A CSV row: the line it starts on and its fields.
+type Row = (usize, Vec<String>);
+
 /// RFC 4180 CSV: rows of fields with the line each row starts on. Quoted fields may hold
 /// commas, doubled quotes and line breaks; unquoted fields are trimmed; blank lines skipped.
-fn csv_rows(text: &str) -> Result<Vec<(usize, Vec<String>)>, (usize, String)> {
+fn csv_rows(text: &str) -> Result<Vec<Row>, (usize, String)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut rows = Vec::new();
     let (mut row, mut field) = (Vec::new(), String::new());
