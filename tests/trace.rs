@@ -454,7 +454,7 @@ fn check_sums_up_a_trace_and_checks_partitions() {
         "  events          5",
         "  keys            3",
         "  event time      1970-01-01T00:00:01.000Z .. 1970-01-01T00:00:04.000Z (3.000 s); the first event at 1970-01-01T00:00:01.000Z",
-        "  out of order    2 events (40.0 %), at most 1500 ms behind the newest before them",
+        "  out of order    2 of 5 events (40.0 %), at most 1500 ms behind the newest before them",
         "  inputs          left 3, right 2",
         "  partitions      1: 2, 2: 1 (3 given); 2 without one (keyed by key)",
         "  value sizes     3 given: min 10, mean 20.0, max 30 bytes; 60 bytes in all",

@@ -92,8 +92,9 @@ fn print_summary(path: &Path, s: &TraceSummary) {
         format_rfc3339(s.first_event_time)
     );
     println!(
-        "  out of order    {} events ({:.1} %), at most {} ms behind the newest before them",
+        "  out of order    {} of {} events ({:.1} %), at most {} ms behind the newest before them",
         s.out_of_order_events,
+        s.events,
         percent(s.out_of_order_events, s.events),
         s.max_out_of_orderness
     );
