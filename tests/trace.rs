@@ -348,6 +348,24 @@ fn bad_exports_are_refused_with_where_and_what_is_valid() {
             "no temporary file left"
         );
     }
+    // An export that is not UTF-8 (a Latin-1 one, say) is named, not half-read.
+    std::fs::write(&input, b"k,t\ncaf\xe9,1\n").unwrap();
+    let (i, o) = (s(&input), s(&out));
+    let err = run(&[
+        "trace", "convert", &i, "--to", &o, "--key", "k", "--time", "t",
+    ])
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("cannot read") && err.to_string().contains("valid UTF-8"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept\n");
+    let err = run(&["trace", "check", &i]).unwrap_err();
+    assert!(
+        err.to_string().starts_with("cannot read trace") && err.to_string().contains("in.txt"),
+        "{err}"
+    );
+    assert_eq!(statebench::exit_code(&err), 2);
     let missing = dir.path().join("nope.csv");
     let err = run(&[
         "trace",
