@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod durability;
 pub mod engine;
 pub mod export;
 pub mod output;
@@ -15,6 +16,7 @@ mod progress;
 pub mod report;
 pub mod reproduce;
 pub mod tui;
+pub mod util;
 
 use cli::{Cli, Command, ProfilesCommand, WorkloadsCommand};
 pub use commands::UsageError;

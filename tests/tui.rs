@@ -6,10 +6,10 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use statebench::backend::metrics::{ColumnFamilyLsm, HitRate, LevelSample};
 use statebench::config::{Profile, Workload};
+use statebench::durability::checkpoint::{ChangelogStatus, CheckpointRecord};
 use statebench::engine::{
     CheckpointSample, EngineCommand, MetricsSnapshot, OptionChange, RunState, SavepointFormat,
 };
-use statebench::pipeline::checkpoint::{ChangelogStatus, CheckpointRecord};
 use statebench::pipeline::oracle::ResultError;
 use statebench::tui::app::{Action, App, MarkKind, Target, View};
 use statebench::tui::event::Restarted;

@@ -8,7 +8,6 @@
 use rocksdb::ColumnFamily;
 
 use super::PipelineError;
-use super::delivery::{Delivery, origin};
 use super::source::{Event, Generator};
 use super::timers::{Timer, TimerService};
 use crate::backend::keys::{self, CompositeKey};
@@ -19,6 +18,7 @@ use crate::backend::{
 };
 use crate::config::Workload;
 use crate::config::workload::WriteCondition;
+use crate::durability::delivery::{Delivery, origin};
 
 /// What an operator sees: counted state access and its timer service.
 pub struct Context<'a> {
@@ -502,7 +502,7 @@ mod tests {
             let backend = StateBackend::open(&path, &profile).unwrap();
             let mut ctx = Context::new(
                 &backend,
-                Delivery::passthrough(Box::new(crate::pipeline::sink::MemorySink::default())),
+                Delivery::passthrough(Box::new(crate::durability::sink::MemorySink::default())),
             )
             .unwrap();
             let mut job = FrequencyJob::new(&backend, &workload).unwrap();

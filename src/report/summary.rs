@@ -4,10 +4,10 @@ use serde::Serialize;
 
 use crate::backend::metrics::{CacheHitRates, StallCauses, Tickers};
 use crate::config::workload::SerializerKind;
+use crate::durability::checkpoint::JobWork;
+use crate::durability::sink::SinkCounters;
 use crate::engine::{JobSource, MetricsSnapshot, RunOutcome};
-use crate::pipeline::checkpoint::JobWork;
 use crate::pipeline::oracle::ResultError;
-use crate::pipeline::sink::SinkCounters;
 use crate::profiler::CpuSample;
 
 /// Cache hit rates over the whole run, each 0..1; null when there was no access of that type

@@ -9,8 +9,8 @@ use crate::advisor::{Change, Finding};
 use crate::backend::STATE_COLUMN_FAMILIES;
 use crate::config::profile::{KNOBS, Knob, is_live};
 use crate::config::{Profile, Workload};
+use crate::durability::checkpoint::CheckpointRecord;
 use crate::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState, SavepointFormat};
-use crate::pipeline::checkpoint::CheckpointRecord;
 use crate::report::{Segment, Summary};
 pub use crate::tui::event::{Restarted, Target};
 

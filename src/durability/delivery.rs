@@ -31,8 +31,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use super::hash::{FastMap, FastSet};
 use super::sink::{Count, Sink, SinkError};
+use crate::util::hash::{FastMap, FastSet};
 
 /// When result records reach the reader (Flink's `DeliveryGuarantee`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -1188,7 +1188,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::pipeline::sink::MemorySink;
+    use crate::durability::sink::MemorySink;
 
     const HEADER: u64 = HEADER_LEN;
     /// A record's entry: head word, four words, checksum.

@@ -1,0 +1,6 @@
+//! Small building blocks with no knowledge of the job: a fast hasher for integer-keyed maps, a
+//! bit set, a value owned by a thread of its own.
+
+pub mod bits;
+pub mod hash;
+pub mod worker;
