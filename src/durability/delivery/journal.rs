@@ -7,7 +7,53 @@ use std::path::{Path, PathBuf};
 
 use super::DeliveryError;
 use super::crc32c::{Crc32c, crc32c};
-use super::tracker::{Entry, Record};
+
+/// One result record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Record {
+    pub(super) id: u64,
+    pub(super) user: u64,
+    pub(super) window: usize,
+    pub(super) count: i64,
+}
+
+/// One change of the state; the journal is a list of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Entry {
+    /// A non-transactional record.
+    Record(Record),
+    /// A record of the open transaction.
+    TxRecord(Record),
+    /// Transaction `txn` starts (with its first record).
+    Open {
+        txn: u64,
+        opened_ms: u64,
+    },
+    PreCommit {
+        txn: u64,
+        checkpoint: u64,
+    },
+    Commit {
+        txn: u64,
+        now_ms: u64,
+    },
+    /// Past the timeout when it was to commit.
+    Expire {
+        txn: u64,
+        now_ms: u64,
+    },
+    Abort {
+        txn: u64,
+    },
+}
+
+/// How a transaction ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum End {
+    Commit { now_ms: u64 },
+    Expire,
+    Abort,
+}
 
 /// The journal's file in its folder.
 pub const JOURNAL_FILE: &str = "delivery.journal";

@@ -30,7 +30,8 @@
 use std::path::{Path, PathBuf};
 
 use self::journal::Journal;
-use self::tracker::{Record, Tracker, Transaction};
+use self::journal::Record;
+use self::tracker::{Tracker, Transaction};
 use super::sink::{Count, Sink, SinkError};
 use crate::util::hash::FastMap;
 

@@ -3,19 +3,10 @@
 
 use std::path::Path;
 
-use super::journal::Journal;
+use super::journal::{End, Entry, Journal, Record};
 use super::{DeliveryConfig, DeliveryCounters, DeliveryError, Guarantee, Isolation};
 use crate::durability::sink::{Sink, SinkError};
 use crate::util::hash::{FastMap, FastSet};
-
-/// One result record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Record {
-    pub(super) id: u64,
-    pub(super) user: u64,
-    pub(super) window: usize,
-    pub(super) count: i64,
-}
 
 /// A transaction with records.
 #[derive(Debug)]
@@ -27,44 +18,6 @@ pub(super) struct Transaction {
     /// The checkpoint it was pre-committed for; None while open.
     pub(super) checkpoint: Option<u64>,
     records: Vec<Record>,
-}
-
-/// One change of the state; the journal is a list of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Entry {
-    /// A non-transactional record.
-    Record(Record),
-    /// A record of the open transaction.
-    TxRecord(Record),
-    /// Transaction `txn` starts (with its first record).
-    Open {
-        txn: u64,
-        opened_ms: u64,
-    },
-    PreCommit {
-        txn: u64,
-        checkpoint: u64,
-    },
-    Commit {
-        txn: u64,
-        now_ms: u64,
-    },
-    /// Past the timeout when it was to commit.
-    Expire {
-        txn: u64,
-        now_ms: u64,
-    },
-    Abort {
-        txn: u64,
-    },
-}
-
-/// How a transaction ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum End {
-    Commit { now_ms: u64 },
-    Expire,
-    Abort,
 }
 
 /// An entry that does not fit the state it is applied to, or a store that failed.
