@@ -15,6 +15,7 @@ pub mod profiler;
 mod progress;
 pub mod report;
 pub mod reproduce;
+pub mod summary;
 pub mod tui;
 pub mod util;
 

@@ -12,6 +12,7 @@ use crate::pipeline;
 use crate::profiler;
 use crate::progress::Progress;
 use crate::report::{self, Report, RunSegment};
+use crate::util::fs::write_atomically;
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let Job {
@@ -210,5 +211,5 @@ fn write_final_counts(
         })
         .collect();
     lines.sort();
-    report::write_atomically(path, lines.concat().as_bytes())
+    write_atomically(path, lines.concat().as_bytes())
 }

@@ -11,7 +11,8 @@ use crate::config::profile::{KNOBS, Knob, is_live};
 use crate::config::{Profile, Workload};
 use crate::durability::checkpoint::CheckpointRecord;
 use crate::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState, SavepointFormat};
-use crate::report::{Segment, Summary};
+use crate::report::Segment;
+use crate::summary::Summary;
 pub use crate::tui::event::{Restarted, Target};
 
 /// Snapshots kept per side for the charts.
