@@ -1,0 +1,3 @@
+pub mod aggregate;
+pub mod dedup;
+pub mod process;
