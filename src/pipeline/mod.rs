@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod delivery;
 pub mod hash;
 pub mod operator;
+pub mod operators;
 pub mod oracle;
 pub mod sink;
 pub mod source;
