@@ -13,23 +13,35 @@ use std::collections::HashMap;
 
 use rocksdb::ColumnFamily;
 
-use super::ttl::{self, ValueCodec};
-use super::{Context, KeyedOperator};
-use super::{TruthModel, Truths};
+use super::ttl::{self, Read, ValueCodec};
+use super::{Context, JobCounters, KeyedOperator, Layout};
 use crate::backend::keys::{CompositeKey, write_string};
 use crate::backend::{BackendError, StateAccess, StateBackend};
+use crate::config::Workload;
 use crate::config::job::aggregate::{AggregateFunction, AggregateSpec};
 use crate::config::job::dedup::TtlSettings;
 use crate::pipeline::PipelineError;
-use crate::pipeline::operator::JobCounters;
-use crate::pipeline::source::Event;
+use crate::pipeline::oracle::{TruthModel, Truths};
+use crate::pipeline::source::{Event, Generator};
 
 /// Result slots (`AggregateSpec::result_labels`).
 const COUNT: usize = 0;
 const SUM: usize = 1;
 
+/// reduce: StreamGroupedReduceOperator's one state and no timer service; aggregate: the
+/// accumulator, then the timer service its KeyedProcessOperator creates.
+pub fn layout(spec: &AggregateSpec) -> Layout {
+    let codec = ValueCodec::value(spec.ttl_settings().ok().flatten());
+    let layout = Layout::default().state(spec.state_name(), codec.decl(), false);
+    match spec.function {
+        AggregateFunction::Reduce => layout,
+        AggregateFunction::Aggregate => layout.timer_service(super::dedup::TIMER_SERVICE),
+    }
+}
+
 pub struct Aggregate<'a> {
     cf: &'a ColumnFamily,
+    key_size: Option<u32>,
     function: AggregateFunction,
     codec: ValueCodec,
     key: CompositeKey,
@@ -55,12 +67,15 @@ fn decode_acc(user: &[u8]) -> Result<(i64, i64), BackendError> {
 }
 
 impl<'a> Aggregate<'a> {
-    pub fn new(spec: &AggregateSpec, backend: &'a StateBackend) -> Result<Self, PipelineError> {
-        let ttl = spec
-            .ttl_settings()
-            .map_err(|e| BackendError::Setup(e.to_string()))?;
+    pub fn new(
+        spec: &AggregateSpec,
+        backend: &'a StateBackend,
+        workload: &Workload,
+    ) -> Result<Self, PipelineError> {
+        let ttl = spec.ttl_settings().map_err(BackendError::Setup)?;
         Ok(Aggregate {
             cf: backend.cf(spec.state_name())?,
+            key_size: workload.spec.keys.size,
             function: spec.function,
             codec: ValueCodec::value(ttl),
             key: CompositeKey::default(),
@@ -89,7 +104,10 @@ impl<'a> Aggregate<'a> {
             &mut self.scratch,
             decode_acc,
         )?;
-        let (count, sum) = current.unwrap_or((0, 0));
+        if current == Read::Expired {
+            self.counters.expired_state += 1;
+        }
+        let (count, sum) = current.live().unwrap_or((0, 0));
         let acc = (count + 1, sum + i64::from(value_size));
         self.user.clear();
         if self.function == AggregateFunction::Reduce {
@@ -107,11 +125,12 @@ impl<'a> Aggregate<'a> {
 
 impl<'a> KeyedOperator<'a> for Aggregate<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
-        super::key_string(event, &mut self.key_str);
+        Generator::sized_key(event.user, self.key_size, &mut self.key_str);
         self.key.set_key(&self.key_str);
         let now = ctx.now;
         let (count, sum) = self.process(&mut ctx.state, event.value_size, now)?;
         self.counters.events += 1;
+        self.counters.emitted += 1;
         ctx.sink.write(event.user, COUNT, count)?;
         ctx.sink.write(event.user, SUM, sum)?;
         Ok(())

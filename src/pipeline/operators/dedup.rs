@@ -11,16 +11,16 @@ use std::collections::HashMap;
 
 use rocksdb::ColumnFamily;
 
-use super::ttl::{self, ValueCodec};
+use super::ttl::{self, Read, ValueCodec};
 use super::valgen::{java_hash, payload};
-use super::{Context, KeyedOperator, mix};
-use super::{TruthModel, Truths};
+use super::{Context, JobCounters, KeyedOperator, Layout, mix};
 use crate::backend::keys::CompositeKey;
 use crate::backend::{BackendError, StateAccess, StateBackend};
+use crate::config::Workload;
 use crate::config::job::dedup::{DedupSpec, Keep, TtlSettings};
 use crate::pipeline::PipelineError;
-use crate::pipeline::operator::JobCounters;
-use crate::pipeline::source::Event;
+use crate::pipeline::oracle::{TruthModel, Truths};
+use crate::pipeline::source::{Event, Generator};
 
 /// Result slots (`DedupSpec::result_labels`).
 const EMITTED: usize = 0;
@@ -29,8 +29,21 @@ const LAST_TIME: usize = 1;
 /// Flink's BooleanSerializer writes `true` as one byte 1.
 const TRUE: [u8; 1] = [1];
 
+/// The timer service a KeyedProcessOperator creates in `open()`, whether or not the function
+/// registers timers.
+pub const TIMER_SERVICE: &str = "user-timers";
+
+/// The state's column family (created in the function's `open()`), then the timer service's.
+pub fn layout(spec: &DedupSpec) -> Layout {
+    let codec = ValueCodec::value(spec.ttl_settings().ok().flatten());
+    Layout::default()
+        .state(spec.state_name(), codec.decl(), false)
+        .timer_service(TIMER_SERVICE)
+}
+
 pub struct Dedup<'a> {
     cf: &'a ColumnFamily,
+    key_size: Option<u32>,
     keep: Keep,
     codec: ValueCodec,
     key: CompositeKey,
@@ -44,12 +57,15 @@ pub struct Dedup<'a> {
 }
 
 impl<'a> Dedup<'a> {
-    pub fn new(spec: &DedupSpec, backend: &'a StateBackend) -> Result<Self, PipelineError> {
-        let ttl = spec
-            .ttl_settings()
-            .map_err(|e| BackendError::Setup(e.to_string()))?;
+    pub fn new(
+        spec: &DedupSpec,
+        backend: &'a StateBackend,
+        workload: &Workload,
+    ) -> Result<Self, PipelineError> {
+        let ttl = spec.ttl_settings().map_err(BackendError::Setup)?;
         Ok(Dedup {
             cf: backend.cf(spec.state_name())?,
+            key_size: workload.spec.keys.size,
             keep: spec.keep,
             codec: ValueCodec::value(ttl),
             key: CompositeKey::default(),
@@ -62,8 +78,8 @@ impl<'a> Dedup<'a> {
         })
     }
 
-    /// The function's work for one element of key `key` (its state key already set): true
-    /// when it emits the element.
+    /// The function's work for one element (the state's current key already set): true when
+    /// it emits the element.
     fn process(
         &mut self,
         state: &mut StateAccess,
@@ -84,8 +100,10 @@ impl<'a> Dedup<'a> {
                     &mut self.scratch,
                     |_| Ok(()),
                 )?;
-                if seen.is_some() {
-                    return Ok(false);
+                match seen {
+                    Read::Live(()) => return Ok(false),
+                    Read::Expired => self.counters.expired_state += 1,
+                    Read::Absent => {}
                 }
                 // update(true): RocksDBValueState.update, a put of the TtlValue.
                 self.codec.encode(now, &TRUE, &mut self.buf);
@@ -116,12 +134,13 @@ impl<'a> Dedup<'a> {
 
 impl<'a> KeyedOperator<'a> for Dedup<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
-        super::key_string(event, &mut self.key_str);
+        Generator::sized_key(event.user, self.key_size, &mut self.key_str);
         self.key.set_key(&self.key_str);
         let now = ctx.now;
         let emit = self.process(&mut ctx.state, event.event_time, event.value_size, now)?;
         self.counters.events += 1;
         if emit {
+            self.counters.emitted += 1;
             let n = self.emitted.entry(event.user).or_default();
             *n += 1;
             ctx.sink.write(event.user, EMITTED, *n)?;

@@ -17,13 +17,13 @@ use rocksdb::{ColumnFamily, WriteBatch};
 
 use super::ttl::{self, ValueCodec};
 use super::valgen::{fires, first8, java_hash, payload, pick};
-use super::{Context, KeyedOperator, mix};
+use super::{Context, JobCounters, KeyedOperator, Layout, mix};
 use crate::backend::keys::CompositeKey;
 use crate::backend::{BackendError, StateAccess, StateBackend};
+use crate::config::Workload;
 use crate::config::job::process::{ActionKind, ProcessSpec, StateKind};
 use crate::pipeline::PipelineError;
-use crate::pipeline::operator::JobCounters;
-use crate::pipeline::source::Event;
+use crate::pipeline::source::{Event, Generator};
 use crate::pipeline::timers::Timer;
 
 /// Result slots (`ProcessSpec::result_labels`).
@@ -213,8 +213,30 @@ impl Bufs {
     }
 }
 
+/// The states' column families in spec order (list states with Flink's merge operator), then
+/// the timer service the KeyedProcessOperator creates.
+pub fn layout(spec: &ProcessSpec) -> Layout {
+    let Ok(plan) = Plan::new(spec) else {
+        return Layout::default();
+    };
+    plan.states
+        .iter()
+        .fold(Layout::default(), |l, s| {
+            l.state(&s.name, s.codec.decl(), s.kind == StateKind::List)
+        })
+        .timer_service(super::dedup::TIMER_SERVICE)
+}
+
+/// The numeric id of a generated key (`user-42`, `user-0000042` -> 42).
+pub(super) fn key_id(key: &str) -> Result<u64, PipelineError> {
+    key.strip_prefix("user-")
+        .and_then(|k| k.parse().ok())
+        .ok_or_else(|| PipelineError::CorruptTimer(format!("timer key '{key}'")))
+}
+
 pub struct Process<'a> {
     plan: Plan,
+    key_size: Option<u32>,
     cfs: Vec<&'a ColumnFamily>,
     key: CompositeKey,
     key_str: String,
@@ -225,7 +247,11 @@ pub struct Process<'a> {
 }
 
 impl<'a> Process<'a> {
-    pub fn new(spec: &ProcessSpec, backend: &'a StateBackend) -> Result<Self, PipelineError> {
+    pub fn new(
+        spec: &ProcessSpec,
+        backend: &'a StateBackend,
+        workload: &Workload,
+    ) -> Result<Self, PipelineError> {
         let plan = Plan::new(spec).map_err(BackendError::Setup)?;
         let cfs = plan
             .states
@@ -234,6 +260,7 @@ impl<'a> Process<'a> {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Process {
             plan,
+            key_size: workload.spec.keys.size,
             cfs,
             key: CompositeKey::default(),
             key_str: String::new(),
@@ -262,9 +289,7 @@ impl<'a> Process<'a> {
                 continue;
             }
             if a.kind == ActionKind::Timer {
-                if let Some(timers) = ctx.timers.as_mut() {
-                    timers.register(&mut ctx.state, &self.key, &[0], d.t.wrapping_add(a.after))?;
-                }
+                ctx.register_timer(&self.key, d.t.wrapping_add(a.after))?;
                 continue;
             }
             let s = &self.plan.states[a.state];
@@ -327,7 +352,7 @@ fn exec(
                 &mut bufs.scratch,
                 read_bytes,
             )?;
-            Ok(term::value(a.id, read))
+            Ok(term::value(a.id, read.live()))
         }
         (ActionKind::Get, _) => {
             // RocksDBListState.get(): one get; a missing list reads as empty.
@@ -357,7 +382,7 @@ fn exec(
             let uk = a.user_key(s, d);
             let k = key.with_long_user_key(uk as i64);
             let read = ttl::read(state, cf, k, codec, now, &mut bufs.scratch, read_bytes)?;
-            Ok(term::map_entry(a.id, uk, read))
+            Ok(term::map_entry(a.id, uk, read.live()))
         }
         (ActionKind::MapPut, _) => {
             let uk = a.user_key(s, d);
@@ -530,7 +555,7 @@ fn clear_map(
 
 impl<'a> KeyedOperator<'a> for Process<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
-        super::key_string(event, &mut self.key_str);
+        Generator::sized_key(event.user, self.key_size, &mut self.key_str);
         self.key.set_key(&self.key_str);
         let d = Draw {
             h: java_hash(&self.key_str),
@@ -550,7 +575,7 @@ impl<'a> KeyedOperator<'a> for Process<'a> {
             v: -1,
         };
         let term = self.run(ctx, true, d)?;
-        let id = super::key_id(&timer.key)?;
+        let id = key_id(&timer.key)?;
         self.emit(ctx, id, false, term)
     }
 

@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::process::{ActionPlan, DIGEST, Draw, EVENTS, Plan, StatePlan, term};
 use super::valgen::{first8, java_hash, payload};
-use super::{TruthModel, Truths};
 use crate::config::job::process::{ActionKind, ProcessSpec};
-use crate::pipeline::source::Event;
+use crate::pipeline::oracle::{TruthModel, Truths};
+use crate::pipeline::source::{Event, Generator};
 
 /// A value as the model keeps it: its length, first 8 bytes and last access time.
 #[derive(Debug, Clone, Copy)]
@@ -37,17 +37,25 @@ pub struct ProcessTruth {
     keys: HashMap<u64, KeyState>,
     /// (timestamp, key) of the timers registered and not yet fired.
     timers: BTreeSet<(i64, u64)>,
+    key_size: Option<u32>,
     key_str: String,
 }
 
 impl ProcessTruth {
-    pub fn new(spec: &ProcessSpec) -> Result<Self, String> {
-        Ok(ProcessTruth {
-            plan: Plan::new(spec)?,
+    /// The model of `spec`'s function (validated) for keys of `key_size` bytes.
+    pub fn new(spec: &ProcessSpec, key_size: Option<u32>) -> Self {
+        let plan = Plan::new(spec).unwrap_or(Plan {
+            states: Vec::new(),
+            on_event: Vec::new(),
+            on_timer: Vec::new(),
+        });
+        ProcessTruth {
+            plan,
             keys: HashMap::new(),
             timers: BTreeSet::new(),
+            key_size,
             key_str: String::new(),
-        })
+        }
     }
 
     /// Runs `actions` for `key`; returns the digest term.
@@ -188,7 +196,7 @@ fn exec(a: &ActionPlan, s: &StatePlan, slot: &mut Slot, d: Draw, now: i64) -> i6
 
 impl TruthModel for ProcessTruth {
     fn on_event(&mut self, e: &Event, now: i64, t: &mut Truths) {
-        super::key_string(e, &mut self.key_str);
+        Generator::sized_key(e.user, self.key_size, &mut self.key_str);
         let h = java_hash(&self.key_str);
         let plan = &self.plan;
         self.keys.entry(e.user).or_insert_with(|| KeyState {

@@ -55,6 +55,21 @@ impl ValueCodec {
         })
     }
 
+    /// The state's TTL as its column family declares it (see [`super::CfRole::State`]).
+    pub fn decl(&self) -> Option<super::TtlDecl> {
+        let ttl = self.ttl?;
+        Some(super::TtlDecl {
+            ttl_ms: ttl.ttl_ms,
+            compaction_filter: ttl.compaction_filter,
+            query_time_after: ttl.query_time_after,
+            layout: if self.null_flag {
+                TtlLayout::Map
+            } else {
+                TtlLayout::Value
+            },
+        })
+    }
+
     /// Clears `out` and writes the RocksDB value of user bytes `user` written at `now`.
     pub fn encode(&self, now: i64, user: &[u8], out: &mut Vec<u8>) {
         self.encode_with(now, out, |o| o.extend_from_slice(user));
@@ -107,6 +122,24 @@ impl ValueCodec {
     }
 }
 
+/// What a TTL-aware read found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read<T> {
+    Absent,
+    /// A value whose TTL had expired: read as null, and deleted.
+    Expired,
+    Live(T),
+}
+
+impl<T> Read<T> {
+    pub fn live(self) -> Option<T> {
+        match self {
+            Read::Live(t) => Some(t),
+            Read::Absent | Read::Expired => None,
+        }
+    }
+}
+
 /// A TTL-aware point read, as `AbstractTtlDecorator.getWithTtlCheckAndUpdate` does it over a
 /// RocksDB get: absent -> None; expired -> `stateClear` (a delete of `key`) and None
 /// (NeverReturnExpired); live with `OnReadAndWrite` -> the value rewritten with `now` (a put);
@@ -120,7 +153,7 @@ pub fn read<T>(
     now: i64,
     buf: &mut Vec<u8>,
     decode: impl FnOnce(&[u8]) -> Result<T, BackendError>,
-) -> Result<Option<T>, BackendError> {
+) -> Result<Read<T>, BackendError> {
     let update_on_read = codec.ttl.is_some_and(|t| t.update_on_read);
     let got = state.get(cf, key, |v| {
         let (ts, user) = codec.split(v)?;
@@ -133,16 +166,16 @@ pub fn read<T>(
         Ok(Some(decode(user)?))
     })?;
     match got {
-        None => Ok(None),
+        None => Ok(Read::Absent),
         Some(None) => {
             state.delete(cf, key)?;
-            Ok(None)
+            Ok(Read::Expired)
         }
         Some(Some(value)) => {
             if update_on_read {
                 state.put(cf, key, buf)?;
             }
-            Ok(Some(value))
+            Ok(Read::Live(value))
         }
     }
 }

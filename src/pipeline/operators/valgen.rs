@@ -12,12 +12,9 @@ pub fn java_hash(key: &str) -> i64 {
     )
 }
 
-/// splitmix64's finalizer step as `mix` uses it (DESIGN-19.md).
+/// splitmix64 (DESIGN-19.md) on Java longs.
 pub fn splitmix64(x: i64) -> i64 {
-    let mut z = (x as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) as i64
+    super::splitmix64(x as u64) as i64
 }
 
 /// `payload(seed, n)`: the big-endian bytes of `splitmix64(seed + j)` for j = 0, 1, ...,
