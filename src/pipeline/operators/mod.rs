@@ -11,6 +11,8 @@ pub mod dedup;
 pub mod frequency;
 pub mod process;
 mod process_truth;
+#[cfg(test)]
+mod testkit;
 pub mod ttl;
 pub mod valgen;
 
