@@ -463,7 +463,7 @@ impl<'a> TimerService<'a> {
 
 /// Deleting timers, as the window operator's triggers do.
 impl TimerService<'_> {
-    /// Deletes the event-time timer of the current key in `namespace` at `timestamp`, as
+    /// Deletes the event-time timer of `key`'s current key and namespace at `timestamp`, as
     /// Flink's `RocksDBCachingPriorityQueueSet.remove` does: refill an empty cache first
     /// (`checkRefillCacheFromStore`); nothing when the key group then holds no timer at all;
     /// else a delete of the timer's key in the write batch, whether or not it exists, and out
@@ -472,7 +472,6 @@ impl TimerService<'_> {
         &mut self,
         state: &mut StateAccess,
         key: &CompositeKey,
-        namespace: &[u8],
         timestamp: i64,
     ) -> Result<bool, PipelineError> {
         let kg = key.key_group();
@@ -482,7 +481,7 @@ impl TimerService<'_> {
             return Ok(false);
         };
         let mut bytes = std::mem::take(&mut self.scratch);
-        key.write_timer_key_ns(timestamp, namespace, &mut bytes);
+        key.write_timer_key(timestamp, &mut bytes);
         let written = self.batch_delete(state, &bytes);
         let q = &mut self.queues[usize::from(kg)];
         q.cache.remove(&CachedKey::new(&bytes));

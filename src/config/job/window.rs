@@ -250,8 +250,14 @@ mod tests {
                 "assigner: tumbling\nsize: 5m\ngap: 5m\nfunction: process\n",
                 "job.gap (5m) does not apply to assigner 'tumbling'",
             ),
-            ("assigner: hopping\nsize: 5m\nfunction: reduce\n", "unknown variant `hopping`"),
-            ("assigner: tumbling\nsize: 5m\nfunction: fold\n", "unknown variant `fold`"),
+            (
+                "assigner: hopping\nsize: 5m\nfunction: reduce\n",
+                "unknown variant `hopping`",
+            ),
+            (
+                "assigner: tumbling\nsize: 5m\nfunction: fold\n",
+                "unknown variant `fold`",
+            ),
             (
                 "assigner: tumbling\nsize: 5m\nfunction: reduce\nlateness: 1m\n",
                 "unknown field `lateness`",

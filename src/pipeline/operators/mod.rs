@@ -7,6 +7,7 @@
 
 mod context;
 pub mod frequency;
+pub mod window;
 
 pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
@@ -164,6 +165,7 @@ pub trait KeyedOperator<'a> {
 pub fn layout(spec: &OperatorSpec) -> Layout {
     match spec {
         OperatorSpec::Frequency(f) => frequency::layout(f),
+        OperatorSpec::Window(w) => window::layout(w),
         // Kinds not built yet declare nothing: `build` refuses them.
         _ => Layout::default(),
     }
@@ -179,6 +181,9 @@ pub fn build<'a>(
         OperatorSpec::Frequency(_) => {
             Ok(Box::new(FrequencyJob::with_mode(backend, workload, mode)?))
         }
+        OperatorSpec::Window(w) => Ok(Box::new(window::WindowOperator::new(
+            &w, backend, workload,
+        )?)),
         other => Err(PipelineError::NotBuilt(other.kind())),
     }
 }
@@ -190,6 +195,11 @@ pub fn oracle(workload: &Workload) -> Oracle {
             let windows: Vec<i64> = f.windows.iter().map(|w| w.0 as i64).collect();
             Oracle::new(&windows)
         }
+        OperatorSpec::Window(w) => match window::WindowTruth::new(&w) {
+            Ok(model) => Oracle::with_model(w.result_labels().len(), Box::new(model)),
+            // A spec that does not validate never runs.
+            Err(_) => Oracle::with_model(w.result_labels().len(), Box::new(Nothing)),
+        },
         other => Oracle::with_model(other.result_labels().len(), Box::new(Nothing)),
     }
 }

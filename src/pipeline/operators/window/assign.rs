@@ -194,7 +194,10 @@ mod tests {
     #[test]
     fn window_helpers_match_flink() {
         let w = TimeWindow::new(0, 30);
-        assert!(w.intersects(&TimeWindow::new(30, 60)), "touching windows intersect");
+        assert!(
+            w.intersects(&TimeWindow::new(30, 60)),
+            "touching windows intersect"
+        );
         assert!(!w.intersects(&TimeWindow::new(31, 60)));
         assert_eq!(w.cover(&TimeWindow::new(20, 50)), TimeWindow::new(0, 50));
         assert_eq!(cleanup_time(&w, 0), 29);
@@ -203,7 +206,9 @@ mod tests {
         let bytes = TimeWindow::new(1, -1).to_bytes();
         assert_eq!(
             bytes,
-            [0, 0, 0, 0, 0, 0, 0, 1, 255, 255, 255, 255, 255, 255, 255, 255]
+            [
+                0, 0, 0, 0, 0, 0, 0, 1, 255, 255, 255, 255, 255, 255, 255, 255
+            ]
         );
         assert_eq!(TimeWindow::from_bytes(&bytes), Some(TimeWindow::new(1, -1)));
         // TimeWindow.hashCode() on the JVM (Flink 1.20.1).
@@ -213,7 +218,11 @@ mod tests {
             (-5, 25, 1_382_288_114),
             (1_767_225_600_000, 1_767_227_400_000, 2_009_779_167),
         ] {
-            assert_eq!(TimeWindow::new(start, end).java_hash(), hash, "{start}..{end}");
+            assert_eq!(
+                TimeWindow::new(start, end).java_hash(),
+                hash,
+                "{start}..{end}"
+            );
         }
     }
 
@@ -229,10 +238,15 @@ mod tests {
         let ws: Vec<TimeWindow> = (0..20)
             .map(|i| TimeWindow::new(i * 1000, i * 1000 + 1_800_000))
             .collect();
-        let starts: Vec<i64> = java_hash_set_order(&ws).iter().map(|w| w.start / 1000).collect();
+        let starts: Vec<i64> = java_hash_set_order(&ws)
+            .iter()
+            .map(|w| w.start / 1000)
+            .collect();
         assert_eq!(
             starts,
-            [1, 18, 0, 10, 13, 17, 14, 11, 5, 16, 6, 19, 12, 2, 3, 15, 7, 4, 8, 9]
+            [
+                1, 18, 0, 10, 13, 17, 14, 11, 5, 16, 6, 19, 12, 2, 3, 15, 7, 4, 8, 9
+            ]
         );
         // Duplicates are dropped.
         assert_eq!(java_hash_set_order(&[ws[0], ws[0]]), [ws[0]]);

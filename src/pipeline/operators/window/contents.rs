@@ -13,6 +13,7 @@ use super::assign::TimeWindow;
 use crate::backend::keys::{self, CompositeKey};
 use crate::backend::{BackendError, StateAccess};
 use crate::config::job::window::FunctionKind;
+use crate::pipeline::operators::splitmix64;
 
 /// What a window holds, as its function reports it: elements and the sum of their value sizes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,18 +30,10 @@ fn corrupt(what: &str) -> BackendError {
     BackendError::Corrupt(format!("window-contents: {what}"))
 }
 
-/// splitmix64, as in DESIGN-19's `mix`.
-fn splitmix64(x: i64) -> i64 {
-    let mut z = (x as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) as i64
-}
-
 /// The element's payload: `value_size` bytes, byte `i` = `(byte) splitmix64(eventTime * 31 + i)`.
 pub fn write_payload(out: &mut Vec<u8>, event_time: i64, value_size: u32) {
     let seed = event_time.wrapping_mul(31);
-    out.extend((0..i64::from(value_size)).map(|i| splitmix64(seed.wrapping_add(i)) as u8));
+    out.extend((0..i64::from(value_size)).map(|i| splitmix64(seed.wrapping_add(i) as u64) as u8));
 }
 
 /// `Tuple3<String, Long, byte[]>` of one element (TupleSerializer: the fields back to back;
@@ -194,11 +187,11 @@ impl<'a> Contents<'a> {
         state.delete(self.cf, composite)
     }
 
-    /// `mergeNamespaces(target, sources)` for the current key (`key` set on `composite`).
-    /// `RocksDBListState`: per source a get and, when present, a delete and a merge of its
-    /// whole list into the target. `RocksDBReducingState` / `RocksDBAggregatingState`: per
-    /// source a get and, when present, a delete; then, if any source held something, a get of
-    /// the target and a put of everything merged.
+    /// `mergeNamespaces(target, sources)` for the current key of `composite` (left in the last
+    /// namespace it touched). `RocksDBListState`: per source a get and, when present, a delete
+    /// and a merge of its whole list into the target. `RocksDBReducingState` /
+    /// `RocksDBAggregatingState`: per source a get and, when present, a delete; then, if any
+    /// source held something, a get of the target and a put of everything merged.
     pub fn merge_namespaces(
         &mut self,
         state: &mut StateAccess,
@@ -210,13 +203,18 @@ impl<'a> Contents<'a> {
         if sources.is_empty() {
             return Ok(());
         }
-        let target_key = composite.set_key_ns(key, &target.to_bytes()).to_vec();
+        composite.set_namespace(&target.to_bytes());
+        let target_key = composite.prefix().to_vec();
+        let mut source_key = |w: &TimeWindow| {
+            composite.set_namespace(&w.to_bytes());
+            composite.prefix().to_vec()
+        };
         match self.function {
             FunctionKind::Process => {
                 for source in sources {
-                    let source_key = composite.set_key_ns(key, &source.to_bytes()).to_vec();
-                    if let Some(bytes) = state.get(self.cf, &source_key, |v| Ok(v.to_vec()))? {
-                        state.delete(self.cf, &source_key)?;
+                    let k = source_key(source);
+                    if let Some(bytes) = state.get(self.cf, &k, |v| Ok(v.to_vec()))? {
+                        state.delete(self.cf, &k)?;
                         state.merge(self.cf, &target_key, &bytes)?;
                     }
                 }
@@ -224,9 +222,9 @@ impl<'a> Contents<'a> {
             FunctionKind::Reduce | FunctionKind::Aggregate => {
                 let mut merged: Option<Summary> = None;
                 for source in sources {
-                    let source_key = composite.set_key_ns(key, &source.to_bytes()).to_vec();
-                    if let Some(value) = state.get(self.cf, &source_key, |v| self.decode_acc(v))? {
-                        state.delete(self.cf, &source_key)?;
+                    let k = source_key(source);
+                    if let Some(value) = state.get(self.cf, &k, |v| self.decode_acc(v))? {
+                        state.delete(self.cf, &k)?;
                         merged = Some(add(merged, value));
                     }
                 }
@@ -268,7 +266,10 @@ mod tests {
         list.push(DELIMITER);
         encode_element(&mut e, "u7", 9, 10);
         list.extend_from_slice(&e);
-        assert_eq!(summarize_list(&list).unwrap(), Summary { count: 2, sum: 13 });
+        assert_eq!(
+            summarize_list(&list).unwrap(),
+            Summary { count: 2, sum: 13 }
+        );
         assert!(summarize_list(&list[..list.len() - 1]).is_err());
         assert_eq!(summarize_list(&[]).unwrap(), Summary::default());
     }

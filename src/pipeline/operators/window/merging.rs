@@ -46,7 +46,9 @@ impl MergingWindowSet {
                 let (w, s) = entry.split_at(WINDOW_BYTES);
                 let (Some(w), Some(s)) = (TimeWindow::from_bytes(w), TimeWindow::from_bytes(s))
                 else {
-                    return Err(BackendError::Corrupt("merging-window-set: bad window".into()));
+                    return Err(BackendError::Corrupt(
+                        "merging-window-set: bad window".into(),
+                    ));
                 };
                 mapping.insert(w, s);
                 at += ENTRY_BYTES;
@@ -97,10 +99,12 @@ impl MergingWindowSet {
         self.mapping.remove(window).is_some()
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.mapping.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.mapping.is_empty()
     }
@@ -240,7 +244,13 @@ mod tests {
         let (actual, merges) = set.add_window(w(100, 130));
         assert_eq!((actual, merges.len()), (w(100, 130), 0));
         assert_eq!(set.state_window(&w(100, 130)), Some(w(100, 130)));
+        let mut out = Vec::new();
+        assert_eq!(set.persist(&mut out), Some(()));
+        // Restored from its state, then emptied: an empty list, which update writes as a delete.
+        let mut set = MergingWindowSet::from_state(Some(&out)).unwrap();
+        assert_eq!(set.len(), 2);
         assert!(set.retire(&w(0, 50)));
+        assert!(!set.retire(&w(0, 50)), "not in flight any more");
         assert!(set.retire(&w(100, 130)));
         assert!(set.is_empty());
         let mut out = vec![1];

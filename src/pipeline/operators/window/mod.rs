@@ -39,9 +39,10 @@ use self::merging::MergingWindowSet;
 use super::{CfDecl, CfRole, Context, JobCounters, KeyedOperator, Layout, mix};
 use crate::backend::keys::CompositeKey;
 use crate::backend::{BackendError, StateAccess, StateBackend};
+use crate::config::Workload;
 use crate::config::job::window::{Assigner, FunctionKind, WindowSpec};
 use crate::pipeline::PipelineError;
-use crate::pipeline::source::Event;
+use crate::pipeline::source::{Event, Generator};
 use crate::pipeline::timers::Timer;
 
 /// The timer service's name (`getInternalTimerService("window-timers", ...)`).
@@ -58,7 +59,10 @@ pub const SLOT_FIRED: usize = 0;
 pub const SLOT_ELEMENTS: usize = 1;
 pub const SLOT_DIGEST: usize = 2;
 
-/// The column families a window operator creates, in Flink's order.
+/// The column families a window operator creates, in Flink's order: `open()` gets the timer
+/// service first (`InternalTimeServiceManagerImpl.registerOrGetTimerService` creates the
+/// processing-time queue, then the event-time one), then the window state, then the merging
+/// window set.
 pub fn layout(spec: &WindowSpec) -> Layout {
     let list = spec.function == FunctionKind::Process;
     let mut cfs = vec![
@@ -118,18 +122,26 @@ pub struct WindowOperator<'a> {
     composite: CompositeKey,
     /// The current key's string.
     key: String,
+    /// `keys.size` of the workload: the key strings' length.
+    key_size: Option<u32>,
     windows: Vec<TimeWindow>,
     value: Vec<u8>,
     /// Per key id: its results so far (what the sink holds).
     totals: HashMap<u64, Totals>,
-    /// Key strings back to key ids, for timers.
-    key_ids: HashMap<String, u64>,
     counters: JobCounters,
 }
 
+fn setup(message: String) -> PipelineError {
+    PipelineError::Backend(BackendError::Setup(message))
+}
+
 impl<'a> WindowOperator<'a> {
-    pub fn new(spec: &WindowSpec, backend: &'a StateBackend) -> Result<Self, PipelineError> {
-        let assigner = spec.assigner().map_err(PipelineError::Config)?;
+    pub fn new(
+        spec: &WindowSpec,
+        backend: &'a StateBackend,
+        workload: &Workload,
+    ) -> Result<Self, PipelineError> {
+        let assigner = spec.assigner().map_err(setup)?;
         let merging_cf = match assigner {
             Assigner::Session { .. } => Some(backend.cf(CF_MERGING_SET)?),
             _ => None,
@@ -141,10 +153,10 @@ impl<'a> WindowOperator<'a> {
             merging_cf,
             composite: CompositeKey::default(),
             key: String::new(),
+            key_size: workload.spec.keys.size,
             windows: Vec::new(),
             value: Vec::new(),
             totals: HashMap::new(),
-            key_ids: HashMap::new(),
             counters: JobCounters::default(),
         })
     }
@@ -163,11 +175,11 @@ impl<'a> WindowOperator<'a> {
         self.cleanup_time(window) <= watermark
     }
 
-    /// Sets the state key to the current key in `window`'s namespace.
+    /// The state key of the current key in `window`'s namespace (the composite key is left in
+    /// that namespace, for the window's timers).
     fn state_key(&mut self, window: &TimeWindow) -> Vec<u8> {
-        self.composite
-            .set_key_ns(&self.key, &window.to_bytes())
-            .to_vec()
+        self.composite.set_namespace(&window.to_bytes());
+        self.composite.prefix().to_vec()
     }
 
     fn emit(
@@ -180,31 +192,35 @@ impl<'a> WindowOperator<'a> {
         let totals = self.totals.entry(key_id).or_default();
         totals.add(window, s);
         let t = *totals;
-        self.counters.fired += 1;
+        self.counters.emitted += 1;
         ctx.sink.write(key_id, SLOT_FIRED, t.fired)?;
         ctx.sink.write(key_id, SLOT_ELEMENTS, t.elements)?;
         ctx.sink.write(key_id, SLOT_DIGEST, t.digest)?;
         Ok(())
     }
 
+    /// `InternalTimerService.registerEventTimeTimer(window, timestamp)`.
     fn register(
         &mut self,
         window: &TimeWindow,
         timestamp: i64,
         ctx: &mut Context<'a>,
     ) -> Result<(), PipelineError> {
-        let timers = ctx.timers.as_mut().ok_or(PipelineError::NoTimerService)?;
-        timers.register(&mut ctx.state, &self.composite, &window.to_bytes(), timestamp)
+        self.composite.set_namespace(&window.to_bytes());
+        ctx.register_timer(&self.composite, timestamp)
     }
 
+    /// `InternalTimerService.deleteEventTimeTimer(window, timestamp)`.
     fn delete_timer(
         &mut self,
         window: &TimeWindow,
         timestamp: i64,
         ctx: &mut Context<'a>,
     ) -> Result<(), PipelineError> {
+        self.composite.set_namespace(&window.to_bytes());
         let timers = ctx.timers.as_mut().ok_or(PipelineError::NoTimerService)?;
-        timers.remove(&mut ctx.state, &self.composite, &window.to_bytes(), timestamp)
+        timers.remove(&mut ctx.state, &self.composite, timestamp)?;
+        Ok(())
     }
 
     /// `registerCleanupTimer` (none for a cleanup time of `Long.MAX_VALUE`).
@@ -247,15 +263,22 @@ impl<'a> WindowOperator<'a> {
         Ok(false)
     }
 
+    /// The merging window set's key: the current key in VoidNamespace.
+    fn set_key(&mut self) -> Vec<u8> {
+        self.composite
+            .set_namespace(&[crate::backend::keys::VOID_NAMESPACE]);
+        self.composite.prefix().to_vec()
+    }
+
     /// `getMergingWindowSet()`: the set read from its ListState (one get).
     fn read_merging_set(
         &mut self,
         state: &mut StateAccess,
     ) -> Result<MergingWindowSet, PipelineError> {
-        let cf = self.merging_cf.ok_or(PipelineError::Config(
-            "a merging window set without its column family".into(),
-        ))?;
-        let k = self.composite.set_key(&self.key).to_vec();
+        let cf = self
+            .merging_cf
+            .ok_or_else(|| setup("a merging window set without its column family".into()))?;
+        let k = self.set_key();
         let value = state.get(cf, &k, |v| Ok(v.to_vec()))?;
         Ok(MergingWindowSet::from_state(value.as_deref())?)
     }
@@ -270,18 +293,47 @@ impl<'a> WindowOperator<'a> {
         let Some(cf) = self.merging_cf else {
             return Ok(());
         };
-        if set.persist(&mut self.value).is_none() {
-            return Ok(());
-        }
-        let k = self.composite.set_key(&self.key).to_vec();
-        if self.value.is_empty() {
-            state.delete(cf, &k)
+        let mut value = std::mem::take(&mut self.value);
+        let result = if set.persist(&mut value).is_none() {
+            Ok(())
         } else {
-            state.put(cf, &k, &self.value)
-        }
+            let k = self.set_key();
+            if value.is_empty() {
+                state.delete(cf, &k)
+            } else {
+                state.put(cf, &k, &value)
+            }
+        };
+        self.value = value;
+        result
     }
 
-    /// The non-merging path of `processElement`.
+    /// The rest of `processElement` for one window the element goes to: `windowState.add` in
+    /// its state window, the trigger, FIRE, `registerCleanupTimer`.
+    fn add_to_window(
+        &mut self,
+        event: &Event,
+        window: &TimeWindow,
+        state_window: &TimeWindow,
+        ctx: &mut Context<'a>,
+    ) -> Result<(), PipelineError> {
+        let k = self.state_key(state_window);
+        self.contents.add(
+            &mut ctx.state,
+            &k,
+            &self.key,
+            event.event_time,
+            event.value_size,
+        )?;
+        if self.trigger_on_element(window, ctx)?
+            && let Some(s) = self.contents.get(&mut ctx.state, &k)?
+        {
+            self.emit(event.user, window, s, ctx)?;
+        }
+        self.register_cleanup_timer(window, ctx)
+    }
+
+    /// The non-merging path of `processElement`; true when every window was late.
     fn on_element_aligned(
         &mut self,
         event: &Event,
@@ -290,36 +342,22 @@ impl<'a> WindowOperator<'a> {
         let mut skipped = true;
         let mut windows = std::mem::take(&mut self.windows);
         assign_windows(&self.assigner, event.event_time, &mut windows);
-        let result = (|| {
-            for window in &windows {
-                if self.is_window_late(window, ctx.watermark) {
-                    continue;
-                }
-                skipped = false;
-                let k = self.state_key(window);
-                self.contents.add(
-                    &mut ctx.state,
-                    &k,
-                    &self.key,
-                    event.event_time,
-                    event.value_size,
-                )?;
-                if self.trigger_on_element(window, ctx)? {
-                    // The trigger's state key is the window's: set it again.
-                    let k = self.state_key(window);
-                    if let Some(s) = self.contents.get(&mut ctx.state, &k)? {
-                        self.emit(event.user, window, s, ctx)?;
-                    }
-                }
-                self.register_cleanup_timer(window, ctx)?;
+        let mut result = Ok(());
+        for window in &windows {
+            if self.is_window_late(window, ctx.watermark) {
+                continue;
             }
-            Ok::<(), PipelineError>(())
-        })();
+            skipped = false;
+            result = self.add_to_window(event, window, window, ctx);
+            if result.is_err() {
+                break;
+            }
+        }
         self.windows = windows;
         result.map(|()| skipped)
     }
 
-    /// The merging (session) path of `processElement`.
+    /// The merging (session) path of `processElement`; true when the window was late.
     fn on_element_merging(
         &mut self,
         event: &Event,
@@ -329,63 +367,56 @@ impl<'a> WindowOperator<'a> {
         let mut set = self.read_merging_set(&mut ctx.state)?;
         let mut windows = std::mem::take(&mut self.windows);
         assign_windows(&self.assigner, event.event_time, &mut windows);
-        let result = (|| {
-            for window in &windows {
-                let (actual, merges) = set.add_window(*window);
-                for m in merges {
-                    self.on_merge(&m, ctx)?;
-                }
-                if self.is_window_late(&actual, ctx.watermark) {
-                    set.retire(&actual);
-                    continue;
-                }
-                skipped = false;
-                let state_window = set.state_window(&actual).ok_or_else(|| {
-                    PipelineError::Config(format!(
-                        "window {actual:?} is not in the in-flight window set"
-                    ))
-                })?;
-                let k = self.state_key(&state_window);
-                self.contents.add(
-                    &mut ctx.state,
-                    &k,
-                    &self.key,
-                    event.event_time,
-                    event.value_size,
-                )?;
-                if self.trigger_on_element(&actual, ctx)? {
-                    let k = self.state_key(&state_window);
-                    if let Some(s) = self.contents.get(&mut ctx.state, &k)? {
-                        self.emit(event.user, &actual, s, ctx)?;
-                    }
-                }
-                self.register_cleanup_timer(&actual, ctx)?;
+        let mut result = Ok(());
+        for window in &windows {
+            result = self.merge_and_add(event, window, &mut set, &mut skipped, ctx);
+            if result.is_err() {
+                break;
             }
-            Ok::<(), PipelineError>(())
-        })();
+        }
         self.windows = windows;
         result?;
         self.persist(&set, &mut ctx.state)?;
         Ok(skipped)
     }
 
+    fn merge_and_add(
+        &mut self,
+        event: &Event,
+        window: &TimeWindow,
+        set: &mut MergingWindowSet,
+        skipped: &mut bool,
+        ctx: &mut Context<'a>,
+    ) -> Result<(), PipelineError> {
+        let (actual, merges) = set.add_window(*window);
+        for m in merges {
+            self.on_merge(&m, ctx)?;
+        }
+        if self.is_window_late(&actual, ctx.watermark) {
+            set.retire(&actual);
+            return Ok(());
+        }
+        *skipped = false;
+        let state_window = set.state_window(&actual).ok_or_else(|| {
+            setup(format!(
+                "window {actual:?} is not in the in-flight window set"
+            ))
+        })?;
+        self.add_to_window(event, &actual, &state_window, ctx)
+    }
+
     /// The `MergeFunction` of `processElement`: `EventTimeTrigger.onMerge` (a timer for the
     /// merged window unless the watermark is past it), then per merged window
     /// `EventTimeTrigger.clear` and `deleteCleanupTimer`, then `mergeNamespaces`.
-    fn on_merge(
-        &mut self,
-        m: &merging::Merge,
-        ctx: &mut Context<'a>,
-    ) -> Result<(), PipelineError> {
-        // Flink throws when a merge would end an event-time window before the watermark; the
+    fn on_merge(&mut self, m: &merging::Merge, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+        // Flink throws when a merge would end an event-time window before the watermark; a
         // merge result covers an in-flight window, whose cleanup time is past the watermark.
         if self.is_window_late(&m.result, ctx.watermark) {
-            return Err(PipelineError::Config(format!(
+            return Err(setup(format!(
                 "a merge ended the window {:?} before the watermark {}",
                 m.result, ctx.watermark
             )));
         }
-        self.composite.set_key(&self.key);
         if m.result.max_timestamp() > ctx.watermark {
             self.register(&m.result, m.result.max_timestamp(), ctx)?;
         }
@@ -402,21 +433,16 @@ impl<'a> WindowOperator<'a> {
         )?;
         Ok(())
     }
+}
 
-    fn key_id(&self, key: &str) -> Result<u64, PipelineError> {
-        if let Some(id) = self.key_ids.get(key) {
-            return Ok(*id);
-        }
-        super::key_id(key).ok_or_else(|| PipelineError::CorruptTimer(format!("timer key '{key}'")))
-    }
+/// The key id of a generated key (`user-0042` -> 42).
+fn key_id(key: &str) -> Option<u64> {
+    key.strip_prefix("user-")?.parse().ok()
 }
 
 impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
-        super::key_string(event, &mut self.key);
-        if !self.key_ids.contains_key(&self.key) {
-            self.key_ids.insert(self.key.clone(), event.user);
-        }
+        Generator::sized_key(event.user, self.key_size, &mut self.key);
         self.composite.set_key(&self.key);
         let skipped = match self.assigner {
             Assigner::Session { .. } => self.on_element_merging(event, ctx)?,
@@ -424,7 +450,7 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
         };
         // isElementLate: Flink counts it in numLateRecordsDropped.
         if skipped && event.event_time.saturating_add(self.lateness) <= ctx.watermark {
-            self.counters.late_dropped += 1;
+            self.counters.dropped_late += 1;
         }
         self.counters.events += 1;
         Ok(())
@@ -434,9 +460,10 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
         let window = TimeWindow::from_bytes(&timer.namespace).ok_or_else(|| {
             PipelineError::CorruptTimer(format!("window namespace {:02x?}", timer.namespace))
         })?;
+        let key_id = key_id(&timer.key)
+            .ok_or_else(|| PipelineError::CorruptTimer(format!("timer key '{}'", timer.key)))?;
         self.key.clear();
         self.key.push_str(&timer.key);
-        let key_id = self.key_id(&timer.key)?;
         self.composite.set_key(&self.key);
         let mut set = None;
         let state_window = if self.merging_cf.is_some() {
@@ -450,19 +477,17 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
         } else {
             window
         };
+        let k = self.state_key(&state_window);
         // EventTimeTrigger.onEventTime: FIRE at the window's max timestamp.
-        if timer.timestamp == window.max_timestamp() {
-            let k = self.state_key(&state_window);
-            if let Some(s) = self.contents.get(&mut ctx.state, &k)? {
-                self.emit(key_id, &window, s, ctx)?;
-            }
+        if timer.timestamp == window.max_timestamp()
+            && let Some(s) = self.contents.get(&mut ctx.state, &k)?
+        {
+            self.emit(key_id, &window, s, ctx)?;
         }
         if timer.timestamp == self.cleanup_time(&window) {
             // clearAllState: windowState.clear(), EventTimeTrigger.clear (deletes its timer),
             // the set retires the window and persists.
-            let k = self.state_key(&state_window);
             self.contents.clear(&mut ctx.state, &k)?;
-            self.composite.set_key(&self.key);
             self.delete_timer(&window, window.max_timestamp(), ctx)?;
             if let Some(s) = set.as_mut() {
                 s.retire(&window);
@@ -472,7 +497,6 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
         if let Some(s) = &set {
             self.persist(s, &mut ctx.state)?;
         }
-        self.counters.timers += 1;
         Ok(())
     }
 

@@ -47,9 +47,9 @@ impl WindowTruth {
     fn emit(key: u64, window: &TimeWindow, s: Summary, t: &mut Truths) {
         t.set(key, SLOT_FIRED, t.get(key, SLOT_FIRED) + 1);
         t.set(key, SLOT_ELEMENTS, t.get(key, SLOT_ELEMENTS) + s.count);
-        let digest = t
-            .get(key, SLOT_DIGEST)
-            .wrapping_add(mix(window.start, window.end, s.count, s.sum));
+        let digest =
+            t.get(key, SLOT_DIGEST)
+                .wrapping_add(mix(window.start, window.end, s.count, s.sum));
         t.set(key, SLOT_DIGEST, digest);
     }
 
