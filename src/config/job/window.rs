@@ -267,4 +267,37 @@ mod tests {
             assert!(err.contains(expected), "{yaml:?}: got '{err}'");
         }
     }
+
+    #[test]
+    fn a_workload_with_a_bad_window_names_its_file_and_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let shipped = include_str!("../../../workloads/sliding-aggregate.yaml");
+        for (from, to, expected) in [
+            (
+                "  slide: 1m\n",
+                "  slide: 20m\n",
+                "job.slide (20m) must not exceed job.size (10m)",
+            ),
+            (
+                "  slide: 1m\n",
+                "",
+                "job.slide is required for assigner 'sliding'",
+            ),
+            (
+                "  size: 10m\n",
+                "  size: 10m\n  gap: 1m\n",
+                "job.gap (1m) does not apply",
+            ),
+        ] {
+            let path = dir.path().join("bad.yaml");
+            std::fs::write(&path, shipped.replace(from, to)).unwrap();
+            let err = crate::config::Workload::load(path.to_str().unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("bad.yaml") && err.contains(expected),
+                "got '{err}'"
+            );
+        }
+    }
 }
