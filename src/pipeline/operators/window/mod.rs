@@ -128,6 +128,9 @@ pub struct WindowOperator<'a> {
     value: Vec<u8>,
     /// Per key id: its results so far (what the sink holds).
     totals: HashMap<u64, Totals>,
+    /// Restored from a checkpoint: the totals are read back from the serving store (its
+    /// committed results are the checkpoint's) before the first record or timer.
+    reload_totals: bool,
     counters: JobCounters,
 }
 
@@ -157,8 +160,30 @@ impl<'a> WindowOperator<'a> {
             windows: Vec::new(),
             value: Vec::new(),
             totals: HashMap::new(),
+            reload_totals: false,
             counters: JobCounters::default(),
         })
+    }
+
+    /// After a restore: the results so far, as the serving store holds them. (The totals are
+    /// what Flink's downstream accumulates from the emitted records, not operator state; with
+    /// exactly-once delivery the store holds exactly the results of the restored checkpoint.)
+    fn reload_totals(&mut self, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+        if !self.reload_totals {
+            return Ok(());
+        }
+        self.reload_totals = false;
+        self.totals.clear();
+        for (key, slot, value) in ctx.sink.sink_mut().read_all()? {
+            let t = self.totals.entry(key).or_default();
+            match slot {
+                SLOT_FIRED => t.fired = value,
+                SLOT_ELEMENTS => t.elements = value,
+                SLOT_DIGEST => t.digest = value,
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The results emitted so far for key id `key`.
@@ -442,6 +467,7 @@ fn key_id(key: &str) -> Option<u64> {
 
 impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+        self.reload_totals(ctx)?;
         Generator::sized_key(event.user, self.key_size, &mut self.key);
         self.composite.set_key(&self.key);
         let skipped = match self.assigner {
@@ -457,6 +483,7 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
     }
 
     fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+        self.reload_totals(ctx)?;
         let window = TimeWindow::from_bytes(&timer.namespace).ok_or_else(|| {
             PipelineError::CorruptTimer(format!("window namespace {:02x?}", timer.namespace))
         })?;
@@ -506,6 +533,7 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
 
     fn restore_counters(&mut self, c: JobCounters) {
         self.counters = c;
+        self.reload_totals = true;
     }
 }
 

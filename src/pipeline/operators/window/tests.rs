@@ -373,3 +373,56 @@ fn the_oracle_equals_the_operator_for_every_assigner_function_and_lateness() {
         }
     }
 }
+
+#[test]
+fn results_go_on_from_the_serving_store_after_a_restore() {
+    let s = spec("assigner: session\ngap: 40ms\nfunction: process\nallowed-lateness: 30ms\n");
+    let steps = random_steps(7, 400);
+    let (_, whole) = run(&s, &steps, true);
+    // The same stream, the job restarted after the first half's last watermark: its state and
+    // timers from RocksDB, its results so far from the serving store.
+    let split = steps.len() / 2;
+    let split = (0..split)
+        .rev()
+        .find(|i| matches!(steps[*i], Step::Watermark(_)))
+        .unwrap()
+        + 1;
+    let Step::Watermark(last) = steps[split - 1] else {
+        unreachable!()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::load("flink-default").unwrap();
+    let layout = layout(&s);
+    let backend = StateBackend::open_for(dir.path(), &profile, &layout).unwrap();
+    let w = workload(&s);
+    let mut store = MemorySink::new(s.result_labels());
+    let (counters, first_half) = {
+        let sink = Delivery::passthrough(Box::new(MemorySink::new(s.result_labels())));
+        let mut ctx = Context::new(&backend, &layout, sink).unwrap();
+        let mut op = WindowOperator::new(&s, &backend, &w).unwrap();
+        drive(&mut op, &mut ctx, &steps[..split]);
+        (op.counters(), ctx.sink.sink_mut().read_all().unwrap())
+    };
+    assert!(!first_half.is_empty());
+    for (key, slot, value) in first_half {
+        crate::pipeline::sink::Sink::write(&mut store, key, slot, value).unwrap();
+    }
+    let mut ctx = Context::new(&backend, &layout, Delivery::passthrough(Box::new(store))).unwrap();
+    let mut op = WindowOperator::new(&s, &backend, &w).unwrap();
+    op.restore_counters(counters);
+    ctx.advance_watermark(&mut op, last).unwrap();
+    let mut rest = steps[split..].to_vec();
+    rest.push(Step::Watermark(i64::MAX));
+    drive(&mut op, &mut ctx, &rest);
+    assert_eq!(op.totals, whole);
+}
+
+fn drive<'a>(op: &mut WindowOperator<'a>, ctx: &mut Context<'a>, steps: &[Step]) {
+    for step in steps {
+        match *step {
+            Step::Event(user, ts, size) => op.on_event(&event(user, ts, size), ctx).unwrap(),
+            Step::Watermark(wm) => ctx.advance_watermark(op, wm).unwrap(),
+        }
+    }
+    ctx.flush_timers().unwrap();
+}
