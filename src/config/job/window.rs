@@ -52,6 +52,17 @@ pub struct WindowSpec {
     /// `.allowedLateness(...)`; default 0.
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
     pub allowed_lateness: Millis,
+    /// `.evictor(...)`: Flink's `EvictingWindowOperator` (the window keeps every element).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evictor: Option<EvictorSpec>,
+}
+
+/// An evictor: `count: N` is `CountEvictor.of(N)` (keep the last N elements when the window
+/// fires).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct EvictorSpec {
+    pub count: u64,
 }
 
 fn zero() -> Millis {
@@ -84,7 +95,20 @@ impl WindowSpec {
     }
 
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(e) = self.evictor
+            && !(1..=i64::MAX as u64).contains(&e.count)
+        {
+            return Err(format!(
+                "job.evictor.count is {} but must be at least 1",
+                e.count
+            ));
+        }
         self.assigner().map(|_| ())
+    }
+
+    /// `CountEvictor`'s count, when the window has an evictor.
+    pub fn evictor_count(&self) -> Option<i64> {
+        self.evictor.map(|e| e.count.min(i64::MAX as u64) as i64)
     }
 
     /// The assigner with its parameters, or a message naming the field at fault.

@@ -62,9 +62,17 @@ pub const SLOT_DIGEST: usize = 2;
 /// The column families a window operator creates, in Flink's order: `open()` gets the timer
 /// service first (`InternalTimeServiceManagerImpl.registerOrGetTimerService` creates the
 /// processing-time queue, then the event-time one), then the window state, then the merging
-/// window set.
+/// window set. With an evictor, `EvictingWindowOperator.open()` creates its window state after
+/// `WindowOperator.open()` has created the merging window set.
 pub fn layout(spec: &WindowSpec) -> Layout {
-    let list = spec.function == FunctionKind::Process;
+    let list = spec.function == FunctionKind::Process || spec.evictor.is_some();
+    let contents = CfDecl {
+        name: CF_CONTENTS.to_string(),
+        role: CfRole::State {
+            ttl: None,
+            merge: list,
+        },
+    };
     let mut cfs = vec![
         CfDecl {
             name: CF_PROCESSING_TIMERS.to_string(),
@@ -74,14 +82,10 @@ pub fn layout(spec: &WindowSpec) -> Layout {
             name: CF_EVENT_TIMERS.to_string(),
             role: CfRole::EventTimers,
         },
-        CfDecl {
-            name: CF_CONTENTS.to_string(),
-            role: CfRole::State {
-                ttl: None,
-                merge: list,
-            },
-        },
     ];
+    if spec.evictor.is_none() {
+        cfs.push(contents.clone());
+    }
     if matches!(spec.assigner(), Ok(Assigner::Session { .. })) {
         cfs.push(CfDecl {
             name: CF_MERGING_SET.to_string(),
@@ -90,6 +94,9 @@ pub fn layout(spec: &WindowSpec) -> Layout {
                 merge: true,
             },
         });
+    }
+    if spec.evictor.is_some() {
+        cfs.push(contents);
     }
     Layout { cfs }
 }
@@ -152,7 +159,11 @@ impl<'a> WindowOperator<'a> {
         Ok(WindowOperator {
             assigner,
             lateness: spec.allowed_lateness_ms(),
-            contents: Contents::new(backend.cf(CF_CONTENTS)?, spec.function),
+            contents: Contents::new(
+                backend.cf(CF_CONTENTS)?,
+                spec.function,
+                spec.evictor_count(),
+            ),
             merging_cf,
             composite: CompositeKey::default(),
             key: String::new(),
@@ -351,7 +362,7 @@ impl<'a> WindowOperator<'a> {
             event.value_size,
         )?;
         if self.trigger_on_element(window, ctx)?
-            && let Some(s) = self.contents.get(&mut ctx.state, &k)?
+            && let Some(s) = self.contents.fire(&mut ctx.state, &k)?
         {
             self.emit(event.user, window, s, ctx)?;
         }
@@ -507,7 +518,7 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
         let k = self.state_key(&state_window);
         // EventTimeTrigger.onEventTime: FIRE at the window's max timestamp.
         if timer.timestamp == window.max_timestamp()
-            && let Some(s) = self.contents.get(&mut ctx.state, &k)?
+            && let Some(s) = self.contents.fire(&mut ctx.state, &k)?
         {
             self.emit(key_id, &window, s, ctx)?;
         }
