@@ -1,0 +1,498 @@
+//! `kind: interval-join`: Flink 1.20's `IntervalJoinOperator` (flink-streaming-java,
+//! `org.apache.flink.streaming.api.operators.co`), call for call on RocksDB.
+//!
+//! Per side a `MapState<Long, List<BufferEntry<T>>>` ("LEFT_BUFFER", "RIGHT_BUFFER": one
+//! RocksDB key per (key, timestamp) bucket). Per element (`processElement`): dropped when late
+//! (`isLate`: its time is behind the current watermark); else `addToBuffer` (a get of its
+//! timestamp's bucket and a put of the bucket with the element appended), an iteration over
+//! the other side's whole buffer for the key (`MapState.entries()`: RocksDBMapIterator's
+//! batches, a seek each), a pair emitted for every buffered element within the bounds, and a
+//! cleanup timer (`registerEventTimeTimer` with the String namespace "CLEANUP_LEFT" or
+//! "CLEANUP_RIGHT" in the timer service "CLEANUP_TIMER"). A cleanup timer (`onEventTime`)
+//! removes its bucket.
+//!
+//! The element is the record the Flink parity job maps each trace record to,
+//! `Tuple3<String key, Long eventTime, byte[] payload>` (TupleSerializer), the payload
+//! `value_size` bytes. Results per key (not Flink state: what the `ProcessJoinFunction` sees):
+//! `pairs` and `digest` = wrapping sum of `mix(left time, right time, left size, right size)`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use rocksdb::ColumnFamily;
+
+use crate::backend::keys::{self, CompositeKey};
+use crate::backend::{BackendError, StateAccess};
+use crate::config::job::interval_join::IntervalJoinSpec;
+use crate::pipeline::PipelineError;
+use crate::pipeline::source::Event;
+use crate::pipeline::timers::Timer;
+
+use super::{Context, JobCounters, KeyedOperator, mix, splitmix64};
+
+/// `IntervalJoinOperator.LEFT_BUFFER` / `RIGHT_BUFFER`: the MapStates' names, so their column
+/// families'.
+pub const CF_LEFT_BUFFER: &str = "LEFT_BUFFER";
+pub const CF_RIGHT_BUFFER: &str = "RIGHT_BUFFER";
+/// `CLEANUP_TIMER_NAME`: the timer service (`_timer_state/event_CLEANUP_TIMER`).
+pub const TIMER_SERVICE: &str = "CLEANUP_TIMER";
+/// `CLEANUP_NAMESPACE_LEFT` / `RIGHT`: the timers' String namespaces.
+pub const NAMESPACE_LEFT: &str = "CLEANUP_LEFT";
+pub const NAMESPACE_RIGHT: &str = "CLEANUP_RIGHT";
+
+/// `RocksDBMapState.RocksDBMapIterator.CACHE_SIZE_LIMIT`: entries loaded per batch.
+pub const MAP_ITERATOR_BATCH: usize = 128;
+
+/// Which input an element came on: `Event.input` 0 is the left (`processElement1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Side {
+    Left,
+    Right,
+}
+
+impl Side {
+    fn of(event: &Event) -> Side {
+        if event.input == 0 {
+            Side::Left
+        } else {
+            Side::Right
+        }
+    }
+}
+
+/// The effective (inclusive) bounds and what follows from them for each side, as
+/// `IntervalJoinOperator` computes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// After inclusivity: `lowerBound` (+1 when exclusive), `upperBound` (-1 when exclusive).
+    pub lower: i64,
+    pub upper: i64,
+}
+
+impl Bounds {
+    pub fn new(spec: &IntervalJoinSpec) -> Bounds {
+        let (lower, upper) = spec.effective_bounds();
+        Bounds { lower, upper }
+    }
+
+    /// `processElement1` passes (lower, upper), `processElement2` (-upper, -lower).
+    fn relative(&self, side: Side) -> (i64, i64) {
+        match side {
+            Side::Left => (self.lower, self.upper),
+            Side::Right => (self.upper.wrapping_neg(), self.lower.wrapping_neg()),
+        }
+    }
+
+    /// Whether the other side's bucket at `other` joins an element of `side` at `ts` (Java's
+    /// wrapping long arithmetic, as Flink compares).
+    fn joins(&self, side: Side, ts: i64, other: i64) -> bool {
+        let (lower, upper) = self.relative(side);
+        !(other < ts.wrapping_add(lower) || other > ts.wrapping_add(upper))
+    }
+
+    /// `cleanupTime`: `ourTimestamp + relativeUpperBound` when that bound is positive.
+    fn cleanup_time(&self, side: Side, ts: i64) -> i64 {
+        let (_, upper) = self.relative(side);
+        if upper > 0 { ts.wrapping_add(upper) } else { ts }
+    }
+
+    /// `onEventTime`: the bucket a cleanup timer of `side` at `timer` removes.
+    fn bucket_of_timer(&self, side: Side, timer: i64) -> i64 {
+        match side {
+            Side::Left if self.upper > 0 => timer.wrapping_sub(self.upper),
+            Side::Left => timer,
+            Side::Right if self.lower <= 0 => timer.wrapping_add(self.lower),
+            Side::Right => timer,
+        }
+    }
+}
+
+/// `(left time, right time, left value size, right value size)` in the result's digest.
+fn pair_digest(side: Side, ts: i64, size: u32, other_ts: i64, other_size: u32) -> i64 {
+    match side {
+        Side::Left => mix(ts, other_ts, i64::from(size), i64::from(other_size)),
+        Side::Right => mix(other_ts, ts, i64::from(other_size), i64::from(size)),
+    }
+}
+
+/// Byte `i` of an element's payload: `(byte) splitmix64(eventTime * 31 + i)`, as the parity
+/// job writes it (deterministic, incompressible).
+fn payload_byte(event_time: i64, i: u32) -> u8 {
+    splitmix64(event_time.wrapping_mul(31).wrapping_add(i64::from(i))) as u8
+}
+
+/// Appends one `BufferEntry<Tuple3<String, Long, byte[]>>` (BufferEntrySerializer: the
+/// `hasBeenJoined` boolean, then the element's TupleSerializer: StringValue key, long, then
+/// BytePrimitiveArraySerializer's length and bytes).
+fn write_entry(out: &mut Vec<u8>, key: &str, event_time: i64, value_size: u32) {
+    out.push(0); // hasBeenJoined: false (addToBuffer never sets it)
+    keys::write_string(out, key);
+    out.extend_from_slice(&event_time.to_be_bytes());
+    out.extend_from_slice(&(value_size as i32).to_be_bytes());
+    out.extend((0..value_size).map(|i| payload_byte(event_time, i)));
+}
+
+fn corrupt(what: &str) -> BackendError {
+    BackendError::Corrupt(format!("interval-join buffer value: {what}"))
+}
+
+/// `addToBuffer`'s new bucket value from the old one (None: no bucket yet): ListSerializer's
+/// count + 1 and the entry appended, behind RocksDBMapState's not-null byte.
+fn append_to_bucket(
+    old: Option<&[u8]>,
+    out: &mut Vec<u8>,
+    key: &str,
+    event_time: i64,
+    value_size: u32,
+) -> Result<(), BackendError> {
+    out.clear();
+    match old {
+        None => {
+            out.push(0);
+            out.extend_from_slice(&1i32.to_be_bytes());
+        }
+        Some(old) => {
+            let count = bucket_len(old)?;
+            out.extend_from_slice(old);
+            out[1..5].copy_from_slice(&(count + 1).to_be_bytes());
+        }
+    }
+    write_entry(out, key, event_time, value_size);
+    Ok(())
+}
+
+/// The number of entries of a bucket value.
+fn bucket_len(value: &[u8]) -> Result<i32, BackendError> {
+    match value {
+        [0, a, b, c, d, ..] => Ok(i32::from_be_bytes([*a, *b, *c, *d])),
+        [_, ..] => Err(corrupt("null flag set")),
+        [] => Err(corrupt("empty")),
+    }
+}
+
+/// Calls `f(event time, value size)` for each element of a bucket value (what the iteration
+/// deserializes of a bucket within the bounds).
+fn for_each_element(
+    value: &[u8],
+    mut f: impl FnMut(i64, u32) -> Result<(), PipelineError>,
+) -> Result<(), PipelineError> {
+    let count = bucket_len(value)?;
+    let mut rest = &value[5..];
+    for _ in 0..count {
+        let body = rest.get(1..).ok_or_else(|| corrupt("truncated entry"))?;
+        let used = string_len(body).ok_or_else(|| corrupt("bad key string"))?;
+        let body = &body[used..];
+        let (time, body) = body
+            .split_first_chunk::<8>()
+            .ok_or_else(|| corrupt("truncated event time"))?;
+        let (len, body) = body
+            .split_first_chunk::<4>()
+            .ok_or_else(|| corrupt("truncated payload length"))?;
+        let len = u32::try_from(i32::from_be_bytes(*len)).map_err(|_| corrupt("null payload"))?;
+        rest = body
+            .get(len as usize..)
+            .ok_or_else(|| corrupt("truncated payload"))?;
+        f(i64::from_be_bytes(*time), len)?;
+    }
+    Ok(())
+}
+
+/// Bytes of a `StringValue.writeString` at the start of `bytes`: the length + 1 as a varint,
+/// then each UTF-16 unit as a varint.
+fn string_len(bytes: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    let mut varint = || -> Option<u32> {
+        let mut value = 0u32;
+        for shift in (0..35).step_by(7) {
+            let b = *bytes.get(at)?;
+            at += 1;
+            value |= u32::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    };
+    let units = varint()?.checked_sub(1)?;
+    for _ in 0..units {
+        varint()?;
+    }
+    Some(at)
+}
+
+/// The timestamp (a Long user key) of a buffer's RocksDB key.
+fn bucket_time(key: &[u8], prefix_len: usize) -> Result<i64, BackendError> {
+    key.get(prefix_len..)
+        .and_then(|k| <[u8; 8]>::try_from(k).ok())
+        .map(i64::from_be_bytes)
+        .ok_or_else(|| corrupt("user key is not a Long"))
+}
+
+/// `MapState.entries()` of the current key walked to its end, as Flink's
+/// `RocksDBMapState.RocksDBMapIterator.loadCache` reads RocksDB: batches of up to
+/// [`MAP_ITERATOR_BATCH`] entries, each from a new iterator that seeks to the key's prefix
+/// (the first) or to the previous batch's last key and steps past it with a `next`, then a
+/// `next` after each entry it loads; a batch that meets the end of the prefix is the last.
+pub fn for_each_map_entry(
+    state: &mut StateAccess,
+    cf: &ColumnFamily,
+    prefix: &[u8],
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), PipelineError>,
+) -> Result<(), PipelineError> {
+    let mut last: Option<Vec<u8>> = None;
+    loop {
+        let mut loaded: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let more = state.map_iterator_batch(
+            cf,
+            prefix,
+            last.as_deref(),
+            MAP_ITERATOR_BATCH,
+            |k, v| loaded.push((k.to_vec(), v.to_vec())),
+        )?;
+        for (k, v) in &loaded {
+            f(k, v)?;
+        }
+        match loaded.pop() {
+            Some((k, _)) if more => last = Some(k),
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// The operator's own tallies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JoinCounters {
+    pub events: u64,
+    /// Elements behind the watermark, dropped (`isLate`).
+    pub late: u64,
+    pub pairs: u64,
+    /// Buckets removed by cleanup timers.
+    pub cleanups: u64,
+}
+
+pub struct IntervalJoin<'a> {
+    left: &'a ColumnFamily,
+    right: &'a ColumnFamily,
+    bounds: Bounds,
+    key: CompositeKey,
+    user: String,
+    value: Vec<u8>,
+    namespaces: [Vec<u8>; 2],
+    /// Per key id: (pairs, digest) so far: what the join function has seen.
+    totals: HashMap<u64, (i64, i64)>,
+    pub counters: JoinCounters,
+}
+
+impl<'a> IntervalJoin<'a> {
+    pub fn new(left: &'a ColumnFamily, right: &'a ColumnFamily, spec: &IntervalJoinSpec) -> Self {
+        let ns = |name: &str| {
+            let mut out = Vec::new();
+            keys::write_string(&mut out, name);
+            out
+        };
+        IntervalJoin {
+            left,
+            right,
+            bounds: Bounds::new(spec),
+            key: CompositeKey::default(),
+            user: String::new(),
+            value: Vec::new(),
+            namespaces: [ns(NAMESPACE_LEFT), ns(NAMESPACE_RIGHT)],
+            totals: HashMap::new(),
+            counters: JoinCounters::default(),
+        }
+    }
+
+    fn buffer(&self, side: Side) -> &'a ColumnFamily {
+        match side {
+            Side::Left => self.left,
+            Side::Right => self.right,
+        }
+    }
+
+    fn namespace(&self, side: Side) -> &[u8] {
+        match side {
+            Side::Left => &self.namespaces[0],
+            Side::Right => &self.namespaces[1],
+        }
+    }
+}
+
+impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
+    /// `IntervalJoinOperator.processElement`.
+    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+        self.counters.events += 1;
+        let side = Side::of(event);
+        let ts = event.event_time;
+        // isLate: `timestamp < internalTimerService.currentWatermark()`.
+        if ts < ctx.watermark {
+            self.counters.late += 1;
+            return Ok(());
+        }
+        ctx.key_string(event, &mut self.user);
+        self.key.set_key(&self.user);
+
+        // addToBuffer: get, add, put.
+        let ours = self.buffer(side);
+        let bucket = self.key.with_long_user_key(ts);
+        let old = ctx.state.get(ours, bucket, |v| Ok(v.to_vec()))?;
+        append_to_bucket(old.as_deref(), &mut self.value, &self.user, ts, event.value_size)?;
+        ctx.state.put(ours, bucket, &self.value)?;
+
+        // for (bucket : otherBuffer.entries()) ... collect(...)
+        let bounds = self.bounds;
+        let prefix = self.key.prefix().to_vec();
+        let (mut pairs, mut digest) = (0i64, 0i64);
+        for_each_map_entry(&mut ctx.state, self.buffer(other(side)), &prefix, |k, v| {
+            let other_ts = bucket_time(k, prefix.len())?;
+            if !bounds.joins(side, ts, other_ts) {
+                return Ok(());
+            }
+            for_each_element(v, |_, other_size| {
+                pairs += 1;
+                digest = digest.wrapping_add(pair_digest(
+                    side,
+                    ts,
+                    event.value_size,
+                    other_ts,
+                    other_size,
+                ));
+                Ok(())
+            })
+        })?;
+        if pairs > 0 {
+            self.counters.pairs += pairs as u64;
+            let total = self.totals.entry(event.user).or_default();
+            total.0 += pairs;
+            total.1 = total.1.wrapping_add(digest);
+            let (p, d) = *total;
+            ctx.sink.write(event.user, 0, p)?;
+            ctx.sink.write(event.user, 1, d)?;
+        }
+
+        // registerEventTimeTimer(CLEANUP_LEFT | CLEANUP_RIGHT, cleanupTime)
+        let cleanup = bounds.cleanup_time(side, ts);
+        let namespace = self.namespace(side).to_vec();
+        ctx.register_timer(&self.key, &namespace, cleanup)?;
+        Ok(())
+    }
+
+    /// `IntervalJoinOperator.onEventTime`: `leftBuffer.remove(..)` / `rightBuffer.remove(..)`.
+    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+        let side = if timer.namespace == self.namespaces[0] {
+            Side::Left
+        } else if timer.namespace == self.namespaces[1] {
+            Side::Right
+        } else {
+            return Err(PipelineError::CorruptTimer(format!(
+                "interval-join timer with namespace {:02x?} (Flink: \"Invalid namespace\")",
+                timer.namespace
+            )));
+        };
+        self.key.set_key(&timer.key);
+        let bucket = self.bounds.bucket_of_timer(side, timer.timestamp);
+        let k = self.key.with_long_user_key(bucket);
+        ctx.state.delete(self.buffer(side), k)?;
+        self.counters.cleanups += 1;
+        Ok(())
+    }
+
+    fn counters(&self) -> JobCounters {
+        JobCounters {
+            events: self.counters.events,
+            ..JobCounters::default()
+        }
+    }
+
+    fn restore_counters(&mut self, c: JobCounters) {
+        self.counters.events = c.events;
+    }
+}
+
+fn other(side: Side) -> Side {
+    match side {
+        Side::Left => Side::Right,
+        Side::Right => Side::Left,
+    }
+}
+
+/// The exact results, computed from the records alone: the operator's logic over in-memory
+/// buffers and timers (no RocksDB), so a wrong state access shows as a result error.
+#[derive(Debug, Clone)]
+pub struct JoinTruth {
+    bounds: Bounds,
+    watermark: i64,
+    /// Per (key, side): bucket time -> value sizes of its elements.
+    buffers: HashMap<(u64, Side), BTreeMap<i64, Vec<u32>>>,
+    /// Cleanup timers: (time, key, side), each once, as a timer service keeps them.
+    timers: BTreeSet<(i64, u64, Side)>,
+}
+
+impl JoinTruth {
+    pub fn new(spec: &IntervalJoinSpec) -> JoinTruth {
+        JoinTruth {
+            bounds: Bounds::new(spec),
+            watermark: i64::MIN,
+            buffers: HashMap::new(),
+            timers: BTreeSet::new(),
+        }
+    }
+
+    /// An element read: its pairs as `(pairs, digest)` added to the key's results, or None
+    /// when it is late or joins nothing.
+    pub fn element(&mut self, e: &Event) -> Option<(i64, i64)> {
+        let side = Side::of(e);
+        let ts = e.event_time;
+        if ts < self.watermark {
+            return None;
+        }
+        self.buffers
+            .entry((e.user, side))
+            .or_default()
+            .entry(ts)
+            .or_default()
+            .push(e.value_size);
+        let (mut pairs, mut digest) = (0i64, 0i64);
+        if let Some(others) = self.buffers.get(&(e.user, other(side))) {
+            for (&other_ts, sizes) in others {
+                if self.bounds.joins(side, ts, other_ts) {
+                    for &size in sizes {
+                        pairs += 1;
+                        digest = digest.wrapping_add(pair_digest(
+                            side,
+                            ts,
+                            e.value_size,
+                            other_ts,
+                            size,
+                        ));
+                    }
+                }
+            }
+        }
+        self.timers
+            .insert((self.bounds.cleanup_time(side, ts), e.user, side));
+        (pairs > 0).then_some((pairs, digest))
+    }
+
+    /// The watermark moved: every cleanup timer at or before it removes its bucket.
+    pub fn advance(&mut self, watermark: i64) {
+        self.watermark = self.watermark.max(watermark);
+        while let Some(&(time, key, side)) = self.timers.first() {
+            if time > self.watermark {
+                break;
+            }
+            self.timers.pop_first();
+            let bucket = self.bounds.bucket_of_timer(side, time);
+            if let Some(buffer) = self.buffers.get_mut(&(key, side)) {
+                buffer.remove(&bucket);
+                if buffer.is_empty() {
+                    self.buffers.remove(&(key, side));
+                }
+            }
+        }
+    }
+
+    /// Buckets buffered, both sides (for tests).
+    pub fn buckets(&self) -> usize {
+        self.buffers.values().map(BTreeMap::len).sum()
+    }
+}
