@@ -229,7 +229,10 @@ mod tests {
         assert_eq!(s.validate(), Ok(()));
         assert_eq!(s.result_labels(), ["pairs", "digest"]);
         let bare = spec("lower: -500\nupper: 500\n").unwrap();
-        assert_eq!((bare.lower, bare.upper), (SignedMillis(-500), SignedMillis(500)));
+        assert_eq!(
+            (bare.lower, bare.upper),
+            (SignedMillis(-500), SignedMillis(500))
+        );
     }
 
     #[test]
@@ -253,7 +256,10 @@ mod tests {
 
     #[test]
     fn bad_specs_name_the_field() {
-        let err = spec("lower: 10s\nupper: 5s\n").unwrap().validate().unwrap_err();
+        let err = spec("lower: 10s\nupper: 5s\n")
+            .unwrap()
+            .validate()
+            .unwrap_err();
         assert_eq!(err, "job.lower (10s) must not exceed job.upper (5s)");
         let err = spec("lower: 0s\nupper: 0s\nupper-inclusive: false\n")
             .unwrap()
@@ -272,12 +278,22 @@ mod tests {
             .unwrap()
             .validate()
             .unwrap_err();
-        assert!(err.starts_with("job.lower (-9223372036854775807ms) must be within"), "{err}");
+        assert!(
+            err.starts_with("job.lower (-9223372036854775807ms) must be within"),
+            "{err}"
+        );
         let s = spec("lower: 0s\nupper: 1s\n").unwrap();
-        assert!(s.validate_partitions(1, &[]).unwrap_err().contains("at least 2"));
+        assert!(
+            s.validate_partitions(1, &[])
+                .unwrap_err()
+                .contains("at least 2")
+        );
         assert_eq!(s.validate_partitions(2, &[]), Ok(()));
         let err = s.validate_partitions(4, &[2, 3]).unwrap_err();
-        assert!(err.contains("right input of the interval join (partitions 2..=3)"), "{err}");
+        assert!(
+            err.contains("right input of the interval join (partitions 2..=3)"),
+            "{err}"
+        );
         let err = spec("lower: soon\nupper: 1s\n").unwrap_err();
         assert!(err.contains("invalid duration 'soon'"), "{err}");
         let err = spec("lower: 0s\nupper: 1s\nbound: 3\n").unwrap_err();

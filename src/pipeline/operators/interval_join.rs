@@ -20,14 +20,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rocksdb::ColumnFamily;
 
+use super::{Context, JobCounters, KeyedOperator, Layout, mix, splitmix64};
 use crate::backend::keys::{self, CompositeKey};
-use crate::backend::{BackendError, StateAccess};
+use crate::backend::{BackendError, StateAccess, StateBackend};
+use crate::config::Workload;
 use crate::config::job::interval_join::IntervalJoinSpec;
 use crate::pipeline::PipelineError;
-use crate::pipeline::source::Event;
+use crate::pipeline::oracle::{TruthModel, Truths};
+use crate::pipeline::source::{Event, Generator};
 use crate::pipeline::timers::Timer;
-
-use super::{Context, JobCounters, KeyedOperator, mix, splitmix64};
 
 /// `IntervalJoinOperator.LEFT_BUFFER` / `RIGHT_BUFFER`: the MapStates' names, so their column
 /// families'.
@@ -92,7 +93,11 @@ impl Bounds {
     /// `cleanupTime`: `ourTimestamp + relativeUpperBound` when that bound is positive.
     fn cleanup_time(&self, side: Side, ts: i64) -> i64 {
         let (_, upper) = self.relative(side);
-        if upper > 0 { ts.wrapping_add(upper) } else { ts }
+        if upper > 0 {
+            ts.wrapping_add(upper)
+        } else {
+            ts
+        }
     }
 
     /// `onEventTime`: the bucket a cleanup timer of `side` at `timer` removes.
@@ -117,7 +122,7 @@ fn pair_digest(side: Side, ts: i64, size: u32, other_ts: i64, other_size: u32) -
 /// Byte `i` of an element's payload: `(byte) splitmix64(eventTime * 31 + i)`, as the parity
 /// job writes it (deterministic, incompressible).
 fn payload_byte(event_time: i64, i: u32) -> u8 {
-    splitmix64(event_time.wrapping_mul(31).wrapping_add(i64::from(i))) as u8
+    splitmix64(event_time.wrapping_mul(31).wrapping_add(i64::from(i)) as u64) as u8
 }
 
 /// Appends one `BufferEntry<Tuple3<String, Long, byte[]>>` (BufferEntrySerializer: the
@@ -171,10 +176,7 @@ fn bucket_len(value: &[u8]) -> Result<i32, BackendError> {
 
 /// Calls `f(event time, value size)` for each element of a bucket value (what the iteration
 /// deserializes of a bucket within the bounds).
-fn for_each_element(
-    value: &[u8],
-    mut f: impl FnMut(i64, u32) -> Result<(), PipelineError>,
-) -> Result<(), PipelineError> {
+fn for_each_element(value: &[u8], mut f: impl FnMut(i64, u32)) -> Result<(), BackendError> {
     let count = bucket_len(value)?;
     let mut rest = &value[5..];
     for _ in 0..count {
@@ -191,7 +193,7 @@ fn for_each_element(
         rest = body
             .get(len as usize..)
             .ok_or_else(|| corrupt("truncated payload"))?;
-        f(i64::from_be_bytes(*time), len)?;
+        f(i64::from_be_bytes(*time), len);
     }
     Ok(())
 }
@@ -229,90 +231,99 @@ fn bucket_time(key: &[u8], prefix_len: usize) -> Result<i64, BackendError> {
 
 /// `MapState.entries()` of the current key walked to its end, as Flink's
 /// `RocksDBMapState.RocksDBMapIterator.loadCache` reads RocksDB: batches of up to
-/// [`MAP_ITERATOR_BATCH`] entries, each from a new iterator that seeks to the key's prefix
-/// (the first) or to the previous batch's last key and steps past it with a `next`, then a
-/// `next` after each entry it loads; a batch that meets the end of the prefix is the last.
+/// [`MAP_ITERATOR_BATCH`] entries, each from a new iterator (default read options). The first
+/// seeks to the key's prefix; each later one seeks to the previous batch's last key and steps
+/// past it with a `next` (that key is still there: nothing writes during the iteration), and
+/// every entry loaded is followed by a `next`. A batch that meets the end of the prefix (also
+/// right after its 128th entry) is the last; one that stops at 128 entries is not.
 pub fn for_each_map_entry(
     state: &mut StateAccess,
     cf: &ColumnFamily,
     prefix: &[u8],
-    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), PipelineError>,
-) -> Result<(), PipelineError> {
-    let mut last: Option<Vec<u8>> = None;
-    loop {
-        let mut loaded: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let more = state.map_iterator_batch(
-            cf,
-            prefix,
-            last.as_deref(),
-            MAP_ITERATOR_BATCH,
-            |k, v| loaded.push((k.to_vec(), v.to_vec())),
-        )?;
-        for (k, v) in &loaded {
-            f(k, v)?;
-        }
-        match loaded.pop() {
-            Some((k, _)) if more => last = Some(k),
-            _ => return Ok(()),
-        }
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
+) -> Result<(), BackendError> {
+    let mut last: Vec<u8> = Vec::new();
+    let mut more = state.iterate_prefix(cf, prefix, prefix, MAP_ITERATOR_BATCH, |k, v| {
+        last.clear();
+        last.extend_from_slice(k);
+        f(k, v)
+    })?;
+    let mut seek = Vec::new();
+    while more {
+        std::mem::swap(&mut seek, &mut last);
+        let mut skipped = false;
+        // One more than a batch: the first key seen is the one Flink's `next` steps past.
+        more = state.iterate_prefix(cf, prefix, &seek, MAP_ITERATOR_BATCH + 1, |k, v| {
+            if !skipped {
+                skipped = true;
+                return Ok(());
+            }
+            last.clear();
+            last.extend_from_slice(k);
+            f(k, v)
+        })?;
     }
+    Ok(())
 }
 
-/// The operator's own tallies.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct JoinCounters {
-    pub events: u64,
-    /// Elements behind the watermark, dropped (`isLate`).
-    pub late: u64,
-    pub pairs: u64,
-    /// Buckets removed by cleanup timers.
-    pub cleanups: u64,
+/// The column families, in Flink's creation order: the two MapStates (initializeState), then
+/// the timer service (open()).
+pub fn layout(_spec: &IntervalJoinSpec) -> Layout {
+    Layout::default()
+        .state(CF_LEFT_BUFFER, None, false)
+        .state(CF_RIGHT_BUFFER, None, false)
+        .timer_service(TIMER_SERVICE)
 }
 
 pub struct IntervalJoin<'a> {
     left: &'a ColumnFamily,
     right: &'a ColumnFamily,
     bounds: Bounds,
+    /// `keys.size`: the key strings' length.
+    key_size: Option<u32>,
     key: CompositeKey,
     user: String,
     value: Vec<u8>,
+    /// StringSerializer bytes of "CLEANUP_LEFT" and "CLEANUP_RIGHT".
     namespaces: [Vec<u8>; 2],
-    /// Per key id: (pairs, digest) so far: what the join function has seen.
+    /// Per key id: (pairs, digest) so far, what the join function has seen (not Flink state).
     totals: HashMap<u64, (i64, i64)>,
-    pub counters: JoinCounters,
+    /// `events`, `emitted` (pairs), `dropped_late`.
+    pub counters: JobCounters,
+    /// Buckets removed by cleanup timers.
+    pub cleanups: u64,
 }
 
 impl<'a> IntervalJoin<'a> {
-    pub fn new(left: &'a ColumnFamily, right: &'a ColumnFamily, spec: &IntervalJoinSpec) -> Self {
+    pub fn new(
+        backend: &'a StateBackend,
+        workload: &Workload,
+        spec: &IntervalJoinSpec,
+    ) -> Result<Self, PipelineError> {
         let ns = |name: &str| {
             let mut out = Vec::new();
             keys::write_string(&mut out, name);
             out
         };
-        IntervalJoin {
-            left,
-            right,
+        Ok(IntervalJoin {
+            left: backend.cf(CF_LEFT_BUFFER)?,
+            right: backend.cf(CF_RIGHT_BUFFER)?,
             bounds: Bounds::new(spec),
+            key_size: workload.spec.keys.size,
             key: CompositeKey::default(),
             user: String::new(),
             value: Vec::new(),
             namespaces: [ns(NAMESPACE_LEFT), ns(NAMESPACE_RIGHT)],
             totals: HashMap::new(),
-            counters: JoinCounters::default(),
-        }
+            counters: JobCounters::default(),
+            cleanups: 0,
+        })
     }
 
     fn buffer(&self, side: Side) -> &'a ColumnFamily {
         match side {
             Side::Left => self.left,
             Side::Right => self.right,
-        }
-    }
-
-    fn namespace(&self, side: Side) -> &[u8] {
-        match side {
-            Side::Left => &self.namespaces[0],
-            Side::Right => &self.namespaces[1],
         }
     }
 }
@@ -323,44 +334,46 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
         self.counters.events += 1;
         let side = Side::of(event);
         let ts = event.event_time;
-        // isLate: `timestamp < internalTimerService.currentWatermark()`.
+        // isLate: `timestamp < internalTimerService.currentWatermark()`: dropped untouched.
         if ts < ctx.watermark {
-            self.counters.late += 1;
+            self.counters.dropped_late += 1;
             return Ok(());
         }
-        ctx.key_string(event, &mut self.user);
+        Generator::sized_key(event.user, self.key_size, &mut self.user);
         self.key.set_key(&self.user);
 
-        // addToBuffer: get, add, put.
+        // addToBuffer: `buffer.get(timestamp)`, the element added, `buffer.put(timestamp, ..)`.
         let ours = self.buffer(side);
         let bucket = self.key.with_long_user_key(ts);
         let old = ctx.state.get(ours, bucket, |v| Ok(v.to_vec()))?;
-        append_to_bucket(old.as_deref(), &mut self.value, &self.user, ts, event.value_size)?;
+        append_to_bucket(
+            old.as_deref(),
+            &mut self.value,
+            &self.user,
+            ts,
+            event.value_size,
+        )?;
         ctx.state.put(ours, bucket, &self.value)?;
 
-        // for (bucket : otherBuffer.entries()) ... collect(...)
+        // for (bucket : otherBuffer.entries()): skip buckets out of bounds, else collect() a
+        // pair with every element of the bucket.
         let bounds = self.bounds;
-        let prefix = self.key.prefix().to_vec();
+        let size = event.value_size;
         let (mut pairs, mut digest) = (0i64, 0i64);
-        for_each_map_entry(&mut ctx.state, self.buffer(other(side)), &prefix, |k, v| {
-            let other_ts = bucket_time(k, prefix.len())?;
+        let prefix_len = self.key.prefix().len();
+        let other_buffer = self.buffer(other(side));
+        for_each_map_entry(&mut ctx.state, other_buffer, self.key.prefix(), |k, v| {
+            let other_ts = bucket_time(k, prefix_len)?;
             if !bounds.joins(side, ts, other_ts) {
                 return Ok(());
             }
             for_each_element(v, |_, other_size| {
                 pairs += 1;
-                digest = digest.wrapping_add(pair_digest(
-                    side,
-                    ts,
-                    event.value_size,
-                    other_ts,
-                    other_size,
-                ));
-                Ok(())
+                digest = digest.wrapping_add(pair_digest(side, ts, size, other_ts, other_size));
             })
         })?;
         if pairs > 0 {
-            self.counters.pairs += pairs as u64;
+            self.counters.emitted += pairs as u64;
             let total = self.totals.entry(event.user).or_default();
             total.0 += pairs;
             total.1 = total.1.wrapping_add(digest);
@@ -369,10 +382,13 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
             ctx.sink.write(event.user, 1, d)?;
         }
 
-        // registerEventTimeTimer(CLEANUP_LEFT | CLEANUP_RIGHT, cleanupTime)
-        let cleanup = bounds.cleanup_time(side, ts);
-        let namespace = self.namespace(side).to_vec();
-        ctx.register_timer(&self.key, &namespace, cleanup)?;
+        // internalTimerService.registerEventTimeTimer(CLEANUP_LEFT | CLEANUP_RIGHT, cleanupTime)
+        let namespace = match side {
+            Side::Left => &self.namespaces[0],
+            Side::Right => &self.namespaces[1],
+        };
+        self.key.set_namespace(namespace);
+        ctx.register_timer(&self.key, bounds.cleanup_time(side, ts))?;
         Ok(())
     }
 
@@ -384,27 +400,25 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
             Side::Right
         } else {
             return Err(PipelineError::CorruptTimer(format!(
-                "interval-join timer with namespace {:02x?} (Flink: \"Invalid namespace\")",
-                timer.namespace
+                "interval-join timer of key '{}' with namespace {:02x?}: Flink's \"Invalid namespace\"",
+                timer.key, timer.namespace
             )));
         };
         self.key.set_key(&timer.key);
         let bucket = self.bounds.bucket_of_timer(side, timer.timestamp);
-        let k = self.key.with_long_user_key(bucket);
-        ctx.state.delete(self.buffer(side), k)?;
-        self.counters.cleanups += 1;
+        let buffer = self.buffer(side);
+        ctx.state
+            .delete(buffer, self.key.with_long_user_key(bucket))?;
+        self.cleanups += 1;
         Ok(())
     }
 
     fn counters(&self) -> JobCounters {
-        JobCounters {
-            events: self.counters.events,
-            ..JobCounters::default()
-        }
+        self.counters
     }
 
-    fn restore_counters(&mut self, c: JobCounters) {
-        self.counters.events = c.events;
+    fn restore_counters(&mut self, counters: JobCounters) {
+        self.counters = counters;
     }
 }
 
@@ -494,5 +508,23 @@ impl JoinTruth {
     /// Buckets buffered, both sides (for tests).
     pub fn buckets(&self) -> usize {
         self.buffers.values().map(BTreeMap::len).sum()
+    }
+}
+
+impl TruthModel for JoinTruth {
+    fn on_event(&mut self, event: &Event, _now: i64, truths: &mut Truths) {
+        if let Some((pairs, digest)) = self.element(event) {
+            truths.add(event.user, 0, pairs);
+            let sum = truths.get(event.user, 1).wrapping_add(digest);
+            truths.set(event.user, 1, sum);
+        }
+    }
+
+    fn on_watermark(&mut self, watermark: i64, _now: i64, _truths: &mut Truths) {
+        self.advance(watermark);
+    }
+
+    fn boxed_clone(&self) -> Box<dyn TruthModel> {
+        Box::new(self.clone())
     }
 }

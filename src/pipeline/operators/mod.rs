@@ -7,6 +7,7 @@
 
 mod context;
 pub mod frequency;
+pub mod interval_join;
 
 pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
@@ -164,6 +165,7 @@ pub trait KeyedOperator<'a> {
 pub fn layout(spec: &OperatorSpec) -> Layout {
     match spec {
         OperatorSpec::Frequency(f) => frequency::layout(f),
+        OperatorSpec::IntervalJoin(j) => interval_join::layout(j),
         // Kinds not built yet declare nothing: `build` refuses them.
         _ => Layout::default(),
     }
@@ -179,6 +181,9 @@ pub fn build<'a>(
         OperatorSpec::Frequency(_) => {
             Ok(Box::new(FrequencyJob::with_mode(backend, workload, mode)?))
         }
+        OperatorSpec::IntervalJoin(j) => Ok(Box::new(interval_join::IntervalJoin::new(
+            backend, workload, &j,
+        )?)),
         other => Err(PipelineError::NotBuilt(other.kind())),
     }
 }
@@ -190,6 +195,10 @@ pub fn oracle(workload: &Workload) -> Oracle {
             let windows: Vec<i64> = f.windows.iter().map(|w| w.0 as i64).collect();
             Oracle::new(&windows)
         }
+        OperatorSpec::IntervalJoin(j) => Oracle::with_model(
+            j.result_labels().len(),
+            Box::new(interval_join::JoinTruth::new(&j)),
+        ),
         other => Oracle::with_model(other.result_labels().len(), Box::new(Nothing)),
     }
 }
