@@ -528,3 +528,382 @@ impl TruthModel for JoinTruth {
         Box::new(self.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::AccessCounters;
+    use crate::config::Profile;
+    use crate::config::job::OperatorSpec;
+    use crate::pipeline::delivery::Delivery;
+    use crate::pipeline::oracle::Oracle;
+    use crate::pipeline::sink::MemorySink;
+    use crate::pipeline::watermark::WatermarkValve;
+
+    fn workload(job: &str) -> Workload {
+        let mut w = Workload::load("interval-join").unwrap();
+        w.spec.job = Some(serde_norway::from_str(job).unwrap());
+        w
+    }
+
+    fn join_spec(w: &Workload) -> IntervalJoinSpec {
+        match w.operator() {
+            OperatorSpec::IntervalJoin(j) => j,
+            other => panic!("not a join: {other:?}"),
+        }
+    }
+
+    /// An event of key `user-<user>` on `input` (its partition too: one partition per input).
+    fn event(user: u64, time: i64, value_size: u32, input: u8) -> Event {
+        Event {
+            user,
+            event_time: time,
+            partition: u32::from(input),
+            offset: 0,
+            append_time: time,
+            value_size,
+            input,
+        }
+    }
+
+    /// State calls of one step: (gets, puts, deletes, seeks, nexts).
+    type Calls = (u64, u64, u64, u64, u64);
+
+    fn calls(after: &AccessCounters, before: &AccessCounters) -> Calls {
+        (
+            after.gets - before.gets,
+            after.puts - before.puts,
+            after.deletes - before.deletes,
+            after.iterator_seeks - before.iterator_seeks,
+            after.iterator_nexts - before.iterator_nexts,
+        )
+    }
+
+    struct Outcome {
+        /// Per element ("L <user>@<time>"), then per forwarded watermark ("W <time>"), the
+        /// state calls it made.
+        steps: Vec<(String, Calls)>,
+        /// What the sink holds: (user, slot, value), sorted.
+        results: Vec<(u64, usize, i64)>,
+        /// The sink equals the oracle.
+        exact: bool,
+        counters: JobCounters,
+        /// RocksDB keys left in LEFT_BUFFER and RIGHT_BUFFER after the end of input.
+        keys_left: usize,
+        /// Buckets the model still holds after the end of input.
+        truth_buckets_left: usize,
+    }
+
+    struct Forward {
+        last: i64,
+        steps: Vec<(String, Calls)>,
+    }
+
+    impl Forward {
+        /// The engine's `emit_watermark`: forwards `wm` to the operator and the oracle if it moved.
+        fn watermark<'a>(
+            &mut self,
+            wm: i64,
+            ctx: &mut Context<'a>,
+            op: &mut (dyn KeyedOperator<'a> + 'a),
+            oracle: &mut Oracle,
+        ) {
+            if wm > self.last {
+                self.last = wm;
+                let before = ctx.state.counters;
+                ctx.advance_watermark(op, wm).unwrap();
+                self.steps
+                    .push((format!("W {wm}"), calls(&ctx.state.counters, &before)));
+                oracle.on_watermark(wm);
+            }
+        }
+    }
+
+    /// Runs `events` through the operator as the engine does (one partition per input, every
+    /// `every` events the minimum over the inputs' bounded out-of-orderness, forwarded when it
+    /// moved, then the end-of-input watermark), and through the oracle beside it.
+    fn run(w: &Workload, events: &[Event], every: usize) -> Outcome {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        let spec = w.operator();
+        let layout = super::super::layout(&spec);
+        let backend = StateBackend::open_for(dir.path(), &profile, &layout).unwrap();
+        let sink = Delivery::passthrough(Box::new(MemorySink::new(spec.result_labels())));
+        let mut ctx = Context::new(&backend, &layout, sink).unwrap();
+        let mut op = super::super::build(&backend, w, super::super::JobMode::Streaming).unwrap();
+        let mut oracle = super::super::oracle(w);
+        let ooo = w.spec.event_time.out_of_orderness.0 as i64;
+        let mut valve = WatermarkValve::new(2, ooo, None, 0);
+        let mut forward = Forward {
+            last: i64::MIN,
+            steps: Vec::new(),
+        };
+        for (i, e) in events.iter().enumerate() {
+            oracle.on_event(e, e.append_time);
+            let before = ctx.state.counters;
+            op.on_event(e, &mut ctx).unwrap();
+            let side = if e.input == 0 { 'L' } else { 'R' };
+            forward.steps.push((
+                format!("{side} {}@{}", e.user, e.event_time),
+                calls(&ctx.state.counters, &before),
+            ));
+            valve.on_record(usize::from(e.input), e.event_time, e.append_time);
+            if (i + 1) % every == 0 {
+                let wm = valve.advance(e.append_time);
+                forward.watermark(wm, &mut ctx, op.as_mut(), &mut oracle);
+            }
+        }
+        forward.watermark(i64::MAX, &mut ctx, op.as_mut(), &mut oracle);
+        ctx.flush_timers().unwrap();
+        let mut results = ctx.sink.sink_mut().read_all().unwrap();
+        results.sort();
+        let exact = oracle.compare(results.iter().copied()).is_exact();
+        let mut keys_left = 0;
+        for cf in [CF_LEFT_BUFFER, CF_RIGHT_BUFFER] {
+            ctx.state
+                .for_each(backend.cf(cf).unwrap(), |_, _| {
+                    keys_left += 1;
+                    Ok(())
+                })
+                .unwrap();
+        }
+        let mut truth = JoinTruth::new(&join_spec(w));
+        for e in events {
+            truth.element(e);
+        }
+        truth.advance(i64::MAX);
+        Outcome {
+            steps: forward.steps,
+            results,
+            exact,
+            counters: op.counters(),
+            keys_left,
+            truth_buckets_left: truth.buckets(),
+        }
+    }
+
+    /// The hand-made trace the Flink 1.20.1 job replayed (keys a = 0, b = 1; out-of-orderness
+    /// 1 s; a watermark every 3 events), its per-element RocksDB tickers and results recorded
+    /// there with per-element Statistics deltas.
+    fn hand_trace() -> Vec<Event> {
+        vec![
+            event(0, 10_000, 3, 0),
+            event(0, 12_000, 5, 1),
+            event(0, 10_000, 0, 0),
+            event(0, 9_000, 2, 1),
+            event(1, 50_000, 1, 1),
+            event(0, 30_000, 4, 0),
+            event(0, 16_000, 1, 1),
+        ]
+    }
+
+    fn hand_workload(
+        lower: i64,
+        upper: i64,
+        lower_inclusive: bool,
+        upper_inclusive: bool,
+    ) -> Workload {
+        let mut w = workload(&format!(
+            "kind: interval-join\nlower: {lower}\nupper: {upper}\nlower-inclusive: {lower_inclusive}\nupper-inclusive: {upper_inclusive}\n"
+        ));
+        w.spec.event_time.out_of_orderness = crate::config::Millis(1_000);
+        w
+    }
+
+    #[test]
+    fn every_element_does_flinks_rocksdb_calls() {
+        let out = run(&hand_workload(-5_000, 10_000, true, true), &hand_trace(), 3);
+        let steps: Vec<(&str, Calls)> = out.steps.iter().map(|(s, c)| (s.as_str(), *c)).collect();
+        // Flink: per element keys read (the bucket's get), keys written (its put), seeks and
+        // nexts of the other buffer's iteration; per watermark the buckets deleted.
+        assert_eq!(
+            steps,
+            [
+                ("L 0@10000", (1, 1, 0, 1, 0)), // an empty right buffer: one seek
+                ("R 0@12000", (1, 1, 0, 1, 1)),
+                ("L 0@10000", (1, 1, 0, 1, 1)), // the same bucket, read and rewritten
+                ("W 8999", (0, 0, 0, 0, 0)),    // min(left 10000, right 12000) - 1 s - 1
+                ("R 0@9000", (1, 1, 0, 1, 1)),  // not late: 9000 >= 8999
+                ("R 1@50000", (1, 1, 0, 1, 0)),
+                ("L 0@30000", (1, 1, 0, 1, 2)),
+                ("W 28999", (0, 0, 3, 0, 0)), // cleanups of L@10000, R@12000, R@9000
+                ("R 0@16000", (0, 0, 0, 0, 0)), // late: dropped untouched
+                ("W 9223372036854775807", (0, 0, 2, 0, 0)),
+            ]
+        );
+        // Flink's PairDigest for key a: 4 pairs, digest -455939824985087536.
+        assert_eq!(out.results, [(0, 0, 4), (0, 1, -455_939_824_985_087_536)]);
+        assert!(out.exact);
+        assert_eq!(out.counters.events, 7);
+        assert_eq!(out.counters.emitted, 4);
+        assert_eq!(out.counters.dropped_late, 1);
+        assert_eq!((out.keys_left, out.truth_buckets_left), (0, 0));
+    }
+
+    #[test]
+    fn bounds_and_their_inclusivity_are_flinks() {
+        // (lower, upper, lower inclusive, upper inclusive) -> key a's (pairs, digest) in Flink.
+        for (lower, upper, li, ui, expected) in [
+            // Only right elements after their left one join: R@12000 with both L@10000.
+            (
+                1_000,
+                3_000,
+                true,
+                true,
+                Some((2, -3_283_445_566_855_570_653)),
+            ),
+            // (12000, 13000]: R@12000 excluded.
+            (2_000, 3_000, false, true, None),
+            // Only right elements before: R@9000 with both L@10000 (R@12000 excluded).
+            (
+                -3_000,
+                2_000,
+                true,
+                false,
+                Some((2, 2_827_505_741_870_483_117)),
+            ),
+            (
+                -1_000,
+                -1_000,
+                true,
+                true,
+                Some((2, 2_827_505_741_870_483_117)),
+            ),
+            (0, 0, true, true, None),
+        ] {
+            let out = run(&hand_workload(lower, upper, li, ui), &hand_trace(), 3);
+            let got = match out.results.as_slice() {
+                [] => None,
+                [(0, 0, p), (0, 1, d)] => Some((*p, *d)),
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(got, expected, "bounds {lower}..{upper} ({li}, {ui})");
+            assert!(out.exact, "bounds {lower}..{upper}");
+            // The calls per element do not depend on the bounds: every bucket is visited.
+            let per_element: Vec<Calls> = out
+                .steps
+                .iter()
+                .filter(|(s, _)| !s.starts_with('W'))
+                .map(|(_, c)| *c)
+                .collect();
+            assert_eq!(per_element[5], (1, 1, 0, 1, 2));
+            assert_eq!(out.keys_left, 0);
+        }
+    }
+
+    #[test]
+    fn map_iteration_loads_batches_of_128_as_flinks_iterator() {
+        // Flink 1.20.1: 300 buckets -> 3 seeks, 302 nexts (128, 1 + 128, 1 + 44); exactly
+        // 128 -> 1 seek, 128 nexts (the batch meets the prefix's end); 127 -> 1 seek, 127.
+        let mut events = Vec::new();
+        for (user, buckets) in [(0u64, 300i64), (1, 128), (2, 127)] {
+            events.extend((1..=buckets).map(|i| event(user, i * 1_000, 1, 0)));
+            events.push(event(user, if user == 0 { 150_000 } else { 5_000 }, 2, 1));
+        }
+        let mut w = hand_workload(-5_000, 10_000, true, true);
+        w.spec.event_time.out_of_orderness = crate::config::Millis(1 << 40);
+        let out = run(&w, &events, 100_000);
+        let rights: Vec<(&str, Calls)> = out
+            .steps
+            .iter()
+            .filter(|(s, _)| s.starts_with('R'))
+            .map(|(s, c)| (s.as_str(), *c))
+            .collect();
+        assert_eq!(
+            rights,
+            [
+                ("R 0@150000", (1, 1, 0, 3, 302)),
+                ("R 1@5000", (1, 1, 0, 1, 128)),
+                ("R 2@5000", (1, 1, 0, 1, 127)),
+            ]
+        );
+        // Flink: k 16 pairs, m and n 10 each.
+        let pairs: Vec<(u64, i64)> = out
+            .results
+            .iter()
+            .filter(|r| r.1 == 0)
+            .map(|r| (r.0, r.2))
+            .collect();
+        assert_eq!(pairs, [(0, 16), (1, 10), (2, 10)]);
+        assert!(out.exact);
+        assert_eq!(out.keys_left, 0);
+    }
+
+    #[test]
+    fn oracle_equals_operator_on_generated_runs() {
+        for job in [
+            "kind: interval-join\nlower: -2m\nupper: 5m\n",
+            // Only later right elements join; exclusive bounds.
+            "kind: interval-join\nlower: 10s\nupper: 2m\nlower-inclusive: false\nupper-inclusive: false\n",
+            // Only earlier right elements join; few on the right.
+            "kind: interval-join\nlower: -3m\nupper: -1s\nright-share: 0.2\n",
+            "kind: interval-join\nlower: 0s\nupper: 0s\n",
+        ] {
+            let mut w = workload(job);
+            w.spec.events = 6_000;
+            w.spec.keys.count = 300;
+            w.spec.event_time.late_fraction = 0.01;
+            w.spec.partitions = 2;
+            let events: Vec<Event> = Generator::new(&w).take(6_000).collect();
+            let out = run(&w, &events, 64);
+            assert!(out.exact, "{job}");
+            assert!(out.counters.dropped_late > 0, "{job}: late elements");
+            assert_eq!(out.counters.events, 6_000);
+            if !job.contains("upper: 0s") {
+                assert!(
+                    out.counters.emitted > 100,
+                    "{job}: {} pairs",
+                    out.counters.emitted
+                );
+            }
+            // The end of input fires every cleanup timer: nothing stays buffered.
+            assert_eq!((out.keys_left, out.truth_buckets_left), (0, 0), "{job}");
+            let deletes: u64 = out.steps.iter().map(|(_, c)| c.2).sum();
+            assert!(deletes > 0);
+        }
+    }
+
+    #[test]
+    fn a_timer_of_another_namespace_is_an_error() {
+        let w = hand_workload(0, 1_000, true, true);
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        let spec = join_spec(&w);
+        let layout = layout(&spec);
+        let backend = StateBackend::open_for(dir.path(), &profile, &layout).unwrap();
+        let sink = Delivery::passthrough(Box::new(MemorySink::new(spec.result_labels())));
+        let mut ctx = Context::new(&backend, &layout, sink).unwrap();
+        let mut op = IntervalJoin::new(&backend, &w, &spec).unwrap();
+        let timer = Timer {
+            timestamp: 5,
+            key: "user-1".to_string(),
+            namespace: vec![keys::VOID_NAMESPACE],
+        };
+        let err = op.on_timer(&timer, &mut ctx).unwrap_err().to_string();
+        assert!(err.contains("Invalid namespace"), "{err}");
+    }
+
+    #[test]
+    fn buffer_values_have_flinks_layout() {
+        let mut v = Vec::new();
+        append_to_bucket(None, &mut v, "k", 7, 3).unwrap();
+        let entry = |size: u8| {
+            let mut e = vec![0, 2, b'k'];
+            e.extend_from_slice(&7i64.to_be_bytes());
+            e.extend_from_slice(&i32::from(size).to_be_bytes());
+            e.extend((0..u32::from(size)).map(|i| payload_byte(7, i)));
+            e
+        };
+        assert_eq!(v, [&[0, 0, 0, 0, 1][..], &entry(3)].concat());
+        let old = v.clone();
+        append_to_bucket(Some(&old), &mut v, "k", 7, 0).unwrap();
+        assert_eq!(v, [&[0, 0, 0, 0, 2][..], &entry(3), &entry(0)].concat());
+        let mut seen = Vec::new();
+        for_each_element(&v, |t, size| seen.push((t, size))).unwrap();
+        assert_eq!(seen, [(7, 3), (7, 0)]);
+        assert!(for_each_element(&v[..v.len() - 1], |_, _| {}).is_err());
+        assert!(append_to_bucket(Some(&[1]), &mut v, "k", 7, 0).is_err());
+        // Flink's payload byte: (byte) splitmix64(eventTime * 31 + i).
+        assert_eq!(payload_byte(7, 1), splitmix64(7 * 31 + 1) as u8);
+    }
+}

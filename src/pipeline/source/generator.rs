@@ -71,7 +71,7 @@ pub struct Generator {
     value_size: Option<(u32, u32)>,
     seed: u64,
     /// A join's two inputs (None: one input, every event on input 0).
-    inputs: Option<Inputs>,
+    inputs: Option<Box<Inputs>>,
 }
 
 /// The inputs of a join (`job.kind: interval-join`): each event's input is drawn from its own
@@ -84,7 +84,7 @@ struct Inputs {
 }
 
 impl Inputs {
-    fn new(workload: &Workload) -> Option<Inputs> {
+    fn new(workload: &Workload) -> Option<Box<Inputs>> {
         let spec = &workload.spec;
         let Some(OperatorSpec::IntervalJoin(join)) = &spec.job else {
             return None;
@@ -103,10 +103,10 @@ impl Inputs {
             }
         };
         let (left, right) = join.input_partitions(spec.partitions);
-        Some(Inputs {
+        Some(Box::new(Inputs {
             right_share: join.right_share,
             live: [live(left), live(right)],
-        })
+        }))
     }
 }
 
