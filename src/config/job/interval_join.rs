@@ -301,4 +301,48 @@ mod tests {
         let err = spec("lower: 0s\n").unwrap_err();
         assert!(err.contains("missing field `upper`"), "{err}");
     }
+
+    #[test]
+    fn a_workload_with_a_bad_join_names_the_file_and_the_field() {
+        let load = |job: &str, partitions: u32, idle: &str| {
+            let yaml = format!(
+                "keys: {{count: 10}}\npartitions: {partitions}\n{idle}event-time: {{span: 1h}}\nevents: 100\njob:\n{job}"
+            );
+            let spec: crate::config::workload::WorkloadSpec =
+                serde_norway::from_str(&yaml).unwrap();
+            crate::config::Workload::from_spec("join", "join.yaml", spec).map(|_| ())
+        };
+        let ok = "  kind: interval-join\n  lower: -5s\n  upper: 5s\n";
+        assert!(load(ok, 2, "").is_ok());
+        for (job, partitions, idle, needle) in [
+            (
+                "  kind: interval-join\n  lower: 10s\n  upper: 5s\n",
+                2,
+                "",
+                "job.lower (10s) must not exceed job.upper (5s)",
+            ),
+            (
+                "  kind: interval-join\n  lower: 0s\n  upper: 5s\n  right-share: 0\n",
+                2,
+                "",
+                "job.right-share (0) must be between 0 and 1",
+            ),
+            (
+                ok,
+                1,
+                "",
+                "'partitions' is 1 but an interval join needs at least 2",
+            ),
+            (
+                ok,
+                4,
+                "idle-partitions: [0, 1]\n",
+                "the left input of the interval join",
+            ),
+        ] {
+            let err = load(job, partitions, idle).unwrap_err().to_string();
+            assert!(err.contains("join.yaml"), "{err}");
+            assert!(err.contains(needle), "{err}");
+        }
+    }
 }
