@@ -344,16 +344,15 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
 
         // addToBuffer: `buffer.get(timestamp)`, the element added, `buffer.put(timestamp, ..)`.
         let ours = self.buffer(side);
+        let (value, user) = (&mut self.value, &self.user);
         let bucket = self.key.with_long_user_key(ts);
-        let old = ctx.state.get(ours, bucket, |v| Ok(v.to_vec()))?;
-        append_to_bucket(
-            old.as_deref(),
-            &mut self.value,
-            &self.user,
-            ts,
-            event.value_size,
-        )?;
-        ctx.state.put(ours, bucket, &self.value)?;
+        let found = ctx.state.get(ours, bucket, |old| {
+            append_to_bucket(Some(old), value, user, ts, event.value_size)
+        })?;
+        if found.is_none() {
+            append_to_bucket(None, value, user, ts, event.value_size)?;
+        }
+        ctx.state.put(ours, bucket, value)?;
 
         // for (bucket : otherBuffer.entries()): skip buckets out of bounds, else collect() a
         // pair with every element of the bucket.
