@@ -357,7 +357,6 @@ impl Workload {
             }
             spec.windows = f.windows.clone();
             spec.timer_state_ttl = f.timer_state_ttl;
-            spec.serializer = f.serializer;
             spec.job = None;
         }
         validate(&spec).map_err(|message| ConfigError::Invalid {
@@ -388,7 +387,6 @@ impl Workload {
             None => OperatorSpec::Frequency(FrequencySpec {
                 windows: self.spec.windows.clone(),
                 timer_state_ttl: self.spec.timer_state_ttl,
-                serializer: self.spec.serializer,
             }),
         }
     }
@@ -465,7 +463,6 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
             if let Err(e) = (FrequencySpec {
                 windows: spec.windows.clone(),
                 timer_state_ttl: spec.timer_state_ttl,
-                serializer: spec.serializer,
             })
             .validate()
             {
