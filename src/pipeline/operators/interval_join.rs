@@ -905,4 +905,37 @@ mod tests {
         // Flink's payload byte: (byte) splitmix64(eventTime * 31 + i).
         assert_eq!(payload_byte(7, 1), splitmix64(7 * 31 + 1) as u8);
     }
+
+    #[test]
+    fn random_join_specs_keep_the_oracle_exact() {
+        use rand::rngs::SmallRng;
+        use rand::{RngExt, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(19);
+        let mut runs = 0;
+        while runs < 8 {
+            let lower = rng.random_range(-180_000i64..=60_000);
+            let upper = lower + rng.random_range(0i64..=240_000);
+            let job = format!(
+                "kind: interval-join\nlower: {lower}\nupper: {upper}\nlower-inclusive: {}\nupper-inclusive: {}\nright-share: {:.2}\n",
+                rng.random::<bool>(),
+                rng.random::<bool>(),
+                rng.random_range(0.1..0.9),
+            );
+            let mut w = workload(&job);
+            if join_spec(&w).validate().is_err() {
+                continue;
+            }
+            w.spec.events = 3_000;
+            w.spec.keys.count = rng.random_range(20..400);
+            w.spec.partitions = rng.random_range(2..6);
+            w.spec.seed = rng.random();
+            w.spec.event_time.out_of_orderness = crate::config::Millis(rng.random_range(0..10_000));
+            w.spec.event_time.late_fraction = rng.random_range(0.0..0.03);
+            let events: Vec<Event> = Generator::new(&w).take(3_000).collect();
+            let out = run(&w, &events, 64);
+            assert!(out.exact, "{job} {:?}", w.spec.keys);
+            assert_eq!((out.keys_left, out.truth_buckets_left), (0, 0), "{job}");
+            runs += 1;
+        }
+    }
 }
