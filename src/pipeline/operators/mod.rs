@@ -155,6 +155,16 @@ pub trait KeyedOperator<'a> {
     /// Goes on from a checkpoint's counters.
     fn restore_counters(&mut self, counters: JobCounters);
 
+    /// Results the operator keeps outside Flink state, as (key, slot, value): running totals of
+    /// what it emitted (a join's pairs), which Flink would keep in the downstream operator's
+    /// checkpointed state. A checkpoint carries them; none by default.
+    fn results_snapshot(&self) -> Vec<(u64, usize, i64)> {
+        Vec::new()
+    }
+
+    /// Goes on from a checkpoint's [`KeyedOperator::results_snapshot`].
+    fn restore_results(&mut self, _results: &[(u64, usize, i64)]) {}
+
     /// The frequency counter, for its backfill's sync and its checks.
     fn as_frequency(&self) -> Option<&FrequencyJob<'a>> {
         None
