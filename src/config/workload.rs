@@ -41,6 +41,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "sliding-aggregate",
         include_str!("../../workloads/sliding-aggregate.yaml"),
     ),
+    (
+        "interval-join",
+        include_str!("../../workloads/interval-join.yaml"),
+    ),
 ];
 
 /// 2026-01-01T00:00:00Z, the default start of event time.
@@ -491,6 +495,11 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
                 ));
             }
             if let Err(e) = job.validate() {
+                problems.push(e);
+            }
+            if let OperatorSpec::IntervalJoin(join) = job
+                && let Err(e) = join.validate_partitions(spec.partitions, &spec.idle_partitions)
+            {
                 problems.push(e);
             }
             if spec.phases.is_some() {

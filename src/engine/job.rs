@@ -61,6 +61,8 @@ pub struct JobSpec {
 pub struct Resume {
     pub processed: u64,
     pub counters: JobCounters,
+    /// The operator's results kept outside its state, at the barrier.
+    pub results: Vec<(u64, usize, i64)>,
     /// Where the run's truth counts from (the first job's plan).
     pub truth_origin: Offsets,
 }
@@ -210,6 +212,7 @@ impl<'a> JobRunner<'a> {
         let processed = spec.resume.as_ref().map_or(0, |r| r.processed);
         if let Some(resume) = &spec.resume {
             job.restore_counters(resume.counters);
+            job.restore_results(&resume.results);
         }
         let (oracle, oracle_watermark) = match truth {
             Some(truth) => truth,
@@ -356,6 +359,7 @@ impl<'a> JobRunner<'a> {
             processed: self.processed,
             processing_time: self.consumer.now(),
             counters: self.job.counters(),
+            results: self.job.results_snapshot(),
             work: self.work(run),
         }
     }

@@ -296,6 +296,7 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             resume = Some(Resume {
                 processed: m.job.processed,
                 counters: m.job.counters,
+                results: m.job.results.clone(),
                 truth_origin: m.job.truth_start.clone(),
             });
         }
@@ -334,6 +335,7 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
                 resume.get_or_insert_with(|| Resume {
                     processed: 0,
                     counters: Default::default(),
+                    results: Vec::new(),
                     truth_origin: truth_origin.clone(),
                 });
                 sink = s.sink;

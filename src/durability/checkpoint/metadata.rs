@@ -27,6 +27,9 @@ pub struct JobMeta {
     /// Processing time at the barrier.
     pub processing_time: i64,
     pub counters: JobCounters,
+    /// The operator's results kept outside its state (`KeyedOperator::results_snapshot`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<(u64, usize, i64)>,
     /// The job's work up to the barrier, over every process it ran in.
     #[serde(default)]
     pub work: JobWork,

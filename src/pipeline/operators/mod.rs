@@ -9,6 +9,7 @@ pub mod aggregate;
 mod context;
 pub mod dedup;
 pub mod frequency;
+pub mod interval_join;
 pub mod process;
 mod process_truth;
 #[cfg(test)]
@@ -165,6 +166,16 @@ pub trait KeyedOperator<'a> {
     /// Goes on from a checkpoint's counters.
     fn restore_counters(&mut self, counters: JobCounters);
 
+    /// Results the operator keeps outside Flink state, as (key, slot, value): running totals of
+    /// what it emitted (a join's pairs), which Flink would keep in the downstream operator's
+    /// checkpointed state. A checkpoint carries them; none by default.
+    fn results_snapshot(&self) -> Vec<(u64, usize, i64)> {
+        Vec::new()
+    }
+
+    /// Goes on from a checkpoint's [`KeyedOperator::results_snapshot`].
+    fn restore_results(&mut self, _results: &[(u64, usize, i64)]) {}
+
     /// The frequency counter, for its backfill's sync and its checks.
     fn as_frequency(&self) -> Option<&FrequencyJob<'a>> {
         None
@@ -179,8 +190,7 @@ pub fn layout(spec: &OperatorSpec) -> Layout {
         OperatorSpec::Aggregate(a) => aggregate::layout(a),
         OperatorSpec::Process(p) => process::layout(p),
         OperatorSpec::Window(w) => window::layout(w),
-        // Kinds not built yet declare nothing: `build` refuses them.
-        _ => Layout::default(),
+        OperatorSpec::IntervalJoin(j) => interval_join::layout(j),
     }
 }
 
@@ -202,7 +212,9 @@ pub fn build<'a>(
         OperatorSpec::Window(w) => Ok(Box::new(window::WindowOperator::new(
             &w, backend, workload,
         )?)),
-        other => Err(PipelineError::NotBuilt(other.kind())),
+        OperatorSpec::IntervalJoin(j) => Ok(Box::new(interval_join::IntervalJoin::new(
+            backend, workload, &j,
+        )?)),
     }
 }
 
@@ -233,7 +245,10 @@ pub fn oracle(workload: &Workload) -> Oracle {
             // A spec that does not validate never runs.
             Err(_) => Oracle::with_model(w.result_labels().len(), Box::new(Nothing)),
         },
-        other => Oracle::with_model(other.result_labels().len(), Box::new(Nothing)),
+        OperatorSpec::IntervalJoin(j) => Oracle::with_model(
+            j.result_labels().len(),
+            Box::new(interval_join::JoinTruth::new(&j)),
+        ),
     }
 }
 
