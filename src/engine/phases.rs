@@ -361,6 +361,12 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             resume,
         };
         let mut job = JobRunner::new(&backend, run, log, spec, sink, truth)?;
+        if let (Some(dir), Some(_), Some(timers)) = (&from, metadata, &mut job.ctx.timers) {
+            // HEAP timers come back from the checkpoint's raw keyed state.
+            timers
+                .restore_raw_keyed_state(dir, &db_dir(data))
+                .map_err(EngineError::Restore)?;
+        }
         job.continue_from(attempts, replay_until);
         job.mark_progress(ProgressMark::create(data).map_err(|e| {
             EngineError::Restore(format!(
