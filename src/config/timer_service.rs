@@ -12,11 +12,11 @@ use super::profile::{KnobValue, Knobs};
 pub enum TimerFactory {
     /// Timers in RocksDB (`RocksDBPriorityQueueSetFactory`): a column family per queue, a
     /// cache of the smallest timers per key group. Flink's default since 1.10.
-    #[serde(rename = "ROCKSDB", alias = "rocksdb", alias = "RocksDB")]
+    #[serde(rename = "ROCKSDB", alias = "rocksdb")]
     RocksDb,
     /// Timers on the JVM heap (`HeapPriorityQueueSetFactory`): no RocksDB work at all for
     /// them; checkpoints write them as raw keyed state.
-    #[serde(rename = "HEAP", alias = "heap", alias = "Heap")]
+    #[serde(rename = "HEAP", alias = "heap")]
     Heap,
 }
 

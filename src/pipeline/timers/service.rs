@@ -14,8 +14,8 @@ use crate::pipeline::operators::{CfRole, Layout};
 
 /// An operator's event-time timers.
 pub enum TimerService<'a> {
-    RocksDb(RocksDbTimers<'a>),
-    Heap(HeapTimers),
+    RocksDb(Box<RocksDbTimers<'a>>),
+    Heap(Box<HeapTimers>),
 }
 
 /// The column families RocksDB gets for an operator with `layout`: with HEAP timers, Flink's
@@ -55,7 +55,9 @@ impl<'a> TimerService<'a> {
     ) -> Result<Self, PipelineError> {
         let (factory, cache_size) = backend.timer_settings();
         match factory {
-            TimerFactory::Heap => Ok(TimerService::Heap(HeapTimers::new(service_name(event_cf)))),
+            TimerFactory::Heap => Ok(TimerService::Heap(Box::new(HeapTimers::new(service_name(
+                event_cf,
+            ))))),
             TimerFactory::RocksDb => {
                 // Flink's timer service creates the processing-time queue first and, like the
                 // event-time one, loads the head of each of its key groups; no job here
@@ -63,11 +65,9 @@ impl<'a> TimerService<'a> {
                 if let Some(cf) = processing_cf {
                     RocksDbTimers::open_with_cache(backend.cf(cf)?, state, cache_size)?;
                 }
-                Ok(TimerService::RocksDb(RocksDbTimers::open_with_cache(
-                    backend.cf(event_cf)?,
-                    state,
-                    cache_size,
-                )?))
+                Ok(TimerService::RocksDb(Box::new(
+                    RocksDbTimers::open_with_cache(backend.cf(event_cf)?, state, cache_size)?,
+                )))
             }
         }
     }
