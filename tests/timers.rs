@@ -316,3 +316,43 @@ fn the_flink_export_writes_the_timer_keys_flink_reads_back() {
         assert_eq!(back.knobs, p.knobs, "{text}");
     }
 }
+
+#[test]
+fn a_restore_from_a_savepoint_of_heap_timers_is_exact() {
+    use statebench::engine::SavepointFormat;
+    for format in [SavepointFormat::Canonical, SavepointFormat::Native] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = profile(&[
+            ("timer-service.factory", "HEAP"),
+            ("execution.checkpointing.interval", "100ms"),
+            ("sink.delivery-guarantee", "EXACTLY_ONCE"),
+            ("sink.reader-isolation", "read_committed"),
+        ]);
+        let first = engine::run_to_completion(EngineConfig {
+            events: 12_000,
+            savepoints: vec![(8_000, format)],
+            ..EngineConfig::new(workload(300), p.clone(), dir.path())
+        })
+        .unwrap();
+        let c = first.checkpoints.unwrap();
+        let savepoint = std::path::PathBuf::from(&c.savepoints[0].path);
+        assert!(savepoint.join(RAW_KEYED_STATE).exists(), "{format:?}");
+        let second = run(
+            workload(300),
+            p,
+            dir.path(),
+            FailureSpec::default(),
+            Some(RestoreFrom::Dir(savepoint)),
+        );
+        assert!(
+            second.state_error.is_exact(),
+            "{format:?}: {:?}",
+            second.state_error
+        );
+        assert!(
+            second.result_error.is_exact(),
+            "{format:?}: {:?}",
+            second.result_error
+        );
+    }
+}

@@ -141,6 +141,14 @@ fn streaming(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutcome
                 "--record-ops records the frequency counter's state traffic only".to_string(),
             ));
         }
+        if run.live.profile().knobs.timer_service_factory
+            == crate::config::timer_service::TimerFactory::Heap
+        {
+            return Err(EngineError::Source(
+                "--record-ops records ROCKSDB timers; the profile has 'timer-service.factory: HEAP'"
+                    .to_string(),
+            ));
+        }
         job.ctx.state.record_to(OpRecorder::create(
             path,
             &backend,
