@@ -6,7 +6,6 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 use super::UsageError;
-use crate::backend::STATE_COLUMN_FAMILIES;
 use crate::config::Profile;
 use crate::engine::MetricsSnapshot;
 use crate::report::{self, Segment, Summary};
@@ -48,7 +47,7 @@ pub fn run(path: &Path, json: bool) -> anyhow::Result<()> {
             .with_context(|| format!("{at}: the summary"))?;
         let snapshots: Vec<MetricsSnapshot> = serde_json::from_value(segment["snapshots"].clone())
             .with_context(|| format!("{at}: the snapshots"))?;
-        let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+        let derived = profile.derived(summary.state_cf_count());
         let findings = Segment::advise(&profile, &derived, &summary, &snapshots);
         if !json {
             let label = segment["label"].as_str().unwrap_or(name);

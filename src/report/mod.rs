@@ -15,7 +15,6 @@ pub use render::{render_before_after, render_comparison, render_findings, render
 pub use summary::{CacheAccesses, HitRateSummary, Summary};
 
 use crate::advisor::{self, Finding};
-use crate::backend::STATE_COLUMN_FAMILIES;
 use crate::config::profile::Derived;
 use crate::config::{Profile, Workload};
 use crate::engine::{MetricsSnapshot, OptionChange, RunOutcome};
@@ -137,8 +136,8 @@ impl<'a> Report<'a> {
                 .iter()
                 .map(|s| {
                     let profile = &s.outcome.profile;
-                    let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
                     let summary = Summary::new(&s.outcome);
+                    let derived = profile.derived(summary.state_cf_count());
                     let findings =
                         Segment::advise(profile, &derived, &summary, &s.outcome.snapshots);
                     Segment {

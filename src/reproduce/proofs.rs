@@ -8,7 +8,6 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::advisor::Finding;
-use crate::backend::STATE_COLUMN_FAMILIES;
 use crate::config::units::human_bytes;
 use crate::config::workload::SerializerKind;
 use crate::config::{Profile, Workload};
@@ -193,7 +192,7 @@ pub fn measure(config: EngineConfig) -> anyhow::Result<(Summary, Vec<Finding>)> 
     let profile = config.profile.clone();
     let outcome = engine::run_to_completion(config).context("the run failed")?;
     let summary = Summary::new(&outcome);
-    let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+    let derived = profile.derived(summary.state_cf_count());
     let findings = Segment::advise(&profile, &derived, &summary, &outcome.snapshots);
     Ok((summary, findings))
 }

@@ -74,7 +74,6 @@ pub fn write_full(
         w.write_all(bytes).map_err(io)
     };
     put(&mut w, MAGIC)?;
-    // The job's column families (none for HEAP timers).
     for name in backend.column_families() {
         let cf = backend.cf(name)?;
         put(&mut w, &(name.len() as u32).to_le_bytes())?;
@@ -153,10 +152,12 @@ pub fn restore_full(backend: &StateBackend, from: &Path) -> Result<FullStats, Sn
         }
         let name = String::from_utf8(read_bytes(&mut r, name_len)?)
             .map_err(|_| corrupt("a column family name that is not UTF-8".to_string()))?;
-        let Some(cf_name) = backend.column_families().iter().find(|c| **c == name) else {
-            return Err(corrupt(format!("unknown column family '{name}'")));
-        };
-        let cf = backend.cf(cf_name)?;
+        if !backend.column_families().contains(&name) {
+            return Err(corrupt(format!(
+                "column family '{name}', which this job does not have"
+            )));
+        }
+        let cf = backend.cf(&name)?;
         stats.bytes += 4 + u64::from(name_len);
         let mut batch = WriteBatch::default();
         loop {
