@@ -214,3 +214,9 @@ fn kill_9_then_restore_latest_loses_nothing_and_counts_nothing_twice_changelog()
         "state.changelog.enabled: true\nstate.changelog.periodic-materialize.interval: 600ms\n",
     );
 }
+
+#[test]
+fn kill_9_then_restore_latest_loses_nothing_and_counts_nothing_twice_heap_timers() {
+    // The timers live on the heap and come back from the checkpoint's raw keyed state.
+    kill_then_restore("timer-service.factory: HEAP\nexecution.checkpointing.incremental: true\n");
+}

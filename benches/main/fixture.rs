@@ -12,7 +12,7 @@ use statebench::engine::WATERMARK_EVERY_EVENTS;
 use statebench::pipeline::operators::{self, Context, FrequencyJob, KeyedOperator};
 use statebench::pipeline::oracle::Oracle;
 use statebench::pipeline::source::{Event, Generator};
-use statebench::pipeline::timers::TimerService;
+use statebench::pipeline::timers::RocksDbTimers;
 use statebench::pipeline::watermark::BoundedOutOfOrderness;
 
 /// Sixteen window labels, by window index: the largest Decrement a job of 16 windows writes.
@@ -183,7 +183,7 @@ impl<'a> Pipeline<'a> {
 /// increasing timestamps, as the job registers them (`eventTime + window`).
 pub struct Timers<'a> {
     pub state: StateAccess<'a>,
-    pub service: TimerService<'a>,
+    pub service: RocksDbTimers<'a>,
     keys: Vec<CompositeKey>,
     next: usize,
     next_timestamp: i64,
@@ -193,7 +193,7 @@ impl<'a> Timers<'a> {
     pub fn new(backend: &'a StateBackend) -> Timers<'a> {
         let mut state = StateAccess::new(backend);
         let cf = backend.cf(CF_TIMERS).expect("timers column family");
-        let service = TimerService::open(cf, &mut state).expect("timer service");
+        let service = RocksDbTimers::open(cf, &mut state).expect("timer service");
         let users = workload(SerializerKind::Compact).spec.keys.count;
         let keys = (0..users)
             .map(|user| {

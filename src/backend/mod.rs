@@ -127,6 +127,8 @@ pub struct StateBackend {
     cf_names: Vec<String>,
     /// Of those, the ones that hold data (see `Layout::data_cfs`).
     data_cfs: Vec<String>,
+    /// `timer-service.factory` and `timer-service.cache-size`.
+    timers: (crate::config::timer_service::TimerFactory, usize),
 }
 
 fn compression(c: Compression) -> DBCompressionType {
@@ -224,6 +226,8 @@ impl StateBackend {
         layout: &crate::pipeline::operators::Layout,
     ) -> Result<StateBackend, BackendError> {
         use crate::pipeline::operators::CfRole;
+        // HEAP timers: no column families for the timer service.
+        let layout = &crate::pipeline::timers::rocksdb_layout(layout, &profile.knobs);
         let data_cfs = layout.data_cfs();
         let derived = profile.derived(data_cfs.len());
         let target = profile.target_options();
@@ -314,7 +318,16 @@ impl StateBackend {
             path: path.to_path_buf(),
             cf_names,
             data_cfs,
+            timers: (
+                k.timer_service_factory,
+                k.timer_service_cache_size.max(1) as usize,
+            ),
         })
+    }
+
+    /// The profile's timer service: its factory and (ROCKSDB) cache size per key group.
+    pub fn timer_settings(&self) -> (crate::config::timer_service::TimerFactory, usize) {
+        self.timers
     }
 
     /// The job's column families (not RocksDB's default one), in creation order.

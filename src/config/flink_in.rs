@@ -145,7 +145,7 @@ impl FlinkValue {
         }
     }
 
-    fn scalar(&self) -> Result<&str, String> {
+    pub(crate) fn scalar(&self) -> Result<&str, String> {
         match self {
             FlinkValue::Scalar(s) => Ok(s.trim()),
             FlinkValue::List(_) => Err(format!("a list '{}'", self.show())),

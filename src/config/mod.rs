@@ -9,6 +9,7 @@ pub mod flink_in;
 pub mod job;
 pub mod profile;
 pub mod target;
+pub mod timer_service;
 pub mod tm_memory;
 pub mod units;
 pub mod workload;

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 pub use super::derived::Derived;
 use super::flink_in::{self, FlinkImport, FlinkValue, FromFlink};
 use super::target::Target;
+use super::timer_service::TimerFactory;
 use super::units::{ByteSize, Millis};
 use super::{ConfigError, Origin, locate, parse_yaml};
 
@@ -454,6 +455,10 @@ knobs! {
     IoRateLimit io_rate_limit: ByteSize = ByteSize(0), "io.rate-limit-per-sec", None, Live::No;
     /// Stop automatic compactions: L0 grows without bound (RocksDB then skips the L0 and pending-bytes stall conditions): a live experiment.
     DisableAutoCompactions disable_auto_compactions: bool = false, "compaction.disable-auto-compactions", None, Live::ColumnFamily;
+    /// Where timers live: ROCKSDB (column families, a cache per key group) or HEAP (no RocksDB work; in checkpoints as raw keyed state).
+    TimerServiceFactory timer_service_factory: TimerFactory = TimerFactory::RocksDb, "timer-service.factory", Some("state.backend.rocksdb.timer-service.factory"), Live::No;
+    /// ROCKSDB timers: the smallest timers of each key group cached in memory (RocksDBCachingPriorityQueueSet).
+    TimerServiceCacheSize timer_service_cache_size: u32 = 128, "timer-service.cache-size", Some("state.backend.rocksdb.timer-service.cache-size"), Live::No;
     /// Time between two checkpoints (wall clock); 0 = checkpointing off, Flink's default (the key unset).
     CheckpointInterval checkpoint_interval: Millis = Millis(0), "execution.checkpointing.interval", Some("execution.checkpointing.interval"), Live::No;
     /// Least time from one checkpoint's end to the next one's start.
@@ -799,6 +804,7 @@ impl Profile {
                     .to_string(),
             );
         }
+        problems.extend(super::timer_service::validate(k));
         if k.sink_transaction_timeout.0 == 0 {
             problems.push("'sink.transaction-timeout' must be above 0".to_string());
         }

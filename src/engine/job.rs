@@ -383,6 +383,8 @@ impl<'a> JobRunner<'a> {
         let job = self.job_meta(run, offsets);
         let secs = run.clock.wall(barrier).as_secs_f64();
         let changes = self.ctx.state.take_changelog();
+        // HEAP timers: written as raw keyed state in the synchronous part, as Flink does.
+        let raw = self.ctx.timers.as_ref().and_then(|t| t.raw_keyed_state());
         let Some(checkpointer) = &mut self.checkpointer else {
             return Ok(());
         };
@@ -391,7 +393,7 @@ impl<'a> JobRunner<'a> {
         // next completed checkpoint commits it. A changelog checkpoint's failure may have lost
         // the changes it took: that one ends the run.
         let changelog = changes.is_some();
-        match checkpointer.trigger(job, changes, barrier, secs) {
+        match checkpointer.trigger(job, changes, raw.as_deref(), barrier, secs) {
             Ok(_) => {}
             Err(e) if !changelog => checkpointer.decline(id, secs, e.to_string()),
             Err(e) => return Err(PipelineError::from(e).into()),
@@ -523,9 +525,16 @@ impl<'a> JobRunner<'a> {
             })
             .unwrap_or_else(|| format!("sp-{}-{}", std::process::id(), format.name()));
         let scratch = root.join(format!(".{name}.local"));
-        let (kind, files) =
+        let (kind, mut files) =
             savepoint_files(self.backend, format == SavepointFormat::Canonical, &scratch)
                 .map_err(PipelineError::from)?;
+        if let Some(raw) = self.ctx.timers.as_ref().and_then(|t| t.raw_keyed_state()) {
+            files.push(
+                crate::pipeline::timers::raw::write_file(&scratch, &raw).map_err(|e| {
+                    EngineError::Restore(format!("cannot write the savepoint's heap timers: {e}"))
+                })?,
+            );
+        }
         let metadata = Metadata {
             id,
             kind,

@@ -141,6 +141,14 @@ fn streaming(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutcome
                 "--record-ops records the frequency counter's state traffic only".to_string(),
             ));
         }
+        if run.live.profile().knobs.timer_service_factory
+            == crate::config::timer_service::TimerFactory::Heap
+        {
+            return Err(EngineError::Source(
+                "--record-ops records ROCKSDB timers; the profile has 'timer-service.factory: HEAP'"
+                    .to_string(),
+            ));
+        }
         job.ctx.state.record_to(OpRecorder::create(
             path,
             &backend,
@@ -363,6 +371,12 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             resume,
         };
         let mut job = JobRunner::new(&backend, run, log, spec, sink, truth)?;
+        if let (Some(dir), Some(_), Some(timers)) = (&from, metadata, &mut job.ctx.timers) {
+            // HEAP timers come back from the checkpoint's raw keyed state.
+            timers
+                .restore_raw_keyed_state(dir, &db_dir(data))
+                .map_err(EngineError::Restore)?;
+        }
         job.continue_from(attempts, replay_until);
         job.mark_progress(ProgressMark::create(data).map_err(|e| {
             EngineError::Restore(format!(

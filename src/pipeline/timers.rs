@@ -15,7 +15,15 @@ use super::PipelineError;
 use crate::backend::StateAccess;
 use crate::backend::keys::{self, CompositeKey, MAX_PARALLELISM};
 
-/// Flink's `state.backend.rocksdb.timer-service.cache-size` default.
+pub mod heap;
+pub mod raw;
+mod service;
+
+pub use heap::HeapTimers;
+pub use service::{TimerService, rocksdb_layout};
+
+/// Flink's `state.backend.rocksdb.timer-service.cache-size` default (the profile's
+/// `timer-service.cache-size` sets it).
 pub const CACHE_SIZE: usize = 128;
 /// Flink's `RocksDBWriteBatchWrapper` default capacity (entries).
 pub const WRITE_BATCH_CAPACITY: usize = 500;
@@ -250,8 +258,12 @@ impl std::fmt::Debug for Heads {
     }
 }
 
-pub struct TimerService<'a> {
+/// ROCKSDB timers: Flink's `KeyGroupPartitionedPriorityQueue` of
+/// `RocksDBCachingPriorityQueueSet`s.
+pub struct RocksDbTimers<'a> {
     cf: &'a ColumnFamily,
+    /// Timers cached per key group (`timer-service.cache-size`).
+    cache_size: usize,
     queues: Vec<KeyGroupQueue>,
     /// The head timestamp of every non-empty key group.
     heads: Heads,
@@ -265,12 +277,23 @@ pub struct TimerService<'a> {
     pub fired: u64,
 }
 
-impl<'a> TimerService<'a> {
-    /// Opens the timer service on `cf`, loading the head of every key group from RocksDB (timers
-    /// left by an earlier run included), as Flink's queue does when it is first peeked.
+impl<'a> RocksDbTimers<'a> {
+    /// Opens the timer service on `cf` with Flink's default cache size.
     pub fn open(cf: &'a ColumnFamily, state: &mut StateAccess) -> Result<Self, PipelineError> {
-        let mut service = TimerService {
+        Self::open_with_cache(cf, state, CACHE_SIZE)
+    }
+
+    /// Opens the timer service on `cf`, caching `cache_size` timers per key group, loading the
+    /// head of every key group from RocksDB (timers left by an earlier run included), as
+    /// Flink's queue does when it is first peeked.
+    pub fn open_with_cache(
+        cf: &'a ColumnFamily,
+        state: &mut StateAccess,
+        cache_size: usize,
+    ) -> Result<Self, PipelineError> {
+        let mut service = RocksDbTimers {
             cf,
+            cache_size: cache_size.max(1),
             queues: (0..MAX_PARALLELISM)
                 .map(|_| KeyGroupQueue {
                     cache: SortedCache::default(),
@@ -330,7 +353,7 @@ impl<'a> TimerService<'a> {
         state.write_batch(std::mem::take(&mut self.batch))?;
         let q = &mut self.queues[usize::from(kg)];
         let mut short = None;
-        let more = state.scan_prefix(self.cf, &prefix, &seek_to, CACHE_SIZE, |key| {
+        let more = state.scan_prefix(self.cf, &prefix, &seek_to, self.cache_size, |key| {
             // Invariant for `keys::timer_timestamp` and friends: every cached key is long enough.
             if key.len() < keys::MIN_TIMER_KEY_LEN {
                 short.get_or_insert_with(|| key.to_vec());
@@ -373,7 +396,7 @@ impl<'a> TimerService<'a> {
         let mut bytes = std::mem::take(&mut self.scratch);
         key.write_timer_key(timestamp, &mut bytes);
         let q = &mut self.queues[usize::from(kg)];
-        let cache_full = q.cache.len() >= CACHE_SIZE;
+        let cache_full = q.cache.len() >= self.cache_size;
         let below_last = q
             .cache
             .last()
@@ -462,8 +485,8 @@ impl<'a> TimerService<'a> {
 }
 
 /// Deleting timers, as the window operator's triggers do.
-impl TimerService<'_> {
-    /// Deletes the event-time timer of `key`'s current key and namespace at `timestamp`, as
+impl RocksDbTimers<'_> {
+    /// Deletes the event-time timer of the current key in `namespace` at `timestamp`, as
     /// Flink's `RocksDBCachingPriorityQueueSet.remove` does: refill an empty cache first
     /// (`checkRefillCacheFromStore`); nothing when the key group then holds no timer at all;
     /// else a delete of the timer's key in the write batch, whether or not it exists, and out
@@ -472,6 +495,7 @@ impl TimerService<'_> {
         &mut self,
         state: &mut StateAccess,
         key: &CompositeKey,
+        namespace: &[u8],
         timestamp: i64,
     ) -> Result<bool, PipelineError> {
         let kg = key.key_group();
@@ -481,7 +505,7 @@ impl TimerService<'_> {
             return Ok(false);
         };
         let mut bytes = std::mem::take(&mut self.scratch);
-        key.write_timer_key(timestamp, &mut bytes);
+        write_timer_key_in(key, namespace, timestamp, &mut bytes);
         let written = self.batch_delete(state, &bytes);
         let q = &mut self.queues[usize::from(kg)];
         q.cache.remove(&CachedKey::new(&bytes));
@@ -501,6 +525,18 @@ impl TimerService<'_> {
     }
 }
 
+/// The timer key of `key`'s current key in `namespace` (not necessarily its current one).
+pub(crate) fn write_timer_key_in(
+    key: &CompositeKey,
+    namespace: &[u8],
+    timestamp: i64,
+    out: &mut Vec<u8>,
+) {
+    key.write_timer_key(timestamp, out);
+    out.truncate(out.len() - key.namespace().len());
+    out.extend_from_slice(namespace);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,7 +550,7 @@ mod tests {
         let profile = Profile::load("flink-default").unwrap();
         let backend = StateBackend::open(dir.path(), &profile).unwrap();
         let mut state = StateAccess::new(&backend);
-        let mut service = TimerService::open(backend.cf(CF_TIMERS).unwrap(), &mut state).unwrap();
+        let mut service = RocksDbTimers::open(backend.cf(CF_TIMERS).unwrap(), &mut state).unwrap();
         let mut key = CompositeKey::default();
         for (user, ts) in timers {
             key.set_key(user);
@@ -597,12 +633,13 @@ mod tests {
         let backend = StateBackend::open(dir.path(), &profile).unwrap();
         let mut state = StateAccess::new(&backend);
         let cf = backend.cf(CF_TIMERS).unwrap();
-        let mut service = TimerService::open(cf, &mut state).unwrap();
+        let mut service = RocksDbTimers::open(cf, &mut state).unwrap();
         let mut key = CompositeKey::default();
-        key.set_key_ns("user-1", &keys::time_window_namespace(0, 10));
+        let ns = keys::time_window_namespace(0, 10);
+        key.set_key_ns("user-1", &ns);
         let entries = |state: &StateAccess| state.counters.batch_entries;
         // A key group with no timer: nothing to delete, nothing written.
-        assert!(!service.remove(&mut state, &key, 9).unwrap());
+        assert!(!service.remove(&mut state, &key, &ns, 9).unwrap());
         service.flush(&mut state).unwrap();
         assert_eq!(entries(&state), 0);
         service.register(&mut state, &key, 9).unwrap();
@@ -610,14 +647,14 @@ mod tests {
         service.flush(&mut state).unwrap();
         assert_eq!(entries(&state), 2);
         // The head goes: a delete, and the head moves.
-        assert!(service.remove(&mut state, &key, 9).unwrap());
+        assert!(service.remove(&mut state, &key, &ns, 9).unwrap());
         // A timer that is not there, in a key group that has one: still a delete.
-        assert!(!service.remove(&mut state, &key, 9).unwrap());
+        assert!(!service.remove(&mut state, &key, &ns, 9).unwrap());
         service.flush(&mut state).unwrap();
         assert_eq!(entries(&state), 4);
         assert_eq!(service.next_timestamp(), Some(19));
         // The last one: the key group is empty and no timer fires.
-        assert!(service.remove(&mut state, &key, 19).unwrap());
+        assert!(service.remove(&mut state, &key, &ns, 19).unwrap());
         assert_eq!(service.next_timestamp(), None);
         assert!(service.poll_due(&mut state, i64::MAX).unwrap().is_none());
         service.flush(&mut state).unwrap();
@@ -640,14 +677,16 @@ mod tests {
         let backend = StateBackend::open(dir.path(), &profile).unwrap();
         let mut state = StateAccess::new(&backend);
         let cf = backend.cf(CF_TIMERS).unwrap();
-        let mut service = TimerService::open(cf, &mut state).unwrap();
+        let mut service = RocksDbTimers::open(cf, &mut state).unwrap();
         let mut key = CompositeKey::default();
         key.set_key("user-1");
         let n = 2 * CACHE_SIZE as i64;
         for ts in 0..n {
             service.register(&mut state, &key, ts).unwrap();
         }
-        service.remove(&mut state, &key, n - 1).unwrap();
+        service
+            .remove(&mut state, &key, &[keys::VOID_NAMESPACE], n - 1)
+            .unwrap();
         let mut fired = Vec::new();
         while let Some(t) = service.poll_due(&mut state, i64::MAX).unwrap() {
             fired.push(t.timestamp);
@@ -665,7 +704,7 @@ mod tests {
         let mut key = CompositeKey::default();
         let mut expected = Vec::new();
         {
-            let mut first = TimerService::open(cf, &mut state).unwrap();
+            let mut first = RocksDbTimers::open(cf, &mut state).unwrap();
             for user in 0..300 {
                 key.set_key(&format!("user-{user}"));
                 for ts in [10, 500 + user as i64] {
@@ -679,7 +718,7 @@ mod tests {
         }
         expected.retain(|(ts, _)| *ts > 10);
         expected.sort();
-        let mut second = TimerService::open(cf, &mut state).unwrap();
+        let mut second = RocksDbTimers::open(cf, &mut state).unwrap();
         let mut fired = Vec::new();
         while let Some(t) = second.poll_due(&mut state, i64::MAX).unwrap() {
             fired.push((t.timestamp, t.key));

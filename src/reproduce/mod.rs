@@ -2,6 +2,7 @@
 //! broken and a fixed configuration side by side; proofs (`proofs`) run a case study's "before"
 //! profile, ask the advisor, apply its recommendation and show the metric move.
 
+mod heap_timers;
 pub mod proofs;
 pub mod recovery;
 mod traps;

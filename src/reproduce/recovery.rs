@@ -38,6 +38,12 @@ pub const CASES: &[Case] = &[
         events: 200_000,
         run: native_savepoint_changelog,
     },
+    Case {
+        name: "heap-timers",
+        story: "the same job with ROCKSDB and HEAP timers: RocksDB operations per event, and what every checkpoint carries",
+        events: 60_000,
+        run: super::heap_timers::run,
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static Case> {

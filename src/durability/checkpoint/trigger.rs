@@ -18,12 +18,14 @@ use crate::config::profile::CheckpointKind;
 
 impl Checkpointer {
     /// The synchronous part of checkpoint `next_id()`, after the caller flushed its timers and
-    /// pre-committed its sink: takes the RocksDB snapshot (full) or native checkpoint
-    /// (incremental) and starts the upload. `barrier` is when the caller's part began.
+    /// pre-committed its sink: writes its raw keyed state (HEAP timers), takes the RocksDB
+    /// snapshot (full) or native checkpoint (incremental) and starts the upload. `barrier` is
+    /// when the caller's part began.
     pub fn trigger(
         &mut self,
         job: JobMeta,
         changes: Option<Vec<u8>>,
+        raw_keyed_state: Option<&[u8]>,
         barrier: Instant,
         run_secs: f64,
     ) -> Result<u64, CheckpointError> {
@@ -37,6 +39,7 @@ impl Checkpointer {
             ..CheckpointRecord::default()
         };
         let mut upload = self.store.begin(id)?;
+        crate::pipeline::timers::raw::put(&mut upload, raw_keyed_state)?;
         let cancel = Arc::new(AtomicBool::new(false));
         upload.cancel_with(Arc::clone(&cancel));
         let (tx, done) = mpsc::channel();

@@ -29,14 +29,14 @@ impl<'a> Context<'a> {
         sink: Delivery,
     ) -> Result<Self, PipelineError> {
         let mut state = StateAccess::new(backend);
-        // Flink's timer service creates the processing-time queue first and, like the
-        // event-time one, loads the head of each of its key groups; no job here registers
-        // processing-time timers, so the queue is not kept.
-        if let Some(cf) = layout.processing_timers() {
-            TimerService::open(backend.cf(cf)?, &mut state)?;
-        }
+        // ROCKSDB or HEAP timers, as the backend's profile says.
         let timers = match layout.event_timers() {
-            Some(cf) => Some(TimerService::open(backend.cf(cf)?, &mut state)?),
+            Some(cf) => Some(TimerService::open(
+                backend,
+                cf,
+                layout.processing_timers(),
+                &mut state,
+            )?),
             None => None,
         };
         Ok(Context {
@@ -78,7 +78,7 @@ impl<'a> Context<'a> {
     pub fn timer_counts(&self) -> (u64, u64) {
         self.timers
             .as_ref()
-            .map_or((0, 0), |t| (t.registered, t.fired))
+            .map_or((0, 0), |t| (t.registered(), t.fired()))
     }
 
     /// Fires every timer at or before `watermark` on `op`.

@@ -253,9 +253,10 @@ impl<'a> WindowOperator<'a> {
         timestamp: i64,
         ctx: &mut Context<'a>,
     ) -> Result<(), PipelineError> {
-        self.composite.set_namespace(&window.to_bytes());
+        let namespace = window.to_bytes();
+        self.composite.set_namespace(&namespace);
         let timers = ctx.timers.as_mut().ok_or(PipelineError::NoTimerService)?;
-        timers.remove(&mut ctx.state, &self.composite, timestamp)?;
+        timers.remove(&mut ctx.state, &self.composite, &namespace, timestamp)?;
         Ok(())
     }
 
