@@ -8,7 +8,7 @@ use statebench::config::workload::SerializerKind;
 use statebench::config::{Profile, Workload};
 use statebench::engine::WATERMARK_EVERY_EVENTS;
 use statebench::pipeline::delivery::Delivery;
-use statebench::pipeline::operator::{Context, FrequencyJob, Operator};
+use statebench::pipeline::operators::{self, Context, FrequencyJob, KeyedOperator};
 use statebench::pipeline::oracle::Oracle;
 use statebench::pipeline::sink::MemorySink;
 use statebench::pipeline::source::{Event, Generator};
@@ -138,7 +138,9 @@ pub struct Pipeline<'a> {
 impl<'a> Pipeline<'a> {
     pub fn new(backend: &'a StateBackend, workload: &Workload) -> Pipeline<'a> {
         let sink = Box::new(MemorySink::new(workload.window_labels()));
-        let ctx = Context::new(backend, Delivery::passthrough(sink)).expect("operator context");
+        let layout = operators::layout(&workload.operator());
+        let ctx =
+            Context::new(backend, &layout, Delivery::passthrough(sink)).expect("operator context");
         let job = FrequencyJob::new(backend, workload).expect("job");
         Pipeline {
             ctx,
@@ -260,7 +262,7 @@ impl OracleFeed {
 
     pub fn feed(&mut self, events: &[Event]) {
         for e in events {
-            self.oracle.on_event(e.user, e.event_time);
+            self.oracle.on_event(e, e.append_time);
             self.watermark.on_event(e.event_time);
             self.seen += 1;
             if self.seen.is_multiple_of(WATERMARK_EVERY_EVENTS) {

@@ -12,7 +12,15 @@ pub const MAX_PARALLELISM: u16 = 256;
 pub const KEY_GROUP_PREFIX_BYTES: usize = if MAX_PARALLELISM > 128 { 2 } else { 1 };
 
 /// Flink's `VoidNamespaceSerializer` writes a single zero byte.
-const VOID_NAMESPACE: u8 = 0;
+pub const VOID_NAMESPACE: u8 = 0;
+
+/// Flink's `TimeWindow.Serializer`: the window's start and end, 8 bytes big-endian each.
+pub fn time_window_namespace(start: i64, end: i64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&start.to_be_bytes());
+    out[8..].copy_from_slice(&end.to_be_bytes());
+    out
+}
 
 /// Java's `String.hashCode` over UTF-16 code units.
 fn java_string_hash(s: &str) -> i32 {
@@ -84,19 +92,53 @@ pub struct CompositeKey {
     key_group: u16,
     /// Serialized key alone, for the timer layout.
     key_bytes: Vec<u8>,
+    /// Serialized namespace (VoidNamespace: one zero byte).
+    namespace: Vec<u8>,
 }
 
 impl CompositeKey {
-    /// Sets the current key: `key-group | key | namespace`.
+    /// Sets the current key: `key-group | key | namespace`, with Flink's VoidNamespace.
     pub fn set_key(&mut self, key: &str) {
+        self.set_key_ns(key, &[VOID_NAMESPACE]);
+    }
+
+    /// Sets the current key and namespace (the namespace's serialized bytes, e.g.
+    /// [`time_window_namespace`]).
+    pub fn set_key_ns(&mut self, key: &str, namespace: &[u8]) {
         self.key_group = key_group(key);
         self.key_bytes.clear();
         write_string(&mut self.key_bytes, key);
+        self.set_namespace(namespace);
+    }
+
+    /// Keeps the current key and changes the namespace.
+    pub fn set_namespace(&mut self, namespace: &[u8]) {
+        self.namespace.clear();
+        self.namespace.extend_from_slice(namespace);
         self.buf.clear();
         write_key_group(&mut self.buf, self.key_group);
         self.buf.extend_from_slice(&self.key_bytes);
-        self.buf.push(VOID_NAMESPACE);
+        self.buf.extend_from_slice(namespace);
         self.prefix_len = self.buf.len();
+    }
+
+    /// `key-group | key | namespace`: a ValueState's (List, Reducing, Aggregating) whole key,
+    /// and the prefix every entry of a MapState of the current key and namespace starts with.
+    pub fn prefix(&mut self) -> &[u8] {
+        self.buf.truncate(self.prefix_len);
+        &self.buf
+    }
+
+    /// `key-group | key | namespace | user key` where the user key is already serialized.
+    pub fn with_user_key_bytes(&mut self, user_key: &[u8]) -> &[u8] {
+        self.buf.truncate(self.prefix_len);
+        self.buf.extend_from_slice(user_key);
+        &self.buf
+    }
+
+    /// The current namespace's bytes.
+    pub fn namespace(&self) -> &[u8] {
+        &self.namespace
     }
 
     pub fn key_group(&self) -> u16 {
@@ -117,9 +159,11 @@ impl CompositeKey {
         &self.buf
     }
 
-    /// The timer-service key for an event-time timer of the current key.
+    /// The timer-service key for an event-time timer of the current key and namespace.
     pub fn timer_key(&self, timestamp: i64) -> Vec<u8> {
-        let mut out = Vec::with_capacity(KEY_GROUP_PREFIX_BYTES + 8 + self.key_bytes.len() + 1);
+        let mut out = Vec::with_capacity(
+            KEY_GROUP_PREFIX_BYTES + 8 + self.key_bytes.len() + self.namespace.len(),
+        );
         self.write_timer_key(timestamp, &mut out);
         out
     }
@@ -130,7 +174,7 @@ impl CompositeKey {
         write_key_group(out, self.key_group);
         out.extend_from_slice(&flip_sign(timestamp).to_be_bytes());
         out.extend_from_slice(&self.key_bytes);
-        out.push(VOID_NAMESPACE);
+        out.extend_from_slice(&self.namespace);
     }
 }
 
@@ -159,8 +203,15 @@ pub fn timer_timestamp(timer_key: &[u8]) -> i64 {
 
 /// The serialized user key of a timer key (ASCII keys only, which the generator produces).
 pub fn timer_user_key(timer_key: &[u8]) -> Option<&str> {
-    let rest = timer_key.get(KEY_GROUP_PREFIX_BYTES + 8..timer_key.len().checked_sub(1)?)?;
-    read_ascii_string(rest).map(|(key, _)| key)
+    timer_key_and_namespace(timer_key).map(|(key, _)| key)
+}
+
+/// A timer key's user key and its namespace bytes (at least one).
+pub fn timer_key_and_namespace(timer_key: &[u8]) -> Option<(&str, &[u8])> {
+    let rest = timer_key.get(KEY_GROUP_PREFIX_BYTES + 8..)?;
+    let (key, used) = read_ascii_string(rest)?;
+    let namespace = rest.get(used..).filter(|ns| !ns.is_empty())?;
+    Some((key, namespace))
 }
 
 /// Reads a `StringValue`-serialized ASCII string; returns it and the bytes it used.

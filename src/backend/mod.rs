@@ -32,15 +32,39 @@ pub const CF_TIMERS: &str = "_timer_state/event_user-timers";
 /// Its processing-time timers: Flink creates the column family and scans its key-group heads
 /// when the timer service starts, though the reference job registers none.
 pub const CF_PROCESSING_TIMERS: &str = "_timer_state/processing_user-timers";
-/// Column families that hold state and share the WriteBufferManager.
+/// The frequency counter's column families that hold state and share the WriteBufferManager.
 pub const STATE_COLUMN_FAMILIES: [&str; 3] = [CF_WINDOW_STATS, CF_TIMER_STATE, CF_TIMERS];
-/// Every column family the job creates besides RocksDB's default one.
+/// Every column family the frequency counter creates besides RocksDB's default one.
 pub const ALL_COLUMN_FAMILIES: [&str; 4] = [
     CF_WINDOW_STATS,
     CF_TIMER_STATE,
     CF_TIMERS,
     CF_PROCESSING_TIMERS,
 ];
+/// The merge operator Flink sets on every column family (`RocksDBResourceContainer`) for its
+/// ListState: FRocksDB's `StringAppendTESTOperator`, which joins operands with ','.
+pub const MERGE_OPERATOR_NAME: &str = "stringappendtest";
+
+/// `StringAppendTESTOperator`'s full merge: the existing value and every operand, joined by ','.
+fn string_append(
+    _key: &[u8],
+    existing: Option<&[u8]>,
+    operands: &rocksdb::MergeOperands,
+) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(
+        existing.map_or(0, <[u8]>::len) + operands.iter().map(|o| o.len() + 1).sum::<usize>(),
+    );
+    if let Some(v) = existing {
+        out.extend_from_slice(v);
+    }
+    for op in operands {
+        if !out.is_empty() {
+            out.push(b',');
+        }
+        out.extend_from_slice(op);
+    }
+    Some(out)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
@@ -54,7 +78,7 @@ pub enum BackendError {
     )]
     InUse(PathBuf),
     #[error("column family '{0}' is missing")]
-    MissingColumnFamily(&'static str),
+    MissingColumnFamily(String),
     #[error("changelog segment is corrupt: {0}")]
     Changelog(String),
     #[error("{0}")]
@@ -99,6 +123,10 @@ pub struct StateBackend {
     write_opts: WriteOptions,
     read_opts: ReadOptions,
     path: PathBuf,
+    /// The job's column families (RocksDB's default one left out), in creation order.
+    cf_names: Vec<String>,
+    /// Of those, the ones that hold data (see `Layout::data_cfs`).
+    data_cfs: Vec<String>,
 }
 
 fn compression(c: Compression) -> DBCompressionType {
@@ -163,20 +191,42 @@ fn column_family_options(profile: &Profile, target: &TargetOptions) -> Options {
 }
 
 impl StateBackend {
-    /// Opens (creating if needed) the state backend at `path` with `profile`'s options and no
-    /// state TTL.
+    /// Opens (creating if needed) the frequency counter's state backend at `path` with
+    /// `profile`'s options and no state TTL.
     pub fn open(path: &Path, profile: &Profile) -> Result<StateBackend, BackendError> {
         Self::open_with_ttl(path, profile, None)
     }
 
-    /// Opens the state backend for a job whose timerState has a TTL of `state_ttl` ms
-    /// (processing time): with the target's TTL compaction filter, as Flink attaches it.
+    /// Opens the frequency counter's state backend for a job whose timerState has a TTL of
+    /// `state_ttl` ms (processing time): with the target's TTL compaction filter, as Flink
+    /// attaches it.
     pub fn open_with_ttl(
         path: &Path,
         profile: &Profile,
         state_ttl: Option<i64>,
     ) -> Result<StateBackend, BackendError> {
-        let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+        let spec = crate::config::job::frequency::FrequencySpec {
+            windows: Vec::new(),
+            timer_state_ttl: state_ttl.map(|t| crate::config::Millis(t.max(0) as u64)),
+            serializer: Default::default(),
+        };
+        Self::open_for(
+            path,
+            profile,
+            &crate::pipeline::operators::frequency::layout(&spec),
+        )
+    }
+
+    /// Opens (creating if needed) the state backend of an operator with `layout`'s column
+    /// families, each with `profile`'s options, as Flink's RocksDB backend creates them.
+    pub fn open_for(
+        path: &Path,
+        profile: &Profile,
+        layout: &crate::pipeline::operators::Layout,
+    ) -> Result<StateBackend, BackendError> {
+        use crate::pipeline::operators::CfRole;
+        let data_cfs = layout.data_cfs();
+        let derived = profile.derived(data_cfs.len());
         let target = profile.target_options();
         let k = &profile.knobs;
         let memory = SharedMemory::new(
@@ -188,11 +238,18 @@ impl StateBackend {
         let cf_options = |name: &str| -> Result<Options, BackendError> {
             let mut opts = column_family_options(profile, &target);
             memory.install_table(&mut opts, target.decouple_partitioned_filters)?;
-            if let Some(ttl) = state_ttl.filter(|_| target.ttl_compaction_filter)
-                && name == CF_TIMER_STATE
-            {
+            opts.set_merge_operator_associative(MERGE_OPERATOR_NAME, string_append);
+            let ttl = layout
+                .cfs
+                .iter()
+                .find(|c| c.name == name)
+                .and_then(|c| match c.role {
+                    CfRole::State { ttl, .. } => ttl,
+                    _ => None,
+                });
+            if let Some(ttl) = ttl.filter(|t| t.compaction_filter && target.ttl_compaction_filter) {
                 opts.set_compaction_filter_factory(ttl_filter::TtlFilterFactory::new(
-                    ttl,
+                    ttl.ttl_ms,
                     clock.clone(),
                 ));
             }
@@ -217,8 +274,9 @@ impl StateBackend {
         }
         opts.set_stats_dump_period_sec(0);
         // Flink gives every column family, the unused default one included, the same options.
+        let cf_names = layout.names();
         let descriptors = std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
-            .chain(ALL_COLUMN_FAMILIES)
+            .chain(cf_names.iter().map(String::as_str))
             .map(|name| Ok(ColumnFamilyDescriptor::new(name, cf_options(name)?)))
             .collect::<Result<Vec<_>, BackendError>>()?;
         let db = DB::open_cf_descriptors(&opts, path, descriptors).map_err(|e| {
@@ -233,10 +291,10 @@ impl StateBackend {
         if target.wbm_switches_pending_flush {
             // In creation order: the order RocksDB iterates column families in.
             let handles = std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
-                .chain(ALL_COLUMN_FAMILIES)
+                .chain(cf_names.iter().map(String::as_str))
                 .map(|name| {
                     db.cf_handle(name)
-                        .ok_or(BackendError::MissingColumnFamily(name))
+                        .ok_or_else(|| BackendError::MissingColumnFamily(name.to_string()))
                 })
                 .collect::<Result<Vec<_>, BackendError>>()?;
             memory.attach(&db, &handles)?;
@@ -253,7 +311,19 @@ impl StateBackend {
             write_opts,
             read_opts: ReadOptions::default(),
             path: path.to_path_buf(),
+            cf_names,
+            data_cfs,
         })
+    }
+
+    /// The job's column families (not RocksDB's default one), in creation order.
+    pub fn column_families(&self) -> &[String] {
+        &self.cf_names
+    }
+
+    /// The column families that hold data: states and event-time timers.
+    pub fn data_column_families(&self) -> &[String] {
+        &self.data_cfs
     }
 
     /// Tells the TTL compaction filter the job's processing time (ms).
@@ -294,18 +364,15 @@ impl StateBackend {
         &self.path
     }
 
-    pub fn cf(&self, name: &'static str) -> Result<&ColumnFamily, BackendError> {
+    pub fn cf(&self, name: &str) -> Result<&ColumnFamily, BackendError> {
         self.db
             .cf_handle(name)
-            .ok_or(BackendError::MissingColumnFamily(name))
+            .ok_or_else(|| BackendError::MissingColumnFamily(name.to_string()))
     }
 
     /// Bloom bits per key really in the SST files of `cf`: filter bytes * 8 / filter entries,
     /// from RocksDB's aggregated table properties. None without SST files or without a filter.
-    pub fn measured_bloom_bits_per_key(
-        &self,
-        cf: &'static str,
-    ) -> Result<Option<f64>, BackendError> {
+    pub fn measured_bloom_bits_per_key(&self, cf: &str) -> Result<Option<f64>, BackendError> {
         let text = self
             .db
             .property_value_cf(self.cf(cf)?, "rocksdb.aggregated-table-properties")?;
@@ -325,7 +392,8 @@ impl StateBackend {
                 found: None,
             }]);
         };
-        Ok(options_file::verify(profile, &file, &ALL_COLUMN_FAMILIES))
+        let names: Vec<&str> = self.cf_names.iter().map(String::as_str).collect();
+        Ok(options_file::verify(profile, &file, &names))
     }
 
     /// The newest OPTIONS file's name and contents.
@@ -364,7 +432,9 @@ impl StateBackend {
             return Err(BackendError::NotLive(knob.key().to_string()));
         }
         let settings: Vec<(&str, &str)> = options.iter().map(|(o, v)| (*o, v.as_str())).collect();
-        for cf in std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).chain(ALL_COLUMN_FAMILIES) {
+        for cf in std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+            .chain(self.cf_names.iter().map(String::as_str))
+        {
             let handle = self
                 .db
                 .cf_handle(cf)
@@ -374,7 +444,7 @@ impl StateBackend {
         let (file_name, file) = self
             .read_latest_options()?
             .ok_or_else(|| BackendError::Corrupt("no OPTIONS file after SetOptions".to_string()))?;
-        for cf in ALL_COLUMN_FAMILIES {
+        for cf in &self.cf_names {
             for (option, value) in &options {
                 let found = file.cf(cf, option);
                 if !found.is_some_and(|f| options_file::same_value(f, value)) {
@@ -395,7 +465,7 @@ impl StateBackend {
     /// split, as Flink would have sized them; returns the capacities RocksDB now reports, or
     /// an error when they are not what was asked.
     fn resize_memory(&self, profile: &Profile) -> Result<String, BackendError> {
-        let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+        let derived = profile.derived(self.data_cfs.len());
         self.memory.set_cache_capacity(derived.block_cache_capacity);
         self.memory
             .set_write_buffer_manager_capacity(derived.write_buffer_manager_capacity);
@@ -534,6 +604,10 @@ pub struct AccessCounters {
     /// Entries written through batches (puts + deletes).
     pub batch_entries: u64,
     pub iterator_seeks: u64,
+    /// Iterator steps after a seek (map iteration).
+    pub iterator_nexts: u64,
+    /// RocksDB merges (a ListState's appends).
+    pub merges: u64,
     /// Bytes of keys and values the job handed to RocksDB in puts.
     pub put_bytes: u64,
     /// Memtables switched before a write because FRocksDB 6.20's WriteBufferManager would
@@ -545,7 +619,7 @@ impl AccessCounters {
     /// The state operations a job issued: gets, puts, deletes and batched writes (what
     /// "RocksDB ops per event" counts).
     pub fn total(&self) -> u64 {
-        self.gets + self.puts + self.deletes + self.batch_entries
+        self.gets + self.puts + self.deletes + self.merges + self.batch_entries
     }
 
     /// Field by field sum: a restarted job's operations on top of its earlier attempts'.
@@ -558,6 +632,8 @@ impl AccessCounters {
             empty_batch_writes: self.empty_batch_writes + o.empty_batch_writes,
             batch_entries: self.batch_entries + o.batch_entries,
             iterator_seeks: self.iterator_seeks + o.iterator_seeks,
+            iterator_nexts: self.iterator_nexts + o.iterator_nexts,
+            merges: self.merges + o.merges,
             put_bytes: self.put_bytes + o.put_bytes,
             pending_flush_switches: self.pending_flush_switches + o.pending_flush_switches,
         }
@@ -679,6 +755,65 @@ impl<'a> StateAccess<'a> {
         self.latency.stop_sampled(latency::Op::Put, start);
         self.counters.deletes += 1;
         Ok(())
+    }
+
+    /// RocksDB merge of `value` into `key` (Flink's ListState `add`: the merge operator joins
+    /// the operands with ',' when the value is read).
+    pub fn merge(
+        &mut self,
+        cf: &ColumnFamily,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), BackendError> {
+        if let Some(log) = &mut self.changelog {
+            log.current.merge_cf(cf, key, value);
+        }
+        let start = self.latency.start_sampled();
+        self.before_write();
+        self.backend
+            .db
+            .merge_cf_opt(cf, key, value, &self.backend.write_opts)?;
+        self.latency.stop_sampled(latency::Op::Put, start);
+        self.counters.merges += 1;
+        self.counters.put_bytes += (key.len() + value.len()) as u64;
+        Ok(())
+    }
+
+    /// Iterates `cf` from `seek_to` (which starts with `prefix`) over the keys that start with
+    /// `prefix`, calling `each(key, value)` for up to `limit` of them; true when more follow.
+    /// One seek, then one next per entry, as a RocksDB iterator does (Flink's map iteration).
+    pub fn iterate_prefix(
+        &mut self,
+        cf: &ColumnFamily,
+        prefix: &[u8],
+        seek_to: &[u8],
+        limit: usize,
+        mut each: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
+    ) -> Result<bool, BackendError> {
+        self.counters.iterator_seeks += 1;
+        let mut iter = self
+            .backend
+            .db
+            .raw_iterator_cf_opt(cf, ReadOptions::default());
+        iter.seek(seek_to);
+        let mut seen = 0;
+        while iter.valid() {
+            let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
+                break;
+            };
+            if !key.starts_with(prefix) {
+                break;
+            }
+            if seen == limit {
+                return Ok(true);
+            }
+            each(key, value)?;
+            seen += 1;
+            iter.next();
+            self.counters.iterator_nexts += 1;
+        }
+        iter.status()?;
+        Ok(false)
     }
 
     /// Writes `batch`, even an empty one (Flink's batch wrapper does, and RocksDB counts it:

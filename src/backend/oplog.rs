@@ -71,7 +71,7 @@ impl OpRecorder {
             let cf = backend
                 .db()
                 .cf_handle(name)
-                .ok_or(BackendError::MissingColumnFamily(name))?;
+                .ok_or_else(|| BackendError::MissingColumnFamily(name.to_string()))?;
             handles.push((handle_id(cf), i as u8));
         }
         let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(io)?);

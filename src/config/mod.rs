@@ -6,6 +6,7 @@
 pub mod derived;
 pub mod flink;
 pub mod flink_in;
+pub mod job;
 pub mod profile;
 pub mod target;
 pub mod tm_memory;

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::job::OperatorSpec;
+use super::job::frequency::FrequencySpec;
 use super::units::Millis;
 use super::{ConfigError, locate, parse_yaml};
 
@@ -68,7 +70,37 @@ pub struct KeysSpec {
     /// Share of the traffic that goes to hot keys (distribution: hot-set), e.g. 0.9.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot_traffic: Option<f64>,
+    /// Bytes of every key string: `user-N` padded to this length (`user-000…042`). None: the
+    /// plain `user-N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u32>,
 }
+
+/// Bytes of an event's value: a fixed size or uniform between two sizes, drawn per event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ValueSize {
+    Fixed(u32),
+    #[serde(rename_all = "kebab-case")]
+    Uniform {
+        min: u32,
+        max: u32,
+    },
+}
+
+impl ValueSize {
+    pub fn bounds(&self) -> (u32, u32) {
+        match *self {
+            ValueSize::Fixed(n) => (n, n),
+            ValueSize::Uniform { min, max } => (min, max),
+        }
+    }
+}
+
+/// The largest value an event may carry.
+pub const MAX_VALUE_SIZE: u32 = 16 << 20;
+/// The largest key space.
+pub const MAX_KEYS: u64 = 1 << 32;
 
 fn uniform() -> Distribution {
     Distribution::Uniform
@@ -113,8 +145,17 @@ pub struct WorkloadSpec {
     #[serde(default)]
     pub rate: Rate,
     pub event_time: EventTimeSpec,
-    /// Sliding windows the job counts, e.g. `[1m, 5m, 10m, 30m]`.
+    /// The keyed operator the job runs (see `config::job`). None: the frequency counter of
+    /// `windows`, `timer-state-ttl` and `serializer` below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<OperatorSpec>,
+    /// Sliding windows the frequency counter keeps, e.g. `[1m, 5m, 10m, 30m]` (without `job:`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Millis>,
+    /// Bytes of each event's value (the record the operator keeps or aggregates). None: the
+    /// event carries no value (the frequency counter stores its own stats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_size: Option<ValueSize>,
     #[serde(default)]
     pub serializer: SerializerKind,
     /// Events in the run; also fixes how fast event time advances (span / events).
@@ -297,8 +338,24 @@ impl Workload {
     pub fn from_spec(
         name: &str,
         source: &str,
-        spec: WorkloadSpec,
+        mut spec: WorkloadSpec,
     ) -> Result<Workload, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            origin: source.to_string(),
+            message,
+        };
+        // `job: {kind: frequency, ...}` is the top-level form's other spelling: keep one.
+        if let Some(OperatorSpec::Frequency(f)) = &spec.job {
+            if !spec.windows.is_empty() || spec.timer_state_ttl.is_some() {
+                return Err(invalid(
+                    "'windows' and 'timer-state-ttl' are given both at the top level and in 'job:'; keep them in 'job:' only".to_string(),
+                ));
+            }
+            spec.windows = f.windows.clone();
+            spec.timer_state_ttl = f.timer_state_ttl;
+            spec.serializer = f.serializer;
+            spec.job = None;
+        }
         validate(&spec).map_err(|message| ConfigError::Invalid {
             origin: source.to_string(),
             message,
@@ -319,6 +376,29 @@ impl Workload {
         window.to_string()
     }
 
+    /// The keyed operator the job runs: the `job:` section, or the frequency counter of the
+    /// top-level `windows`.
+    pub fn operator(&self) -> OperatorSpec {
+        match &self.spec.job {
+            Some(job) => job.clone(),
+            None => OperatorSpec::Frequency(FrequencySpec {
+                windows: self.spec.windows.clone(),
+                timer_state_ttl: self.spec.timer_state_ttl,
+                serializer: self.spec.serializer,
+            }),
+        }
+    }
+
+    /// Whether the job is the frequency counter (the only kind with backfill phases).
+    pub fn is_frequency(&self) -> bool {
+        self.spec.job.is_none()
+    }
+
+    /// The job's result slots (the serving store's `<key>:<label>`), in order.
+    pub fn result_labels(&self) -> Vec<String> {
+        self.operator().result_labels()
+    }
+
     /// The label of every window, in the workload's order (the MapState's user keys).
     pub fn window_labels(&self) -> Vec<String> {
         self.spec
@@ -332,9 +412,9 @@ impl Workload {
 fn validate(spec: &WorkloadSpec) -> Result<(), String> {
     let mut problems = Vec::new();
     let keys = &spec.keys;
-    if keys.count == 0 || keys.count > 100_000_000 {
+    if keys.count == 0 || keys.count > MAX_KEYS {
         problems.push(format!(
-            "'keys.count' is {} but must be between 1 and 100000000",
+            "'keys.count' is {} but must be between 1 and {MAX_KEYS} (2^32)",
             keys.count
         ));
     }
@@ -376,20 +456,57 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
             spec.partitions
         ));
     }
-    if spec.windows.is_empty() || spec.windows.len() > 16 {
-        problems.push(format!(
-            "'windows' has {} entries but needs 1 to 16",
-            spec.windows.len()
-        ));
+    match &spec.job {
+        None => {
+            if let Err(e) = (FrequencySpec {
+                windows: spec.windows.clone(),
+                timer_state_ttl: spec.timer_state_ttl,
+                serializer: spec.serializer,
+            })
+            .validate()
+            {
+                problems.push(e);
+            }
+        }
+        Some(job) => {
+            if !spec.windows.is_empty() || spec.timer_state_ttl.is_some() {
+                problems.push(format!(
+                    "'windows' and 'timer-state-ttl' belong to the frequency counter; with 'job: {{kind: {}}}' leave them out",
+                    job.kind()
+                ));
+            }
+            if let Err(e) = job.validate() {
+                problems.push(e);
+            }
+            if spec.phases.is_some() {
+                problems.push(format!(
+                    "'phases' (backfill then catch-up) runs the frequency counter only, not 'job: {{kind: {}}}'",
+                    job.kind()
+                ));
+            }
+        }
     }
-    if spec.windows.iter().any(|w| w.0 == 0) {
-        problems.push("'windows' contains a zero-length window".to_string());
+    if let Some(size) = spec.value_size {
+        let (min, max) = size.bounds();
+        if min > max {
+            problems.push(format!(
+                "'value-size.min' ({min}) must not exceed 'value-size.max' ({max})"
+            ));
+        }
+        if max > MAX_VALUE_SIZE {
+            problems.push(format!(
+                "'value-size' ({max} bytes) must be at most {MAX_VALUE_SIZE} (16 MiB)"
+            ));
+        }
     }
-    let mut sorted = spec.windows.clone();
-    sorted.sort();
-    sorted.dedup();
-    if sorted.len() != spec.windows.len() {
-        problems.push("'windows' contains the same window twice".to_string());
+    if let Some(size) = keys.size {
+        let needed = format!("user-{}", keys.count.saturating_sub(1)).len() as u32;
+        if size < needed || size > 1024 {
+            problems.push(format!(
+                "'keys.size' is {size} but must be between {needed} (the longest key, 'user-{}') and 1024",
+                keys.count.saturating_sub(1)
+            ));
+        }
     }
     if keys.distribution == Distribution::HotSet && keys.count < 2 {
         problems.push(

@@ -30,7 +30,7 @@ use crate::pipeline::checkpoint::{
     Checkpointer, Completion, JobMeta, JobWork, Metadata, savepoint_files,
 };
 use crate::pipeline::delivery::{Delivery, origin};
-use crate::pipeline::operator::{Context, FrequencyJob, JobCounters, JobMode, Operator};
+use crate::pipeline::operators::{self, Context, JobCounters, JobMode, KeyedOperator};
 use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::{Count, SinkCounters};
 use crate::pipeline::source::{Consumer, Log, Offsets, ReadPlan};
@@ -131,7 +131,7 @@ pub struct JobRunner<'a> {
     pub phase: Phase,
     perf: Option<PerfCounters>,
     pub ctx: Context<'a>,
-    pub job: FrequencyJob<'a>,
+    pub job: Box<dyn KeyedOperator<'a> + 'a>,
     pub consumer: Consumer,
     watermark: WatermarkValve,
     pub oracle: OracleThread,
@@ -202,19 +202,19 @@ impl<'a> JobRunner<'a> {
             workload.spec.idleness.map(|i| i.0 as i64),
             consumer.now(),
         );
-        let windows: Vec<i64> = workload.spec.windows.iter().map(|w| w.0 as i64).collect();
         let sink_base = sink.sink().counters();
-        let mut ctx = Context::new(backend, sink)?;
+        let layout = operators::layout(&workload.operator());
+        let mut ctx = Context::new(backend, &layout, sink)?;
         ctx.set_now(consumer.now());
-        let mut job = FrequencyJob::with_mode(backend, workload, spec.mode)?;
+        let mut job = operators::build(backend, workload, spec.mode)?;
         let processed = spec.resume.as_ref().map_or(0, |r| r.processed);
         if let Some(resume) = &spec.resume {
-            job.counters = resume.counters;
+            job.restore_counters(resume.counters);
         }
         let (oracle, oracle_watermark) = match truth {
             Some(truth) => truth,
             None => (
-                OracleThread::start(&windows).map_err(EngineError::Spawn)?,
+                OracleThread::start(operators::oracle(workload)).map_err(EngineError::Spawn)?,
                 i64::MIN,
             ),
         };
@@ -355,7 +355,7 @@ impl<'a> JobRunner<'a> {
             truth_start: self.truth_origin.clone(),
             processed: self.processed,
             processing_time: self.consumer.now(),
-            counters: self.job.counters,
+            counters: self.job.counters(),
             work: self.work(run),
         }
     }
@@ -366,7 +366,7 @@ impl<'a> JobRunner<'a> {
         let Some(id) = self.checkpointer.as_ref().map(Checkpointer::next_id) else {
             return Ok(());
         };
-        self.ctx.timers.flush(&mut self.ctx.state)?;
+        self.ctx.flush_timers()?;
         self.ctx
             .sink
             .pre_commit(id, Self::clock_ms(run))
@@ -481,7 +481,7 @@ impl<'a> JobRunner<'a> {
     /// checkpoint (or a restore from the savepoint) commits.
     fn savepoint(&mut self, run: &Run, format: SavepointFormat) -> Result<(), EngineError> {
         let began = Instant::now();
-        self.ctx.timers.flush(&mut self.ctx.state)?;
+        self.ctx.flush_timers()?;
         let id = match &mut self.checkpointer {
             Some(c) => c.take_id(),
             None => 0,
@@ -582,9 +582,13 @@ impl<'a> JobRunner<'a> {
         let oracle = &mut self.oracle;
         // The truth sees the records the job reads, and those it wrongly skips.
         let mut gone = Ok(());
+        // The processing time the operator sees for a record (the consumer's clock moves to
+        // each record's write time), for the truth of state TTL.
+        let mut now = self.consumer.now();
         let next = self.consumer.next(|e| {
+            now = now.max(e.append_time);
             if checked && gone.is_ok() {
-                gone = oracle.on_event(e.user, e.event_time);
+                gone = oracle.on_event(e, now);
             }
         });
         gone?;
@@ -622,7 +626,7 @@ impl<'a> JobRunner<'a> {
     fn emit_watermark(&mut self, wm: i64) -> Result<(), EngineError> {
         if wm > self.forwarded {
             self.forwarded = wm;
-            self.ctx.advance_watermark(&mut self.job, wm)?;
+            self.ctx.advance_watermark(self.job.as_mut(), wm)?;
             // A restored job's watermark climbs again from the start: the truth has seen it.
             if self.checked() && wm > self.oracle_watermark {
                 self.oracle_watermark = wm;
@@ -681,7 +685,7 @@ impl<'a> JobRunner<'a> {
     pub fn publish(&mut self, run: &mut Run, state: RunState, result_error: Option<ResultError>) {
         let now = Instant::now();
         let perf = self.perf.as_ref().map(|p| p.read()).unwrap_or_default();
-        let events = self.job.counters.events;
+        let events = self.job.counters().events;
         let records = self.records_read();
         let records_replayed = self.records_replayed();
         let ops = self.ops();
@@ -708,13 +712,13 @@ impl<'a> JobRunner<'a> {
             watermark_lag_ms: wm.max_event_time().saturating_sub(wm.emitted()),
             idle_partitions: wm.idle_partitions() as u32,
             dropped_final_watermarks: wm.dropped_final_watermarks,
-            timers_registered: ctx.timers.registered,
-            next_timer: ctx.timers.next_timestamp(),
+            timers_registered: ctx.timer_counts().0,
+            next_timer: ctx.timers.as_ref().and_then(|t| t.next_timestamp()),
             late_events: self.late_events,
             sink: ctx.sink.sink().counters().since(&self.sink_base),
             result_error,
-            timers_fired: ctx.timers.fired,
-            job: self.job.counters,
+            timers_fired: ctx.timer_counts().1,
+            job: self.job.counters(),
             checkpoints,
         };
         let cpu = sampler.take_cpu(state != RunState::Paused);
@@ -945,7 +949,7 @@ impl<'a> JobRunner<'a> {
         ) {
             self.end_bounded_source(delay)?;
         }
-        self.ctx.timers.flush(&mut self.ctx.state)?;
+        self.ctx.flush_timers()?;
         self.ctx.sink.flush().map_err(PipelineError::from)?;
         self.ctx.state.mark(Mark::End)?;
         if let Some(mark) = &self.progress {

@@ -17,8 +17,8 @@ use super::snapshot::{
     CheckpointOutcome, JobSource, MetricsSnapshot, Phase, RestoreRecord, RunOutcome, RunState,
 };
 use super::{EngineCommand, EngineConfig, EngineError, RestoreFrom, SinkConfig};
+use crate::backend::StateBackend;
 use crate::backend::oplog::OpRecorder;
-use crate::backend::{CF_TIMER_STATE, CF_WINDOW_STATS, StateBackend};
 use crate::config::Workload;
 use crate::config::profile::{DeliveryGuarantee, IsolationLevel, KnobValue, Knobs};
 use crate::config::workload::{CatchUpState, OffsetReset, PhasesSpec, StartingOffsets};
@@ -27,7 +27,7 @@ use crate::pipeline::checkpoint::snapshot::restore_full;
 use crate::pipeline::checkpoint::store::{CheckpointStore, StoreConfig};
 use crate::pipeline::checkpoint::{CheckpointConfig, Checkpointer, Metadata, prepare_restore};
 use crate::pipeline::delivery::{Delivery, DeliveryConfig, Guarantee, Isolation};
-use crate::pipeline::operator::JobMode;
+use crate::pipeline::operators::{self, JobMode};
 use crate::pipeline::sink::{RedisSink, Sink, ThreadedMemorySink};
 use crate::pipeline::source::{Log, OffsetStore, ReadPlan, resolve_start};
 
@@ -101,7 +101,7 @@ pub fn run(
 }
 
 fn open_sink(config: &EngineConfig) -> Result<Box<dyn Sink>, EngineError> {
-    let labels = config.workload.window_labels();
+    let labels = config.workload.result_labels();
     Ok(match &config.sink {
         SinkConfig::Memory => {
             Box::new(ThreadedMemorySink::start(labels).map_err(EngineError::Spawn)?)
@@ -113,10 +113,10 @@ fn open_sink(config: &EngineConfig) -> Result<Box<dyn Sink>, EngineError> {
 }
 
 fn open_backend(run: &Run, dir: &std::path::Path) -> Result<StateBackend, EngineError> {
-    Ok(StateBackend::open_with_ttl(
+    Ok(StateBackend::open_for(
         dir,
         run.live.profile(),
-        state_ttl(&run.config.workload),
+        &operators::layout(&run.config.workload.operator()),
     )?)
 }
 
@@ -136,6 +136,11 @@ fn streaming(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutcome
     let mut job = JobRunner::new(&backend, run, log, spec, sink, None)?;
     job.savepoint_store = Some(checkpoint_dir(&run.config.data_dir));
     if let Some(path) = &run.config.record_ops {
+        if !run.config.workload.is_frequency() {
+            return Err(EngineError::Source(
+                "--record-ops records the frequency counter's state traffic only".to_string(),
+            ));
+        }
         job.ctx.state.record_to(OpRecorder::create(
             path,
             &backend,
@@ -488,7 +493,12 @@ fn backfill_then_catch_up(
     }
     // Sync the serving store once, commit the end offsets (the bounded job's final
     // checkpoint), finish.
-    backfill.job.sync_to_sink(&mut backfill.ctx)?;
+    let Some(counter) = backfill.job.as_frequency() else {
+        return Err(EngineError::Source(
+            "phases run the frequency counter only".to_string(),
+        ));
+    };
+    counter.sync_to_sink(&mut backfill.ctx)?;
     run.broker
         .commit(&phases.backfill_group, backfill.consumer.position().clone())
         .map_err(EngineError::Broker)?;
@@ -593,7 +603,12 @@ fn finish(
         None
     };
     job.publish(run, RunState::Finished, Some(result_error));
-    let final_state = job.job.state_counts(&mut job.ctx.state)?;
+    // The frequency counter's state holds its results (a scan checks them); another kind's
+    // results are what it emitted.
+    let final_state = match job.job.as_frequency() {
+        Some(counter) => counter.state_counts(&mut job.ctx.state)?,
+        None => job.read_results()?,
+    };
     job.ctx.state.finish_recording()?;
     let state_error = job.oracle.compare(final_state.clone())?;
     // RocksDB's newest OPTIONS file against the profile as it stands, live changes included.
@@ -631,7 +646,7 @@ fn finish(
 
 /// True when no column family that holds job state has a key yet.
 fn state_is_empty(backend: &StateBackend) -> bool {
-    [CF_WINDOW_STATS, CF_TIMER_STATE].iter().all(|cf| {
+    backend.data_column_families().iter().all(|cf| {
         backend
             .cf(cf)
             .ok()

@@ -10,7 +10,7 @@ use crate::config::Profile;
 use crate::config::workload::SerializerKind;
 use crate::pipeline::checkpoint::{ChangelogStatus, CheckpointRecord, JobWork};
 use crate::pipeline::delivery::DeliveryCounters;
-use crate::pipeline::operator::JobCounters;
+use crate::pipeline::operators::JobCounters;
 use crate::pipeline::oracle::ResultError;
 use crate::pipeline::sink::SinkCounters;
 use crate::pipeline::source::Offsets;

@@ -4,6 +4,7 @@
 
 use crate::pipeline::oracle::{Oracle, ResultError};
 use crate::pipeline::sink::Count;
+use crate::pipeline::source::Event;
 use crate::pipeline::worker::{Worker, WorkerGone};
 
 /// Notes per batch sent to the oracle's thread: 4,096 of 24 bytes, under glibc's 128 KiB mmap
@@ -16,7 +17,7 @@ const IN_FLIGHT: usize = 8;
 /// What the job tells the oracle, in the order the job saw it.
 #[derive(Debug, Clone, Copy)]
 enum Note {
-    Event { user: u64, time: i64 },
+    Event { event: Event, now: i64 },
     Watermark(i64),
 }
 
@@ -40,7 +41,7 @@ fn handle(oracle: &mut Oracle, request: Request) -> Option<Option<ResultError>> 
         Request::Notes(notes) => {
             for note in notes {
                 match note {
-                    Note::Event { user, time } => oracle.on_event(user, time),
+                    Note::Event { event, now } => oracle.on_event(&event, now),
                     Note::Watermark(wm) => oracle.on_watermark(wm),
                 }
             }
@@ -54,17 +55,20 @@ fn handle(oracle: &mut Oracle, request: Request) -> Option<Option<ResultError>> 
 }
 
 impl OracleThread {
-    pub fn start(windows: &[i64]) -> Result<OracleThread, std::io::Error> {
+    /// Runs `oracle` (the truth of the job's operator, see `operators::oracle`) on its own
+    /// thread.
+    pub fn start(oracle: Oracle) -> Result<OracleThread, std::io::Error> {
         Ok(OracleThread {
             notes: Vec::with_capacity(BATCH),
-            worker: Worker::spawn("oracle", IN_FLIGHT, Oracle::new(windows), handle)?,
+            worker: Worker::spawn("oracle", IN_FLIGHT, oracle, handle)?,
             tracking: false,
         })
     }
 
+    /// A record the job reads, with the processing time its operator sees for it.
     #[inline]
-    pub fn on_event(&mut self, user: u64, time: i64) -> Result<(), WorkerGone> {
-        self.note(Note::Event { user, time })
+    pub fn on_event(&mut self, event: &Event, now: i64) -> Result<(), WorkerGone> {
+        self.note(Note::Event { event: *event, now })
     }
 
     pub fn on_watermark(&mut self, watermark: i64) -> Result<(), WorkerGone> {
@@ -141,12 +145,14 @@ mod tests {
     fn the_threaded_oracle_answers_as_the_oracle_does() {
         let windows = [10, 100];
         let mut local = Oracle::new(&windows);
-        let mut remote = OracleThread::start(&windows).unwrap();
+        let mut remote = OracleThread::start(Oracle::new(&windows)).unwrap();
         // More notes than a batch, so batches cross to the thread before the question.
         for i in 0..(2 * BATCH as i64 + 7) {
             let user = (i % 13) as u64;
-            local.on_event(user, i);
-            remote.on_event(user, i).unwrap();
+            local.on_event(&crate::pipeline::oracle::tests::ev(user, i), 0);
+            remote
+                .on_event(&crate::pipeline::oracle::tests::ev(user, i), 0)
+                .unwrap();
             if i % 50 == 0 {
                 local.on_watermark(i - 20);
                 remote.on_watermark(i - 20).unwrap();

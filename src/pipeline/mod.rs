@@ -4,7 +4,7 @@ pub mod bits;
 pub mod checkpoint;
 pub mod delivery;
 pub mod hash;
-pub mod operator;
+pub mod operators;
 pub mod oracle;
 pub mod sink;
 pub mod source;
@@ -29,6 +29,10 @@ pub enum PipelineError {
     Checkpoint(#[from] checkpoint::CheckpointError),
     #[error("timer key in RocksDB is not valid: {0}")]
     CorruptTimer(String),
+    #[error("the operator kind '{0}' is not built yet")]
+    NotBuilt(&'static str),
+    #[error("the operator registered a timer but has no timer service")]
+    NoTimerService,
 }
 
 impl From<rocksdb::Error> for PipelineError {

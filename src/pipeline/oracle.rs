@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::bits::BitSet;
 use super::hash::{FastMap, UserIndex};
+use super::source::Event;
 
 /// How a set of results differs from the oracle.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -233,39 +234,35 @@ fn insert_sorted(queue: &mut VecDeque<(i64, u32)>, item: (i64, u32)) {
     }
 }
 
-#[derive(Debug, Clone)]
-pub struct Oracle {
-    windows: Vec<i64>,
-    /// user -> slot: the user's counts are `counts[slot * windows.len()..][..windows.len()]`.
+/// The exact table of true results: per key, one value per result slot (a frequency job's
+/// windows; another kind's labels), kept dense so that comparisons read arrays.
+#[derive(Debug, Clone, Default)]
+pub struct Truths {
+    /// Result slots per key.
+    n: usize,
+    /// user -> slot: the user's values are `counts[slot * n..][..n]`.
     slots: UserIndex,
     /// slot -> user.
     users: Vec<u64>,
     counts: Vec<i64>,
-    /// Every event's (t, slot) until the largest window has expired it.
-    expiries: Expiries,
     /// Present once an incremental comparison has its baseline ([`Oracle::track`]).
     tracker: Option<Tracker>,
 }
 
-impl Oracle {
-    pub fn new(windows: &[i64]) -> Oracle {
-        Oracle {
-            windows: windows.to_vec(),
-            slots: UserIndex::default(),
-            users: Vec::new(),
-            counts: Vec::new(),
-            expiries: Expiries::new(windows),
-            tracker: None,
+impl Truths {
+    fn new(n: usize) -> Truths {
+        Truths {
+            n,
+            ..Truths::default()
         }
     }
 
-    /// The slot of `user`, created (with zero counts) if new.
-    fn slot(&mut self, user: u64) -> u32 {
+    /// The slot of `user`, created (with zero values) if new.
+    pub fn slot(&mut self, user: u64) -> u32 {
         let (slot, new) = self.slots.number(user);
         if new {
             self.users.push(user);
-            self.counts
-                .resize(self.counts.len() + self.windows.len(), 0);
+            self.counts.resize(self.counts.len() + self.n, 0);
             if let Some(t) = &mut self.tracker {
                 t.got.resize(self.counts.len(), None);
                 t.truth.resize(self.counts.len(), 0);
@@ -274,49 +271,182 @@ impl Oracle {
         slot
     }
 
-    pub fn on_event(&mut self, user: u64, event_time: i64) {
+    /// Adds `delta` to the true value of `user`'s result `index`.
+    pub fn add(&mut self, user: u64, index: usize, delta: i64) {
         let slot = self.slot(user);
-        let n = self.windows.len();
-        for count in &mut self.counts[slot as usize * n..][..n] {
-            *count += 1;
+        self.add_at(slot, index, delta);
+    }
+
+    /// Sets the true value of `user`'s result `index`.
+    pub fn set(&mut self, user: u64, index: usize, value: i64) {
+        let slot = self.slot(user);
+        if index < self.n {
+            self.counts[slot as usize * self.n + index] = value;
+            self.mark(slot);
         }
-        self.expiries.push(event_time, slot);
+    }
+
+    /// The true value of `user`'s result `index` (0 when never set).
+    pub fn get(&self, user: u64, index: usize) -> i64 {
+        self.pair(user, index).map_or(0, |p| self.counts[p])
+    }
+
+    fn add_at(&mut self, slot: u32, index: usize, delta: i64) {
+        if index < self.n {
+            let p = slot as usize * self.n + index;
+            self.counts[p] = self.counts[p].wrapping_add(delta);
+            self.mark(slot);
+        }
+    }
+
+    fn mark(&mut self, slot: u32) {
         if let Some(t) = &mut self.tracker {
             t.mark(slot);
         }
     }
 
-    /// Expires every event whose window has passed `watermark`.
-    pub fn on_watermark(&mut self, watermark: i64) {
-        let n = self.windows.len();
-        let (counts, tracker) = (&mut self.counts, &mut self.tracker);
-        self.expiries.expire(watermark, |window, slot| {
-            counts[slot as usize * n + window] -= 1;
-            if let Some(t) = tracker {
-                t.mark(slot);
-            }
-        });
-    }
-
-    /// An oracle over the same windows that has seen nothing: every true count is zero (the
-    /// end-of-input truth of a bounded run, once every window has expired).
-    pub fn all_expired(&self) -> Oracle {
-        Oracle::new(&self.windows)
-    }
-
-    /// The true count of `user` in window number `window`.
-    pub fn count(&self, user: u64, window: usize) -> i64 {
-        self.pair(user, window).map_or(0, |p| self.counts[p])
-    }
-
-    /// The pair index of (user, window) if the oracle has the user and the window exists.
-    fn pair(&self, user: u64, window: usize) -> Option<usize> {
-        if window >= self.windows.len() {
+    /// The pair index of (user, index) if the table has the user and the slot exists.
+    fn pair(&self, user: u64, index: usize) -> Option<usize> {
+        if index >= self.n {
             return None;
         }
-        self.slots
-            .get(user)
-            .map(|s| s as usize * self.windows.len() + window)
+        self.slots.get(user).map(|s| s as usize * self.n + index)
+    }
+
+    /// A copy without the incremental comparison's baseline.
+    fn untracked(&self) -> Truths {
+        Truths {
+            n: self.n,
+            slots: self.slots.clone(),
+            users: self.users.clone(),
+            counts: self.counts.clone(),
+            tracker: None,
+        }
+    }
+}
+
+/// How one operator kind's true results follow from the records it reads: the model updates
+/// the table as Flink's operator would emit, computed from the records, never from RocksDB.
+pub trait TruthModel: Send {
+    /// Every record the job reads (also one it wrongly skips), with the processing time the
+    /// operator sees for it.
+    fn on_event(&mut self, event: &Event, now: i64, truths: &mut Truths);
+    /// A watermark the operator has been sent (strictly increasing).
+    fn on_watermark(&mut self, watermark: i64, now: i64, truths: &mut Truths);
+    fn boxed_clone(&self) -> Box<dyn TruthModel>;
+}
+
+/// The frequency counter's model: a user's count in window `w` at watermark `W` is the number
+/// of their events seen whose time `t` has `t + w > W`.
+#[derive(Debug, Clone)]
+struct FrequencyModel {
+    windows: Vec<i64>,
+    /// Every event's (t, slot) until the largest window has expired it.
+    expiries: Expiries,
+}
+
+enum Model {
+    Frequency(FrequencyModel),
+    Other(Box<dyn TruthModel>),
+}
+
+impl Clone for Model {
+    fn clone(&self) -> Model {
+        match self {
+            Model::Frequency(f) => Model::Frequency(f.clone()),
+            Model::Other(m) => Model::Other(m.boxed_clone()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Model::Frequency(m) => m.fmt(f),
+            Model::Other(_) => f.write_str("TruthModel"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Oracle {
+    table: Truths,
+    model: Model,
+    /// The processing time of the last record seen.
+    now: i64,
+}
+
+impl Oracle {
+    /// The frequency counter's oracle over `windows`.
+    pub fn new(windows: &[i64]) -> Oracle {
+        Oracle {
+            table: Truths::new(windows.len()),
+            model: Model::Frequency(FrequencyModel {
+                windows: windows.to_vec(),
+                expiries: Expiries::new(windows),
+            }),
+            now: i64::MIN,
+        }
+    }
+
+    /// The oracle of another kind: `slots` results per key, kept by `model`.
+    pub fn with_model(slots: usize, model: Box<dyn TruthModel>) -> Oracle {
+        Oracle {
+            table: Truths::new(slots),
+            model: Model::Other(model),
+            now: i64::MIN,
+        }
+    }
+
+    pub fn on_event(&mut self, event: &Event, now: i64) {
+        self.now = now;
+        match &mut self.model {
+            Model::Frequency(f) => {
+                let slot = self.table.slot(event.user);
+                let n = f.windows.len();
+                for count in &mut self.table.counts[slot as usize * n..][..n] {
+                    *count += 1;
+                }
+                f.expiries.push(event.event_time, slot);
+                self.table.mark(slot);
+            }
+            Model::Other(m) => m.on_event(event, now, &mut self.table),
+        }
+    }
+
+    /// Moves the truth to `watermark` (a frequency job: expires every event whose window has
+    /// passed it).
+    pub fn on_watermark(&mut self, watermark: i64) {
+        match &mut self.model {
+            Model::Frequency(f) => {
+                let table = &mut self.table;
+                f.expiries
+                    .expire(watermark, |window, slot| table.add_at(slot, window, -1));
+            }
+            Model::Other(m) => m.on_watermark(watermark, self.now, &mut self.table),
+        }
+    }
+
+    /// The truth at the end of a bounded input, once the final watermark has fired every
+    /// timer (a frequency job: every count zero).
+    pub fn all_expired(&self) -> Oracle {
+        match &self.model {
+            Model::Frequency(f) => Oracle::new(&f.windows),
+            Model::Other(_) => {
+                let mut end = Oracle {
+                    table: self.table.untracked(),
+                    model: self.model.clone(),
+                    now: self.now,
+                };
+                end.on_watermark(i64::MAX);
+                end
+            }
+        }
+    }
+
+    /// The true count of `user` in window (result slot) number `window`.
+    pub fn count(&self, user: u64, window: usize) -> i64 {
+        self.table.get(user, window)
     }
 
     /// Compares `results` (user, window index, count) with the truth. Pairs the oracle has with a
@@ -324,18 +454,18 @@ impl Oracle {
     pub fn compare(&self, results: impl IntoIterator<Item = (u64, usize, i64)>) -> ResultError {
         let mut error = RunningError::default();
         // Per pair: seen in `results`.
-        let mut seen = vec![false; self.counts.len()];
+        let mut seen = vec![false; self.table.counts.len()];
         for (user, window, got) in results {
-            let truth = match self.pair(user, window) {
+            let truth = match self.table.pair(user, window) {
                 Some(p) => {
                     seen[p] = true;
-                    self.counts[p]
+                    self.table.counts[p]
                 }
                 None => 0,
             };
             error.add(Contribution::of(Some(got), truth));
         }
-        for (p, truth) in self.counts.iter().enumerate() {
+        for (p, truth) in self.table.counts.iter().enumerate() {
             if !seen[p] {
                 error.add(Contribution::of(None, *truth));
             }
@@ -348,31 +478,31 @@ impl Oracle {
     /// same results need only the pairs that changed ([`Oracle::compare_changes`]).
     pub fn track(&mut self, all: impl IntoIterator<Item = (u64, usize, i64)>) -> ResultError {
         let mut tracker = Tracker {
-            got: vec![None; self.counts.len()],
+            got: vec![None; self.table.counts.len()],
             ..Tracker::default()
         };
         // Results for users the oracle has not seen get a slot, so every pair has a place.
         for (user, window, got) in all {
-            if window >= self.windows.len() {
+            if window >= self.table.n {
                 tracker.strays.insert((user, window), got);
                 continue;
             }
-            let slot = self.slot(user) as usize;
-            tracker.got.resize(self.counts.len(), None);
-            tracker.got[slot * self.windows.len() + window] = Some(got);
+            let slot = self.table.slot(user) as usize;
+            tracker.got.resize(self.table.counts.len(), None);
+            tracker.got[slot * self.table.n + window] = Some(got);
         }
-        tracker.truth = self.counts.clone();
+        tracker.truth = self.table.counts.clone();
         for (got, truth) in tracker.got.iter().zip(&tracker.truth) {
             tracker.error.add(Contribution::of(*got, *truth));
         }
         let error = tracker.error();
-        self.tracker = Some(tracker);
+        self.table.tracker = Some(tracker);
         error
     }
 
     /// Whether a baseline for [`Oracle::compare_changes`] exists.
     pub fn is_tracking(&self) -> bool {
-        self.tracker.is_some()
+        self.table.tracker.is_some()
     }
 
     /// The comparison [`Oracle::compare`] would make of the results, given only the pairs that
@@ -382,23 +512,23 @@ impl Oracle {
         &mut self,
         changes: impl IntoIterator<Item = (u64, usize, i64)>,
     ) -> Option<ResultError> {
-        self.tracker.as_ref()?;
-        let n = self.windows.len();
+        self.table.tracker.as_ref()?;
+        let n = self.table.n;
         let mut updates = Vec::new();
         for (user, window, got) in changes {
             if window >= n {
-                if let Some(t) = &mut self.tracker {
+                if let Some(t) = &mut self.table.tracker {
                     t.strays.insert((user, window), got);
                 }
                 continue;
             }
-            let slot = self.slot(user);
+            let slot = self.table.slot(user);
             updates.push((slot as usize * n + window, got));
-            if let Some(t) = &mut self.tracker {
+            if let Some(t) = &mut self.table.tracker {
                 t.mark(slot);
             }
         }
-        let t = self.tracker.as_mut()?;
+        let t = self.table.tracker.as_mut()?;
         // Take back what every changed slot contributed last time...
         for &slot in &t.changed {
             for p in slot as usize * n..(slot as usize + 1) * n {
@@ -412,7 +542,7 @@ impl Oracle {
         for slot in std::mem::take(&mut t.changed) {
             t.marked.remove(slot as usize);
             for p in slot as usize * n..(slot as usize + 1) * n {
-                t.truth[p] = self.counts[p];
+                t.truth[p] = self.table.counts[p];
                 t.error.add(Contribution::of(t.got[p], t.truth[p]));
             }
         }
@@ -421,15 +551,27 @@ impl Oracle {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    pub(crate) fn ev(user: u64, event_time: i64) -> Event {
+        Event {
+            user,
+            event_time,
+            partition: 0,
+            offset: 0,
+            append_time: event_time,
+            value_size: 0,
+            input: 0,
+        }
+    }
 
     #[test]
     fn counts_expire_when_the_watermark_passes_event_time_plus_window() {
         let mut o = Oracle::new(&[10, 100]);
-        o.on_event(1, 0);
-        o.on_event(1, 5);
-        o.on_event(2, 5);
+        o.on_event(&ev(1, 0), 0);
+        o.on_event(&ev(1, 5), 0);
+        o.on_event(&ev(2, 5), 0);
         o.on_watermark(9);
         assert_eq!((o.count(1, 0), o.count(1, 1)), (2, 2));
         o.on_watermark(10); // 0 + 10 expires
@@ -441,10 +583,10 @@ mod tests {
     #[test]
     fn compare_finds_over_under_and_missing() {
         let mut o = Oracle::new(&[10]);
-        o.on_event(1, 0);
-        o.on_event(1, 1);
-        o.on_event(2, 0);
-        o.on_event(3, 0);
+        o.on_event(&ev(1, 0), 0);
+        o.on_event(&ev(1, 1), 0);
+        o.on_event(&ev(2, 0), 0);
+        o.on_event(&ev(3, 0), 0);
         let e = o.compare([(1, 0, 5), (2, 0, 0), (4, 0, 0)]);
         assert_eq!(
             e,
@@ -551,7 +693,7 @@ mod tests {
             for step in steps {
                 match step {
                     Step::Event { user, time } => {
-                        oracle.on_event(user, time);
+                        oracle.on_event(&ev(user, time), 0);
                         events.push((user, time, watermarks.len()));
                     }
                     Step::Watermark(by) => {

@@ -25,6 +25,8 @@ pub const WRITE_BATCH_CAPACITY: usize = 500;
 pub struct Timer {
     pub timestamp: i64,
     pub key: String,
+    /// The timer's namespace, serialized (VoidNamespace: `[0]`; a window: its start and end).
+    pub namespace: Vec<u8>,
 }
 
 /// Bytes of timer key kept inline: a generated user's key (`user-N`) needs about 23.
@@ -245,8 +247,9 @@ pub struct TimerService<'a> {
     batch: WriteBatch,
     /// The timer key being registered (reused).
     scratch: Vec<u8>,
-    /// A fired timer's user key buffer, back from `recycle`.
+    /// A fired timer's user key and namespace buffers, back from `recycle`.
     spare_key: String,
+    spare_namespace: Vec<u8>,
     pub registered: u64,
     pub fired: u64,
 }
@@ -268,6 +271,7 @@ impl<'a> TimerService<'a> {
             batch: WriteBatch::default(),
             scratch: Vec::new(),
             spare_key: String::new(),
+            spare_namespace: Vec::new(),
             registered: 0,
             fired: 0,
         };
@@ -413,21 +417,26 @@ impl<'a> TimerService<'a> {
         self.refill(state, kg)?;
         self.sync_head(kg);
         self.fired += 1;
-        let user_key = keys::timer_user_key(bytes)
+        let (user_key, ns) = keys::timer_key_and_namespace(bytes)
             .ok_or_else(|| PipelineError::CorruptTimer(format!("{bytes:02x?}")))?;
-        // The string of a timer handed back by `recycle`: no allocation per timer.
+        // The buffers of a timer handed back by `recycle`: no allocation per timer.
         let mut key = std::mem::take(&mut self.spare_key);
         key.clear();
         key.push_str(user_key);
+        let mut namespace = std::mem::take(&mut self.spare_namespace);
+        namespace.clear();
+        namespace.extend_from_slice(ns);
         Ok(Some(Timer {
             timestamp: keys::timer_timestamp(bytes),
             key,
+            namespace,
         }))
     }
 
-    /// Takes back a fired timer, whose key's buffer the next one reuses.
+    /// Takes back a fired timer, whose buffers the next one reuses.
     pub fn recycle(&mut self, timer: Timer) {
         self.spare_key = timer.key;
+        self.spare_namespace = timer.namespace;
     }
 
     /// Writes out buffered timer changes (before a snapshot or at the end of a run).

@@ -141,6 +141,8 @@ impl Trace {
                 partition,
                 offset,
                 append_time: event_time,
+                value_size: 0,
+                input: 0,
             });
         }
         if events.is_empty() {

@@ -26,7 +26,7 @@ use self::snapshot::{SnapshotError, SstFile, live_ssts, write_full};
 use self::store::{CheckpointStore, StoreConfig, StoreError, Upload};
 use crate::backend::{AccessCounters, StateBackend};
 use crate::config::profile::{CheckpointKind, Knobs};
-use crate::pipeline::operator::JobCounters;
+use crate::pipeline::operators::JobCounters;
 use crate::pipeline::source::Offsets;
 
 /// The canonical stream's name in a full checkpoint or canonical savepoint.

@@ -18,6 +18,11 @@ pub struct Event {
     pub offset: u64,
     /// When the record was written to the log (never goes back; Kafka's LogAppendTime).
     pub append_time: i64,
+    /// Bytes of the record's value (0: the record carries none).
+    pub value_size: u32,
+    /// Which of the job's inputs the record belongs to: 0 (the first, or a join's left), 1 (a
+    /// join's right).
+    pub input: u8,
 }
 
 enum KeySampler {
@@ -60,6 +65,10 @@ pub struct Generator {
     live_partitions: Vec<u32>,
     offsets: Vec<u64>,
     next_index: u64,
+    /// Value sizes, drawn from their own stream so that a workload without values generates
+    /// exactly the events it always did.
+    value_size: Option<(u32, u32)>,
+    seed: u64,
 }
 
 impl Generator {
@@ -96,6 +105,8 @@ impl Generator {
                 .collect(),
             offsets: vec![0; spec.partitions as usize],
             next_index: 0,
+            value_size: spec.value_size.map(|v| v.bounds()),
+            seed: spec.seed,
         }
     }
 
@@ -111,6 +122,29 @@ impl Generator {
         out.clear();
         // Writing to a String cannot fail.
         let _ = write!(out, "user-{user}");
+    }
+
+    /// The key string of id `user` with `size` bytes: `user-` and the id zero-padded
+    /// (`user-0000042`); None (or a size too short for the id): plain `user-N`.
+    pub fn sized_key(user: u64, size: Option<u32>, out: &mut String) {
+        use std::fmt::Write;
+        out.clear();
+        let width = size.map_or(0, |s| (s as usize).saturating_sub(5));
+        // Writing to a String cannot fail.
+        let _ = write!(out, "user-{user:0width$}");
+    }
+
+    /// The value size of the event with index `index`: deterministic per seed and index.
+    fn draw_value_size(&self, index: u64) -> u32 {
+        match self.value_size {
+            None => 0,
+            Some((min, max)) if min == max => min,
+            Some((min, max)) => {
+                let draw =
+                    crate::pipeline::operators::splitmix64(self.seed ^ index.rotate_left(17));
+                min + (draw % (u64::from(max - min) + 1)) as u32
+            }
+        }
     }
 }
 
@@ -134,6 +168,7 @@ impl Iterator for Generator {
         let partition = self.live_partitions[(hash % self.live_partitions.len() as u32) as usize];
         let offset = self.offsets[partition as usize];
         self.offsets[partition as usize] += 1;
+        let value_size = self.draw_value_size(self.next_index);
         self.next_index += 1;
         Some(Event {
             user,
@@ -141,6 +176,8 @@ impl Iterator for Generator {
             partition,
             offset,
             append_time: nominal,
+            value_size,
+            input: 0,
         })
     }
 }

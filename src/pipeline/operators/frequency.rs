@@ -1,4 +1,4 @@
-//! The reference keyed job: the seeds' ad frequency counter.
+//! `kind: frequency`, the reference keyed job: the seeds' ad frequency counter.
 //!
 //! keyBy(user); `MapState<String window, Stats>` per user; for each event and each window:
 //! get -> deserialize -> +1 -> serialize -> put, and an event-time timer at
@@ -7,110 +7,29 @@
 
 use rocksdb::ColumnFamily;
 
-use super::PipelineError;
-use super::delivery::{Delivery, origin};
-use super::source::{Event, Generator};
-use super::timers::{Timer, TimerService};
+use super::{Context, JobCounters, KeyedOperator, Layout, TtlDecl};
 use crate::backend::keys::{self, CompositeKey};
 use crate::backend::serializer::{CodecError, Decrement, Stats, ValueSerializer};
-use crate::backend::{
-    BackendError, CF_PROCESSING_TIMERS, CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS, StateAccess,
-    StateBackend,
-};
+use crate::backend::{BackendError, CF_TIMER_STATE, CF_WINDOW_STATS, StateAccess, StateBackend};
 use crate::config::Workload;
+use crate::config::job::frequency::FrequencySpec;
 use crate::config::workload::WriteCondition;
+use crate::pipeline::PipelineError;
+use crate::pipeline::source::{Event, Generator};
+use crate::pipeline::timers::Timer;
 
-/// What an operator sees: counted state access and its timer service.
-pub struct Context<'a> {
-    pub state: StateAccess<'a>,
-    pub timers: TimerService<'a>,
-    /// Processing time (the engine's replay clock), for state TTL.
-    pub now: i64,
-    /// The serving store the job writes its counts to.
-    pub sink: Delivery,
-    /// The operator's current watermark (already advanced when timers fire, as in Flink).
-    pub watermark: i64,
-}
-
-impl<'a> Context<'a> {
-    pub fn new(backend: &'a StateBackend, sink: Delivery) -> Result<Self, PipelineError> {
-        let mut state = StateAccess::new(backend);
-        // Flink's timer service creates the processing-time queue first and, like the
-        // event-time one, loads the head of each of its key groups; the job registers no
-        // processing-time timers, so the queue is not kept.
-        TimerService::open(backend.cf(CF_PROCESSING_TIMERS)?, &mut state)?;
-        let timers = TimerService::open(backend.cf(CF_TIMERS)?, &mut state)?;
-        Ok(Context {
-            state,
-            timers,
-            now: 0,
-            sink,
-            watermark: i64::MIN,
-        })
-    }
-
-    /// Moves processing time (the replay clock, which TTL reads) to `now`.
-    pub fn set_now(&mut self, now: i64) {
-        self.now = now;
-        self.state.set_processing_time(now);
-    }
-
-    /// Fires every timer at or before `watermark` on `op`.
-    pub fn advance_watermark(
-        &mut self,
-        op: &mut impl Operator,
-        watermark: i64,
-    ) -> Result<(), PipelineError> {
-        self.watermark = self.watermark.max(watermark);
-        while let Some(timer) = self.timers.poll_due(&mut self.state, watermark)? {
-            if self.sink.is_tracked() {
-                // A fired timer's results are the same records whoever fires it, after a
-                // restore too: their ids come from the timer.
-                self.sink.set_origin(origin(
-                    timer.timestamp as u64,
-                    key_hash(timer.key.as_bytes()),
-                ));
-            }
-            op.on_timer(&timer, self)?;
-            self.timers.recycle(timer);
-        }
-        op.on_watermark(watermark, self)
-    }
-}
-
-/// FNV-1a of a timer's key: part of its results' record ids.
-fn key_hash(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-/// A keyed stream operator: one required hook, the rest optional.
-pub trait Operator {
-    fn on_event(&mut self, event: &Event, ctx: &mut Context) -> Result<(), PipelineError>;
-
-    fn on_timer(&mut self, _timer: &Timer, _ctx: &mut Context) -> Result<(), PipelineError> {
-        Ok(())
-    }
-
-    fn on_watermark(&mut self, _watermark: i64, _ctx: &mut Context) -> Result<(), PipelineError> {
-        Ok(())
-    }
-}
-
-/// Counters the job keeps about itself.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct JobCounters {
-    pub events: u64,
-    pub increments: u64,
-    pub decrements: u64,
-    /// Timers that found no timerState entry and so decremented nothing.
-    pub missing_decrements: u64,
-    /// timerState reads that found an entry whose TTL had expired (returned as null).
-    pub expired_timer_state: u64,
-    /// Decrements that took a count below zero (more -1 than +1: double firing, a bad restore).
-    pub negative_counts: u64,
+/// The counter's column families in the order its job creates them: the window stats, the
+/// timerState (with the TTL filter when it has a TTL), then the timer service's queues.
+pub fn layout(spec: &FrequencySpec) -> Layout {
+    let ttl = spec.timer_state_ttl.map(|t| TtlDecl {
+        ttl_ms: t.0 as i64,
+        compaction_filter: true,
+        query_time_after: 1000,
+    });
+    Layout::default()
+        .state(CF_WINDOW_STATS, None, false)
+        .state(CF_TIMER_STATE, ttl, false)
+        .timer_service("user-timers")
 }
 
 /// Which of the seed's jobs the operator is.
@@ -284,8 +203,8 @@ impl<'a> FrequencyJob<'a> {
     }
 }
 
-impl Operator for FrequencyJob<'_> {
-    fn on_event(&mut self, event: &Event, ctx: &mut Context) -> Result<(), PipelineError> {
+impl<'a> KeyedOperator<'a> for FrequencyJob<'a> {
+    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
         if let JobMode::Backfill { switch } = self.mode {
             return self.backfill_event(event, switch, ctx);
         }
@@ -319,14 +238,14 @@ impl Operator for FrequencyJob<'_> {
             .map_err(BackendError::from)?;
             ctx.state.put(self.timer_state_cf, k, &self.value)?;
 
-            ctx.timers.register(&mut ctx.state, &self.key, fire_at)?;
+            ctx.register_timer(&self.key, fire_at)?;
         }
         self.counters.events += 1;
         self.counters.increments += self.windows.len() as u64;
         Ok(())
     }
 
-    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context) -> Result<(), PipelineError> {
+    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
         self.key.set_key(&timer.key);
         let serializer = &self.serializer;
         let k = self.key.with_long_user_key(timer.timestamp);
@@ -379,6 +298,18 @@ impl Operator for FrequencyJob<'_> {
             }
         }
         Ok(())
+    }
+
+    fn counters(&self) -> JobCounters {
+        self.counters
+    }
+
+    fn restore_counters(&mut self, counters: JobCounters) {
+        self.counters = counters;
+    }
+
+    fn as_frequency(&self) -> Option<&FrequencyJob<'a>> {
+        Some(self)
     }
 }
 
@@ -456,8 +387,16 @@ fn read_decrement(
 mod tests {
     use super::*;
     use crate::config::Profile;
+    use crate::pipeline::delivery::Delivery;
     use crate::pipeline::watermark::BoundedOutOfOrderness;
     use std::collections::HashMap;
+
+    fn freq_spec(w: &Workload) -> FrequencySpec {
+        match w.operator() {
+            crate::config::job::OperatorSpec::Frequency(f) => f,
+            _ => unreachable!(),
+        }
+    }
 
     #[test]
     fn ttl_values_have_flinks_layout() {
@@ -502,6 +441,7 @@ mod tests {
             let backend = StateBackend::open(&path, &profile).unwrap();
             let mut ctx = Context::new(
                 &backend,
+                &layout(&freq_spec(&workload)),
                 Delivery::passthrough(Box::new(crate::pipeline::sink::MemorySink::default())),
             )
             .unwrap();
@@ -518,7 +458,7 @@ mod tests {
             }
             let watermark = wm.current();
             ctx.advance_watermark(&mut job, watermark).unwrap();
-            ctx.timers.flush(&mut ctx.state).unwrap();
+            ctx.flush_timers().unwrap();
             // Expected: events whose timer (t + window) has not fired yet, i.e. t + window > watermark.
             for (w, window) in workload.spec.windows.iter().enumerate() {
                 let mut expected: HashMap<u64, i64> = HashMap::new();

@@ -1,0 +1,17 @@
+//! `kind: process`: placeholder until its owner lands the kind (issue 19).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ProcessSpec {}
+
+impl ProcessSpec {
+    pub fn validate(&self) -> Result<(), String> {
+        Err("kind 'process' is not built yet".to_string())
+    }
+
+    pub fn result_labels(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
