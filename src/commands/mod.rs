@@ -9,6 +9,7 @@ pub mod profiles;
 pub mod replay;
 pub mod reproduce;
 pub mod run;
+pub mod trace;
 pub mod tui;
 pub mod tune;
 pub mod workloads;
