@@ -13,7 +13,9 @@ import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.ReduceFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
@@ -90,56 +92,72 @@ public class KindsJob {
                         .withTimestampAssigner((e, ts) -> e.time));
         KeyedStream<KEvent, String> keyed = source.keyBy((KeySelector<KEvent, String>) e -> e.key, Types.STRING);
         TypeInformation<Out> outType = TypeInformation.of(Out.class);
-        TypeInformation<Acc> accType = TypeInformation.of(Acc.class);
         String mode;
         DataStream<Out> results;
         switch (kind) {
             case "dedup": {
                 String keep = job.string("keep", "first");
-                if (!keep.equals("first") && !keep.equals("last")) {
+                Functions.Ttl ttl = Functions.Ttl.of(job);
+                mode = "dedup-" + keep;
+                if (keep.equals("first")) {
+                    results = keyed.transform("dedup", outType,
+                            new ProbedKeyedProcessOperator<>(new Functions.DedupFirst(ttl), probe));
+                } else if (keep.equals("last")) {
+                    results = keyed.transform("dedup", outType,
+                            new ProbedKeyedProcessOperator<>(new Functions.DedupLast(ttl), probe));
+                } else {
                     throw new IllegalArgumentException(workloadPath + ": job.keep must be first or last, not " + keep);
                 }
-                mode = "dedup-" + keep;
-                Functions.Ttl ttl = ttl(job);
-                results = keyed.transform("dedup", outType, new ProbedKeyedProcessOperator<>(
-                        new Functions.Dedup(job.string("state-name", "dedup"), keep.equals("last"), ttl), probe));
                 break;
             }
             case "aggregate": {
                 mode = "aggregate";
-                Functions.Ttl ttl = ttl(job);
-                if (ttl.ttlMs > 0) {
-                    results = keyed.transform("aggregate", outType, new ProbedKeyedProcessOperator<>(
-                            new Functions.TtlAggregate(job.string("state-name", "aggregate"), ttl), probe));
+                String function = job.string("function", "reduce");
+                Functions.Ttl ttl = Functions.Ttl.of(job);
+                if (function.equals("aggregate")) {
+                    results = keyed.transform("aggregate", outType,
+                            new ProbedKeyedProcessOperator<>(new Functions.Aggregate(ttl), probe));
+                } else if (function.equals("reduce") && ttl.ttlMs == 0) {
+                    // keyBy().reduce(f): what KeyedStream.reduce builds (StreamGroupedReduceOperator,
+                    // the type's serializer), with the Probe around it.
+                    KeyedStream<Tuple3<String, Long, Long>, String> counted = source.map(Functions::counted)
+                            .returns(Functions.COUNTED)
+                            .keyBy((KeySelector<Tuple3<String, Long, Long>, String>) t -> t.f0, Types.STRING);
+                    ReduceFunction<Tuple3<String, Long, Long>> reduce = (a, b) -> Tuple3.of(a.f0, a.f1 + b.f1, a.f2 + b.f2);
+                    results = counted.transform("Keyed Reduce", Functions.COUNTED, new ProbedReduceOperator<>(reduce,
+                                    Functions.COUNTED.createSerializer(env.getConfig().getSerializerConfig()), probe))
+                            .map(t -> new Out(t.f0, t.f1, t.f2, 0, 0)).returns(outType);
                 } else {
-                    // keyBy().reduce(f): KeyedStream.reduce's operator and serializer.
-                    KeyedStream<Acc, String> accs = source.map(Acc::of).returns(accType)
-                            .keyBy((KeySelector<Acc, String>) a -> a.key, Types.STRING);
-                    ReduceFunction<Acc> reduce = Acc::merge;
-                    results = accs.transform("Keyed Reduce", accType, new ProbedReduceOperator<>(reduce,
-                                    accType.createSerializer(env.getConfig().getSerializerConfig()), probe))
-                            .map(a -> new Out(a.key, a.count, a.sum, 0, 0)).returns(outType);
+                    throw new IllegalArgumentException(workloadPath + ": job.function must be reduce (no ttl) or aggregate");
                 }
+                break;
+            }
+            case "process": {
+                mode = "process";
+                ProcessInterpreter fn = ProcessInterpreter.of(job, job.raw("states"), job.raw("on-event"),
+                        job.raw("on-timer"));
+                results = keyed.transform("process", outType, new ProbedKeyedProcessOperator<>(fn, probe));
                 break;
             }
             case "window": {
                 mode = "window";
-                results = window(env, job, source, keyed, probe, outType, accType);
+                results = window(env, job, source, probe, outType);
                 break;
             }
             case "interval-join": {
                 mode = "join";
-                long lower = job.millis("lower");
-                long upper = job.millis("upper");
+                // left.intervalJoin(right).between(lower, upper)[.lowerBoundExclusive()]...
+                // .process(f): KeyedStream.IntervalJoined.process's operator and serializers.
+                TypeSerializer<Tuple3<String, Long, byte[]>> serializer =
+                        Functions.RECORD.createSerializer(env.getConfig().getSerializerConfig());
                 results = keyed.transform("Interval Join", outType, new ProbedIntervalJoinOperator<String>(
-                        lower, upper, job.bool("lower-inclusive", true), job.bool("upper-inclusive", true),
-                        TypeInformation.of(KEvent.class).createSerializer(env.getConfig().getSerializerConfig()),
-                        new Functions.EmitPair(), probe));
+                        job.millis("lower"), job.millis("upper"), job.bool("lower-inclusive", true),
+                        job.bool("upper-inclusive", true), serializer, new Functions.EmitPair(), probe));
                 break;
             }
             default:
                 throw new IllegalArgumentException(workloadPath + ": job.kind '" + kind
-                        + "' has no Flink job here (dedup, aggregate, window, interval-join)");
+                        + "' has no Flink job here (dedup, aggregate, process, window, interval-join)");
         }
         job.done();
         @SuppressWarnings("deprecation")
@@ -167,19 +185,22 @@ public class KindsJob {
         return ttl;
     }
 
-    /** keyBy().window(assigner).reduce/aggregate/process(...), built as WindowedStream builds it. */
+    /**
+     * keyBy().window(assigner).allowedLateness(L).reduce/aggregate/process(...), the operator
+     * built as WindowedStream builds it (WindowOperatorBuilder), with the Probe around it.
+     */
     private static DataStream<Out> window(StreamExecutionEnvironment env, Spec job, DataStream<KEvent> source,
-            KeyedStream<KEvent, String> keyed, Probe probe, TypeInformation<Out> outType,
-            TypeInformation<Acc> accType) throws Exception {
+            Probe probe, TypeInformation<Out> outType) throws Exception {
         String assignerName = job.string("assigner");
+        long offset = job.millis("offset", 0);
         WindowAssigner<Object, TimeWindow> assigner;
         switch (assignerName) {
             case "tumbling":
-                assigner = TumblingEventTimeWindows.of(Duration.ofMillis(job.millis("size")));
+                assigner = TumblingEventTimeWindows.of(Duration.ofMillis(job.millis("size")), Duration.ofMillis(offset));
                 break;
             case "sliding":
                 assigner = SlidingEventTimeWindows.of(Duration.ofMillis(job.millis("size")),
-                        Duration.ofMillis(job.millis("slide")));
+                        Duration.ofMillis(job.millis("slide")), Duration.ofMillis(offset));
                 break;
             case "session":
                 assigner = EventTimeSessionWindows.withGap(Duration.ofMillis(job.millis("gap")));
@@ -191,23 +212,28 @@ public class KindsJob {
         String function = job.string("function");
         switch (function) {
             case "reduce": {
-                KeyedStream<Acc, String> accs = source.map(Acc::of).returns(accType)
-                        .keyBy((KeySelector<Acc, String>) a -> a.key, Types.STRING);
-                WindowOperatorBuilder<Acc, String, TimeWindow> b = builder(env, assigner, accs, lateness);
-                ReduceFunction<Acc> reduce = Acc::merge;
-                WindowOperator<String, Acc, ?, Out, TimeWindow> op = b.reduce(reduce, new Functions.EmitAcc());
-                return accs.transform(b.generateOperatorName(), outType, ProbedWindowOperator.of(op, probe));
+                KeyedStream<Tuple3<String, Long, Long>, String> counted = source.map(Functions::counted)
+                        .returns(Functions.COUNTED)
+                        .keyBy((KeySelector<Tuple3<String, Long, Long>, String>) t -> t.f0, Types.STRING);
+                WindowOperatorBuilder<Tuple3<String, Long, Long>, String, TimeWindow> b =
+                        builder(env, assigner, counted, lateness);
+                ReduceFunction<Tuple3<String, Long, Long>> reduce = (x, y) -> Tuple3.of(x.f0, x.f1 + y.f1, x.f2 + y.f2);
+                WindowOperator<String, Tuple3<String, Long, Long>, ?, Out, TimeWindow> op =
+                        b.reduce(reduce, new Functions.EmitReduced());
+                return counted.transform(b.generateOperatorName(), outType, ProbedWindowOperator.of(op, probe));
             }
-            case "aggregate": {
-                WindowOperatorBuilder<KEvent, String, TimeWindow> b = builder(env, assigner, keyed, lateness);
-                WindowOperator<String, KEvent, ?, Out, TimeWindow> op =
-                        b.aggregate(new Functions.CountSum(), new Functions.EmitAcc(), accType);
-                return keyed.transform(b.generateOperatorName(), outType, ProbedWindowOperator.of(op, probe));
-            }
+            case "aggregate":
             case "process": {
-                WindowOperatorBuilder<KEvent, String, TimeWindow> b = builder(env, assigner, keyed, lateness);
-                WindowOperator<String, KEvent, ?, Out, TimeWindow> op = b.process(new Functions.EmitElements());
-                return keyed.transform(b.generateOperatorName(), outType, ProbedWindowOperator.of(op, probe));
+                KeyedStream<Tuple3<String, Long, byte[]>, String> records = source.map(Functions::record)
+                        .returns(Functions.RECORD)
+                        .keyBy((KeySelector<Tuple3<String, Long, byte[]>, String>) t -> t.f0, Types.STRING);
+                WindowOperatorBuilder<Tuple3<String, Long, byte[]>, String, TimeWindow> b =
+                        builder(env, assigner, records, lateness);
+                WindowOperator<String, Tuple3<String, Long, byte[]>, ?, Out, TimeWindow> op = function.equals("process")
+                        ? b.process(new Functions.EmitElements())
+                        : b.aggregate(new Functions.CountSum(), new Functions.EmitAggregated(),
+                                Types.TUPLE(Types.LONG, Types.LONG));
+                return records.transform(b.generateOperatorName(), outType, ProbedWindowOperator.of(op, probe));
             }
             default:
                 throw new IllegalArgumentException("job.function must be reduce, aggregate or process, not " + function);
@@ -216,13 +242,12 @@ public class KindsJob {
 
     private static <T> WindowOperatorBuilder<T, String, TimeWindow> builder(StreamExecutionEnvironment env,
             WindowAssigner<Object, TimeWindow> assigner, KeyedStream<T, String> input, long lateness) {
-        // WindowedStream's constructor: the assigner's default trigger (EventTimeTrigger).
+        // WindowedStream's constructor: the assigner's default trigger (EventTimeTrigger); then
+        // .allowedLateness(L), called also with 0 as the window kind's job does.
         WindowOperatorBuilder<T, String, TimeWindow> b = new WindowOperatorBuilder<>(assigner,
                 assigner.getDefaultTrigger(), env.getConfig(), input.getType(), input.getKeySelector(),
                 input.getKeyType());
-        if (lateness > 0) {
-            b.allowedLateness(Duration.ofMillis(lateness));
-        }
+        b.allowedLateness(Duration.ofMillis(lateness));
         return b;
     }
 

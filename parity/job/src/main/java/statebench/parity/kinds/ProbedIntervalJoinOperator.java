@@ -1,6 +1,7 @@
 package statebench.parity.kinds;
 
 import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.streaming.api.functions.co.ProcessJoinFunction;
 import org.apache.flink.streaming.api.operators.InternalTimer;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
@@ -16,16 +17,20 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * delivers them, which no replay can reproduce; statebench reads the trace in its order. The
  * operator's watermark is the one the source computes over both inputs (the minimum of the two
  * inputs' bounded-out-of-orderness watermarks, as Flink's two-input operator combines them).
+ * Each record becomes the element the join helper's job maps it to (key, event time, payload),
+ * in the element's own StreamRecord with the record's timestamp.
  */
-public class ProbedIntervalJoinOperator<K> extends IntervalJoinOperator<K, KEvent, KEvent, Out>
+public class ProbedIntervalJoinOperator<K> extends IntervalJoinOperator<K, Tuple3<String, Long, byte[]>, Tuple3<String, Long, byte[]>, Out>
         implements OneInputStreamOperator<KEvent, Out> {
     private static final long serialVersionUID = 1L;
     private final Probe probe;
 
     public ProbedIntervalJoinOperator(long lowerBound, long upperBound, boolean lowerBoundInclusive,
-            boolean upperBoundInclusive, TypeSerializer<KEvent> serializer, ProcessJoinFunction<KEvent, KEvent, Out> udf,
+            boolean upperBoundInclusive, TypeSerializer<Tuple3<String, Long, byte[]>> serializer,
+            ProcessJoinFunction<Tuple3<String, Long, byte[]>, Tuple3<String, Long, byte[]>, Out> udf,
             Probe probe) {
-        super(lowerBound, upperBound, lowerBoundInclusive, upperBoundInclusive, null, null, serializer, serializer, udf);
+        super(lowerBound, upperBound, lowerBoundInclusive, upperBoundInclusive, null, null, serializer,
+                serializer.duplicate(), udf);
         this.probe = probe;
     }
 
@@ -38,10 +43,14 @@ public class ProbedIntervalJoinOperator<K> extends IntervalJoinOperator<K, KEven
     @Override
     public void processElement(StreamRecord<KEvent> element) throws Exception {
         probe.onElement(element.getTimestamp());
-        if (element.getValue().input == 0) {
-            processElement1(element);
+        // The element each side's map makes of its record (key, event time, payload).
+        KEvent e = element.getValue();
+        StreamRecord<Tuple3<String, Long, byte[]>> record =
+                new StreamRecord<>(Functions.record(e), element.getTimestamp());
+        if (e.input == 0) {
+            processElement1(record);
         } else {
-            processElement2(element);
+            processElement2(record);
         }
     }
 

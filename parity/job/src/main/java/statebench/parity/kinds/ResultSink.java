@@ -61,9 +61,9 @@ public class ResultSink implements SinkFunction<Out> {
                     r.merge("digest", Mix.mix(o.a, o.b, o.c, o.d), Long::sum);
                     break;
                 case "process":
-                    // a = events processed so far for the key, b = the digest so far.
-                    r.put("events", o.a);
-                    r.put("digest", o.b);
+                    // a = 1 for an element, 0 for a timer; b = the digest term it read.
+                    r.merge("events", o.a, Long::sum);
+                    r.merge("digest", o.b, Long::sum);
                     break;
                 default:
                     throw new IllegalStateException("unknown result mode " + mode);

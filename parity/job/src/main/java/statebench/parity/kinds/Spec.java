@@ -84,6 +84,12 @@ final class Spec {
         }
     }
 
+    /** The value as parsed (a scalar, list or mapping), or null; marks the key used. */
+    Object raw(String key) {
+        used.add(key);
+        return map.get(key);
+    }
+
     Spec child(String key) {
         used.add(key);
         Object v = map.get(key);
