@@ -24,6 +24,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "backfill-catchup",
         include_str!("../../workloads/backfill-catchup.yaml"),
     ),
+    (
+        "interval-join",
+        include_str!("../../workloads/interval-join.yaml"),
+    ),
 ];
 
 /// 2026-01-01T00:00:00Z, the default start of event time.
@@ -476,6 +480,11 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
                 ));
             }
             if let Err(e) = job.validate() {
+                problems.push(e);
+            }
+            if let OperatorSpec::IntervalJoin(join) = job
+                && let Err(e) = join.validate_partitions(spec.partitions, &spec.idle_partitions)
+            {
                 problems.push(e);
             }
             if spec.phases.is_some() {

@@ -14,6 +14,7 @@ mod process_truth;
 pub mod ttl;
 pub mod valgen;
 pub mod window;
+pub mod interval_join;
 
 pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
@@ -177,8 +178,7 @@ pub fn layout(spec: &OperatorSpec) -> Layout {
         OperatorSpec::Aggregate(a) => aggregate::layout(a),
         OperatorSpec::Process(p) => process::layout(p),
         OperatorSpec::Window(w) => window::layout(w),
-        // Kinds not built yet declare nothing: `build` refuses them.
-        _ => Layout::default(),
+        OperatorSpec::IntervalJoin(j) => interval_join::layout(j),
     }
 }
 
@@ -200,7 +200,9 @@ pub fn build<'a>(
         OperatorSpec::Window(w) => Ok(Box::new(window::WindowOperator::new(
             &w, backend, workload,
         )?)),
-        other => Err(PipelineError::NotBuilt(other.kind())),
+        OperatorSpec::IntervalJoin(j) => Ok(Box::new(interval_join::IntervalJoin::new(
+            backend, workload, &j,
+        )?)),
     }
 }
 
@@ -231,7 +233,10 @@ pub fn oracle(workload: &Workload) -> Oracle {
             // A spec that does not validate never runs.
             Err(_) => Oracle::with_model(w.result_labels().len(), Box::new(Nothing)),
         },
-        other => Oracle::with_model(other.result_labels().len(), Box::new(Nothing)),
+        OperatorSpec::IntervalJoin(j) => Oracle::with_model(
+            j.result_labels().len(),
+            Box::new(interval_join::JoinTruth::new(&j)),
+        ),
     }
 }
 
