@@ -60,7 +60,8 @@ FLINK = {
 REPORT = {"segments": [{
     "summary": {"events": 10, "rocksdb_keys_read": 7, "rocksdb_keys_written": 12, "gets": 7, "puts": 5,
                 "deletes": 1, "timers_fired": 2},
-    "snapshots": [{"ops": {"merges": 3, "iterator_seeks": 4, "iterator_nexts": 6}}],
+    "snapshots": [{"ops": {"merges": 3, "iterator_seeks": 4, "iterator_nexts": 6},
+                   "rocksdb": {"tickers": {"iterator_seeks": 4, "iterator_nexts": 6}}}],
 }]}
 RESULTS = "user-0,fired,2\nuser-0,digest,-5\nuser-1,fired,1\n"
 
@@ -87,10 +88,12 @@ class CompareTest(unittest.TestCase):
 
     def test_each_counter_difference_fails(self):
         for path in [("summary", "rocksdb_keys_written"), ("summary", "gets"), ("summary", "timers_fired"),
-                     ("ops", "merges"), ("ops", "iterator_seeks"), ("ops", "iterator_nexts")]:
+                     ("ops", "merges"), ("ops", "iterator_seeks"), ("ops", "iterator_nexts"),
+                     ("tickers", "iterator_seeks"), ("tickers", "iterator_nexts")]:
             report = json.loads(json.dumps(REPORT))
             seg = report["segments"][0]
-            where = seg["summary"] if path[0] == "summary" else seg["snapshots"][-1]["ops"]
+            last = seg["snapshots"][-1]
+            where = {"summary": seg["summary"], "ops": last["ops"], "tickers": last["rocksdb"]["tickers"]}[path[0]]
             where[path[1]] += 1
             r = self.compare(report=report)
             self.assertEqual(r.returncode, 1, f"{path}: {r.stdout}")
