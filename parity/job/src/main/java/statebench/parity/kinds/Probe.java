@@ -51,6 +51,8 @@ public final class Probe implements java.io.Serializable {
     private final String outDir;
     private final String kind;
     private transient CountingRocksDB counting;
+    /** The backend's own RocksDB object, put back before the backend is disposed. */
+    private transient RocksDB original;
     final ReplayClock clock = new ReplayClock();
     long events;
     long eventTimers;
@@ -85,7 +87,8 @@ public final class Probe implements java.io.Serializable {
         }
         installed = true;
         Field db = field(backend.getClass(), "db");
-        counting = new CountingRocksDB((RocksDB) db.get(backend));
+        original = (RocksDB) db.get(backend);
+        counting = new CountingRocksDB(original);
         db.set(backend, counting);
         // TtlStateFactory takes the backend's time provider when a state is created.
         field(backend.getClass(), "ttlTimeProvider").set(backend, clock);
@@ -93,6 +96,19 @@ public final class Probe implements java.io.Serializable {
         // made when the state is registered).
         Object manager = field(backend.getClass(), "ttlCompactFiltersManager").get(backend);
         field(manager.getClass(), "ttlTimeProvider").set(manager, clock);
+    }
+
+    /**
+     * Puts the backend's own RocksDB object back: the backend closes the database through it
+     * when disposed (the counting view owns nothing, so closing it would leave the database and
+     * its compactions running on freed options and compaction filters). After measuring, and
+     * from the operator's close() in any case.
+     */
+    void uninstall(KeyedStateBackend<?> backend) throws Exception {
+        if (original != null && backend != null) {
+            field(backend.getClass(), "db").set(backend, original);
+            original = null;
+        }
     }
 
     void onElement(long timestamp) {
@@ -184,6 +200,7 @@ public final class Probe implements java.io.Serializable {
         }
         json.put("copied_files", copied);
         write(Path.of(outDir, "flink.json"), json);
+        uninstall(backend);
     }
 
     static void write(Path path, Object root) throws IOException {

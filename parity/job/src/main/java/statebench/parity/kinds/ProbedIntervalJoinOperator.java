@@ -41,6 +41,12 @@ public class ProbedIntervalJoinOperator<K> extends IntervalJoinOperator<K, Tuple
     }
 
     @Override
+    public void close() throws Exception {
+        probe.uninstall(getKeyedStateBackend());
+        super.close();
+    }
+
+    @Override
     public void processElement(StreamRecord<KEvent> element) throws Exception {
         probe.onElement(element.getTimestamp());
         // The element each side's map makes of its record (key, event time, payload).

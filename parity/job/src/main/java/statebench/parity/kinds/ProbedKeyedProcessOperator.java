@@ -24,6 +24,12 @@ public class ProbedKeyedProcessOperator<K, IN, OUT> extends KeyedProcessOperator
     }
 
     @Override
+    public void close() throws Exception {
+        probe.uninstall(getKeyedStateBackend());
+        super.close();
+    }
+
+    @Override
     public void processElement(StreamRecord<IN> element) throws Exception {
         probe.onElement(element.getTimestamp());
         super.processElement(element);

@@ -26,6 +26,12 @@ public class ProbedReduceOperator<IN> extends StreamGroupedReduceOperator<IN> {
     }
 
     @Override
+    public void close() throws Exception {
+        probe.uninstall(getKeyedStateBackend());
+        super.close();
+    }
+
+    @Override
     public void processElement(StreamRecord<IN> element) throws Exception {
         probe.onElement(element.getTimestamp());
         super.processElement(element);

@@ -59,6 +59,12 @@ public class ProbedWindowOperator<K, IN, ACC, OUT, W extends Window> extends Win
     }
 
     @Override
+    public void close() throws Exception {
+        probe.uninstall(getKeyedStateBackend());
+        super.close();
+    }
+
+    @Override
     public void processElement(StreamRecord<IN> element) throws Exception {
         probe.onElement(element.getTimestamp());
         super.processElement(element);
