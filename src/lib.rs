@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod durability;
 pub mod engine;
 pub mod export;
 pub mod output;
@@ -14,7 +15,9 @@ pub mod profiler;
 mod progress;
 pub mod report;
 pub mod reproduce;
+pub mod summary;
 pub mod tui;
+pub mod util;
 
 use cli::{Cli, Command, ProfilesCommand, TraceCommand, WorkloadsCommand};
 pub use commands::UsageError;

@@ -348,6 +348,24 @@ fn bad_exports_are_refused_with_where_and_what_is_valid() {
             "no temporary file left"
         );
     }
+    // An export that is not UTF-8 (a Latin-1 one, say) is named, not half-read.
+    std::fs::write(&input, b"k,t\ncaf\xe9,1\n").unwrap();
+    let (i, o) = (s(&input), s(&out));
+    let err = run(&[
+        "trace", "convert", &i, "--to", &o, "--key", "k", "--time", "t",
+    ])
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("cannot read") && err.to_string().contains("valid UTF-8"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept\n");
+    let err = run(&["trace", "check", &i]).unwrap_err();
+    assert!(
+        err.to_string().starts_with("cannot read trace") && err.to_string().contains("in.txt"),
+        "{err}"
+    );
+    assert_eq!(statebench::exit_code(&err), 2);
     let missing = dir.path().join("nope.csv");
     let err = run(&[
         "trace",
@@ -454,7 +472,7 @@ fn check_sums_up_a_trace_and_checks_partitions() {
         "  events          5",
         "  keys            3",
         "  event time      1970-01-01T00:00:01.000Z .. 1970-01-01T00:00:04.000Z (3.000 s); the first event at 1970-01-01T00:00:01.000Z",
-        "  out of order    2 events (40.0 %), at most 1500 ms behind the newest before them",
+        "  out of order    2 of 5 events (40.0 %), at most 1500 ms behind the newest before them",
         "  inputs          left 3, right 2",
         "  partitions      1: 2, 2: 1 (3 given); 2 without one (keyed by key)",
         "  value sizes     3 given: min 10, mean 20.0, max 30 bytes; 60 bytes in all",

@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use rocksdb::statistics::{Histogram, Ticker};
 
+use super::StateBackend;
 use super::perf::PerfCounts;
-use super::{CF_WINDOW_STATS, STATE_COLUMN_FAMILIES, StateBackend};
 
 /// RocksDB's cumulative tickers that statebench reads.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq, serde::Deserialize)]
@@ -477,7 +477,8 @@ impl RocksDbSampler {
         let mut memtable_bytes = 0;
         let (mut live_sst_bytes, mut pending_compaction_bytes) = (0, 0);
         let mut scores = Vec::new();
-        for name in STATE_COLUMN_FAMILIES {
+        for name in backend.data_column_families() {
+            let name = name.as_str();
             let Ok(cf) = backend.cf(name) else { continue };
             if let Ok(Some(text)) = db.property_value_cf(cf, "rocksdb.cfstats") {
                 causes.add_cfstats(&text);
@@ -610,10 +611,11 @@ impl RocksDbSampler {
                 },
             },
             tickers,
+            // The first state's column family: the frequency counter's window stats.
             measured_bloom_bits_per_key: backend
-                .measured_bloom_bits_per_key(CF_WINDOW_STATS)
-                .ok()
-                .flatten(),
+                .data_column_families()
+                .first()
+                .and_then(|cf| backend.measured_bloom_bits_per_key(cf).ok().flatten()),
         }
     }
 }

@@ -208,7 +208,6 @@ impl StateBackend {
         let spec = crate::config::job::frequency::FrequencySpec {
             windows: Vec::new(),
             timer_state_ttl: state_ttl.map(|t| crate::config::Millis(t.max(0) as u64)),
-            serializer: Default::default(),
         };
         Self::open_for(
             path,

@@ -6,10 +6,10 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 use super::UsageError;
-use crate::backend::STATE_COLUMN_FAMILIES;
 use crate::config::Profile;
 use crate::engine::MetricsSnapshot;
-use crate::report::{self, Segment, Summary};
+use crate::report::{self, Segment};
+use crate::summary::Summary;
 
 /// A saved report's segments (schema 2), or the one run of a schema-1 report.
 pub(super) fn read_segments(path: &Path) -> anyhow::Result<Vec<Value>> {
@@ -48,7 +48,7 @@ pub fn run(path: &Path, json: bool) -> anyhow::Result<()> {
             .with_context(|| format!("{at}: the summary"))?;
         let snapshots: Vec<MetricsSnapshot> = serde_json::from_value(segment["snapshots"].clone())
             .with_context(|| format!("{at}: the snapshots"))?;
-        let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+        let derived = profile.derived(summary.state_cf_count());
         let findings = Segment::advise(&profile, &derived, &summary, &snapshots);
         if !json {
             let label = segment["label"].as_str().unwrap_or(name);

@@ -10,7 +10,6 @@ use crate::cli::{TraceCheckArgs, TraceConvertArgs};
 use crate::pipeline::trace::convert::{self, Mapping, OutputFormat, SizeColumn};
 use crate::pipeline::trace::time::format_rfc3339;
 use crate::pipeline::trace::{Trace, TraceSummary};
-use crate::report;
 
 pub fn convert(args: TraceConvertArgs) -> anyhow::Result<()> {
     let mapping = Mapping {
@@ -26,7 +25,7 @@ pub fn convert(args: TraceConvertArgs) -> anyhow::Result<()> {
         input: args.input,
         input_values: args.input_values.map(|v| (v.left, v.right)),
     };
-    let parent = report::parent_dir(&args.to);
+    let parent = crate::util::fs::parent_dir(&args.to);
     if !parent.is_dir() {
         bail!(UsageError(format!(
             "--to {}: directory {} does not exist",
@@ -39,7 +38,7 @@ pub fn convert(args: TraceConvertArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| OutputFormat::for_path(&args.to));
     let converted =
         convert::convert(&args.file, &mapping, format).map_err(|e| UsageError(e.to_string()))?;
-    report::write_atomically(&args.to, converted.text.as_bytes())
+    crate::util::fs::write_atomically(&args.to, converted.text.as_bytes())
         .with_context(|| format!("cannot write the trace {}", args.to.display()))?;
     println!(
         "{}: {} records ({} keys) read as {}, written to {} as {}",
@@ -92,8 +91,9 @@ fn print_summary(path: &Path, s: &TraceSummary) {
         format_rfc3339(s.first_event_time)
     );
     println!(
-        "  out of order    {} events ({:.1} %), at most {} ms behind the newest before them",
+        "  out of order    {} of {} events ({:.1} %), at most {} ms behind the newest before them",
         s.out_of_order_events,
+        s.events,
         percent(s.out_of_order_events, s.events),
         s.max_out_of_orderness
     );

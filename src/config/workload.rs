@@ -28,6 +28,11 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "interval-join",
         include_str!("../../workloads/interval-join.yaml"),
     ),
+    ("dedup-24h", include_str!("../../workloads/dedup-24h.yaml")),
+    (
+        "process-example",
+        include_str!("../../workloads/process-example.yaml"),
+    ),
 ];
 
 /// 2026-01-01T00:00:00Z, the default start of event time.
@@ -183,8 +188,9 @@ pub struct WorkloadSpec {
     /// (replay time) and emits the maximum watermark. None: unbounded, no final watermark.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounded_end_delay: Option<Millis>,
-    /// Replay this trace (JSON Lines or CSV: user, event_time[, partition]) instead of the
-    /// synthetic generator; a relative path is relative to the workload file.
+    /// Replay this trace (CSV or JSON Lines: key, event_time[, partition, value_size, input];
+    /// docs/trace.md) instead of the synthetic generator; a relative path is relative to the
+    /// workload file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<std::path::PathBuf>,
     /// TTL of the job's timerState (processing time = replay time). None: no TTL.
@@ -357,7 +363,6 @@ impl Workload {
             }
             spec.windows = f.windows.clone();
             spec.timer_state_ttl = f.timer_state_ttl;
-            spec.serializer = f.serializer;
             spec.job = None;
         }
         validate(&spec).map_err(|message| ConfigError::Invalid {
@@ -388,7 +393,6 @@ impl Workload {
             None => OperatorSpec::Frequency(FrequencySpec {
                 windows: self.spec.windows.clone(),
                 timer_state_ttl: self.spec.timer_state_ttl,
-                serializer: self.spec.serializer,
             }),
         }
     }
@@ -465,7 +469,6 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
             if let Err(e) = (FrequencySpec {
                 windows: spec.windows.clone(),
                 timer_state_ttl: spec.timer_state_ttl,
-                serializer: spec.serializer,
             })
             .validate()
             {

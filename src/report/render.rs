@@ -102,12 +102,38 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
         ),
     );
     line(
+        "job",
+        serde_json::to_string(&workload.operator()).unwrap_or_default(),
+    );
+    let mut more = String::new();
+    if s.merges > 0 {
+        more.push_str(&format!(", {} merges", s.merges));
+    }
+    if s.iterator_nexts > 0 {
+        more.push_str(&format!(
+            ", {} iterator seeks and {} nexts",
+            s.iterator_seeks, s.iterator_nexts
+        ));
+    }
+    line(
         "rocksdb ops per event",
         format!(
-            "{:.2} ({} gets, {} puts, {} deletes, {} timer batches)",
+            "{:.2} ({} gets, {} puts, {} deletes{more}, {} timer batches)",
             s.rocksdb_ops_per_event, s.gets, s.puts, s.deletes, s.batch_writes
         ),
     );
+    for cf in &s.state_column_families {
+        line(
+            &format!("state '{}'", cf.name),
+            format!(
+                "{} in {} SST files + {} in memtables, ~{} keys",
+                crate::config::units::human_bytes(cf.live_sst_bytes as f64),
+                cf.sst_files,
+                crate::config::units::human_bytes(cf.memtable_bytes as f64),
+                cf.estimated_keys
+            ),
+        );
+    }
     line(
         "write stalls",
         format!(

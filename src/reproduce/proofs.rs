@@ -8,12 +8,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::advisor::Finding;
-use crate::backend::STATE_COLUMN_FAMILIES;
 use crate::config::units::human_bytes;
 use crate::config::workload::SerializerKind;
 use crate::config::{Profile, Workload};
 use crate::engine::{self, EngineConfig};
-use crate::report::{self, Segment, Summary};
+use crate::report::{self, Segment};
+use crate::summary::Summary;
 
 /// A case study: where it starts, which finding must name its cause, and what must move.
 pub struct Proof {
@@ -193,7 +193,7 @@ pub fn measure(config: EngineConfig) -> anyhow::Result<(Summary, Vec<Finding>)> 
     let profile = config.profile.clone();
     let outcome = engine::run_to_completion(config).context("the run failed")?;
     let summary = Summary::new(&outcome);
-    let derived = profile.derived(STATE_COLUMN_FAMILIES.len());
+    let derived = profile.derived(summary.state_cf_count());
     let findings = Segment::advise(&profile, &derived, &summary, &outcome.snapshots);
     Ok((summary, findings))
 }

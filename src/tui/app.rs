@@ -6,12 +6,12 @@ use std::collections::VecDeque;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::advisor::{Change, Finding};
-use crate::backend::STATE_COLUMN_FAMILIES;
 use crate::config::profile::{KNOBS, Knob, is_live};
 use crate::config::{Profile, Workload};
+use crate::durability::checkpoint::CheckpointRecord;
 use crate::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState, SavepointFormat};
-use crate::pipeline::checkpoint::CheckpointRecord;
-use crate::report::{Segment, Summary};
+use crate::report::Segment;
+use crate::summary::Summary;
 pub use crate::tui::event::{Restarted, Target};
 
 /// Snapshots kept per side for the charts.
@@ -250,7 +250,7 @@ impl Side {
             .map(|s| s.interval_secs)
             .sum();
         let summary = Summary::of_snapshots(snapshots, running_secs, workload.spec.serializer);
-        let derived = self.profile.derived(STATE_COLUMN_FAMILIES.len());
+        let derived = self.profile.derived(summary.state_cf_count());
         self.findings = Segment::advise(&self.profile, &derived, &summary, snapshots);
     }
 

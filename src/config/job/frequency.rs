@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::units::Millis;
-use crate::config::workload::SerializerKind;
 
 /// The counter's parameters. In a `job:` section they are spelled as in the workload's top
-/// level (where older workloads keep them).
+/// level (where older workloads keep them); `serializer:` stays at the top level (it is the
+/// workload's, for every kind).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct FrequencySpec {
@@ -15,9 +15,6 @@ pub struct FrequencySpec {
     /// TTL of the job's timerState (processing time = replay time). None: no TTL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timer_state_ttl: Option<Millis>,
-    /// How the window stats and decrements are serialized.
-    #[serde(default)]
-    pub serializer: SerializerKind,
 }
 
 impl FrequencySpec {

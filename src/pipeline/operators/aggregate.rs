@@ -184,3 +184,125 @@ impl TruthModel for AggregateTruth {
         Box::new(self.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::{Rig, compact, delta, event, events, keys, raw, workload};
+    use crate::backend::keys::{CompositeKey, write_string};
+
+    fn key(user: &str) -> Vec<u8> {
+        let mut k = CompositeKey::default();
+        k.set_key(user);
+        k.prefix().to_vec()
+    }
+
+    fn longs(a: i64, b: i64) -> Vec<u8> {
+        [a.to_be_bytes(), b.to_be_bytes()].concat()
+    }
+
+    #[test]
+    fn layouts() {
+        assert_eq!(Rig::new("{kind: aggregate}").layout.names(), ["_op_state"]);
+        let names = Rig::new("{kind: aggregate, function: aggregate}")
+            .layout
+            .names();
+        assert_eq!(names[0], "acc");
+        assert_eq!(
+            names.len(),
+            3,
+            "the KeyedProcessOperator's timer service: {names:?}"
+        );
+    }
+
+    #[test]
+    fn reduce_reads_and_writes_the_reduced_tuple_per_element() {
+        let rig = Rig::new("{kind: aggregate}");
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        for (i, size) in [10u32, 32, 5].into_iter().enumerate() {
+            let before = ctx.state.counters;
+            op.on_event(&event(4, i as i64, size), &mut ctx).unwrap();
+            assert_eq!(delta(before, ctx.state.counters), [1, 1, 0, 0, 0, 0, 0]);
+        }
+        // Tuple3<String, Long, Long>: the key, the count, the sum.
+        let mut want = Vec::new();
+        write_string(&mut want, "user-4");
+        want.extend_from_slice(&longs(3, 47));
+        assert_eq!(raw(&rig, "_op_state", &key("user-4")), Some(want));
+        let mut results = ctx.sink.sink_mut().read_all().unwrap();
+        results.sort();
+        assert_eq!(results, vec![(4, 0, 3), (4, 1, 47)]);
+    }
+
+    #[test]
+    fn an_expired_accumulator_restarts_the_aggregate() {
+        let rig = Rig::new("{kind: aggregate, function: aggregate, ttl: 10s}");
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        ctx.set_now(1_000);
+        op.on_event(&event(2, 1_000, 8), &mut ctx).unwrap();
+        assert_eq!(
+            raw(&rig, "acc", &key("user-2")),
+            Some([1_000i64.to_be_bytes().to_vec(), longs(1, 8)].concat())
+        );
+        ctx.set_now(5_000);
+        op.on_event(&event(2, 5_000, 2), &mut ctx).unwrap();
+        ctx.set_now(15_000);
+        let before = ctx.state.counters;
+        op.on_event(&event(2, 15_000, 6), &mut ctx).unwrap();
+        // get, the decorator's delete of the expired accumulator, the put of a new one
+        assert_eq!(delta(before, ctx.state.counters), [1, 1, 1, 0, 0, 0, 0]);
+        assert_eq!(
+            raw(&rig, "acc", &key("user-2")),
+            Some([15_000i64.to_be_bytes().to_vec(), longs(1, 6)].concat())
+        );
+        let mut results = ctx.sink.sink_mut().read_all().unwrap();
+        results.sort();
+        assert_eq!(results, vec![(2, 0, 1), (2, 1, 6)]);
+        // On read and write: the renewal and the update are two puts.
+        let rig = Rig::new(
+            "{kind: aggregate, function: aggregate, ttl: 10s, ttl-update: on-read-and-write}",
+        );
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        op.on_event(&event(2, 0, 8), &mut ctx).unwrap();
+        let before = ctx.state.counters;
+        op.on_event(&event(2, 1, 8), &mut ctx).unwrap();
+        assert_eq!(delta(before, ctx.state.counters), [1, 2, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn the_compaction_filter_drops_expired_accumulators() {
+        let rig = Rig::new("{kind: aggregate, function: aggregate, ttl: 10s}");
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        ctx.set_now(1_000);
+        for user in 0..5 {
+            op.on_event(&event(user, 1_000, 3), &mut ctx).unwrap();
+        }
+        ctx.set_now(8_000);
+        op.on_event(&event(9, 8_000, 3), &mut ctx).unwrap();
+        ctx.set_now(12_000);
+        compact(&rig, "acc");
+        assert_eq!(keys(&rig, "acc"), vec![key("user-9")]);
+    }
+
+    #[test]
+    fn results_equal_the_oracle() {
+        for job in [
+            "{kind: aggregate}",
+            "{kind: aggregate, function: aggregate}",
+            "{kind: aggregate, function: aggregate, ttl: 20s}",
+            "{kind: aggregate, function: aggregate, ttl: 20s, ttl-update: on-read-and-write}",
+        ] {
+            let mut w = workload(job, 200);
+            w.spec.value_size = Some(serde_norway::from_str("{min: 1, max: 300}").unwrap());
+            let rig = Rig::with_workload(w);
+            let events = events(&rig.workload, 5_000);
+            assert!(events.iter().any(|e| e.value_size > 1));
+            let (error, compared) = rig.run_against_oracle(&events);
+            assert!(error.is_exact(), "{job}: {error:?}");
+            assert!(compared >= 300, "{job}: {compared}");
+        }
+    }
+}

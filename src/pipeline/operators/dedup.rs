@@ -211,3 +211,165 @@ impl TruthModel for DedupTruth {
         Box::new(self.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::{Rig, compact, delta, event, events, keys, raw, workload};
+    use crate::backend::keys::CompositeKey;
+
+    fn key(user: &str) -> Vec<u8> {
+        let mut k = CompositeKey::default();
+        k.set_key(user);
+        k.prefix().to_vec()
+    }
+
+    fn ttl_value(ts: i64, user: &[u8]) -> Vec<u8> {
+        let mut v = ts.to_be_bytes().to_vec();
+        v.extend_from_slice(user);
+        v
+    }
+
+    #[test]
+    fn layout_is_the_state_then_the_timer_service() {
+        let rig = Rig::new("{kind: dedup, ttl: 10s}");
+        let names = rig.layout.names();
+        assert_eq!(names[0], "seen");
+        assert!(names[1..].contains(&"_timer_state/processing_user-timers".to_string()));
+        assert!(names[1..].contains(&"_timer_state/event_user-timers".to_string()));
+        assert_eq!(
+            Rig::new("{kind: dedup, keep: last}").layout.names()[0],
+            "last"
+        );
+    }
+
+    #[test]
+    fn keep_first_reads_then_writes_a_ttl_value_and_emits_again_after_expiry() {
+        let rig = Rig::new("{kind: dedup, ttl: 10s}");
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        let mut step = |now: i64| {
+            ctx.set_now(now);
+            let before = ctx.state.counters;
+            op.on_event(&event(1, now, 30), &mut ctx).unwrap();
+            delta(before, ctx.state.counters)
+        };
+        // New key: a get, then a put of [ts][true].
+        assert_eq!(step(1_000), [1, 1, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            raw(&rig, "seen", &key("user-1")),
+            Some(ttl_value(1_000, &[1]))
+        );
+        // Seen and live: the get alone, nothing emitted.
+        assert_eq!(step(10_999), [1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            raw(&rig, "seen", &key("user-1")),
+            Some(ttl_value(1_000, &[1]))
+        );
+        // Expired (1,000 + 10,000 <= 11,000): the decorator's delete, then a new put.
+        assert_eq!(step(11_000), [1, 1, 1, 0, 0, 0, 0]);
+        assert_eq!(
+            raw(&rig, "seen", &key("user-1")),
+            Some(ttl_value(11_000, &[1]))
+        );
+        drop(step);
+        assert_eq!(op.counters().expired_state, 1);
+        assert_eq!(op.counters().emitted, 2);
+        let results = ctx.sink.sink_mut().read_all().unwrap();
+        assert_eq!(results, vec![(1, 0, 2)]);
+    }
+
+    #[test]
+    fn keep_first_without_ttl_stores_a_plain_boolean() {
+        let rig = Rig::new("{kind: dedup}");
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        ctx.set_now(5);
+        op.on_event(&event(7, 5, 0), &mut ctx).unwrap();
+        op.on_event(&event(7, 6, 0), &mut ctx).unwrap();
+        assert_eq!(raw(&rig, "seen", &key("user-7")), Some(vec![1]));
+        assert_eq!(ctx.state.counters.gets, 2);
+        assert_eq!(ctx.state.counters.puts, 1);
+    }
+
+    #[test]
+    fn on_read_and_write_renews_a_value_it_reads() {
+        let rig = Rig::new("{kind: dedup, ttl: 10s, ttl-update: on-read-and-write}");
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        ctx.set_now(1_000);
+        op.on_event(&event(1, 1_000, 0), &mut ctx).unwrap();
+        ctx.set_now(9_000);
+        let before = ctx.state.counters;
+        op.on_event(&event(1, 9_000, 0), &mut ctx).unwrap();
+        // The read rewrites the value with the new timestamp.
+        assert_eq!(delta(before, ctx.state.counters), [1, 1, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            raw(&rig, "seen", &key("user-1")),
+            Some(ttl_value(9_000, &[1]))
+        );
+        // So at 11,000 it is still live (9,000 + 10,000 > 11,000): not emitted again.
+        ctx.set_now(11_000);
+        op.on_event(&event(1, 11_000, 0), &mut ctx).unwrap();
+        assert_eq!(op.counters().emitted, 1);
+    }
+
+    #[test]
+    fn keep_last_writes_every_record_without_reading() {
+        let rig = Rig::new("{kind: dedup, keep: last, ttl: 1h}");
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        ctx.set_now(2_000);
+        let before = ctx.state.counters;
+        op.on_event(&event(3, 1_500, 20), &mut ctx).unwrap();
+        op.on_event(&event(3, 1_700, 12), &mut ctx).unwrap();
+        assert_eq!(delta(before, ctx.state.counters), [0, 2, 0, 0, 0, 0, 0]);
+        let v = raw(&rig, "last", &key("user-3")).unwrap();
+        // [ts][event time][length 12][payload of 12 bytes]
+        assert_eq!(v.len(), 8 + 8 + 4 + 12);
+        assert_eq!(v[..8], 2_000i64.to_be_bytes());
+        assert_eq!(v[8..16], 1_700i64.to_be_bytes());
+        assert_eq!(v[16..20], 12i32.to_be_bytes());
+        let mut results = ctx.sink.sink_mut().read_all().unwrap();
+        results.sort();
+        assert_eq!(results, vec![(3, 0, 2), (3, 1, 1_700)]);
+    }
+
+    #[test]
+    fn the_compaction_filter_drops_expired_values() {
+        for (cleanup, left) in [("compaction", 10), ("none", 20)] {
+            let rig = Rig::new(&format!("{{kind: dedup, ttl: 10s, cleanup: {cleanup}}}"));
+            let mut ctx = rig.ctx();
+            let mut op = rig.op();
+            ctx.set_now(1_000);
+            for user in 0..10 {
+                op.on_event(&event(user, 1_000, 0), &mut ctx).unwrap();
+            }
+            ctx.set_now(20_000);
+            for user in 10..20 {
+                op.on_event(&event(user, 20_000, 0), &mut ctx).unwrap();
+            }
+            assert_eq!(keys(&rig, "seen").len(), 20);
+            // At 25,000 the first ten (1,000 + 10,000) have expired, the others (20,000 +
+            // 10,000) have not.
+            ctx.set_now(25_000);
+            compact(&rig, "seen");
+            assert_eq!(keys(&rig, "seen").len(), left, "cleanup: {cleanup}");
+        }
+    }
+
+    #[test]
+    fn results_equal_the_oracle() {
+        for job in [
+            "{kind: dedup}",
+            "{kind: dedup, ttl: 20s}",
+            "{kind: dedup, ttl: 20s, ttl-update: on-read-and-write}",
+            "{kind: dedup, keep: last, ttl: 20s}",
+        ] {
+            let rig = Rig::with_workload(workload(job, 200));
+            let events = events(&rig.workload, 5_000);
+            let (error, compared) = rig.run_against_oracle(&events);
+            assert!(error.is_exact(), "{job}: {error:?}");
+            assert!(compared >= 150, "{job}: {compared}");
+        }
+    }
+}

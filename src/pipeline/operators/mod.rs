@@ -12,6 +12,8 @@ pub mod frequency;
 pub mod interval_join;
 pub mod process;
 mod process_truth;
+#[cfg(test)]
+mod testkit;
 pub mod ttl;
 pub mod valgen;
 pub mod window;

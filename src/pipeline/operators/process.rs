@@ -587,3 +587,216 @@ impl<'a> KeyedOperator<'a> for Process<'a> {
         self.counters = c;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::{Rig, compact, delta, event, events, keys, raw, workload};
+    use super::*;
+
+    fn key(user: &str) -> CompositeKey {
+        let mut k = CompositeKey::default();
+        k.set_key(user);
+        k
+    }
+
+    /// One action at p = 1 on states v (value), l (list), m (map, 300 user keys).
+    fn rig(states_extra: &str, actions: &str) -> Rig {
+        Rig::new(&format!(
+            "{{kind: process, states: [{{name: v, type: value, value-size: 10{states_extra}}}, \
+             {{name: l, type: list, value-size: 6}}, \
+             {{name: m, type: map, value-size: 3, key-space: 300{states_extra}}}], \
+             on-event: [{actions}]}}"
+        ))
+    }
+
+    #[test]
+    fn each_action_makes_flinks_rocksdb_calls() {
+        let cases = [
+            ("{action: get, state: v}", [1, 0, 0, 0, 0, 0, 0]),
+            ("{action: update, state: v}", [0, 1, 0, 0, 0, 0, 0]),
+            ("{action: clear, state: v}", [0, 0, 1, 0, 0, 0, 0]),
+            ("{action: get, state: l}", [1, 0, 0, 0, 0, 0, 0]),
+            ("{action: update, state: l}", [0, 1, 0, 0, 0, 0, 0]),
+            ("{action: append, state: l}", [0, 0, 0, 1, 0, 0, 0]),
+            ("{action: map-get, state: m}", [1, 0, 0, 0, 0, 0, 0]),
+            ("{action: map-put, state: m}", [0, 1, 0, 0, 0, 0, 0]),
+            ("{action: map-remove, state: m}", [0, 0, 1, 0, 0, 0, 0]),
+            // An empty map: the seek finds nothing.
+            (
+                "{action: iterate, state: m, entries: 5}",
+                [0, 0, 0, 0, 1, 0, 0],
+            ),
+            ("{action: clear, state: m}", [0, 0, 0, 0, 1, 0, 0]),
+        ];
+        for (action, want) in cases {
+            let rig = rig("", action);
+            let mut ctx = rig.ctx();
+            let mut op = rig.op();
+            let before = ctx.state.counters;
+            op.on_event(&event(1, 100, 0), &mut ctx).unwrap();
+            assert_eq!(delta(before, ctx.state.counters), want, "{action}");
+        }
+    }
+
+    #[test]
+    fn values_have_flinks_bytes() {
+        let rig = rig(
+            ", ttl: 1h",
+            "{action: update, state: v}, {action: append, state: l}, {action: map-put, state: m}",
+        );
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        ctx.set_now(7_000);
+        op.on_event(&event(1, 100, 0), &mut ctx).unwrap();
+        op.on_event(&event(1, 200, 0), &mut ctx).unwrap();
+        let mut k = key("user-1");
+        // ValueState<byte[]> with TTL: [ts][length][bytes].
+        let v = raw(&rig, "v", k.prefix()).unwrap();
+        assert_eq!(v[..8], 7_000i64.to_be_bytes());
+        assert_eq!(v[8..12], 10i32.to_be_bytes());
+        assert_eq!(v.len(), 8 + 4 + 10);
+        // ListState<byte[]>: the two appends joined by the merge operator's ','.
+        let l = raw(&rig, "l", k.prefix()).unwrap();
+        assert_eq!(l.len(), 2 * (4 + 6) + 1);
+        assert_eq!(l[10], b',');
+        assert_eq!(l[..4], 6i32.to_be_bytes());
+        // MapState<Long, byte[]> with TTL: [not null][ts][length][bytes] under key + user key.
+        let m = keys(&rig, "m");
+        assert!(!m.is_empty());
+        let uk_key = &m[0];
+        assert_eq!(uk_key.len(), k.prefix().len() + 8);
+        let v = raw(&rig, "m", uk_key).unwrap();
+        assert_eq!(v[0], 0);
+        assert_eq!(v[1..9], 7_000i64.to_be_bytes());
+        assert_eq!(v[9..13], 3i32.to_be_bytes());
+    }
+
+    #[test]
+    fn iteration_loads_entries_in_batches_of_128() {
+        let rig = Rig::new(
+            "{kind: process, states: [{name: m, type: map, value-size: 3, key-space: 1000}], \
+             on-event: [{action: iterate, state: m, entries: 200}]}",
+        );
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        let cf = rig.backend.cf("m").unwrap();
+        let mut k = key("user-1");
+        for uk in 0..300i64 {
+            let mut v = vec![0];
+            v.extend_from_slice(&3i32.to_be_bytes());
+            v.extend_from_slice(b"abc");
+            ctx.state.put(cf, k.with_long_user_key(uk), &v).unwrap();
+        }
+        let before = ctx.state.counters;
+        op.on_event(&event(1, 100, 0), &mut ctx).unwrap();
+        // Batch 1: a seek and 128 entries (a next each); batch 2: a seek to the 128th entry,
+        // a next past it, and 128 more.
+        assert_eq!(
+            delta(before, ctx.state.counters),
+            [0, 0, 0, 0, 2, 1 + 128 + 128, 0]
+        );
+    }
+
+    #[test]
+    fn a_ttl_map_iteration_deletes_expired_entries_and_a_clear_batches_deletes() {
+        let rig = Rig::new(
+            "{kind: process, states: [{name: m, type: map, value-size: 3, key-space: 1000, \
+             ttl: 10s}], on-event: [{action: iterate, state: m, entries: 3}, \
+             {action: clear, state: m, p: 0}]}",
+        );
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        let cf = rig.backend.cf("m").unwrap();
+        let mut k = key("user-1");
+        for (uk, ts) in [
+            (0i64, 0i64),
+            (1, 20_000),
+            (2, 0),
+            (3, 20_000),
+            (4, 20_000),
+            (5, 0),
+        ] {
+            let mut v = vec![0];
+            v.extend_from_slice(&ts.to_be_bytes());
+            v.extend_from_slice(&3i32.to_be_bytes());
+            v.extend_from_slice(b"abc");
+            ctx.state.put(cf, k.with_long_user_key(uk), &v).unwrap();
+        }
+        ctx.set_now(25_000);
+        let before = ctx.state.counters;
+        op.on_event(&event(1, 100, 0), &mut ctx).unwrap();
+        // One batch of all 6; reading 3 live entries (1, 3, 4) removes 0 and 2 on the way.
+        assert_eq!(delta(before, ctx.state.counters), [0, 0, 2, 0, 1, 6, 0]);
+        assert_eq!(keys(&rig, "m").len(), 4);
+        // RocksDBMapState.clear: a seek, a next per entry, the deletes in one batch.
+        let before = ctx.state.counters;
+        clear_map(cf, k.prefix(), &mut ctx.state).unwrap();
+        assert_eq!(delta(before, ctx.state.counters), [0, 0, 0, 0, 1, 4, 4]);
+        assert!(keys(&rig, "m").is_empty());
+    }
+
+    #[test]
+    fn the_compaction_filter_reads_a_map_values_timestamp_after_its_null_flag() {
+        let rig = rig(
+            ", ttl: 10s",
+            "{action: map-put, state: m}, {action: update, state: v}",
+        );
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        ctx.set_now(1_000);
+        for user in 0..20 {
+            op.on_event(&event(user, 100, 0), &mut ctx).unwrap();
+        }
+        ctx.set_now(30_000);
+        for user in 20..30 {
+            op.on_event(&event(user, 100, 0), &mut ctx).unwrap();
+        }
+        ctx.set_now(35_000);
+        compact(&rig, "m");
+        compact(&rig, "v");
+        assert_eq!(keys(&rig, "m").len(), 10);
+        assert_eq!(keys(&rig, "v").len(), 10);
+    }
+
+    #[test]
+    fn timers_fire_the_on_timer_actions() {
+        let rig = Rig::new(
+            "{kind: process, states: [{name: l, type: list, value-size: 4}], \
+             on-event: [{action: append, state: l}, {action: timer, after: 1m}], \
+             on-timer: [{action: get, state: l}, {action: clear, state: l}]}",
+        );
+        let mut ctx = rig.ctx();
+        let mut op = rig.op();
+        op.on_event(&event(1, 1_000, 0), &mut ctx).unwrap();
+        op.on_event(&event(1, 2_000, 0), &mut ctx).unwrap();
+        let before = ctx.state.counters;
+        ctx.advance_watermark(op.as_mut(), 62_000).unwrap();
+        // The timer at 61,000 read the list (a get) and cleared it (a delete); the one at
+        // 62,000 read it empty and deleted again.
+        let d = delta(before, ctx.state.counters);
+        assert_eq!((d[0], d[2]), (2, 2));
+        assert!(keys(&rig, "l").is_empty());
+    }
+
+    const EXAMPLE: &str = "{kind: process, states: [\
+        {name: profile, type: value, value-size: 40, ttl: 20s}, \
+        {name: recent, type: list, value-size: {min: 4, max: 30}}, \
+        {name: counters, type: map, value-size: {min: 1, max: 12}, key-space: 20, ttl: 30s, \
+         ttl-update: on-read-and-write}], \
+        on-event: [{action: get, state: profile}, {action: update, state: profile, p: 0.3}, \
+        {action: append, state: recent, p: 0.5}, {action: map-get, state: counters}, \
+        {action: map-put, state: counters, p: 0.6}, {action: map-remove, state: counters, p: 0.1}, \
+        {action: iterate, state: counters, entries: 5, p: 0.2}, \
+        {action: clear, state: profile, p: 0.02}, {action: timer, after: 20s, p: 0.2}], \
+        on-timer: [{action: get, state: recent}, {action: clear, state: recent, p: 0.5}, \
+        {action: iterate, state: counters, entries: 30}, {action: clear, state: counters, p: 0.1}]}";
+
+    #[test]
+    fn results_equal_the_oracle() {
+        let rig = Rig::with_workload(workload(EXAMPLE, 100));
+        let events = events(&rig.workload, 5_000);
+        let (error, compared) = rig.run_against_oracle(&events);
+        assert!(error.is_exact(), "{error:?}");
+        assert!(compared >= 150, "{compared}");
+    }
+}

@@ -77,7 +77,9 @@ mod tests {
         assert!(fires(-1, 1.0));
         assert!(!fires(0, 0.0));
         assert!(fires(0, 0.5));
-        assert!(!fires(i64::MAX, 0.5));
+        assert!(fires(i64::MAX, 0.5));
+        assert!(!fires(-1, 0.5));
+        assert!(fires(-1, 1.0));
         let n = (0..10_000).filter(|i| fires(splitmix64(*i), 0.3)).count();
         assert!((2_800..3_200).contains(&n), "{n}");
     }

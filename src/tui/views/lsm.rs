@@ -138,10 +138,12 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     );
 }
 
-/// Column family names fit 13 cells: Flink's timer column family has a long one.
+/// Column family names fit 13 cells: Flink's timer column families have long ones
+/// (`_timer_state/event_user-timers` is `timers`, another service's `timers:<service>`).
 fn short_cf(name: &str) -> String {
-    match name {
-        crate::backend::CF_TIMERS => "timers".to_string(),
-        other => other.chars().take(13).collect(),
+    match name.strip_prefix("_timer_state/event_") {
+        Some("user-timers") => "timers".to_string(),
+        Some(service) => format!("timers:{service}").chars().take(13).collect(),
+        None => name.chars().take(13).collect(),
     }
 }

@@ -1,13 +1,15 @@
 //! A run's (or a segment's) summary in numbers.
 
+pub mod checkpoints;
+
 use serde::Serialize;
 
 use crate::backend::metrics::{CacheHitRates, StallCauses, Tickers};
 use crate::config::workload::SerializerKind;
+use crate::durability::checkpoint::JobWork;
+use crate::durability::sink::SinkCounters;
 use crate::engine::{JobSource, MetricsSnapshot, RunOutcome};
-use crate::pipeline::checkpoint::JobWork;
 use crate::pipeline::oracle::ResultError;
-use crate::pipeline::sink::SinkCounters;
 use crate::profiler::CpuSample;
 
 /// Cache hit rates over the whole run, each 0..1; null when there was no access of that type
@@ -109,13 +111,48 @@ pub struct Summary {
     pub cpu: Option<CpuSample>,
     /// Checkpoints, restores and the sink's delivery; None with checkpointing off.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub checkpoints: Option<super::checkpoints::CheckpointSummary>,
+    pub checkpoints: Option<checkpoints::CheckpointSummary>,
     /// After a restore from another process's checkpoint: the whole job's work, the processes
     /// before this one (up to that checkpoint) and this one, whose records per second and
     /// operations per record compare with an unfailed run's. The figures above are this
     /// process's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub whole_job: Option<WholeJob>,
+    /// The job's column families that hold data (its states and event-time timers, which
+    /// share the WriteBufferManager) at the end of the run. Empty in reports written before
+    /// operator kinds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub state_column_families: Vec<StateColumnFamily>,
+    /// RocksDB merges (ListState appends) and iterator steps (map iteration) the job issued.
+    pub merges: u64,
+    pub iterator_seeks: u64,
+    pub iterator_nexts: u64,
+}
+
+/// One state's (or timer queue's) column family at the end of a run.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct StateColumnFamily {
+    pub name: String,
+    pub sst_files: u64,
+    pub live_sst_bytes: u64,
+    pub memtable_bytes: u64,
+    /// RocksDB's estimate (`rocksdb.estimate-num-keys`).
+    pub estimated_keys: u64,
+}
+
+/// The frequency counter's data column families, for a report that does not list them.
+const FREQUENCY_STATE_COLUMN_FAMILIES: usize = 3;
+
+impl Summary {
+    /// How many column families share the WriteBufferManager (Flink's memory math divides
+    /// its budget among them).
+    pub fn state_cf_count(&self) -> usize {
+        match self.state_column_families.len() {
+            0 => FREQUENCY_STATE_COLUMN_FAMILIES,
+            n => n,
+        }
+    }
 }
 
 /// The whole job's figures over every process it ran in (`Summary::whole_job`).
@@ -177,7 +214,7 @@ impl Summary {
             checkpoints: outcome
                 .checkpoints
                 .as_ref()
-                .map(|c| super::checkpoints::CheckpointSummary::new(c, outcome.processing_secs)),
+                .map(|c| checkpoints::CheckpointSummary::new(c, outcome.processing_secs)),
             ..Summary::of_snapshots(
                 &outcome.snapshots,
                 outcome.processing_secs,
@@ -312,6 +349,23 @@ impl Summary {
                 .any(|s| s.cpu.is_some())
                 .then(|| CpuSample::merge(snapshots.iter().filter_map(|s| s.cpu.as_ref()))),
             checkpoints: None,
+            state_column_families: last.map_or_else(Vec::new, |s| {
+                s.rocksdb
+                    .lsm
+                    .column_families
+                    .iter()
+                    .map(|c| StateColumnFamily {
+                        name: c.name.clone(),
+                        sst_files: c.levels.iter().map(|l| l.files).sum(),
+                        live_sst_bytes: c.levels.iter().map(|l| l.bytes).sum(),
+                        memtable_bytes: c.memtable_bytes,
+                        estimated_keys: c.estimated_keys,
+                    })
+                    .collect()
+            }),
+            merges: ops.merges,
+            iterator_seeks: ops.iterator_seeks,
+            iterator_nexts: ops.iterator_nexts,
         }
     }
 }

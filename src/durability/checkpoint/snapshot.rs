@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rocksdb::{IteratorMode, WriteBatch};
 
-use crate::backend::{ALL_COLUMN_FAMILIES, BackendError, StateBackend};
+use crate::backend::{BackendError, StateBackend};
 
 /// First bytes of a canonical state stream.
 const MAGIC: &[u8; 16] = b"statebench-full1";
@@ -74,7 +74,7 @@ pub fn write_full(
         w.write_all(bytes).map_err(io)
     };
     put(&mut w, MAGIC)?;
-    for name in ALL_COLUMN_FAMILIES {
+    for name in backend.column_families() {
         let cf = backend.cf(name)?;
         put(&mut w, &(name.len() as u32).to_le_bytes())?;
         put(&mut w, name.as_bytes())?;
@@ -152,10 +152,12 @@ pub fn restore_full(backend: &StateBackend, from: &Path) -> Result<FullStats, Sn
         }
         let name = String::from_utf8(read_bytes(&mut r, name_len)?)
             .map_err(|_| corrupt("a column family name that is not UTF-8".to_string()))?;
-        let Some(cf_name) = ALL_COLUMN_FAMILIES.iter().find(|c| **c == name) else {
-            return Err(corrupt(format!("unknown column family '{name}'")));
-        };
-        let cf = backend.cf(cf_name)?;
+        if !backend.column_families().contains(&name) {
+            return Err(corrupt(format!(
+                "column family '{name}', which this job does not have"
+            )));
+        }
+        let cf = backend.cf(&name)?;
         stats.bytes += 4 + u64::from(name_len);
         let mut batch = WriteBatch::default();
         loop {
@@ -211,7 +213,7 @@ pub fn live_ssts(backend: &StateBackend) -> Result<Vec<SstFile>, SnapshotError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{CF_TIMERS, CF_WINDOW_STATS};
+    use crate::backend::{ALL_COLUMN_FAMILIES, CF_TIMERS, CF_WINDOW_STATS};
     use crate::config::Profile;
 
     fn contents(backend: &StateBackend) -> Vec<(String, Vec<u8>, Vec<u8>)> {
