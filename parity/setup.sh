@@ -70,7 +70,7 @@ classpath=$(ls "$lib"/flink-dist-*.jar "$lib"/flink-scala_*.jar "$lib"/log4j-*.j
 
 # --- the Flink job ---------------------------------------------------------------------------
 classes="$work/classes"
-sources=("$repo"/parity/job/src/main/java/statebench/parity/*.java)
+sources=("$repo"/parity/job/src/main/java/statebench/parity/*.java "$repo"/parity/job/src/main/java/statebench/parity/kinds/*.java)
 if [ ! -f "$classes/.built" ] || [ -n "$(find "${sources[@]}" -newer "$classes/.built")" ]; then
   step "compiling the Flink job (javac) into $classes"
   rm -rf "$classes"

@@ -25,6 +25,10 @@ pub struct Tickers {
     pub bloom_full_true_positive: u64,
     pub keys_read: u64,
     pub keys_written: u64,
+    /// Iterator seeks and nexts RocksDB counted (NUMBER_DB_SEEK / NUMBER_DB_NEXT; a Next is
+    /// counted when its iterator is dropped).
+    pub iterator_seeks: u64,
+    pub iterator_nexts: u64,
     pub bytes_written: u64,
     pub bytes_read: u64,
     pub flush_write_bytes: u64,
@@ -55,6 +59,8 @@ impl Tickers {
             bloom_full_true_positive: self.bloom_full_true_positive + o.bloom_full_true_positive,
             keys_read: self.keys_read + o.keys_read,
             keys_written: self.keys_written + o.keys_written,
+            iterator_seeks: self.iterator_seeks + o.iterator_seeks,
+            iterator_nexts: self.iterator_nexts + o.iterator_nexts,
             bytes_written: self.bytes_written + o.bytes_written,
             bytes_read: self.bytes_read + o.bytes_read,
             flush_write_bytes: self.flush_write_bytes + o.flush_write_bytes,
@@ -85,6 +91,8 @@ impl Tickers {
             bloom_full_true_positive: t(Ticker::BloomFilterFullTruePositive),
             keys_read: t(Ticker::NumberKeysRead),
             keys_written: t(Ticker::NumberKeysWritten),
+            iterator_seeks: t(Ticker::NumberDbSeek),
+            iterator_nexts: t(Ticker::NumberDbNext),
             bytes_written: t(Ticker::BytesWritten),
             bytes_read: t(Ticker::BytesRead),
             flush_write_bytes: t(Ticker::FlushWriteBytes),

@@ -193,14 +193,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The job's final state as sorted CSV lines `key,window,count`, keys as the job keys them
-/// (`user-N`) and windows by label.
+/// The job's results as sorted CSV lines `key,label,value` (the frequency counter: its final
+/// state, `key,window,count`), keys as the job keys them (`user-N`), slots by result label.
 fn write_final_counts(
     path: &Path,
     workload: &Workload,
     state: &[(u64, usize, i64)],
 ) -> std::io::Result<()> {
-    let labels = workload.window_labels();
+    let labels = if workload.is_frequency() {
+        workload.window_labels()
+    } else {
+        workload.result_labels()
+    };
     let mut lines: Vec<String> = state
         .iter()
         .map(|(user, window, count)| {

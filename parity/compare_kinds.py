@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Compares one operator kind's run on Flink 1.20.1 (parity/job/.../kinds/KindsJob) with
+statebench's on the same trace v2 and workload (parity/run-kinds).
+
+Exact on: events, RocksDB keys read and written (tickers), state gets / puts / deletes / merges
+(Flink: counted at the backend's RocksDB handle; RocksDB has no merge ticker), iterator seeks and
+nexts (tickers), timers fired, and every result per (key, label) (DESIGN-19's results: Flink's
+from what its operator emitted, statebench's from `run --final-counts`). Every further run of a
+side must do exactly what its first did. Prints a table; exits 1 on any difference and on a
+figure statebench's report does not carry (it must report what is compared).
+
+Standard library only.
+"""
+import argparse
+import json
+import sys
+
+
+def load_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_results(path):
+    """`key,label,value` lines -> {(key, label): value}."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                key, label, value = line.rsplit(",", 2)
+                out[(key, label)] = int(value)
+            except ValueError:
+                sys.exit(f"{path} line {number}: expected key,label,value, got {line!r}")
+    return out
+
+
+def segment(report):
+    return report["segments"][-1] if "segments" in report else report
+
+
+def dig(obj, path):
+    """'a.b.c' -> obj[a][b][c], or None."""
+    for part in path.split("."):
+        if not isinstance(obj, dict) or part not in obj:
+            return None
+        obj = obj[part]
+    return obj
+
+
+def first(obj, paths):
+    """The first of several places a figure may be reported (None: reported in none)."""
+    for p in paths:
+        v = dig(obj, p)
+        if v is not None:
+            return v
+    return None
+
+
+# Where statebench reports each compared figure (the report's last segment; `last` = its last
+# snapshot). The first path found is used.
+STATEBENCH = {
+    "events": ["summary.events"],
+    "keys_read": ["summary.rocksdb_keys_read", "last.rocksdb.tickers.keys_read"],
+    "keys_written": ["summary.rocksdb_keys_written", "last.rocksdb.tickers.keys_written"],
+    "gets": ["summary.gets", "last.ops.gets"],
+    "puts": ["summary.puts", "last.ops.puts"],
+    "deletes": ["summary.deletes", "last.ops.deletes"],
+    "merges": ["summary.merges", "last.ops.merges"],
+    "seeks": ["last.rocksdb.tickers.iterator_seeks"],
+    "nexts": ["last.rocksdb.tickers.iterator_nexts"],
+    "access_seeks": ["last.ops.iterator_seeks"],
+    "access_nexts": ["last.ops.iterator_nexts"],
+    "timers_fired": ["summary.timers_fired", "last.pipeline.timers_fired"],
+}
+
+
+def flink_figures(run):
+    j, t = run["job"], run["tickers"]
+    return {
+        "events": j["events"],
+        "keys_read": t["NUMBER_KEYS_READ"],
+        "keys_written": t["NUMBER_KEYS_WRITTEN"],
+        "gets": j["gets"],
+        "puts": j["puts"],
+        "deletes": j["deletes"],
+        "merges": j["merges"],
+        "seeks": t["NUMBER_DB_SEEK"],
+        "nexts": t["NUMBER_DB_NEXT"],
+        # statebench's own count of the seeks and nexts it asked for, against what Flink's RocksDB did.
+        "access_seeks": t["NUMBER_DB_SEEK"],
+        "access_nexts": t["NUMBER_DB_NEXT"],
+        "timers_fired": j["timers_fired"],
+    }
+
+
+def statebench_figures(report):
+    seg = segment(report)
+    view = {"summary": seg.get("summary", {}), "last": (seg.get("snapshots") or [{}])[-1]}
+    return {name: first(view, paths) for name, paths in STATEBENCH.items()}
+
+
+ROWS = [
+    ("events", "events"),
+    ("keys_read", "RocksDB keys read (ticker)"),
+    ("keys_written", "RocksDB keys written (ticker)"),
+    ("gets", "state gets"),
+    ("puts", "state puts"),
+    ("deletes", "state deletes"),
+    ("merges", "state merges (list appends)"),
+    ("seeks", "iterator seeks (ticker)"),
+    ("nexts", "iterator nexts (ticker)"),
+    ("access_seeks", "iterator seeks (statebench: StateAccess)"),
+    ("access_nexts", "iterator nexts (statebench: StateAccess)"),
+    ("timers_fired", "timers fired"),
+]
+
+
+def fmt(v):
+    if v is None:
+        return "(not reported)"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--name", required=True)
+    p.add_argument("--flink", action="append", required=True, help="KindsJob's --out directory (repeat per run)")
+    p.add_argument("--report", action="append", default=[], help="statebench's JSON report (repeat per run)")
+    p.add_argument("--statebench-results", help="statebench run --final-counts (key,label,value)")
+    p.add_argument("--json", help="write the comparison here")
+    a = p.parse_args()
+
+    flink_runs = [load_json(f"{d}/flink.json") for d in a.flink]
+    fl = flink_figures(flink_runs[0])
+    fres = read_results(f"{a.flink[0]}/flink-results.csv")
+    flink_only = not a.report
+    sb_runs = [load_json(r) for r in a.report]
+    sb = statebench_figures(sb_runs[0]) if sb_runs else {k: None for k, _ in ROWS}
+    sres = read_results(a.statebench_results) if a.statebench_results else None
+
+    rows, failed, missing = [], [], []
+
+    def row(metric, f, s, rule="exact", note=""):
+        if flink_only:
+            verdict = "(Flink only)"
+        elif rule == "info":
+            verdict = "info"
+        elif s is None:
+            verdict = "FAIL (statebench does not report it)"
+            missing.append(metric)
+        elif f == s:
+            verdict = "ok"
+        else:
+            diff = s - f if isinstance(f, int) and isinstance(s, int) else ""
+            verdict = f"FAIL (statebench {diff:+,})" if diff != "" else "FAIL"
+            failed.append(metric)
+        rows.append((metric, fmt(f), "" if flink_only else fmt(s), verdict + (f"  {note}" if note else "")))
+
+    for key, label in ROWS:
+        row(label, fl[key], sb[key])
+    # Every run of a side does the same state work (only timing may differ).
+    if len(flink_runs) > 1 or len(sb_runs) > 1:
+        other_f = sum(flink_figures(r) != fl for r in flink_runs[1:])
+        other_s = sum(statebench_figures(r) != sb for r in sb_runs[1:])
+        row("runs that did other work than run 1", other_f, other_s if sb_runs else None,
+            note=f"({len(flink_runs)} / {len(sb_runs)} runs)")
+        other_fr = sum(read_results(f"{d}/flink-results.csv") != fres for d in a.flink[1:])
+        if other_fr:
+            failed.append("Flink's results differ between its runs")
+    row("RocksDB keys read - state gets", fl["keys_read"] - fl["gets"],
+        None if sb["keys_read"] is None or sb["gets"] is None else sb["keys_read"] - sb["gets"],
+        note="(0: no point lookups but the states')")
+    row("results (key, label)", len(fres), None if sres is None else len(sres))
+    if sres is not None:
+        differ = sorted(k for k in set(fres) | set(sres) if fres.get(k) != sres.get(k))
+        row("results that differ", 0, len(differ))
+    else:
+        differ = []
+    labels = sorted({label for _, label in fres})
+    for label in labels:
+        if label == "digest":
+            continue
+        row(f"results: sum of '{label}'", sum(v for (_, l), v in fres.items() if l == label),
+            None if sres is None else sum(v for (_, l), v in sres.items() if l == label))
+
+    widths = [max(len(r[i]) for r in rows + [("metric", "Flink 1.20.1", "statebench", "")]) for i in range(3)]
+    print(f"== parity: {a.name} ==")
+    header = ("metric", "Flink 1.20.1", "statebench", "verdict")
+    for r in [header] + rows:
+        print(r[0].ljust(widths[0]) + "  " + r[1].rjust(widths[1]) + "  " + r[2].rjust(widths[2]) + "  " + r[3])
+        if r is header:
+            print("-" * (sum(widths) + 20))
+    cfs = flink_runs[0].get("column_families", {})
+    if cfs:
+        print("Flink per column family (calls on the backend's RocksDB handle; timers go through batches):")
+        for cf, c in sorted(cfs.items()):
+            print(f"  {cf:<40} " + "  ".join(f"{k} {v:,}" for k, v in sorted(c.items())))
+    for k in differ[:10]:
+        print(f"  result differs: {k[0]} {k[1]}: Flink {fres.get(k)}, statebench {sres.get(k)}")
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump({"name": a.name, "rows": rows, "failed": failed, "missing": missing,
+                       "differing_results": [list(k) for k in differ[:100]]}, f, indent=2)
+            f.write("\n")
+    if flink_only:
+        print(f"\nFLINK ONLY ({a.name})")
+        return 0
+    if failed or missing:
+        print(f"\nFAIL ({a.name}): " + "; ".join(failed + [f"{m}: not reported" for m in missing]))
+        return 1
+    print(f"\nPASS ({a.name})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

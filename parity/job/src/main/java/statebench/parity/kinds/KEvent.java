@@ -1,0 +1,30 @@
+package statebench.parity.kinds;
+
+/**
+ * One trace v2 record ({@code key,event_time,partition,value_size,input}); the key as the job
+ * keys it ({@code user-N}, N dense in order of first appearance, as statebench's trace loader
+ * numbers them). A POJO: Flink's PojoSerializer writes it.
+ */
+public class KEvent {
+    public String key;
+    public long time;
+    public int partition;
+    public int valueSize;
+    /** 0: the first (left) input, 1: the second (right). */
+    public int input;
+
+    public KEvent() {}
+
+    public KEvent(String key, long time, int partition, int valueSize, int input) {
+        this.key = key;
+        this.time = time;
+        this.partition = partition;
+        this.valueSize = valueSize;
+        this.input = input;
+    }
+
+    @Override
+    public String toString() {
+        return key + "@" + time + "/" + input + "(" + valueSize + "b)";
+    }
+}

@@ -1,0 +1,256 @@
+package statebench.parity.kinds;
+
+import java.io.File;
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.flink.runtime.state.KeyedStateBackend;
+import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.rocksdb.HistogramType;
+import org.rocksdb.RocksDB;
+import org.rocksdb.Statistics;
+import org.rocksdb.TickerType;
+import statebench.parity.ObservingOptionsFactory;
+
+/**
+ * What every kind's operator shares: the measurement. Attached to Flink's own operator (a
+ * subclass that only calls this around {@code super}), it
+ * <ul>
+ *   <li>counts the elements and the timers the operator fires;</li>
+ *   <li>replaces the keyed backend's RocksDB handle by a {@link CountingRocksDB} on the same
+ *       database (merges per column family: RocksDB has no ticker for them);</li>
+ *   <li>makes processing time, which state TTL reads, statebench's replay clock: the largest
+ *       event time the operator has seen (statebench: {@code EventSource::replay_time} of a
+ *       trace), for the state and for RocksDB's TTL compaction filter;</li>
+ *   <li>after the end-of-input watermark has fired everything, writes out the timer service's
+ *       pending write batch and records the run ({@code flink.json}).</li>
+ * </ul>
+ */
+public final class Probe implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+
+    /** statebench's replay clock for a trace: the newest event time read so far. */
+    public static final class ReplayClock implements TtlTimeProvider, java.io.Serializable {
+        private static final long serialVersionUID = 1L;
+        volatile long now = Long.MIN_VALUE;
+
+        @Override
+        public long currentTimestamp() {
+            return now;
+        }
+    }
+
+    private final String outDir;
+    private final String kind;
+    private transient CountingRocksDB counting;
+    /** The backend's own RocksDB object, put back before the backend is disposed. */
+    private transient RocksDB original;
+    final ReplayClock clock = new ReplayClock();
+    long events;
+    long eventTimers;
+    long processingTimers;
+    long watermarks;
+    long lastWatermark = Long.MIN_VALUE;
+    boolean measured;
+    private boolean installed;
+
+    public Probe(String outDir, String kind) {
+        this.outDir = outDir;
+        this.kind = kind;
+    }
+
+    static Field field(Class<?> type, String name) {
+        for (Class<?> c = type; c != null; c = c.getSuperclass()) {
+            try {
+                Field f = c.getDeclaredField(name);
+                f.setAccessible(true);
+                return f;
+            } catch (NoSuchFieldException e) {
+                // look further up
+            }
+        }
+        throw new IllegalStateException(type.getName() + " has no field " + name + " (not Flink 1.20.1?)");
+    }
+
+    /** Before the operator's open() creates its states. */
+    void install(KeyedStateBackend<?> backend) throws Exception {
+        if (installed) {
+            return;
+        }
+        installed = true;
+        Field db = field(backend.getClass(), "db");
+        original = (RocksDB) db.get(backend);
+        counting = new CountingRocksDB(original);
+        db.set(backend, counting);
+        // TtlStateFactory takes the backend's time provider when a state is created.
+        field(backend.getClass(), "ttlTimeProvider").set(backend, clock);
+        // RocksDB's TTL compaction filter asks the manager's provider (a factory per TTL state,
+        // made when the state is registered).
+        Object manager = field(backend.getClass(), "ttlCompactFiltersManager").get(backend);
+        field(manager.getClass(), "ttlTimeProvider").set(manager, clock);
+    }
+
+    /**
+     * Puts the backend's own RocksDB object back: the backend closes the database through it
+     * when disposed (the counting view owns nothing, so closing it would leave the database and
+     * its compactions running on freed options and compaction filters). After measuring, and
+     * from the operator's close() in any case.
+     */
+    void uninstall(KeyedStateBackend<?> backend) throws Exception {
+        if (original != null && backend != null) {
+            field(backend.getClass(), "db").set(backend, original);
+            original = null;
+        }
+    }
+
+    void onElement(long timestamp) {
+        events++;
+        if (timestamp > clock.now) {
+            clock.now = timestamp;
+        }
+    }
+
+    /** A regular watermark (the maximum one is measured after it fired everything). */
+    void onWatermark(Watermark mark) {
+        if (mark.getTimestamp() != Long.MAX_VALUE) {
+            lastWatermark = mark.getTimestamp();
+            watermarks++;
+        }
+    }
+
+    void measure(KeyedStateBackend<?> backend) throws Exception {
+        if (measured) {
+            return;
+        }
+        measured = true;
+        Map<String, Object> json = new TreeMap<>();
+        json.put("kind", kind);
+        json.put("backend_class", backend.getClass().getName());
+        // Flink writes the timer service's pending batch before every snapshot and at close;
+        // statebench at the end of its run. Before reading any counter.
+        Object wrapper = field(backend.getClass(), "writeBatchWrapper").get(backend);
+        wrapper.getClass().getMethod("flush").invoke(wrapper);
+
+        // The options factory's Statistics of the (one) RocksDB instance.
+        Statistics stats = (Statistics) field(ObservingOptionsFactory.class, "statistics").get(null);
+        Map<String, Object> tickers = new TreeMap<>();
+        Map<String, Object> histograms = new TreeMap<>();
+        if (stats != null) {
+            for (TickerType t : TickerType.values()) {
+                if (t != TickerType.TICKER_ENUM_MAX) {
+                    tickers.put(t.name(), stats.getTickerCount(t));
+                }
+            }
+            for (HistogramType h : new HistogramType[] {HistogramType.FLUSH_TIME, HistogramType.COMPACTION_TIME}) {
+                histograms.put(h.name() + "_count", stats.getHistogramData(h).getCount());
+            }
+        }
+        json.put("tickers", tickers);
+        json.put("histograms", histograms);
+        Map<String, Object> job = new TreeMap<>();
+        job.put("events", events);
+        job.put("event_timers_fired", eventTimers);
+        job.put("processing_timers_fired", processingTimers);
+        job.put("timers_fired", eventTimers + processingTimers);
+        job.put("watermarks", watermarks);
+        job.put("last_watermark", lastWatermark);
+        job.put("processing_time", clock.now);
+        job.put("merges", counting.total(CountingRocksDB.MERGES));
+        job.put("gets", counting.total(CountingRocksDB.GETS));
+        job.put("puts", counting.total(CountingRocksDB.PUTS));
+        job.put("deletes", counting.total(CountingRocksDB.DELETES));
+        job.put("iterators", counting.total(CountingRocksDB.ITERATORS));
+        job.put("state_batches", counting.batches);
+        job.put("state_batch_entries", counting.batchEntries);
+        json.put("job", job);
+        json.put("column_families", counting.snapshot());
+        Map<?, ?> states = (Map<?, ?>) field(backend.getClass(), "kvStateInformation").get(backend);
+        json.put("registered_states", new ArrayList<>(new java.util.TreeSet<>(
+                states.keySet().stream().map(Object::toString).collect(java.util.stream.Collectors.toList()))));
+
+        File base = (File) field(backend.getClass(), "instanceBasePath").get(backend);
+        File dbDir = new File(base, "db");
+        List<String> copied = new ArrayList<>();
+        File[] files = dbDir.listFiles();
+        if (files != null) {
+            File latest = null;
+            long latestNumber = -1;
+            for (File f : files) {
+                String name = f.getName();
+                if (name.startsWith("OPTIONS-")) {
+                    long n = Long.parseLong(name.substring("OPTIONS-".length()));
+                    if (n > latestNumber) {
+                        latestNumber = n;
+                        latest = f;
+                    }
+                }
+            }
+            if (latest != null) {
+                Files.copy(latest.toPath(), Path.of(outDir, "flink.OPTIONS"), StandardCopyOption.REPLACE_EXISTING);
+                copied.add(latest.getName());
+            }
+        }
+        json.put("copied_files", copied);
+        write(Path.of(outDir, "flink.json"), json);
+        uninstall(backend);
+    }
+
+    static void write(Path path, Object root) throws IOException {
+        StringBuilder sb = new StringBuilder();
+        value(sb, root, "");
+        sb.append('\n');
+        Files.writeString(path, sb.toString(), StandardCharsets.UTF_8);
+    }
+
+    private static void value(StringBuilder sb, Object v, String indent) {
+        if (v instanceof Map) {
+            sb.append("{");
+            String sep = "\n";
+            for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+                sb.append(sep).append(indent).append("  ");
+                string(sb, e.getKey().toString());
+                sb.append(": ");
+                value(sb, e.getValue(), indent + "  ");
+                sep = ",\n";
+            }
+            sb.append("\n").append(indent).append("}");
+        } else if (v instanceof List) {
+            sb.append("[");
+            String sep = "";
+            for (Object o : (List<?>) v) {
+                sb.append(sep);
+                value(sb, o, indent);
+                sep = ", ";
+            }
+            sb.append("]");
+        } else if (v instanceof Number || v instanceof Boolean) {
+            sb.append(v);
+        } else if (v == null) {
+            sb.append("null");
+        } else {
+            string(sb, v.toString());
+        }
+    }
+
+    private static void string(StringBuilder sb, String s) {
+        sb.append('"');
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                sb.append('\\').append(c);
+            } else if (c < 0x20) {
+                sb.append(String.format("\\u%04x", (int) c));
+            } else {
+                sb.append(c);
+            }
+        }
+        sb.append('"');
+    }
+}
