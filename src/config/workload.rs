@@ -24,6 +24,11 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "backfill-catchup",
         include_str!("../../workloads/backfill-catchup.yaml"),
     ),
+    ("dedup-24h", include_str!("../../workloads/dedup-24h.yaml")),
+    (
+        "process-example",
+        include_str!("../../workloads/process-example.yaml"),
+    ),
 ];
 
 /// 2026-01-01T00:00:00Z, the default start of event time.

@@ -25,6 +25,7 @@ pub fn layout(spec: &FrequencySpec) -> Layout {
         ttl_ms: t.0 as i64,
         compaction_filter: true,
         query_time_after: 1000,
+        layout: crate::backend::ttl_filter::TtlLayout::Map,
     });
     Layout::default()
         .state(CF_WINDOW_STATS, None, false)

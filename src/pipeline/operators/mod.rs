@@ -5,8 +5,16 @@
 //! Every kind does to RocksDB what Flink 1.20's own runtime operator does, call for call; each
 //! file names the Flink classes it mirrors.
 
+pub mod aggregate;
 mod context;
+pub mod dedup;
 pub mod frequency;
+pub mod process;
+mod process_truth;
+#[cfg(test)]
+mod testkit;
+pub mod ttl;
+pub mod valgen;
 
 pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
@@ -48,6 +56,8 @@ pub struct TtlDecl {
     pub compaction_filter: bool,
     /// The filter asks for the current time after this many entries.
     pub query_time_after: u64,
+    /// Where the state's values keep their TTL timestamp (value or map state).
+    pub layout: crate::backend::ttl_filter::TtlLayout,
 }
 
 /// The column families of one operator, in creation order.
@@ -164,6 +174,9 @@ pub trait KeyedOperator<'a> {
 pub fn layout(spec: &OperatorSpec) -> Layout {
     match spec {
         OperatorSpec::Frequency(f) => frequency::layout(f),
+        OperatorSpec::Dedup(d) => dedup::layout(d),
+        OperatorSpec::Aggregate(a) => aggregate::layout(a),
+        OperatorSpec::Process(p) => process::layout(p),
         // Kinds not built yet declare nothing: `build` refuses them.
         _ => Layout::default(),
     }
@@ -179,6 +192,11 @@ pub fn build<'a>(
         OperatorSpec::Frequency(_) => {
             Ok(Box::new(FrequencyJob::with_mode(backend, workload, mode)?))
         }
+        OperatorSpec::Dedup(d) => Ok(Box::new(dedup::Dedup::new(&d, backend, workload)?)),
+        OperatorSpec::Aggregate(a) => {
+            Ok(Box::new(aggregate::Aggregate::new(&a, backend, workload)?))
+        }
+        OperatorSpec::Process(p) => Ok(Box::new(process::Process::new(&p, backend, workload)?)),
         other => Err(PipelineError::NotBuilt(other.kind())),
     }
 }
@@ -190,6 +208,21 @@ pub fn oracle(workload: &Workload) -> Oracle {
             let windows: Vec<i64> = f.windows.iter().map(|w| w.0 as i64).collect();
             Oracle::new(&windows)
         }
+        OperatorSpec::Dedup(d) => Oracle::with_model(
+            d.result_labels().len(),
+            Box::new(dedup::DedupTruth::new(&d)),
+        ),
+        OperatorSpec::Aggregate(a) => Oracle::with_model(
+            a.result_labels().len(),
+            Box::new(aggregate::AggregateTruth::new(&a)),
+        ),
+        OperatorSpec::Process(p) => Oracle::with_model(
+            p.result_labels().len(),
+            Box::new(process_truth::ProcessTruth::new(
+                &p,
+                workload.spec.keys.size,
+            )),
+        ),
         other => Oracle::with_model(other.result_labels().len(), Box::new(Nothing)),
     }
 }
