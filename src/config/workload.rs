@@ -28,6 +28,17 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "process-example",
         include_str!("../../workloads/process-example.yaml"),
+    (
+        "sessions-process",
+        include_str!("../../workloads/sessions-process.yaml"),
+    ),
+    (
+        "sessions-aggregate",
+        include_str!("../../workloads/sessions-aggregate.yaml"),
+    ),
+    (
+        "sliding-aggregate",
+        include_str!("../../workloads/sliding-aggregate.yaml"),
     ),
 ];
 

@@ -151,6 +151,17 @@ impl SortedCache {
         }
     }
 
+    /// Removes `key`; false when it was not there.
+    fn remove(&mut self, key: &CachedKey) -> bool {
+        match self.0.binary_search(key) {
+            Ok(at) => {
+                self.0.remove(at);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Adds `key`, which nearly always comes after every key here (a scan's keys arrive in
     /// order): appended then, inserted in its place otherwise.
     fn push_in_order(&mut self, key: CachedKey) {
@@ -447,6 +458,46 @@ impl<'a> TimerService<'a> {
     /// The earliest pending timer, if any.
     pub fn next_timestamp(&self) -> Option<i64> {
         self.heads.first().map(|(ts, _)| ts)
+    }
+}
+
+/// Deleting timers, as the window operator's triggers do.
+impl TimerService<'_> {
+    /// Deletes the event-time timer of `key`'s current key and namespace at `timestamp`, as
+    /// Flink's `RocksDBCachingPriorityQueueSet.remove` does: refill an empty cache first
+    /// (`checkRefillCacheFromStore`); nothing when the key group then holds no timer at all;
+    /// else a delete of the timer's key in the write batch, whether or not it exists, and out
+    /// of the cache. True when the key group's head changed (or it became empty).
+    pub fn remove(
+        &mut self,
+        state: &mut StateAccess,
+        key: &CompositeKey,
+        timestamp: i64,
+    ) -> Result<bool, PipelineError> {
+        let kg = key.key_group();
+        self.refill(state, kg)?;
+        let q = &self.queues[usize::from(kg)];
+        let Some(old_head) = q.cache.first().cloned() else {
+            return Ok(false);
+        };
+        let mut bytes = std::mem::take(&mut self.scratch);
+        key.write_timer_key(timestamp, &mut bytes);
+        let written = self.batch_delete(state, &bytes);
+        let q = &mut self.queues[usize::from(kg)];
+        q.cache.remove(&CachedKey::new(&bytes));
+        let changed = if q.cache.is_empty() {
+            // Flink's seekHint: the removed timer's key.
+            q.seek_hint = Some(bytes.clone());
+            true
+        } else {
+            q.cache.first() != Some(&old_head)
+        };
+        self.scratch = bytes;
+        written?;
+        if changed {
+            self.sync_head(kg);
+        }
+        Ok(changed)
     }
 }
 

@@ -15,6 +15,7 @@ mod process_truth;
 mod testkit;
 pub mod ttl;
 pub mod valgen;
+pub mod window;
 
 pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
@@ -177,6 +178,7 @@ pub fn layout(spec: &OperatorSpec) -> Layout {
         OperatorSpec::Dedup(d) => dedup::layout(d),
         OperatorSpec::Aggregate(a) => aggregate::layout(a),
         OperatorSpec::Process(p) => process::layout(p),
+        OperatorSpec::Window(w) => window::layout(w),
         // Kinds not built yet declare nothing: `build` refuses them.
         _ => Layout::default(),
     }
@@ -197,6 +199,9 @@ pub fn build<'a>(
             Ok(Box::new(aggregate::Aggregate::new(&a, backend, workload)?))
         }
         OperatorSpec::Process(p) => Ok(Box::new(process::Process::new(&p, backend, workload)?)),
+        OperatorSpec::Window(w) => Ok(Box::new(window::WindowOperator::new(
+            &w, backend, workload,
+        )?)),
         other => Err(PipelineError::NotBuilt(other.kind())),
     }
 }
@@ -223,6 +228,11 @@ pub fn oracle(workload: &Workload) -> Oracle {
                 workload.spec.keys.size,
             )),
         ),
+        OperatorSpec::Window(w) => match window::WindowTruth::new(&w) {
+            Ok(model) => Oracle::with_model(w.result_labels().len(), Box::new(model)),
+            // A spec that does not validate never runs.
+            Err(_) => Oracle::with_model(w.result_labels().len(), Box::new(Nothing)),
+        },
         other => Oracle::with_model(other.result_labels().len(), Box::new(Nothing)),
     }
 }
