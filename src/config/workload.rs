@@ -28,6 +28,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "process-example",
         include_str!("../../workloads/process-example.yaml"),
+    ),
     (
         "sessions-process",
         include_str!("../../workloads/sessions-process.yaml"),
@@ -39,6 +40,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "sliding-aggregate",
         include_str!("../../workloads/sliding-aggregate.yaml"),
+    ),
+    (
+        "interval-join",
+        include_str!("../../workloads/interval-join.yaml"),
     ),
 ];
 
@@ -489,6 +494,11 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
                 ));
             }
             if let Err(e) = job.validate() {
+                problems.push(e);
+            }
+            if let OperatorSpec::IntervalJoin(join) = job
+                && let Err(e) = join.validate_partitions(spec.partitions, &spec.idle_partitions)
+            {
                 problems.push(e);
             }
             if spec.phases.is_some() {

@@ -16,6 +16,7 @@ mod testkit;
 pub mod ttl;
 pub mod valgen;
 pub mod window;
+pub mod interval_join;
 
 pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
@@ -179,6 +180,7 @@ pub fn layout(spec: &OperatorSpec) -> Layout {
         OperatorSpec::Aggregate(a) => aggregate::layout(a),
         OperatorSpec::Process(p) => process::layout(p),
         OperatorSpec::Window(w) => window::layout(w),
+        OperatorSpec::IntervalJoin(j) => interval_join::layout(j),
         // Kinds not built yet declare nothing: `build` refuses them.
         _ => Layout::default(),
     }
@@ -201,6 +203,9 @@ pub fn build<'a>(
         OperatorSpec::Process(p) => Ok(Box::new(process::Process::new(&p, backend, workload)?)),
         OperatorSpec::Window(w) => Ok(Box::new(window::WindowOperator::new(
             &w, backend, workload,
+        )?)),
+        OperatorSpec::IntervalJoin(j) => Ok(Box::new(interval_join::IntervalJoin::new(
+            backend, workload, &j,
         )?)),
         other => Err(PipelineError::NotBuilt(other.kind())),
     }
@@ -233,6 +238,10 @@ pub fn oracle(workload: &Workload) -> Oracle {
             // A spec that does not validate never runs.
             Err(_) => Oracle::with_model(w.result_labels().len(), Box::new(Nothing)),
         },
+        OperatorSpec::IntervalJoin(j) => Oracle::with_model(
+            j.result_labels().len(),
+            Box::new(interval_join::JoinTruth::new(&j)),
+        ),
         other => Oracle::with_model(other.result_labels().len(), Box::new(Nothing)),
     }
 }

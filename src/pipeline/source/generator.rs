@@ -7,6 +7,7 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution as _, Zipf};
 
 use crate::config::Workload;
+use crate::config::job::OperatorSpec;
 use crate::config::workload::Distribution;
 
 /// One record of the log.
@@ -69,6 +70,44 @@ pub struct Generator {
     /// exactly the events it always did.
     value_size: Option<(u32, u32)>,
     seed: u64,
+    /// A join's two inputs (None: one input, every event on input 0).
+    inputs: Option<Box<Inputs>>,
+}
+
+/// The inputs of a join (`job.kind: interval-join`): each event's input is drawn from its own
+/// stream (so the other draws stay those of a one-input job), and each input has partitions of
+/// its own, so its own watermark.
+struct Inputs {
+    right_share: f64,
+    /// Live partitions of the left (0) and the right (1) input.
+    live: [Vec<u32>; 2],
+}
+
+impl Inputs {
+    fn new(workload: &Workload) -> Option<Box<Inputs>> {
+        let spec = &workload.spec;
+        let Some(OperatorSpec::IntervalJoin(join)) = &spec.job else {
+            return None;
+        };
+        let live = |range: std::ops::Range<u32>| -> Vec<u32> {
+            let live: Vec<u32> = range
+                .clone()
+                .filter(|p| !spec.idle_partitions.contains(p))
+                .collect();
+            // Validation leaves each input a live partition; should one have none, its
+            // records still go to its own partitions.
+            if live.is_empty() {
+                range.collect()
+            } else {
+                live
+            }
+        };
+        let (left, right) = join.input_partitions(spec.partitions);
+        Some(Box::new(Inputs {
+            right_share: join.right_share,
+            live: [live(left), live(right)],
+        }))
+    }
 }
 
 impl Generator {
@@ -107,6 +146,7 @@ impl Generator {
             next_index: 0,
             value_size: spec.value_size.map(|v| v.bounds()),
             seed: spec.seed,
+            inputs: Inputs::new(workload),
         }
     }
 
@@ -132,6 +172,22 @@ impl Generator {
         let width = size.map_or(0, |s| (s as usize).saturating_sub(5));
         // Writing to a String cannot fail.
         let _ = write!(out, "user-{user:0width$}");
+    }
+
+    /// The input of the event with index `index`: 1 (the right) with the join's right share,
+    /// deterministic per seed and index; 0 without a join.
+    fn draw_input(&self, index: u64) -> u8 {
+        match &self.inputs {
+            None => 0,
+            Some(inputs) => {
+                let draw = crate::pipeline::operators::splitmix64(
+                    self.seed ^ index.rotate_left(41) ^ 0x6a09_e667_f3bc_c908,
+                );
+                // The top 53 bits as a uniform number in [0, 1).
+                let uniform = (draw >> 11) as f64 / (1u64 << 53) as f64;
+                u8::from(uniform < inputs.right_share)
+            }
+        }
     }
 
     /// The value size of the event with index `index`: deterministic per seed and index.
@@ -165,7 +221,13 @@ impl Iterator for Generator {
         };
         // Kafka's keyed partitioning: the same user always lands in the same partition.
         let hash = (user.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32;
-        let partition = self.live_partitions[(hash % self.live_partitions.len() as u32) as usize];
+        let input = self.draw_input(self.next_index);
+        let live = match &self.inputs {
+            // A join: the input's own partitions (a key's records of one input in one of them).
+            Some(inputs) => &inputs.live[usize::from(input)],
+            None => &self.live_partitions,
+        };
+        let partition = live[(hash % live.len() as u32) as usize];
         let offset = self.offsets[partition as usize];
         self.offsets[partition as usize] += 1;
         let value_size = self.draw_value_size(self.next_index);
@@ -177,7 +239,7 @@ impl Iterator for Generator {
             offset,
             append_time: nominal,
             value_size,
-            input: 0,
+            input,
         })
     }
 }
@@ -270,5 +332,83 @@ mod tests {
                 .collect();
             assert_eq!(offsets, (0..offsets.len() as u64).collect::<Vec<_>>());
         }
+    }
+
+    fn fingerprint(events: impl Iterator<Item = Event>) -> u64 {
+        events.fold(0xcbf2_9ce4_8422_2325u64, |h, e| {
+            let x = e.user
+                ^ (e.event_time as u64).rotate_left(17)
+                ^ u64::from(e.partition).rotate_left(40)
+                ^ e.offset.rotate_left(51)
+                ^ (e.append_time as u64).rotate_left(7)
+                ^ u64::from(e.value_size).rotate_left(29)
+                ^ u64::from(e.input).rotate_left(61);
+            (h ^ x).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    }
+
+    #[test]
+    fn one_input_workloads_generate_the_events_they_always_did() {
+        // Fingerprints of the first 20,000 events before the join's second input existed.
+        for (name, expected) in [
+            ("smoke", 0x0f8b_b5d2_0c34_01de_u64),
+            ("ads-minutes", 0x330a_15ae_70f5_864f),
+            ("backfill-catchup", 0x0cc1_7df7_0d0e_8d52),
+        ] {
+            let w = Workload::load(name).unwrap();
+            let got = fingerprint(Generator::new(&w).take(20_000));
+            assert_eq!(got, expected, "{name}: {got:#x}");
+        }
+    }
+
+    #[test]
+    fn a_join_has_two_inputs_on_partitions_of_their_own() {
+        let join = Workload::load("interval-join").unwrap();
+        let mut single = join.clone();
+        single.spec.job = None;
+        single.spec.windows = vec![crate::config::Millis(60_000)];
+        let a: Vec<Event> = Generator::new(&join).take(20_000).collect();
+        let b: Vec<Event> = Generator::new(&single).take(20_000).collect();
+        let Some(OperatorSpec::IntervalJoin(spec)) = &join.spec.job else {
+            panic!("interval-join is a join");
+        };
+        let (left, right) = spec.input_partitions(join.spec.partitions);
+        let mut per_input = [0u64; 2];
+        for (j, s) in a.iter().zip(&b) {
+            // The input is drawn apart: keys, times and sizes are the one-input job's.
+            assert_eq!(
+                (j.user, j.event_time, j.value_size, j.append_time),
+                (s.user, s.event_time, s.value_size, s.append_time)
+            );
+            assert_eq!(s.input, 0);
+            let own = if j.input == 0 { &left } else { &right };
+            assert!(own.contains(&j.partition), "{j:?} outside {own:?}");
+            per_input[usize::from(j.input)] += 1;
+        }
+        // right-share 0.5
+        let share = per_input[1] as f64 / a.len() as f64;
+        assert!((share - 0.5).abs() < 0.02, "right share {share}");
+        // Offsets stay dense per partition.
+        for p in 0..join.spec.partitions {
+            let offsets: Vec<u64> = a
+                .iter()
+                .filter(|e| e.partition == p)
+                .map(|e| e.offset)
+                .collect();
+            assert!(!offsets.is_empty(), "partition {p} carries records");
+            assert_eq!(offsets, (0..offsets.len() as u64).collect::<Vec<_>>());
+        }
+        // A key's records of one input stay in one partition.
+        let mut home = std::collections::HashMap::new();
+        for e in &a {
+            assert_eq!(
+                *home.entry((e.user, e.input)).or_insert(e.partition),
+                e.partition
+            );
+        }
+        assert_eq!(
+            fingerprint(a.into_iter()),
+            fingerprint(Generator::new(&join).take(20_000))
+        );
     }
 }
