@@ -181,8 +181,6 @@ pub fn layout(spec: &OperatorSpec) -> Layout {
         OperatorSpec::Process(p) => process::layout(p),
         OperatorSpec::Window(w) => window::layout(w),
         OperatorSpec::IntervalJoin(j) => interval_join::layout(j),
-        // Kinds not built yet declare nothing: `build` refuses them.
-        _ => Layout::default(),
     }
 }
 
@@ -207,7 +205,6 @@ pub fn build<'a>(
         OperatorSpec::IntervalJoin(j) => Ok(Box::new(interval_join::IntervalJoin::new(
             backend, workload, &j,
         )?)),
-        other => Err(PipelineError::NotBuilt(other.kind())),
     }
 }
 
@@ -242,7 +239,6 @@ pub fn oracle(workload: &Workload) -> Oracle {
             j.result_labels().len(),
             Box::new(interval_join::JoinTruth::new(&j)),
         ),
-        other => Oracle::with_model(other.result_labels().len(), Box::new(Nothing)),
     }
 }
 
