@@ -12,7 +12,7 @@ use serde::Serialize;
 
 pub use render::FEW_LOOKUPS;
 pub use render::{render_before_after, render_comparison, render_findings, render_summary};
-pub use summary::{CacheAccesses, HitRateSummary, Summary};
+pub use summary::{CacheAccesses, HitRateSummary, StateColumnFamily, Summary};
 
 use crate::advisor::{self, Finding};
 use crate::config::profile::Derived;

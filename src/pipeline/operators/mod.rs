@@ -9,6 +9,7 @@ pub mod aggregate;
 mod context;
 pub mod dedup;
 pub mod frequency;
+pub mod interval_join;
 pub mod process;
 mod process_truth;
 #[cfg(test)]
@@ -16,7 +17,6 @@ mod testkit;
 pub mod ttl;
 pub mod valgen;
 pub mod window;
-pub mod interval_join;
 
 pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
