@@ -295,6 +295,8 @@ pub struct Outcome {
     /// Managed memory they add, bytes.
     pub memory_cost: u64,
     pub after: Option<Summary>,
+    /// Every finding for the "after" run (the named one must be gone).
+    pub after_findings: Vec<Finding>,
     /// Metric, before, after, the move it must make, and whether it did.
     pub checks: Vec<(&'static str, f64, f64, String, bool)>,
     pub ok: bool,
@@ -355,6 +357,7 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
             applied: Vec::new(),
             memory_cost: 0,
             after: None,
+            after_findings: Vec::new(),
             checks: Vec::new(),
             ok: false,
         });
@@ -404,7 +407,7 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
     )?;
     eprintln!("{}: re-running with {} ...", proof.name, applied.join(", "));
     // As many events as the "before" run read (all of them, unless its time limit stopped it).
-    let (after, _) = measure_in_temp(&fixed_workload, &tuned, before.events, None)
+    let (after, after_findings) = measure_in_temp(&fixed_workload, &tuned, before.events, None)
         .with_context(|| format!("{} (after) failed", proof.name))?;
     let checks: Vec<_> = proof
         .checks
@@ -428,6 +431,7 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
         applied,
         memory_cost,
         after: Some(after),
+        after_findings,
         checks,
         ok,
     })
