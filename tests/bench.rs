@@ -81,8 +81,19 @@ fn the_operator_kinds_ci_cases_pass_against_the_committed_baseline() {
     };
     // A session window's ListState: one merge per element; the join iterates its buffers.
     assert_eq!(case("window-sessions")["values"]["merges / event"], 1.0);
-    assert!(case("interval-join")["values"]["iterator steps / event"].as_f64().unwrap() > 1.0);
-    for name in ["dedup", "aggregate", "process", "window-sessions", "interval-join"] {
+    assert!(
+        case("interval-join")["values"]["iterator steps / event"]
+            .as_f64()
+            .unwrap()
+            > 1.0
+    );
+    for name in [
+        "dedup",
+        "aggregate",
+        "process",
+        "window-sessions",
+        "interval-join",
+    ] {
         assert_eq!(case(name)["values"]["result error (keys)"], 0.0, "{name}");
     }
 }
