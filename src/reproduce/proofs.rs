@@ -15,7 +15,8 @@ use crate::config::units::human_bytes;
 use crate::config::workload::SerializerKind;
 use crate::config::{Profile, Workload};
 use crate::engine::{self, EngineConfig};
-use crate::report::{self, Segment, Summary};
+use crate::report::{self, Segment};
+use crate::summary::Summary;
 
 /// A case study: where it starts, which finding must name its cause, and what must move.
 pub struct Proof {
@@ -270,7 +271,7 @@ fn per(n: u64, d: u64) -> f64 {
 }
 
 /// The run's TTL state (the one holding the most keys).
-fn ttl_state(s: &Summary) -> Option<&crate::report::StateColumnFamily> {
+fn ttl_state(s: &Summary) -> Option<&crate::summary::StateColumnFamily> {
     s.state_column_families
         .iter()
         .filter(|c| c.ttl_ms.is_some())

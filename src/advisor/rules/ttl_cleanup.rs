@@ -78,7 +78,7 @@ fn ttl_text(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use crate::advisor::testing::{Run, profile};
-    use crate::report::StateColumnFamily;
+    use crate::summary::StateColumnFamily;
 
     fn run(ttl: Option<i64>, filter: bool, keys: u64) -> Run {
         Run::new(

@@ -388,7 +388,7 @@ fn read_decrement(
 mod tests {
     use super::*;
     use crate::config::Profile;
-    use crate::pipeline::delivery::Delivery;
+    use crate::durability::delivery::Delivery;
     use crate::pipeline::watermark::BoundedOutOfOrderness;
     use std::collections::HashMap;
 
@@ -443,7 +443,7 @@ mod tests {
             let mut ctx = Context::new(
                 &backend,
                 &layout(&freq_spec(&workload)),
-                Delivery::passthrough(Box::new(crate::pipeline::sink::MemorySink::default())),
+                Delivery::passthrough(Box::new(crate::durability::sink::MemorySink::default())),
             )
             .unwrap();
             let mut job = FrequencyJob::new(&backend, &workload).unwrap();
