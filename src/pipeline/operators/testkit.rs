@@ -7,9 +7,9 @@ use super::{Context, JobMode, KeyedOperator, Layout, build, layout, oracle};
 use crate::backend::{AccessCounters, StateBackend};
 use crate::config::job::OperatorSpec;
 use crate::config::{Profile, Workload};
-use crate::pipeline::delivery::Delivery;
+use crate::durability::delivery::Delivery;
+use crate::durability::sink::MemorySink;
 use crate::pipeline::oracle::{Oracle, ResultError};
-use crate::pipeline::sink::MemorySink;
 use crate::pipeline::source::{Event, Generator};
 
 pub struct Rig {
