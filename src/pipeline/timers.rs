@@ -591,6 +591,71 @@ mod tests {
     }
 
     #[test]
+    fn remove_deletes_as_rocksdbs_caching_priority_queue_set_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        let backend = StateBackend::open(dir.path(), &profile).unwrap();
+        let mut state = StateAccess::new(&backend);
+        let cf = backend.cf(CF_TIMERS).unwrap();
+        let mut service = TimerService::open(cf, &mut state).unwrap();
+        let mut key = CompositeKey::default();
+        key.set_key_ns("user-1", &keys::time_window_namespace(0, 10));
+        let entries = |state: &StateAccess| state.counters.batch_entries;
+        // A key group with no timer: nothing to delete, nothing written.
+        assert!(!service.remove(&mut state, &key, 9).unwrap());
+        service.flush(&mut state).unwrap();
+        assert_eq!(entries(&state), 0);
+        service.register(&mut state, &key, 9).unwrap();
+        service.register(&mut state, &key, 19).unwrap();
+        service.flush(&mut state).unwrap();
+        assert_eq!(entries(&state), 2);
+        // The head goes: a delete, and the head moves.
+        assert!(service.remove(&mut state, &key, 9).unwrap());
+        // A timer that is not there, in a key group that has one: still a delete.
+        assert!(!service.remove(&mut state, &key, 9).unwrap());
+        service.flush(&mut state).unwrap();
+        assert_eq!(entries(&state), 4);
+        assert_eq!(service.next_timestamp(), Some(19));
+        // The last one: the key group is empty and no timer fires.
+        assert!(service.remove(&mut state, &key, 19).unwrap());
+        assert_eq!(service.next_timestamp(), None);
+        assert!(service.poll_due(&mut state, i64::MAX).unwrap().is_none());
+        service.flush(&mut state).unwrap();
+        assert_eq!(entries(&state), 5);
+        let mut left = 0;
+        state
+            .for_each(cf, |_, _| {
+                left += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(left, 0, "every timer deleted from RocksDB");
+    }
+
+    #[test]
+    fn a_removed_timer_in_rocksdb_only_is_deleted_after_a_refill() {
+        // More timers than the cache holds: the removed one lives only in RocksDB.
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        let backend = StateBackend::open(dir.path(), &profile).unwrap();
+        let mut state = StateAccess::new(&backend);
+        let cf = backend.cf(CF_TIMERS).unwrap();
+        let mut service = TimerService::open(cf, &mut state).unwrap();
+        let mut key = CompositeKey::default();
+        key.set_key("user-1");
+        let n = 2 * CACHE_SIZE as i64;
+        for ts in 0..n {
+            service.register(&mut state, &key, ts).unwrap();
+        }
+        service.remove(&mut state, &key, n - 1).unwrap();
+        let mut fired = Vec::new();
+        while let Some(t) = service.poll_due(&mut state, i64::MAX).unwrap() {
+            fired.push(t.timestamp);
+        }
+        assert_eq!(fired, (0..n - 1).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn timers_left_in_rocksdb_by_an_earlier_run_fire_after_reopening() {
         let dir = tempfile::tempdir().unwrap();
         let profile = Profile::load("flink-default").unwrap();

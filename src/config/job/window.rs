@@ -52,6 +52,17 @@ pub struct WindowSpec {
     /// `.allowedLateness(...)`; default 0.
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
     pub allowed_lateness: Millis,
+    /// `.evictor(...)`: Flink's `EvictingWindowOperator` (the window keeps every element).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evictor: Option<EvictorSpec>,
+}
+
+/// An evictor: `count: N` is `CountEvictor.of(N)` (keep the last N elements when the window
+/// fires).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct EvictorSpec {
+    pub count: u64,
 }
 
 fn zero() -> Millis {
@@ -84,7 +95,20 @@ impl WindowSpec {
     }
 
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(e) = self.evictor
+            && !(1..=i64::MAX as u64).contains(&e.count)
+        {
+            return Err(format!(
+                "job.evictor.count is {} but must be at least 1",
+                e.count
+            ));
+        }
         self.assigner().map(|_| ())
+    }
+
+    /// `CountEvictor`'s count, when the window has an evictor.
+    pub fn evictor_count(&self) -> Option<i64> {
+        self.evictor.map(|e| e.count.min(i64::MAX as u64) as i64)
     }
 
     /// The assigner with its parameters, or a message naming the field at fault.
@@ -265,6 +289,39 @@ mod tests {
         ] {
             let err = parse(yaml).unwrap_err();
             assert!(err.contains(expected), "{yaml:?}: got '{err}'");
+        }
+    }
+
+    #[test]
+    fn a_workload_with_a_bad_window_names_its_file_and_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let shipped = include_str!("../../../workloads/sliding-aggregate.yaml");
+        for (from, to, expected) in [
+            (
+                "  slide: 1m\n",
+                "  slide: 20m\n",
+                "job.slide (20m) must not exceed job.size (10m)",
+            ),
+            (
+                "  slide: 1m\n",
+                "",
+                "job.slide is required for assigner 'sliding'",
+            ),
+            (
+                "  size: 10m\n",
+                "  size: 10m\n  gap: 1m\n",
+                "job.gap (1m) does not apply",
+            ),
+        ] {
+            let path = dir.path().join("bad.yaml");
+            std::fs::write(&path, shipped.replace(from, to)).unwrap();
+            let err = crate::config::Workload::load(path.to_str().unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("bad.yaml") && err.contains(expected),
+                "got '{err}'"
+            );
         }
     }
 }

@@ -105,16 +105,86 @@ pub fn summarize_list(bytes: &[u8]) -> Result<Summary, BackendError> {
 pub struct Contents<'a> {
     pub cf: &'a ColumnFamily,
     pub function: FunctionKind,
+    /// `CountEvictor.of(n)`: Flink's `EvictingWindowOperator`, whose window state is a
+    /// `ListState<StreamRecord<IN>>` whatever the function.
+    evictor: Option<i64>,
     value: Vec<u8>,
 }
 
 impl<'a> Contents<'a> {
-    pub fn new(cf: &'a ColumnFamily, function: FunctionKind) -> Self {
+    pub fn new(cf: &'a ColumnFamily, function: FunctionKind, evictor: Option<i64>) -> Self {
         Contents {
             cf,
             function,
+            evictor,
             value: Vec::new(),
         }
+    }
+
+    /// Whether the state is a list (merge per element, read whole at fire).
+    fn is_list(&self) -> bool {
+        self.evictor.is_some() || self.function == FunctionKind::Process
+    }
+
+    /// An element as the evicting operator stores it: `StreamElementSerializer` of a
+    /// `StreamRecord` with a timestamp (tag 0, the timestamp, the value), the value being the
+    /// function's input: reduce `(key, 1, valueSize)`, else `(key, eventTime, payload)`.
+    fn encode_record(&mut self, key: &str, event_time: i64, value_size: u32) {
+        self.value.clear();
+        self.value.push(0);
+        self.value.extend_from_slice(&event_time.to_be_bytes());
+        let mut element = Vec::new();
+        match self.function {
+            FunctionKind::Reduce => {
+                keys::write_string(&mut element, key);
+                element.extend_from_slice(&1i64.to_be_bytes());
+                element.extend_from_slice(&i64::from(value_size).to_be_bytes());
+            }
+            _ => encode_element(&mut element, key, event_time, value_size),
+        }
+        self.value.extend_from_slice(&element);
+    }
+
+    /// The records of an evicting window's list: each one's bytes and value size, in order.
+    fn records<'v>(&self, bytes: &'v [u8]) -> Result<Vec<(&'v [u8], i64)>, BackendError> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let rest = &bytes[at..];
+            if rest.first() != Some(&0) {
+                return Err(corrupt("a record without its timestamp tag"));
+            }
+            let value = rest.get(9..).ok_or_else(|| corrupt("short record"))?;
+            let key_len = skip_string(value).ok_or_else(|| corrupt("bad record key"))?;
+            let (len, size) = match self.function {
+                FunctionKind::Reduce => (
+                    key_len + 16,
+                    long_at(value, key_len + 8).ok_or_else(|| corrupt("short record"))?,
+                ),
+                _ => {
+                    let n: [u8; 4] = value
+                        .get(key_len + 8..key_len + 12)
+                        .and_then(|b| b.try_into().ok())
+                        .ok_or_else(|| corrupt("short record"))?;
+                    let n = i32::from_be_bytes(n);
+                    let n_bytes = usize::try_from(n).map_err(|_| corrupt("negative length"))?;
+                    (key_len + 12 + n_bytes, i64::from(n))
+                }
+            };
+            let end = 9 + len;
+            if end > rest.len() {
+                return Err(corrupt("record past the value's end"));
+            }
+            out.push((&rest[..end], size));
+            at += end;
+            if at < bytes.len() {
+                if bytes[at] != DELIMITER {
+                    return Err(corrupt("missing list delimiter"));
+                }
+                at += 1;
+            }
+        }
+        Ok(out)
     }
 
     fn encode_acc(&mut self, key: &str, acc: Summary) {
@@ -152,6 +222,11 @@ impl<'a> Contents<'a> {
         event_time: i64,
         value_size: u32,
     ) -> Result<(), BackendError> {
+        if self.evictor.is_some() {
+            // EvictingWindowOperator: evictingWindowState.add(element), a RocksDBListState.
+            self.encode_record(key, event_time, value_size);
+            return state.merge(self.cf, composite, &self.value);
+        }
         match self.function {
             FunctionKind::Reduce | FunctionKind::Aggregate => {
                 let old = state.get(self.cf, composite, |v| self.decode_acc(v))?;
@@ -170,16 +245,45 @@ impl<'a> Contents<'a> {
         }
     }
 
-    /// `windowState.get()`: one RocksDB get; `None` when the window holds nothing.
-    pub fn get(
+    /// What FIRE reads and emits: `windowState.get()`, one RocksDB get; `None` when the window
+    /// holds nothing. With an evictor (`EvictingWindowOperator.emitWindowContents`): the list,
+    /// `CountEvictor.evictBefore` (the first elements beyond the count go), the function over
+    /// the rest, and `windowState.update(rest)`: a put of the kept list, evicted or not.
+    pub fn fire(
         &mut self,
         state: &mut StateAccess,
         composite: &[u8],
     ) -> Result<Option<Summary>, BackendError> {
-        match self.function {
-            FunctionKind::Process => state.get(self.cf, composite, summarize_list),
-            _ => state.get(self.cf, composite, |v| self.decode_acc(v)),
+        let Some(max) = self.evictor else {
+            return match self.function {
+                FunctionKind::Process => state.get(self.cf, composite, summarize_list),
+                _ => state.get(self.cf, composite, |v| self.decode_acc(v)),
+            };
+        };
+        let Some(list) = state.get(self.cf, composite, |v| Ok(v.to_vec()))? else {
+            return Ok(None);
+        };
+        let records = self.records(&list)?;
+        let evicted = records
+            .len()
+            .saturating_sub(usize::try_from(max).unwrap_or(usize::MAX));
+        let kept = &records[evicted..];
+        let mut summary = Summary::default();
+        self.value.clear();
+        for (i, (bytes, size)) in kept.iter().enumerate() {
+            summary.count += 1;
+            summary.sum += size;
+            if i > 0 {
+                self.value.push(DELIMITER);
+            }
+            self.value.extend_from_slice(bytes);
         }
+        if kept.is_empty() {
+            state.delete(self.cf, composite)?;
+        } else {
+            state.put(self.cf, composite, &self.value)?;
+        }
+        Ok(Some(summary))
     }
 
     /// `windowState.clear()`: one delete.
@@ -209,8 +313,8 @@ impl<'a> Contents<'a> {
             composite.set_namespace(&w.to_bytes());
             composite.prefix().to_vec()
         };
-        match self.function {
-            FunctionKind::Process => {
+        match self.is_list() {
+            true => {
                 for source in sources {
                     let k = source_key(source);
                     if let Some(bytes) = state.get(self.cf, &k, |v| Ok(v.to_vec()))? {
@@ -219,7 +323,7 @@ impl<'a> Contents<'a> {
                     }
                 }
             }
-            FunctionKind::Reduce | FunctionKind::Aggregate => {
+            false => {
                 let mut merged: Option<Summary> = None;
                 for source in sources {
                     let k = source_key(source);

@@ -62,9 +62,17 @@ pub const SLOT_DIGEST: usize = 2;
 /// The column families a window operator creates, in Flink's order: `open()` gets the timer
 /// service first (`InternalTimeServiceManagerImpl.registerOrGetTimerService` creates the
 /// processing-time queue, then the event-time one), then the window state, then the merging
-/// window set.
+/// window set. With an evictor, `EvictingWindowOperator.open()` creates its window state after
+/// `WindowOperator.open()` has created the merging window set.
 pub fn layout(spec: &WindowSpec) -> Layout {
-    let list = spec.function == FunctionKind::Process;
+    let list = spec.function == FunctionKind::Process || spec.evictor.is_some();
+    let contents = CfDecl {
+        name: CF_CONTENTS.to_string(),
+        role: CfRole::State {
+            ttl: None,
+            merge: list,
+        },
+    };
     let mut cfs = vec![
         CfDecl {
             name: CF_PROCESSING_TIMERS.to_string(),
@@ -74,14 +82,10 @@ pub fn layout(spec: &WindowSpec) -> Layout {
             name: CF_EVENT_TIMERS.to_string(),
             role: CfRole::EventTimers,
         },
-        CfDecl {
-            name: CF_CONTENTS.to_string(),
-            role: CfRole::State {
-                ttl: None,
-                merge: list,
-            },
-        },
     ];
+    if spec.evictor.is_none() {
+        cfs.push(contents.clone());
+    }
     if matches!(spec.assigner(), Ok(Assigner::Session { .. })) {
         cfs.push(CfDecl {
             name: CF_MERGING_SET.to_string(),
@@ -90,6 +94,9 @@ pub fn layout(spec: &WindowSpec) -> Layout {
                 merge: true,
             },
         });
+    }
+    if spec.evictor.is_some() {
+        cfs.push(contents);
     }
     Layout { cfs }
 }
@@ -128,6 +135,9 @@ pub struct WindowOperator<'a> {
     value: Vec<u8>,
     /// Per key id: its results so far (what the sink holds).
     totals: HashMap<u64, Totals>,
+    /// Restored from a checkpoint: the totals are read back from the serving store (its
+    /// committed results are the checkpoint's) before the first record or timer.
+    reload_totals: bool,
     counters: JobCounters,
 }
 
@@ -149,7 +159,11 @@ impl<'a> WindowOperator<'a> {
         Ok(WindowOperator {
             assigner,
             lateness: spec.allowed_lateness_ms(),
-            contents: Contents::new(backend.cf(CF_CONTENTS)?, spec.function),
+            contents: Contents::new(
+                backend.cf(CF_CONTENTS)?,
+                spec.function,
+                spec.evictor_count(),
+            ),
             merging_cf,
             composite: CompositeKey::default(),
             key: String::new(),
@@ -157,8 +171,30 @@ impl<'a> WindowOperator<'a> {
             windows: Vec::new(),
             value: Vec::new(),
             totals: HashMap::new(),
+            reload_totals: false,
             counters: JobCounters::default(),
         })
+    }
+
+    /// After a restore: the results so far, as the serving store holds them. (The totals are
+    /// what Flink's downstream accumulates from the emitted records, not operator state; with
+    /// exactly-once delivery the store holds exactly the results of the restored checkpoint.)
+    fn reload_totals(&mut self, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+        if !self.reload_totals {
+            return Ok(());
+        }
+        self.reload_totals = false;
+        self.totals.clear();
+        for (key, slot, value) in ctx.sink.sink_mut().read_all()? {
+            let t = self.totals.entry(key).or_default();
+            match slot {
+                SLOT_FIRED => t.fired = value,
+                SLOT_ELEMENTS => t.elements = value,
+                SLOT_DIGEST => t.digest = value,
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The results emitted so far for key id `key`.
@@ -326,7 +362,7 @@ impl<'a> WindowOperator<'a> {
             event.value_size,
         )?;
         if self.trigger_on_element(window, ctx)?
-            && let Some(s) = self.contents.get(&mut ctx.state, &k)?
+            && let Some(s) = self.contents.fire(&mut ctx.state, &k)?
         {
             self.emit(event.user, window, s, ctx)?;
         }
@@ -442,6 +478,7 @@ fn key_id(key: &str) -> Option<u64> {
 
 impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+        self.reload_totals(ctx)?;
         Generator::sized_key(event.user, self.key_size, &mut self.key);
         self.composite.set_key(&self.key);
         let skipped = match self.assigner {
@@ -457,6 +494,7 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
     }
 
     fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+        self.reload_totals(ctx)?;
         let window = TimeWindow::from_bytes(&timer.namespace).ok_or_else(|| {
             PipelineError::CorruptTimer(format!("window namespace {:02x?}", timer.namespace))
         })?;
@@ -480,7 +518,7 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
         let k = self.state_key(&state_window);
         // EventTimeTrigger.onEventTime: FIRE at the window's max timestamp.
         if timer.timestamp == window.max_timestamp()
-            && let Some(s) = self.contents.get(&mut ctx.state, &k)?
+            && let Some(s) = self.contents.fire(&mut ctx.state, &k)?
         {
             self.emit(key_id, &window, s, ctx)?;
         }
@@ -506,6 +544,7 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
 
     fn restore_counters(&mut self, c: JobCounters) {
         self.counters = c;
+        self.reload_totals = true;
     }
 }
 

@@ -334,9 +334,14 @@ fn the_oracle_equals_the_operator_for_every_assigner_function_and_lateness() {
     ];
     for assigner in assigners {
         for function in ["reduce", "aggregate", "process"] {
-            for lateness in ["0ms", "60ms"] {
+            for (lateness, evictor) in [
+                ("0ms", ""),
+                ("60ms", ""),
+                ("0ms", "evictor:\n  count: 3\n"),
+                ("60ms", "evictor:\n  count: 2\n"),
+            ] {
                 let s = spec(&format!(
-                    "{assigner}function: {function}\nallowed-lateness: {lateness}\n"
+                    "{assigner}function: {function}\nallowed-lateness: {lateness}\n{evictor}"
                 ));
                 for seed in 0..3 {
                     let steps = random_steps(seed, 600);
@@ -364,7 +369,7 @@ fn the_oracle_equals_the_operator_for_every_assigner_function_and_lateness() {
                     let error = oracle.compare(results);
                     assert!(
                         error.is_exact(),
-                        "{assigner:?} {function} lateness {lateness} seed {seed}: {error:?}"
+                        "{assigner:?} {function} lateness {lateness} {evictor:?} seed {seed}: {error:?}"
                     );
                     let fired: i64 = got.values().map(|t| t.fired).sum();
                     assert!(fired > 8, "windows must fire ({fired})");
@@ -372,4 +377,85 @@ fn the_oracle_equals_the_operator_for_every_assigner_function_and_lateness() {
             }
         }
     }
+}
+
+#[test]
+fn results_go_on_from_the_serving_store_after_a_restore() {
+    let s = spec("assigner: session\ngap: 40ms\nfunction: process\nallowed-lateness: 30ms\n");
+    let steps = random_steps(7, 400);
+    let (_, whole) = run(&s, &steps, true);
+    // The same stream, the job restarted after the first half's last watermark: its state and
+    // timers from RocksDB, its results so far from the serving store.
+    let split = steps.len() / 2;
+    let split = (0..split)
+        .rev()
+        .find(|i| matches!(steps[*i], Step::Watermark(_)))
+        .unwrap()
+        + 1;
+    let Step::Watermark(last) = steps[split - 1] else {
+        unreachable!()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::load("flink-default").unwrap();
+    let layout = layout(&s);
+    let backend = StateBackend::open_for(dir.path(), &profile, &layout).unwrap();
+    let w = workload(&s);
+    let mut store = MemorySink::new(s.result_labels());
+    let (counters, first_half) = {
+        let sink = Delivery::passthrough(Box::new(MemorySink::new(s.result_labels())));
+        let mut ctx = Context::new(&backend, &layout, sink).unwrap();
+        let mut op = WindowOperator::new(&s, &backend, &w).unwrap();
+        drive(&mut op, &mut ctx, &steps[..split]);
+        (op.counters(), ctx.sink.sink_mut().read_all().unwrap())
+    };
+    assert!(!first_half.is_empty());
+    for (key, slot, value) in first_half {
+        crate::pipeline::sink::Sink::write(&mut store, key, slot, value).unwrap();
+    }
+    let mut ctx = Context::new(&backend, &layout, Delivery::passthrough(Box::new(store))).unwrap();
+    let mut op = WindowOperator::new(&s, &backend, &w).unwrap();
+    op.restore_counters(counters);
+    ctx.advance_watermark(&mut op, last).unwrap();
+    let mut rest = steps[split..].to_vec();
+    rest.push(Step::Watermark(i64::MAX));
+    drive(&mut op, &mut ctx, &rest);
+    assert_eq!(op.totals, whole);
+}
+
+fn drive<'a>(op: &mut WindowOperator<'a>, ctx: &mut Context<'a>, steps: &[Step]) {
+    for step in steps {
+        match *step {
+            Step::Event(user, ts, size) => op.on_event(&event(user, ts, size), ctx).unwrap(),
+            Step::Watermark(wm) => ctx.advance_watermark(op, wm).unwrap(),
+        }
+    }
+    ctx.flush_timers().unwrap();
+}
+
+#[test]
+fn a_count_evictor_reads_the_list_and_writes_back_what_it_keeps() {
+    let s = spec("assigner: tumbling\nsize: 10ms\nfunction: aggregate\nevictor:\n  count: 2\n");
+    let (c, t) = run(
+        &s,
+        &[
+            Step::Event(1, 5, 1),
+            Step::Event(1, 6, 2),
+            Step::Event(1, 7, 4),
+            Step::Watermark(9),
+        ],
+        false,
+    );
+    // EvictingWindowOperator: a list of StreamRecords whatever the function, a merge each.
+    assert_eq!(c[0], calls(0, 0, 0, 1, 1));
+    assert_eq!(c[2], calls(0, 0, 0, 1, 0));
+    // FIRE: the list read, the first element evicted, the kept two written back (update: a
+    // put), then the cleanup's delete.
+    assert_eq!(c[3], calls(1, 1, 1, 0, 1));
+    assert_eq!(t[&1], totals(&[(0, TimeWindow::new(0, 10), 2, 6)]));
+    let s = spec("assigner: session\ngap: 30ms\nfunction: reduce\nevictor:\n  count: 2\n");
+    assert_eq!(
+        layout(&s).names()[2..],
+        ["merging-window-set", "window-contents"],
+        "EvictingWindowOperator.open creates its state after WindowOperator.open's"
+    );
 }
