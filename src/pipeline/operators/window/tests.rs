@@ -4,9 +4,9 @@ use super::*;
 use crate::backend::AccessCounters;
 use crate::config::Profile;
 use crate::config::job::OperatorSpec;
-use crate::pipeline::delivery::Delivery;
+use crate::durability::delivery::Delivery;
 use crate::pipeline::oracle::Oracle;
-use crate::pipeline::sink::MemorySink;
+use crate::durability::sink::MemorySink;
 
 fn spec(yaml: &str) -> WindowSpec {
     let s: WindowSpec = serde_norway::from_str(yaml).unwrap();
@@ -410,7 +410,7 @@ fn results_go_on_from_the_serving_store_after_a_restore() {
     };
     assert!(!first_half.is_empty());
     for (key, slot, value) in first_half {
-        crate::pipeline::sink::Sink::write(&mut store, key, slot, value).unwrap();
+        crate::durability::sink::Sink::write(&mut store, key, slot, value).unwrap();
     }
     let mut ctx = Context::new(&backend, &layout, Delivery::passthrough(Box::new(store))).unwrap();
     let mut op = WindowOperator::new(&s, &backend, &w).unwrap();
