@@ -56,6 +56,48 @@ fn a_baseline_passes_against_itself_and_a_starved_write_buffer_manager_is_caught
     assert_eq!(statebench::exit_code(&err), 1);
 }
 
+/// The operator kinds' ci cases against their committed baseline entries: counters exact (the
+/// gate passes), results exact, and each kind's RocksDB calls as the baseline has them.
+#[test]
+fn the_operator_kinds_ci_cases_pass_against_the_committed_baseline() {
+    let baseline = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/ci-baseline.json");
+    run(&[
+        "bench",
+        "--case",
+        "dedup,aggregate,process,window-sessions,interval-join",
+        "--baseline",
+        baseline,
+    ])
+    .unwrap();
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(baseline).unwrap()).unwrap();
+    let case = |name: &str| {
+        saved["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["case"] == name)
+            .unwrap_or_else(|| panic!("no {name} in the baseline"))
+            .clone()
+    };
+    // A session window's ListState: one merge per element; the join iterates its buffers.
+    assert_eq!(case("window-sessions")["values"]["merges / event"], 1.0);
+    assert!(
+        case("interval-join")["values"]["iterator steps / event"]
+            .as_f64()
+            .unwrap()
+            > 1.0
+    );
+    for name in [
+        "dedup",
+        "aggregate",
+        "process",
+        "window-sessions",
+        "interval-join",
+    ] {
+        assert_eq!(case(name)["values"]["result error (keys)"], 0.0, "{name}");
+    }
+}
+
 #[test]
 fn the_hours_filter_case_reads_filter_blocks_and_catches_monolithic_filters() {
     // The case is there to catch a filter regression (partitioned filters lost, bigger

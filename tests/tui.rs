@@ -96,6 +96,7 @@ fn snapshot(i: u64, slow: f64) -> MetricsSnapshot {
         ],
         memtable_bytes: 514 << 10,
         estimated_keys: 142_000,
+        ..ColumnFamilyLsm::default()
     })
     .collect();
     let p = &mut s.pipeline;

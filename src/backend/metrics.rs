@@ -39,6 +39,11 @@ pub struct Tickers {
     pub memtable_miss: u64,
     pub flushes: u64,
     pub compactions: u64,
+    /// Internal entries iterators stepped over without returning them: tombstones and older
+    /// versions of a key (`rocksdb.number.iter.skip`), and iterator steps
+    /// (`rocksdb.number.db.next`).
+    pub iter_skips: u64,
+    pub db_nexts: u64,
 }
 
 impl Tickers {
@@ -71,6 +76,8 @@ impl Tickers {
             memtable_miss: self.memtable_miss + o.memtable_miss,
             flushes: self.flushes + o.flushes,
             compactions: self.compactions + o.compactions,
+            iter_skips: self.iter_skips + o.iter_skips,
+            db_nexts: self.db_nexts + o.db_nexts,
         }
     }
 
@@ -103,6 +110,8 @@ impl Tickers {
             memtable_miss: t(Ticker::MemtableMiss),
             flushes: o.get_histogram_data(Histogram::FlushTime).count(),
             compactions: o.get_histogram_data(Histogram::CompactionTime).count(),
+            iter_skips: t(Ticker::NumberIterSkip),
+            db_nexts: t(Ticker::NumberDbNext),
         }
     }
 }
@@ -339,6 +348,9 @@ pub struct ColumnFamilyLsm {
     pub levels: Vec<LevelSample>,
     pub memtable_bytes: u64,
     pub estimated_keys: u64,
+    /// The state's TTL (ms), if it has one, and whether Flink's compaction filter cleans it.
+    pub ttl_ms: Option<i64>,
+    pub ttl_compaction_filter: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
@@ -500,6 +512,8 @@ impl RocksDbSampler {
                 levels: Vec::new(),
                 memtable_bytes: mem,
                 estimated_keys: cf_int("rocksdb.estimate-num-keys"),
+                ttl_ms: backend.ttl_of(name).map(|t| t.0),
+                ttl_compaction_filter: backend.ttl_of(name).is_some_and(|t| t.1),
             });
         }
         let mut levels: Vec<LevelSample> = Vec::new();

@@ -129,6 +129,8 @@ pub struct StateBackend {
     data_cfs: Vec<String>,
     /// `timer-service.factory` and `timer-service.cache-size`.
     timers: (crate::config::timer_service::TimerFactory, usize),
+    /// TTL states: column family, TTL (ms), cleaned by the compaction filter.
+    ttl_states: Vec<(String, i64, bool)>,
 }
 
 fn compression(c: Compression) -> DBCompressionType {
@@ -238,6 +240,19 @@ impl StateBackend {
             derived.write_buffer_manager_capacity,
         )?;
         let clock = ttl_filter::TtlClock::default();
+        // Each TTL state's TTL and whether the compaction filter cleans it (the advisor's).
+        let ttl_states: Vec<(String, i64, bool)> = layout
+            .cfs
+            .iter()
+            .filter_map(|c| match c.role {
+                CfRole::State { ttl: Some(t), .. } => Some((
+                    c.name.clone(),
+                    t.ttl_ms,
+                    t.compaction_filter && target.ttl_compaction_filter,
+                )),
+                _ => None,
+            })
+            .collect();
         let cf_options = |name: &str| -> Result<Options, BackendError> {
             let mut opts = column_family_options(profile, &target);
             memory.install_table(&mut opts, target.decouple_partitioned_filters)?;
@@ -322,12 +337,21 @@ impl StateBackend {
                 k.timer_service_factory,
                 k.timer_service_cache_size.max(1) as usize,
             ),
+            ttl_states,
         })
     }
 
     /// The profile's timer service: its factory and (ROCKSDB) cache size per key group.
     pub fn timer_settings(&self) -> (crate::config::timer_service::TimerFactory, usize) {
         self.timers
+    }
+
+    /// `cf`'s state TTL (ms) and whether Flink's compaction filter cleans it; None: no TTL.
+    pub fn ttl_of(&self, cf: &str) -> Option<(i64, bool)> {
+        self.ttl_states
+            .iter()
+            .find(|t| t.0 == cf)
+            .map(|t| (t.1, t.2))
     }
 
     /// The job's column families (not RocksDB's default one), in creation order.

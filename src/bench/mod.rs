@@ -104,6 +104,43 @@ const CI: &[Case] = &[
         events: 100_000,
         memory: None,
     },
+    // One case per operator kind beyond the frequency counter (issue 19), each a few seconds:
+    // their RocksDB calls per event (merges, iterator steps) and exact results are gated.
+    Case {
+        name: "dedup",
+        workload: "dedup-24h",
+        profile: "flink-default",
+        events: 30_000,
+        memory: None,
+    },
+    Case {
+        name: "aggregate",
+        workload: "running-aggregate",
+        profile: "flink-default",
+        events: 30_000,
+        memory: None,
+    },
+    Case {
+        name: "process",
+        workload: "process-example",
+        profile: "flink-default",
+        events: 20_000,
+        memory: None,
+    },
+    Case {
+        name: "window-sessions",
+        workload: "sessions-process",
+        profile: "flink-default",
+        events: 20_000,
+        memory: None,
+    },
+    Case {
+        name: "interval-join",
+        workload: "interval-join",
+        profile: "flink-default",
+        events: 20_000,
+        memory: None,
+    },
 ];
 
 const FULL: &[Case] = &[
@@ -241,6 +278,24 @@ pub const METRICS: &[Metric] = &[
         noise: 0.0,
         slack: 0.0,
         read: |s| per_event(s.deletes as f64, s),
+    },
+    Metric {
+        name: "merges / event",
+        unit: "ops",
+        kind: Kind::Counter,
+        better: Better::Lower,
+        noise: 0.0,
+        slack: 0.0,
+        read: |s| per_event(s.merges as f64, s),
+    },
+    Metric {
+        name: "iterator steps / event",
+        unit: "ops",
+        kind: Kind::Counter,
+        better: Better::Lower,
+        noise: 0.0,
+        slack: 0.0,
+        read: |s| per_event((s.iterator_seeks + s.iterator_nexts) as f64, s),
     },
     Metric {
         name: "bytes written / event",

@@ -45,6 +45,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "interval-join",
         include_str!("../../workloads/interval-join.yaml"),
     ),
+    (
+        "running-aggregate",
+        include_str!("../../workloads/running-aggregate.yaml"),
+    ),
 ];
 
 /// 2026-01-01T00:00:00Z, the default start of event time.

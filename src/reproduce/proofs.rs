@@ -8,6 +8,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::advisor::Finding;
+use crate::config::job::OperatorSpec;
+use crate::config::job::dedup::Cleanup;
+use crate::config::job::window::FunctionKind;
 use crate::config::units::human_bytes;
 use crate::config::workload::SerializerKind;
 use crate::config::{Profile, Workload};
@@ -24,8 +27,9 @@ pub struct Proof {
     /// Running time after which the "before" run stops (the trap can make it very slow); the
     /// "after" run then reads as many events as it did.
     pub limit: Option<Duration>,
-    /// The seed's "before" profile.
+    /// The seed's "before" profile, and keys it sets on top of it.
     pub profile: &'static str,
+    profile_edits: &'static [(&'static str, &'static str)],
     /// How the job differs from the built-in workload (the serializer case runs Kryo).
     edit: fn(&mut Workload),
     /// The advisor rule whose finding names the seed's cause.
@@ -83,6 +87,7 @@ pub const PROOFS: &[Proof] = &[
         events: 60_000,
         limit: None,
         profile: "minutes-wbm-starved",
+        profile_edits: &[],
         edit: |_| {},
         finding: "wbm-budget",
         fix: Some("memory.managed-size"),
@@ -107,6 +112,7 @@ pub const PROOFS: &[Proof] = &[
         events: 120_000,
         limit: Some(Duration::from_secs(60)),
         profile: "hours-monolithic-filter",
+        profile_edits: &[],
         edit: |_| {},
         finding: "filter-reads",
         fix: None,
@@ -124,6 +130,7 @@ pub const PROOFS: &[Proof] = &[
         events: 250_000,
         limit: None,
         profile: "hours-levels-default",
+        profile_edits: &[],
         edit: |_| {},
         finding: "level-sizing",
         fix: None,
@@ -151,6 +158,7 @@ pub const PROOFS: &[Proof] = &[
         events: 60_000,
         limit: None,
         profile: "flink-default",
+        profile_edits: &[],
         edit: |w| w.spec.serializer = SerializerKind::Generic,
         finding: "generic-serializer",
         fix: None,
@@ -163,7 +171,112 @@ pub const PROOFS: &[Proof] = &[
             "the JVM's CPU cost of Kryo (the seed's 20 % -> 12 %) is not modelled: statebench's Kryo-format writer costs about what its compact one does",
         ),
     },
+    Proof {
+        name: "list-state-merges",
+        story: "session windows (gap 30m) with a ProcessWindowFunction: every element is a merge operand of the window's ListState, read whole (every operand merged) when the window fires; the fix: the same windows with an AggregateFunction, one accumulator read-modify-written per element",
+        workload: "sessions-process",
+        events: 60_000,
+        limit: None,
+        profile: "flink-default",
+        profile_edits: &[],
+        edit: |_| {},
+        finding: "list-state-merges",
+        fix: None,
+        checks: &[
+            Check {
+                metric: "merges per record",
+                read: |s| per(s.merges, s.records()),
+                must: Move::Down,
+            },
+            Check {
+                metric: "bytes per state read",
+                read: |s| per(s.get_bytes_read, s.gets),
+                must: Move::DownBy(4.0),
+            },
+            Check {
+                metric: "bytes read per timer fired",
+                read: |s| per(s.get_bytes_read, s.timers_fired),
+                must: Move::DownBy(4.0),
+            },
+        ],
+        caveat: Some(
+            "the aggregate does a get and a put per element where the list did one merge, so RocksDB operations per event rise; the bytes read (and the JVM's deserialization of every element at each fire, not modelled) fall",
+        ),
+    },
+    Proof {
+        name: "ttl-without-cleanup",
+        story: "dedup of event ids (keep-first, 24 h TTL, 2 M ids) with the TTL's cleanup in compaction disabled: an expired id leaves RocksDB only if it is seen again, so live state keeps every id ever seen; the fix: Flink's TTL compaction filter (small write buffers so the short run flushes and compacts)",
+        workload: "dedup-24h",
+        events: 200_000,
+        limit: None,
+        profile: "flink-default",
+        profile_edits: &[
+            ("writebuffer.size", "1mb"),
+            ("compaction.level.target-file-size-base", "1mb"),
+            ("compaction.level.max-size-level-base", "4mb"),
+        ],
+        edit: |w| {
+            w.spec.keys.count = 2_000_000;
+            if let Some(OperatorSpec::Dedup(d)) = &mut w.spec.job {
+                d.cleanup = Some(Cleanup::None);
+                d.query_time_after = None;
+            }
+        },
+        finding: "ttl-without-cleanup",
+        fix: None,
+        checks: &[
+            Check {
+                metric: "state keys (estimate)",
+                read: |s| ttl_state(s).map_or(f64::NAN, |c| c.estimated_keys as f64),
+                must: Move::DownBy(2.0),
+            },
+            Check {
+                metric: "state live SST bytes",
+                read: |s| ttl_state(s).map_or(f64::NAN, |c| c.live_sst_bytes as f64),
+                must: Move::DownBy(2.0),
+            },
+        ],
+        caveat: Some(
+            "the compactions are the run's own (small write buffers), not a manual one; keys are RocksDB's estimate",
+        ),
+    },
+    Proof {
+        name: "join-tombstones",
+        story: "an interval join (-2m..+5m): each side's MapState buffer gets an entry per timestamp, removed by its cleanup timer, and every element iterates the other side's buffer; the removed entries' tombstones stay in the 64 MB memtable, and every seek on the key walks them; the fix: a small write buffer, so flushes move them out and compactions drop them (a narrower bound does not help: it removes entries sooner)",
+        workload: "interval-join",
+        events: 60_000,
+        limit: None,
+        profile: "flink-default",
+        profile_edits: &[],
+        edit: |_| {},
+        finding: "iterator-tombstones",
+        fix: None,
+        checks: &[Check {
+            metric: "entries skipped per record",
+            read: |s| per(s.iterator_skips, s.records()),
+            must: Move::DownBy(2.0),
+        }],
+        caveat: Some(
+            "more flushes and compactions are the price; the JVM side (deserializing each returned entry) is the same on both sides",
+        ),
+    },
 ];
+
+fn per(n: u64, d: u64) -> f64 {
+    if d == 0 {
+        f64::NAN
+    } else {
+        n as f64 / d as f64
+    }
+}
+
+/// The run's TTL state (the one holding the most keys).
+fn ttl_state(s: &Summary) -> Option<&crate::summary::StateColumnFamily> {
+    s.state_column_families
+        .iter()
+        .filter(|c| c.ttl_ms.is_some())
+        .max_by_key(|c| c.estimated_keys)
+}
 
 pub fn find(name: &str) -> Option<&'static Proof> {
     PROOFS.iter().find(|p| p.name == name)
@@ -183,6 +296,8 @@ pub struct Outcome {
     /// Managed memory they add, bytes.
     pub memory_cost: u64,
     pub after: Option<Summary>,
+    /// Every finding for the "after" run (the named one must be gone).
+    pub after_findings: Vec<Finding>,
     /// Metric, before, after, the move it must make, and whether it did.
     pub checks: Vec<(&'static str, f64, f64, String, bool)>,
     pub ok: bool,
@@ -221,7 +336,12 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
     let mut workload = Workload::load(proof.workload)?;
     (proof.edit)(&mut workload);
     let workload = Workload::from_spec(&workload.name, &workload.source, workload.spec)?;
-    let profile = Profile::load(proof.profile)?;
+    let mut profile = Profile::load(proof.profile)?;
+    for (key, value) in proof.profile_edits {
+        profile = profile
+            .edited(key, value)
+            .with_context(|| format!("{}: {key} = {value}", proof.name))?;
+    }
     eprintln!(
         "{}: running {} on {} ({events} events) ...",
         proof.name, proof.profile, proof.workload
@@ -238,6 +358,7 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
             applied: Vec::new(),
             memory_cost: 0,
             after: None,
+            after_findings: Vec::new(),
             checks: Vec::new(),
             ok: false,
         });
@@ -267,6 +388,10 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
         match (c.key.as_str(), c.value.as_str()) {
             ("serializer", "compact") => fixed_workload.spec.serializer = SerializerKind::Compact,
             ("serializer", "generic") => fixed_workload.spec.serializer = SerializerKind::Generic,
+            (key, value) if key.starts_with("job.") => {
+                apply_job_change(&mut fixed_workload, key, value)
+                    .with_context(|| format!("finding {}: job change {key}: {value}", finding.id))?
+            }
             _ => anyhow::bail!(
                 "finding {}: no way to apply the job change {}: {}",
                 finding.id,
@@ -276,9 +401,14 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
         }
         applied.push(format!("job {}: {}", c.key, c.value));
     }
+    let fixed_workload = Workload::from_spec(
+        &fixed_workload.name,
+        &fixed_workload.source,
+        fixed_workload.spec,
+    )?;
     eprintln!("{}: re-running with {} ...", proof.name, applied.join(", "));
     // As many events as the "before" run read (all of them, unless its time limit stopped it).
-    let (after, _) = measure_in_temp(&fixed_workload, &tuned, before.events, None)
+    let (after, after_findings) = measure_in_temp(&fixed_workload, &tuned, before.events, None)
         .with_context(|| format!("{} (after) failed", proof.name))?;
     let checks: Vec<_> = proof
         .checks
@@ -302,9 +432,25 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
         applied,
         memory_cost,
         after: Some(after),
+        after_findings,
         checks,
         ok,
     })
+}
+
+/// A finding's change to the job's operator (`job.function`, `job.cleanup`), as the workload's
+/// `job:` section would say it.
+fn apply_job_change(workload: &mut Workload, key: &str, value: &str) -> anyhow::Result<()> {
+    match (workload.spec.job.as_mut(), key, value) {
+        (Some(OperatorSpec::Window(w)), "job.function", "aggregate") => {
+            w.function = FunctionKind::Aggregate
+        }
+        (Some(OperatorSpec::Dedup(d)), "job.cleanup", "compaction") => {
+            d.cleanup = Some(Cleanup::Compaction)
+        }
+        _ => anyhow::bail!("no way to apply it to this job"),
+    }
+    Ok(())
 }
 
 /// The finding, the fix applied, before / after, and the verdict.

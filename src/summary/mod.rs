@@ -127,6 +127,11 @@ pub struct Summary {
     pub merges: u64,
     pub iterator_seeks: u64,
     pub iterator_nexts: u64,
+    /// Internal entries RocksDB's iterators stepped over (tombstones, older versions:
+    /// `rocksdb.number.iter.skip`).
+    pub iterator_skips: u64,
+    /// Bytes RocksDB returned to point reads (`rocksdb.bytes.read`).
+    pub get_bytes_read: u64,
 }
 
 /// One state's (or timer queue's) column family at the end of a run.
@@ -139,6 +144,9 @@ pub struct StateColumnFamily {
     pub memtable_bytes: u64,
     /// RocksDB's estimate (`rocksdb.estimate-num-keys`).
     pub estimated_keys: u64,
+    /// The state's TTL (ms), if it has one, and whether Flink's compaction filter cleans it.
+    pub ttl_ms: Option<i64>,
+    pub ttl_compaction_filter: bool,
 }
 
 /// The frequency counter's data column families, for a report that does not list them.
@@ -360,12 +368,16 @@ impl Summary {
                         live_sst_bytes: c.levels.iter().map(|l| l.bytes).sum(),
                         memtable_bytes: c.memtable_bytes,
                         estimated_keys: c.estimated_keys,
+                        ttl_ms: c.ttl_ms,
+                        ttl_compaction_filter: c.ttl_compaction_filter,
                     })
                     .collect()
             }),
             merges: ops.merges,
             iterator_seeks: ops.iterator_seeks,
             iterator_nexts: ops.iterator_nexts,
+            iterator_skips: tickers.iter_skips,
+            get_bytes_read: tickers.bytes_read,
         }
     }
 }

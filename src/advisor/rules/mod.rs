@@ -5,9 +5,12 @@ mod bloom;
 mod cache;
 mod filter_reads;
 mod levels;
+mod list_state;
 mod overrides;
 mod serializer;
 mod stalls;
+mod tombstones;
+mod ttl_cleanup;
 mod wbm_budget;
 
 use super::{Finding, Input};
@@ -29,4 +32,7 @@ pub const RULES: &[Rule] = &[
     arena::RULE,
     overrides::RULE,
     serializer::RULE,
+    list_state::RULE,
+    ttl_cleanup::RULE,
+    tombstones::RULE,
 ];

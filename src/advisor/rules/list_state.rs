@@ -1,0 +1,121 @@
+//! A window whose contents are a ListState (a `ProcessWindowFunction` without an incremental
+//! function): Flink's `RocksDBListState.add` writes every element as a RocksDB merge operand,
+//! and the window's fire reads the whole list back (`RocksDBListState.get`: one point read that
+//! makes RocksDB apply every operand and return every element's bytes). An `AggregateFunction`
+//! (or `ReduceFunction`) keeps one accumulator per window instead, read-modify-written per
+//! element: the fire reads one small value.
+
+use super::Rule;
+use crate::advisor::{Evidence, Finding, Input, Severity};
+use crate::config::units::human_bytes;
+
+pub const RULE: Rule = Rule {
+    id: "list-state-merges",
+    looks_for: "a ListState appended per element with merges and read whole when it fires",
+    check,
+};
+
+/// Merges per record at or above which elements are buffered in a list, not aggregated.
+const MERGES_PER_RECORD: f64 = 0.5;
+/// Bytes per point read at or above which the reads return whole lists, not single values.
+const BYTES_PER_READ: f64 = 128.0;
+
+fn check(input: &Input) -> Option<Finding> {
+    let s = input.summary;
+    let records = s.records();
+    if records == 0 || s.gets == 0 {
+        return None;
+    }
+    let merges_per_record = s.merges as f64 / records as f64;
+    let bytes_per_read = s.get_bytes_read as f64 / s.gets as f64;
+    if merges_per_record < MERGES_PER_RECORD || bytes_per_read < BYTES_PER_READ {
+        return None;
+    }
+    let per_fire = (s.timers_fired > 0).then(|| s.get_bytes_read as f64 / s.timers_fired as f64);
+    let (from, to) = input.whole_run();
+    let mut evidence = vec![
+        Evidence::new(
+            "merges per record",
+            format!("{merges_per_record:.2}"),
+            format!(">= {MERGES_PER_RECORD}"),
+        ),
+        Evidence::new(
+            "bytes per state read",
+            format!("{bytes_per_read:.0}"),
+            format!(">= {BYTES_PER_READ:.0}"),
+        ),
+    ];
+    if let Some(b) = per_fire {
+        evidence.push(Evidence::new(
+            "bytes read per timer fired",
+            human_bytes(b),
+            "-",
+        ));
+    }
+    Some(Finding {
+        id: RULE.id,
+        severity: Severity::Warning,
+        diagnosis: format!(
+            "Every element is appended to a ListState as a RocksDB merge operand ({merges_per_record:.2} merges per record) and the list is read whole, every operand merged, when the window fires ({bytes_per_read:.0} bytes per state read): a ProcessWindowFunction without an incremental function. An AggregateFunction (or ReduceFunction) keeps one accumulator per window instead."
+        ),
+        evidence,
+        from_secs: from,
+        to_secs: to,
+        recommendation: Vec::new(),
+        memory_cost: 0,
+        job_changes: vec![crate::advisor::Change::new("job.function", "aggregate")],
+        effect: Some(format!(
+            "the fire reads one accumulator instead of the window's elements: bytes read per state read from {bytes_per_read:.0} to about an accumulator's size; no merges (a get and a put per element instead of a merge)"
+        )),
+        alternatives: Vec::new(),
+        note: Some(
+            "window(...).aggregate(aggFunction, processWindowFunction) keeps Flink's ProcessWindowFunction for the result; it then sees the one aggregate, not the elements".to_string(),
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::advisor::testing::{Run, profile};
+
+    fn run(merges: u64, get_bytes: u64) -> Run {
+        Run::new(
+            profile("flink-default", &[]),
+            5,
+            |_, _| {},
+            |s| {
+                s.records_processed = 5_000;
+                s.merges = merges;
+                s.gets = 5_000;
+                s.get_bytes_read = get_bytes;
+                s.timers_fired = 2_000;
+            },
+        )
+    }
+
+    #[test]
+    fn merged_lists_read_whole_recommend_an_aggregate_function() {
+        // sessions-process's measured shape: 1 merge per record, 184 bytes per read.
+        let f = &run(5_000, 5_000 * 184).findings("list-state-merges")[0];
+        assert_eq!(f.job_changes[0].key, "job.function");
+        assert_eq!(f.job_changes[0].value, "aggregate");
+        assert_eq!(f.evidence[0].value, "1.00");
+    }
+
+    #[test]
+    fn an_aggregate_window_or_small_reads_are_not_a_finding() {
+        // sessions-aggregate's shape: no merges, 20 bytes per read.
+        assert!(run(0, 5_000 * 20).findings("list-state-merges").is_empty());
+        // Merges whose lists stay small.
+        assert!(
+            run(5_000, 5_000 * 127)
+                .findings("list-state-merges")
+                .is_empty()
+        );
+        assert!(
+            !run(5_000, 5_000 * 128)
+                .findings("list-state-merges")
+                .is_empty()
+        );
+    }
+}
