@@ -1,0 +1,232 @@
+//! A profile as Flink configuration: a `config.yaml` fragment for a Flink release and a
+//! TaskManager, knobs Flink has no key for as the options-factory calls that set them.
+
+use super::FlinkVersion;
+use super::memory::{Cluster, memory_lines};
+use crate::backend::ttl_filter::QUERY_TIME_AFTER_NUM_ENTRIES;
+use crate::config::flink::{FACTORY_PREFIX, flink_config};
+use crate::config::profile::{FLINK_PARTITIONED_BLOOM_BITS, KNOBS, Knob};
+use crate::config::tm_memory::TmMemory;
+
+use crate::config::{Profile, units::human_bytes};
+
+/// Flink 2.x's keys for the TTL compaction filter it attaches to states with a TTL; Flink 1.20
+/// takes both from each state's `StateTtlConfig` only.
+pub const TTL_QUERY_TIME_KEY: &str =
+    "state.backend.rocksdb.compaction.filter.query-time-after-num-entries";
+pub const TTL_PERIODIC_COMPACTION_KEY: &str =
+    "state.backend.rocksdb.compaction.filter.periodic-compaction-time";
+/// The filter's periodic compaction: Flink's default in both releases (`StateTtlConfig`'s in
+/// 1.20, the key's in 2.x), and what statebench's column family with its TTL filter gets
+/// (RocksDB's own default with a compaction filter): `periodic_compaction_seconds=2592000` in
+/// both OPTIONS files.
+pub(super) const TTL_PERIODIC_COMPACTION_DAYS: u32 = 30;
+
+/// Where a job setting (sink, checkpoint storage) is made instead of Flink's configuration.
+pub(super) fn job_setter(key: &str) -> &'static str {
+    match key {
+        "sink.delivery-guarantee" => {
+            "KafkaSink.builder().setDeliveryGuarantee(DeliveryGuarantee.…)"
+        }
+        "sink.transaction-timeout" => {
+            "the producer's transaction.timeout.ms (at most the broker's transaction.max.timeout.ms)"
+        }
+        "sink.idempotent" => "an upserting sink keyed by record id (dedupe on write)",
+        "sink.reader-isolation" => "the downstream consumers' isolation.level",
+        "checkpoint.upload-rate-per-sec" => "the bandwidth to the checkpoint storage (HDFS/S3)",
+        _ => "the job's code",
+    }
+}
+
+/// How an options factory sets a knob Flink's configuration has no key for (RocksJava).
+pub(super) fn factory_setter(key: &str) -> &'static str {
+    match key {
+        "use-direct-reads" => "DBOptions.setUseDirectReads",
+        "use-direct-io-for-flush-and-compaction" => "DBOptions.setUseDirectIoForFlushAndCompaction",
+        "io.rate-limit-per-sec" => "DBOptions.setRateLimiter(new RateLimiter(bytesPerSecond))",
+        "compaction.level.multiplier" => "ColumnFamilyOptions.setMaxBytesForLevelMultiplier",
+        "compaction.level0-slowdown-writes-trigger" => {
+            "ColumnFamilyOptions.setLevel0SlowdownWritesTrigger"
+        }
+        "compaction.level0-stop-writes-trigger" => "ColumnFamilyOptions.setLevel0StopWritesTrigger",
+        "compaction.soft-pending-compaction-bytes-limit" => {
+            "ColumnFamilyOptions.setSoftPendingCompactionBytesLimit"
+        }
+        "compaction.hard-pending-compaction-bytes-limit" => {
+            "ColumnFamilyOptions.setHardPendingCompactionBytesLimit"
+        }
+        "compaction.disable-auto-compactions" => "ColumnFamilyOptions.setDisableAutoCompactions",
+        _ => "a RocksDBOptionsFactory",
+    }
+}
+
+/// The profile as a Flink 1.20 `config.yaml` fragment (see [`flink_for`]).
+pub fn flink(profile: &Profile) -> String {
+    flink_for(profile, FlinkVersion::V1_20)
+}
+
+/// The profile as a `config.yaml` fragment for `version`, for a TaskManager of Flink's default
+/// one slot (see [`flink_sized`]).
+pub fn flink_for(profile: &Profile, version: FlinkVersion) -> String {
+    flink_sized(profile, version, &Cluster::default()).text
+}
+
+/// A `flink` export and whether the profile fits the TaskManager it was sized for.
+#[derive(Debug, Clone)]
+pub struct FlinkExport {
+    pub text: String,
+    /// `Some(reason)` when the profile's memory does not fit the given TaskManager (the export
+    /// says so in a comment too).
+    pub misfit: Option<String>,
+    /// The TaskManager's memory as Flink derives it with the export's lines in place.
+    pub taskmanager: Option<TmMemory>,
+}
+
+/// The profile as a `config.yaml` fragment for `version` and `cluster`: only what the profile
+/// sets (itself or through a profile other than `flink-default` it extends) is a live line;
+/// every key it merely inherits keeps Flink's default, which `flink-default` holds. Memory is
+/// managed memory sized for the cluster's slots (`memory.mode: managed`, Flink's default) or
+/// `fixed-per-slot` with the task off-heap memory that must cover it; knobs Flink has no key
+/// for are comments naming the options-factory call that applies them; values Flink overrides
+/// are said where they stand; with a TaskManager size, Flink's whole memory derivation and
+/// whether the profile fits.
+pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) -> FlinkExport {
+    let k = &profile.knobs;
+    let derived = profile.derived(crate::backend::STATE_COLUMN_FAMILIES.len());
+    let mut out = format!(
+        "# statebench profile '{}' as Flink {} configuration (config.yaml).\n\
+         # Only what the profile sets is written; every other key keeps Flink's default (statebench's flink-default).\n\
+         # Flink derives from it: block cache {}, WriteBufferManager {} ({} per state column family) per slot.\n",
+        profile.name,
+        version.name(),
+        human_bytes(derived.block_cache_capacity as f64),
+        human_bytes(derived.write_buffer_manager_capacity as f64),
+        human_bytes(derived.write_buffer_budget_per_column_family as f64),
+    );
+    if version == FlinkVersion::V2 {
+        // statebench's targets are Flink 1.20's FRocksDB and RocksDB 11.8, neither of them 2.0's.
+        out.push_str(&format!(
+            "# Flink 2.0 embeds FRocksDB 8.10.0; statebench measured the profile with target '{}'.\n",
+            k.target.name()
+        ));
+    }
+    out.push_str("state.backend.type: rocksdb\n");
+    let memory = memory_lines(profile, cluster);
+    out.push_str(&memory.text);
+    let mut factory = Vec::new();
+    let mut job = Vec::new();
+    let mut inherited = 0;
+    for ((key, value), info) in flink_config(profile).into_iter().zip(KNOBS) {
+        let knob = info.key;
+        if matches!(
+            info.knob,
+            Knob::ManagedMemory | Knob::MemoryMode | Knob::Target
+        ) {
+            // Memory is written above; `target` is statebench's own (which RocksDB to imitate).
+            continue;
+        }
+        if !profile.sets(info.knob) {
+            inherited += 1;
+            continue;
+        }
+        if info.is_job_setting() {
+            job.push(format!("#   {knob}: {value}  ->  {}", job_setter(knob)));
+            continue;
+        }
+        if info.knob == Knob::CheckpointInterval && k.checkpoint_interval.0 == 0 {
+            // Flink's checkpointing is off while the key is unset.
+            out.push_str("# execution.checkpointing.interval: unset (checkpointing off)\n");
+            continue;
+        }
+        if key.starts_with(FACTORY_PREFIX) {
+            factory.push(format!("#   {knob}: {value}  ->  {}", factory_setter(knob)));
+            continue;
+        }
+        out.push_str(&format!("{key}: {value}\n"));
+        // Both releases build the partitioned filter with `new BloomFilter(10.0, false)`
+        // (RocksDBResourceContainer, read from either jar).
+        if info.knob == Knob::BloomBitsPerKey
+            && k.use_bloom_filter
+            && k.partitioned_index_filters
+            && k.bloom_bits_per_key != FLINK_PARTITIONED_BLOOM_BITS
+        {
+            out.push_str(&format!(
+                "# ^ not applied: with partitioned index/filters Flink {} uses {FLINK_PARTITIONED_BLOOM_BITS} bits per key\n",
+                version.name()
+            ));
+        }
+    }
+    if inherited > 0 {
+        out.push_str(&format!(
+            "# {inherited} more knobs are Flink's defaults here: not written (`statebench profiles show {}` lists them).\n",
+            profile.name
+        ));
+    }
+    // The TTL compaction filter Flink attaches to states with a TTL; target rocksdb-11.8
+    // measures without it.
+    let modelled = if profile.target_options().ttl_compaction_filter {
+        "as statebench reproduces it"
+    } else {
+        "statebench's target attaches none"
+    };
+    match version {
+        FlinkVersion::V1_20 => out.push_str(&format!(
+            "# TTL compaction filter ({modelled}): Flink 1.20 takes its settings from each state's\n\
+             # StateTtlConfig (cleanupInRocksdbCompactFilter; defaults {QUERY_TIME_AFTER_NUM_ENTRIES} entries, {TTL_PERIODIC_COMPACTION_DAYS} days).\n"
+        )),
+        FlinkVersion::V2 => out.push_str(&format!(
+            "# TTL compaction filter ({modelled}); Flink 2.x's defaults, which a state's StateTtlConfig overrides:\n\
+             # {TTL_QUERY_TIME_KEY}: {QUERY_TIME_AFTER_NUM_ENTRIES}\n\
+             # {TTL_PERIODIC_COMPACTION_KEY}: {TTL_PERIODIC_COMPACTION_DAYS}d\n"
+        )),
+    }
+    if !job.is_empty() {
+        out.push_str("# Settings of the job's sink and its checkpoint storage, not of Flink's configuration:\n");
+        for line in job {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    if !factory.is_empty() {
+        out.push_str(&format!(
+            "# Not settable from Flink's configuration: a RocksDBOptionsFactory\n\
+             # ({}, named by\n\
+             # state.backend.rocksdb.options-factory) must apply these:\n",
+            version.options_factory()
+        ));
+        for line in factory {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out.push_str(&memory.report);
+    FlinkExport {
+        text: out,
+        misfit: memory.misfit,
+        taskmanager: memory.taskmanager,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::profile::KNOBS;
+
+    #[test]
+    fn factory_only_knobs_are_comments_with_the_call_that_sets_them() {
+        let text = flink(&Profile::load("hours-monolithic-filter").unwrap());
+        assert!(text.contains("state.backend.type: rocksdb\n"));
+        assert!(text.contains("#   use-direct-reads: true  ->  DBOptions.setUseDirectReads"));
+        assert!(!text.lines().any(|l| l.starts_with(FACTORY_PREFIX)));
+        // Every knob the profile sets is a Flink key or a comment: nothing is lost silently.
+        let profile = Profile::load("hours-monolithic-filter").unwrap();
+        for info in KNOBS.iter().filter(|k| profile.sets(k.knob)) {
+            let found = match (info.knob, info.flink_key) {
+                (Knob::ManagedMemory, _) => text.contains("taskmanager.memory.managed.size: 32mb"),
+                (_, Some(key)) => text.contains(key),
+                (_, None) => text.contains(&format!("#   {}: ", info.key)),
+            };
+            assert!(found, "{}: {text}", info.key);
+        }
+    }
+}
