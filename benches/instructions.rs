@@ -15,7 +15,7 @@ use gungraun::{
 };
 use statebench::backend::StateBackend;
 use statebench::backend::serializer::ValueSerializer;
-use statebench::pipeline::sink::{MemorySink, Sink};
+use statebench::durability::sink::{MemorySink, Sink};
 use statebench::pipeline::source::Event;
 
 #[path = "main/fixture.rs"]

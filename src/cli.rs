@@ -1,4 +1,4 @@
-//! Command line: `statebench run | profiles | workloads`.
+//! Command line: `statebench run | profiles | workloads | trace | ...`.
 
 use std::path::PathBuf;
 
@@ -41,6 +41,10 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// List workloads or show one.
     #[command(subcommand)]
     Workloads(WorkloadsCommand),
+    /// Convert your own CSV or JSON Lines export into a trace (a column mapping), or check a
+    /// trace: its events, keys, time span, out-of-orderness and inputs (docs/trace.md).
+    #[command(subcommand)]
+    Trace(TraceCommand),
     /// Run a field report's configuration trap broken and fixed side by side, or a case study's
     /// "before" profile, the advisor's finding for it and its fix re-run; exit 0 when the
     /// contrast reproduced (the advisor named the cause and the evidence moved), 1 when it did
@@ -376,6 +380,95 @@ pub enum ProfilesCommand {
         #[command(flatten)]
         taskmanager: TaskManagerArgs,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Convert an export (CSV with a header line, or JSON Lines of objects) into a trace:
+    /// every line is checked first, and the trace is written whole or not at all.
+    #[command(
+        after_help = "Example: statebench trace convert clicks.jsonl --to clicks.csv --key user_id \\
+--time timestamp --time-format rfc3339 --partition partition --payload value"
+    )]
+    Convert(Box<TraceConvertArgs>),
+    /// Read and check a trace as a run would, and show what it holds.
+    Check(TraceCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TraceConvertArgs {
+    /// The export: CSV with a header line, or JSON Lines (read as such when it starts with '{').
+    #[arg(value_name = "IN")]
+    pub file: PathBuf,
+    /// The trace to write (replaced atomically).
+    #[arg(long, value_name = "OUT")]
+    pub to: PathBuf,
+    /// The trace's format [default: jsonl for a .jsonl/.ndjson/.json file, else csv].
+    #[arg(long, value_enum)]
+    pub format: Option<crate::pipeline::trace::convert::OutputFormat>,
+    /// The column (CSV header name or JSON field; a.b for a nested field) of the key the job
+    /// is keyed by.
+    #[arg(long, value_name = "COL")]
+    pub key: String,
+    /// The column of the event time.
+    #[arg(long, value_name = "COL")]
+    pub time: String,
+    /// How the event time is written.
+    #[arg(long, value_enum, default_value = "epoch-ms")]
+    pub time_format: crate::pipeline::trace::convert::TimeFormat,
+    /// The column of the source partition (a non-negative integer) [default: none; a run keys
+    /// each key into the workload's partitions].
+    #[arg(long, value_name = "COL")]
+    pub partition: Option<String>,
+    /// The column of the value's size in bytes.
+    #[arg(long, value_name = "COL", conflicts_with = "payload")]
+    pub value_size: Option<String>,
+    /// The column of the value itself: its size is its length in bytes (a JSON value that is
+    /// not a string: the length of its compact JSON).
+    #[arg(long, value_name = "COL")]
+    pub payload: Option<String>,
+    /// The column of the input a record belongs to, for a two-input job (a join): 0 or left,
+    /// 1 or right (or your own values with --input-values).
+    #[arg(long, value_name = "COL")]
+    pub input: Option<String>,
+    /// The --input column's values for the left and the right input, e.g. clicks,impressions.
+    #[arg(long, value_name = "LEFT,RIGHT", requires = "input", value_parser = parse_input_values)]
+    pub input_values: Option<InputValues>,
+}
+
+/// `--input-values LEFT,RIGHT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputValues {
+    pub left: String,
+    pub right: String,
+}
+
+fn parse_input_values(text: &str) -> Result<InputValues, String> {
+    match text.split_once(',') {
+        Some((left, right))
+            if !left.is_empty() && !right.is_empty() && left != right && !right.contains(',') =>
+        {
+            Ok(InputValues {
+                left: left.to_string(),
+                right: right.to_string(),
+            })
+        }
+        _ => Err(format!(
+            "'{text}': expected two different values separated by a comma, the left input's then the right's (e.g. clicks,impressions)"
+        )),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct TraceCheckArgs {
+    /// The trace (CSV or JSON Lines).
+    pub file: PathBuf,
+    /// Also check every partition number against a workload's partition count.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub partitions: Option<u32>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

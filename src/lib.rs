@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod durability;
 pub mod engine;
 pub mod export;
 pub mod output;
@@ -14,9 +15,11 @@ pub mod profiler;
 mod progress;
 pub mod report;
 pub mod reproduce;
+pub mod summary;
 pub mod tui;
+pub mod util;
 
-use cli::{Cli, Command, ProfilesCommand, WorkloadsCommand};
+use cli::{Cli, Command, ProfilesCommand, TraceCommand, WorkloadsCommand};
 pub use commands::UsageError;
 use config::ConfigError;
 
@@ -39,6 +42,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }) => commands::profiles::show(&name, derived, &taskmanager),
         Command::Workloads(WorkloadsCommand::List) => commands::workloads::list(),
         Command::Workloads(WorkloadsCommand::Show { name }) => commands::workloads::show(&name),
+        Command::Trace(TraceCommand::Convert(args)) => commands::trace::convert(*args),
+        Command::Trace(TraceCommand::Check(args)) => commands::trace::check(args),
         Command::Reproduce(args) => commands::reproduce::run(args),
         Command::Tune(args) => commands::tune::run(args),
         Command::Advise { report, json } => commands::advise::run(&report, json),

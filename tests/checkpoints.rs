@@ -337,7 +337,7 @@ fn a_savepoint_is_taken_once_though_a_restart_reads_its_point_again() {
 #[test]
 fn rates_after_failures_count_every_attempt_and_the_replayed_records() {
     use statebench::engine::RunState;
-    use statebench::report::Summary;
+    use statebench::summary::Summary;
     let p = profile("incremental", "100ms", EXACTLY_ONCE);
     let clean_dir = tempfile::tempdir().unwrap();
     let clean = Summary::new(&run(

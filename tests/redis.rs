@@ -95,7 +95,7 @@ fn counts_read_back_from_redis_equal_the_oracle() {
     let sink = outcome.snapshots.last().unwrap().pipeline.sink;
     assert!(sink.writes > 80_000, "{sink:?}");
     // Pipelined: one round trip per PIPELINE_DEPTH writes (plus flushes at the end).
-    let depth = statebench::pipeline::sink::PIPELINE_DEPTH as u64;
+    let depth = statebench::durability::sink::PIPELINE_DEPTH as u64;
     assert!(
         sink.flushes <= sink.writes / depth + 2,
         "pipelined: {sink:?}"

@@ -6,10 +6,10 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use statebench::backend::metrics::{ColumnFamilyLsm, HitRate, LevelSample};
 use statebench::config::{Profile, Workload};
+use statebench::durability::checkpoint::{ChangelogStatus, CheckpointRecord};
 use statebench::engine::{
     CheckpointSample, EngineCommand, MetricsSnapshot, OptionChange, RunState, SavepointFormat,
 };
-use statebench::pipeline::checkpoint::{ChangelogStatus, CheckpointRecord};
 use statebench::pipeline::oracle::ResultError;
 use statebench::tui::app::{Action, App, MarkKind, Target, View};
 use statebench::tui::event::Restarted;
@@ -1151,7 +1151,7 @@ fn f_s_and_n_send_a_failure_and_savepoints_to_the_side_shown() {
 #[test]
 fn after_a_failure_the_dashboard_rate_is_the_summarys() {
     use statebench::engine::{self, EngineConfig, FailureSpec};
-    use statebench::report::Summary;
+    use statebench::summary::Summary;
     let mut workload = Workload::load("smoke").unwrap();
     workload.spec.keys.count = 300;
     workload.spec.events = 30_000;

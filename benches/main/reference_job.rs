@@ -24,7 +24,7 @@ pub fn bench(c: &mut Criterion) {
                     ..EngineConfig::new(workload.clone(), profile.clone(), dir.path().to_path_buf())
                 })
                 .expect("run");
-                let summary = statebench::report::Summary::new(&outcome);
+                let summary = statebench::summary::Summary::new(&outcome);
                 ops_per_event = Some((
                     summary.rocksdb_ops_per_event,
                     summary.gets,

@@ -2,7 +2,7 @@
 //! one answers at `STATEBENCH_BENCH_REDIS` (default `redis://127.0.0.1:6379`); skipped if not.
 
 use criterion::{Criterion, Throughput};
-use statebench::pipeline::sink::{MemorySink, RedisSink, Sink};
+use statebench::durability::sink::{MemorySink, RedisSink, Sink};
 
 use super::fixture;
 

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::config::Profile;
 use crate::config::profile::Derived;
 use crate::engine::MetricsSnapshot;
-use crate::report::Summary;
+use crate::summary::Summary;
 
 pub use rules::RULES;
 

@@ -247,10 +247,12 @@ impl StateBackend {
                     _ => None,
                 });
             if let Some(ttl) = ttl.filter(|t| t.compaction_filter && target.ttl_compaction_filter) {
-                opts.set_compaction_filter_factory(ttl_filter::TtlFilterFactory::new(
-                    ttl.ttl_ms,
-                    clock.clone(),
-                ));
+                let config = ttl_filter::TtlFilterConfig {
+                    ttl_ms: ttl.ttl_ms,
+                    query_time_after: ttl.query_time_after,
+                    layout: ttl.layout,
+                };
+                ttl_filter::install(&mut opts, config, clock.clone());
             }
             Ok(opts)
         };

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigError, Profile};
-use crate::report::Summary;
+use crate::summary::Summary;
 
 pub mod overhead;
 

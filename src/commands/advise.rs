@@ -8,7 +8,8 @@ use serde_json::Value;
 use super::UsageError;
 use crate::config::Profile;
 use crate::engine::MetricsSnapshot;
-use crate::report::{self, Segment, Summary};
+use crate::report::{self, Segment};
+use crate::summary::Summary;
 
 /// A saved report's segments (schema 2), or the one run of a schema-1 report.
 pub(super) fn read_segments(path: &Path) -> anyhow::Result<Vec<Value>> {

@@ -13,7 +13,8 @@ use crate::cli::BenchArgs;
 use crate::config::units::Millis;
 use crate::config::{Profile, Workload};
 use crate::engine::EngineConfig;
-use crate::report::{self, Summary};
+use crate::summary::Summary;
+use crate::util::fs::write_atomically;
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let all = args.suite.cases();
@@ -319,6 +320,5 @@ fn read_results(path: &Path) -> anyhow::Result<Results> {
 fn write_json(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
-    report::write_atomically(path, &bytes)
-        .with_context(|| format!("cannot write {}", path.display()))
+    write_atomically(path, &bytes).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -10,7 +10,7 @@ use super::UsageError;
 use crate::cli::{ExportFormat, TaskManagerArgs};
 use crate::config::tm_memory::{TmMemoryConfig, parse_memory_size};
 use crate::export::{self, Cluster, Format};
-use crate::report;
+use crate::util::fs::write_atomically;
 
 pub fn run(
     profile: &str,
@@ -53,7 +53,7 @@ pub fn run(
     match output {
         Some(path) => {
             super::check_report_dir(Some(path))?;
-            report::write_atomically(path, text.as_bytes())
+            write_atomically(path, text.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!("written: {}", path.display());
         }

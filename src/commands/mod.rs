@@ -9,6 +9,7 @@ pub mod profiles;
 pub mod replay;
 pub mod reproduce;
 pub mod run;
+pub mod trace;
 pub mod tui;
 pub mod tune;
 pub mod workloads;
@@ -19,7 +20,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 
 use crate::config::{Profile, Workload};
-use crate::{cli, pipeline, report};
+use crate::util::fs::parent_dir;
+use crate::{cli, pipeline};
 
 /// A command line that cannot be carried out as given.
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +70,7 @@ pub fn prepare_data_dir(dir: Option<&Path>, reuse: bool) -> anyhow::Result<DataD
         }
     } else {
         // A new directory, but not a new tree: a mistyped parent must not silently appear.
-        let parent = report::parent_dir(dir);
+        let parent = parent_dir(dir);
         if !parent.is_dir() {
             bail!(UsageError(format!(
                 "--data-dir {}: its parent folder {} does not exist (create it first, or give an existing place)",
@@ -84,7 +86,7 @@ pub fn prepare_data_dir(dir: Option<&Path>, reuse: bool) -> anyhow::Result<DataD
 
 pub fn check_report_dir(report: Option<&Path>) -> anyhow::Result<()> {
     if let Some(report) = report {
-        let parent = report::parent_dir(report);
+        let parent = parent_dir(report);
         if !parent.is_dir() {
             bail!(UsageError(format!(
                 "--report {}: directory {} does not exist",

@@ -12,6 +12,7 @@ use crate::pipeline;
 use crate::profiler;
 use crate::progress::Progress;
 use crate::report::{self, Report, RunSegment};
+use crate::util::fs::write_atomically;
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let Job {
@@ -30,7 +31,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 .as_deref()
                 .map(|d| d.join("checkpoints"))
                 .unwrap_or_default();
-            let has_checkpoint = crate::pipeline::checkpoint::store::has_completed(&store);
+            let has_checkpoint = crate::durability::checkpoint::store::has_completed(&store);
             if !has_checkpoint {
                 anyhow::bail!(crate::UsageError(format!(
                     "--restore latest: {} holds no completed checkpoint (run with execution.checkpointing.interval set on this --data-dir first)",
@@ -42,13 +43,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         Some(dir) => {
             let dir = std::path::PathBuf::from(dir);
             if !dir
-                .join(crate::pipeline::checkpoint::store::METADATA)
+                .join(crate::durability::checkpoint::store::METADATA)
                 .is_file()
             {
                 anyhow::bail!(crate::UsageError(format!(
                     "--restore {}: not a completed checkpoint or savepoint (it has no {}); give 'latest' or a chk-N folder of the checkpoint store",
                     dir.display(),
-                    crate::pipeline::checkpoint::store::METADATA
+                    crate::durability::checkpoint::store::METADATA
                 )));
             }
             Some(engine::RestoreFrom::Dir(dir))
@@ -210,5 +211,5 @@ fn write_final_counts(
         })
         .collect();
     lines.sort();
-    report::write_atomically(path, lines.concat().as_bytes())
+    write_atomically(path, lines.concat().as_bytes())
 }

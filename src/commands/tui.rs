@@ -8,6 +8,7 @@ use super::{Job, UsageError};
 use crate::cli::TuiArgs;
 use crate::report::{self, Report};
 use crate::tui::{self, engines};
+use crate::util::fs::write_atomically;
 
 pub fn run(args: TuiArgs) -> anyhow::Result<()> {
     let Job {
@@ -91,7 +92,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<()> {
         }
         if let Some(table) = &comparison {
             let path_c = engines::sibling(path, "-compare", Some("txt"));
-            report::write_atomically(&path_c, table.as_bytes())
+            write_atomically(&path_c, table.as_bytes())
                 .with_context(|| format!("cannot write the comparison {}", path_c.display()))?;
             written.push(path_c);
         }

@@ -14,8 +14,10 @@ use crate::cli::TuneArgs;
 use crate::config::Profile;
 use crate::config::units::human_bytes;
 use crate::engine::EngineConfig;
-use crate::report::{self, Summary};
+use crate::report;
 use crate::reproduce::proofs;
+use crate::summary::Summary;
+use crate::util::fs::write_atomically;
 
 /// One profile measured `--repeat` times: the median run (by events/s) and every run.
 #[derive(Clone, Serialize)]
@@ -371,7 +373,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             "final": before,
         }))?;
         json.push(b'\n');
-        report::write_atomically(path, &json)
+        write_atomically(path, &json)
             .with_context(|| format!("cannot write the proof {}", path.display()))?;
         let _ = writeln!(out, "proof written to {}", path.display());
     }
@@ -502,7 +504,7 @@ fn write_profile(
     for (key, old, new) in changed {
         text.push_str(&format!("{key}: {new}  # was {old}\n"));
     }
-    report::write_atomically(&path, text.as_bytes())
+    write_atomically(&path, text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     // It must load back as the tuned profile.
     let back = Profile::load(&path.to_string_lossy())?;

@@ -24,6 +24,23 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "backfill-catchup",
         include_str!("../../workloads/backfill-catchup.yaml"),
     ),
+    ("dedup-24h", include_str!("../../workloads/dedup-24h.yaml")),
+    (
+        "process-example",
+        include_str!("../../workloads/process-example.yaml"),
+    ),
+    (
+        "sessions-process",
+        include_str!("../../workloads/sessions-process.yaml"),
+    ),
+    (
+        "sessions-aggregate",
+        include_str!("../../workloads/sessions-aggregate.yaml"),
+    ),
+    (
+        "sliding-aggregate",
+        include_str!("../../workloads/sliding-aggregate.yaml"),
+    ),
     (
         "interval-join",
         include_str!("../../workloads/interval-join.yaml"),
@@ -183,8 +200,9 @@ pub struct WorkloadSpec {
     /// (replay time) and emits the maximum watermark. None: unbounded, no final watermark.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounded_end_delay: Option<Millis>,
-    /// Replay this trace (JSON Lines or CSV: user, event_time[, partition]) instead of the
-    /// synthetic generator; a relative path is relative to the workload file.
+    /// Replay this trace (CSV or JSON Lines: key, event_time[, partition, value_size, input];
+    /// docs/trace.md) instead of the synthetic generator; a relative path is relative to the
+    /// workload file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<std::path::PathBuf>,
     /// TTL of the job's timerState (processing time = replay time). None: no TTL.

@@ -3,6 +3,7 @@
 //! the same job, so it writes the same keys in the serving store: the prefix of its Redis keys is
 //! chosen at the job's first start and kept in `<data-dir>/job.json`.
 
+use crate::util::fs::write_atomically;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -119,8 +120,7 @@ impl JobIdentity {
             source: std::io::Error::other(e),
         })?;
         json.push(b'\n');
-        crate::report::write_atomically(&path, &json)
-            .map_err(|source| IdentityError::Write { path, source })
+        write_atomically(&path, &json).map_err(|source| IdentityError::Write { path, source })
     }
 }
 

@@ -24,15 +24,15 @@ use crate::pipeline::PipelineError;
 use super::SavepointFormat;
 use super::snapshot::SavepointRecord;
 use crate::config::profile::CheckpointingMode;
-use crate::pipeline::checkpoint::snapshot::live_ssts;
-use crate::pipeline::checkpoint::store::{CheckpointStore, StoreConfig};
-use crate::pipeline::checkpoint::{
+use crate::durability::checkpoint::snapshot::live_ssts;
+use crate::durability::checkpoint::store::{CheckpointStore, StoreConfig};
+use crate::durability::checkpoint::{
     Checkpointer, Completion, JobMeta, JobWork, Metadata, savepoint_files,
 };
-use crate::pipeline::delivery::{Delivery, origin};
+use crate::durability::delivery::{Delivery, origin};
+use crate::durability::sink::{Count, SinkCounters};
 use crate::pipeline::operators::{self, Context, JobCounters, JobMode, KeyedOperator};
 use crate::pipeline::oracle::ResultError;
-use crate::pipeline::sink::{Count, SinkCounters};
 use crate::pipeline::source::{Consumer, Log, Offsets, ReadPlan};
 use crate::pipeline::watermark::WatermarkValve;
 

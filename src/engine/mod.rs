@@ -88,7 +88,7 @@ pub enum EngineError {
     #[error("cannot start reading the log: {0}")]
     Source(String),
     #[error(transparent)]
-    WorkerGone(#[from] crate::pipeline::worker::WorkerGone),
+    WorkerGone(#[from] crate::util::worker::WorkerGone),
     #[error("broker: {0}")]
     Broker(String),
     #[error("cannot restore: {0}")]

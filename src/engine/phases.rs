@@ -22,13 +22,13 @@ use crate::backend::oplog::OpRecorder;
 use crate::config::Workload;
 use crate::config::profile::{DeliveryGuarantee, IsolationLevel, KnobValue, Knobs};
 use crate::config::workload::{CatchUpState, OffsetReset, PhasesSpec, StartingOffsets};
+use crate::durability::checkpoint::snapshot::restore_full;
+use crate::durability::checkpoint::store::{CheckpointStore, StoreConfig};
+use crate::durability::checkpoint::{CheckpointConfig, Checkpointer, Metadata, prepare_restore};
+use crate::durability::delivery::{Delivery, DeliveryConfig, Guarantee, Isolation};
+use crate::durability::sink::{RedisSink, Sink, ThreadedMemorySink};
 use crate::pipeline::PipelineError;
-use crate::pipeline::checkpoint::snapshot::restore_full;
-use crate::pipeline::checkpoint::store::{CheckpointStore, StoreConfig};
-use crate::pipeline::checkpoint::{CheckpointConfig, Checkpointer, Metadata, prepare_restore};
-use crate::pipeline::delivery::{Delivery, DeliveryConfig, Guarantee, Isolation};
 use crate::pipeline::operators::{self, JobMode};
-use crate::pipeline::sink::{RedisSink, Sink, ThreadedMemorySink};
 use crate::pipeline::source::{Log, OffsetStore, ReadPlan, resolve_start};
 
 /// The data directory's parts: RocksDB's working directory (the task's local state), the
@@ -392,7 +392,7 @@ fn recoverable(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutco
             let mut s = job.into_survivors();
             checkpointer = s.checkpointer.take();
             // (The sink lives on in the survivors; this placeholder is never written.)
-            sink = Delivery::passthrough(Box::new(crate::pipeline::sink::MemorySink::default()));
+            sink = Delivery::passthrough(Box::new(crate::durability::sink::MemorySink::default()));
             survivors = Some(s);
             drop(backend);
             // This run's newest completed checkpoint; before its first, where the run started

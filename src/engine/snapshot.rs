@@ -8,11 +8,11 @@ pub use crate::backend::latency::{Latencies, LatencyRecorder, Op, Percentiles};
 use crate::backend::metrics::RocksDbSample;
 use crate::config::Profile;
 use crate::config::workload::SerializerKind;
-use crate::pipeline::checkpoint::{ChangelogStatus, CheckpointRecord, JobWork};
-use crate::pipeline::delivery::DeliveryCounters;
+use crate::durability::checkpoint::{ChangelogStatus, CheckpointRecord, JobWork};
+use crate::durability::delivery::DeliveryCounters;
+use crate::durability::sink::SinkCounters;
 use crate::pipeline::operators::JobCounters;
 use crate::pipeline::oracle::ResultError;
-use crate::pipeline::sink::SinkCounters;
 use crate::pipeline::source::Offsets;
 use crate::profiler::{CpuProfile, CpuSample};
 

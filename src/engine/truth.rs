@@ -2,10 +2,10 @@
 //! in batches and waits only when it asks for a comparison, so the engine thread, whose speed
 //! the run reports, does the job's work and not the measurement's (a Flink job has no oracle).
 
+use crate::durability::sink::Count;
 use crate::pipeline::oracle::{Oracle, ResultError};
-use crate::pipeline::sink::Count;
 use crate::pipeline::source::Event;
-use crate::pipeline::worker::{Worker, WorkerGone};
+use crate::util::worker::{Worker, WorkerGone};
 
 /// Notes per batch sent to the oracle's thread: 4,096 of 24 bytes, under glibc's 128 KiB mmap
 /// threshold, so that a batch is not mapped, faulted in and unmapped each time.

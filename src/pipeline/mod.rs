@@ -1,32 +1,29 @@
 //! The pipeline core: source, watermarks, the keyed operator and its timers. No UI, no printing.
 
-pub mod bits;
-pub mod checkpoint;
-pub mod delivery;
-pub mod hash;
 pub mod operators;
 pub mod oracle;
-pub mod sink;
 pub mod source;
 pub mod timers;
 pub mod trace;
 pub mod watermark;
-pub mod worker;
 
 use crate::backend::BackendError;
+use crate::durability::checkpoint::{CheckpointError, snapshot::SnapshotError, store::StoreError};
+use crate::durability::delivery::DeliveryError;
+use crate::durability::sink::SinkError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
     #[error(transparent)]
     Backend(#[from] BackendError),
     #[error(transparent)]
-    Sink(#[from] sink::SinkError),
+    Sink(#[from] SinkError),
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
     #[error(transparent)]
-    Delivery(#[from] delivery::DeliveryError),
+    Delivery(#[from] DeliveryError),
     #[error(transparent)]
-    Checkpoint(#[from] checkpoint::CheckpointError),
+    Checkpoint(#[from] CheckpointError),
     #[error("timer key in RocksDB is not valid: {0}")]
     CorruptTimer(String),
     #[error("the operator kind '{0}' is not built yet")]
@@ -41,14 +38,14 @@ impl From<rocksdb::Error> for PipelineError {
     }
 }
 
-impl From<checkpoint::store::StoreError> for PipelineError {
-    fn from(e: checkpoint::store::StoreError) -> Self {
+impl From<StoreError> for PipelineError {
+    fn from(e: StoreError) -> Self {
         PipelineError::Checkpoint(e.into())
     }
 }
 
-impl From<checkpoint::snapshot::SnapshotError> for PipelineError {
-    fn from(e: checkpoint::snapshot::SnapshotError) -> Self {
+impl From<SnapshotError> for PipelineError {
+    fn from(e: SnapshotError) -> Self {
         PipelineError::Checkpoint(e.into())
     }
 }

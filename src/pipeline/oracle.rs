@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use serde::Serialize;
 
-use super::bits::BitSet;
-use super::hash::{FastMap, UserIndex};
 use super::source::Event;
+use crate::util::bits::BitSet;
+use crate::util::hash::{FastMap, UserIndex};
 
 /// How a set of results differs from the oracle.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -670,7 +670,7 @@ pub(crate) mod tests {
         error
     }
 
-    use crate::pipeline::sink::{MemorySink, Sink};
+    use crate::durability::sink::{MemorySink, Sink};
     use proptest::prelude::*;
 
     proptest! {

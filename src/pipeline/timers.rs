@@ -151,6 +151,17 @@ impl SortedCache {
         }
     }
 
+    /// Removes `key`; false when it was not there.
+    fn remove(&mut self, key: &CachedKey) -> bool {
+        match self.0.binary_search(key) {
+            Ok(at) => {
+                self.0.remove(at);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Adds `key`, which nearly always comes after every key here (a scan's keys arrive in
     /// order): appended then, inserted in its place otherwise.
     fn push_in_order(&mut self, key: CachedKey) {
@@ -450,6 +461,46 @@ impl<'a> TimerService<'a> {
     }
 }
 
+/// Deleting timers, as the window operator's triggers do.
+impl TimerService<'_> {
+    /// Deletes the event-time timer of `key`'s current key and namespace at `timestamp`, as
+    /// Flink's `RocksDBCachingPriorityQueueSet.remove` does: refill an empty cache first
+    /// (`checkRefillCacheFromStore`); nothing when the key group then holds no timer at all;
+    /// else a delete of the timer's key in the write batch, whether or not it exists, and out
+    /// of the cache. True when the key group's head changed (or it became empty).
+    pub fn remove(
+        &mut self,
+        state: &mut StateAccess,
+        key: &CompositeKey,
+        timestamp: i64,
+    ) -> Result<bool, PipelineError> {
+        let kg = key.key_group();
+        self.refill(state, kg)?;
+        let q = &self.queues[usize::from(kg)];
+        let Some(old_head) = q.cache.first().cloned() else {
+            return Ok(false);
+        };
+        let mut bytes = std::mem::take(&mut self.scratch);
+        key.write_timer_key(timestamp, &mut bytes);
+        let written = self.batch_delete(state, &bytes);
+        let q = &mut self.queues[usize::from(kg)];
+        q.cache.remove(&CachedKey::new(&bytes));
+        let changed = if q.cache.is_empty() {
+            // Flink's seekHint: the removed timer's key.
+            q.seek_hint = Some(bytes.clone());
+            true
+        } else {
+            q.cache.first() != Some(&old_head)
+        };
+        self.scratch = bytes;
+        written?;
+        if changed {
+            self.sync_head(kg);
+        }
+        Ok(changed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -537,6 +588,71 @@ mod tests {
             prop_assert_eq!(CachedKey::new(&a).cmp(&CachedKey::new(&b)), a.cmp(&b));
             prop_assert_eq!(CachedKey::new(&a) == CachedKey::new(&b), a == b);
         }
+    }
+
+    #[test]
+    fn remove_deletes_as_rocksdbs_caching_priority_queue_set_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        let backend = StateBackend::open(dir.path(), &profile).unwrap();
+        let mut state = StateAccess::new(&backend);
+        let cf = backend.cf(CF_TIMERS).unwrap();
+        let mut service = TimerService::open(cf, &mut state).unwrap();
+        let mut key = CompositeKey::default();
+        key.set_key_ns("user-1", &keys::time_window_namespace(0, 10));
+        let entries = |state: &StateAccess| state.counters.batch_entries;
+        // A key group with no timer: nothing to delete, nothing written.
+        assert!(!service.remove(&mut state, &key, 9).unwrap());
+        service.flush(&mut state).unwrap();
+        assert_eq!(entries(&state), 0);
+        service.register(&mut state, &key, 9).unwrap();
+        service.register(&mut state, &key, 19).unwrap();
+        service.flush(&mut state).unwrap();
+        assert_eq!(entries(&state), 2);
+        // The head goes: a delete, and the head moves.
+        assert!(service.remove(&mut state, &key, 9).unwrap());
+        // A timer that is not there, in a key group that has one: still a delete.
+        assert!(!service.remove(&mut state, &key, 9).unwrap());
+        service.flush(&mut state).unwrap();
+        assert_eq!(entries(&state), 4);
+        assert_eq!(service.next_timestamp(), Some(19));
+        // The last one: the key group is empty and no timer fires.
+        assert!(service.remove(&mut state, &key, 19).unwrap());
+        assert_eq!(service.next_timestamp(), None);
+        assert!(service.poll_due(&mut state, i64::MAX).unwrap().is_none());
+        service.flush(&mut state).unwrap();
+        assert_eq!(entries(&state), 5);
+        let mut left = 0;
+        state
+            .for_each(cf, |_, _| {
+                left += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(left, 0, "every timer deleted from RocksDB");
+    }
+
+    #[test]
+    fn a_removed_timer_in_rocksdb_only_is_deleted_after_a_refill() {
+        // More timers than the cache holds: the removed one lives only in RocksDB.
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        let backend = StateBackend::open(dir.path(), &profile).unwrap();
+        let mut state = StateAccess::new(&backend);
+        let cf = backend.cf(CF_TIMERS).unwrap();
+        let mut service = TimerService::open(cf, &mut state).unwrap();
+        let mut key = CompositeKey::default();
+        key.set_key("user-1");
+        let n = 2 * CACHE_SIZE as i64;
+        for ts in 0..n {
+            service.register(&mut state, &key, ts).unwrap();
+        }
+        service.remove(&mut state, &key, n - 1).unwrap();
+        let mut fired = Vec::new();
+        while let Some(t) = service.poll_due(&mut state, i64::MAX).unwrap() {
+            fired.push(t.timestamp);
+        }
+        assert_eq!(fired, (0..n - 1).collect::<Vec<_>>());
     }
 
     #[test]

@@ -268,7 +268,7 @@ pub const RULES: &[Rule] = &[
         bucket: Bucket::OracleAndSink,
         frames: &[
             "statebench::pipeline::oracle",
-            "statebench::pipeline::sink",
+            "statebench::durability::sink",
             "statebench::engine::truth",
             "redis::",
         ],
@@ -302,6 +302,10 @@ pub const RULES: &[Rule] = &[
         bucket: Bucket::Operator,
         frames: &[
             "statebench::pipeline::",
+            "statebench::durability::",
+            "statebench::util::hash",
+            "statebench::util::bits",
+            "statebench::util::worker",
             "statebench::engine::",
             "statebench::backend::",
         ],
@@ -531,7 +535,7 @@ mod tests {
         );
         assert_eq!(
             case(
-                "hashbrown::map::HashMap<K,V,S,A>::insert <- <statebench::pipeline::sink::MemorySink as statebench::pipeline::sink::Sink>::write"
+                "hashbrown::map::HashMap<K,V,S,A>::insert <- <statebench::durability::sink::MemorySink as statebench::durability::sink::Sink>::write"
             ),
             Bucket::OracleAndSink
         );

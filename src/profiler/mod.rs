@@ -9,6 +9,7 @@ pub mod buckets;
 pub mod protobuf;
 mod session;
 
+use crate::util::fs::write_atomically;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -385,8 +386,8 @@ impl CpuProfile {
     pub fn write_beside(&self, report: &Path, title: &str) -> std::io::Result<[PathBuf; 2]> {
         let svg = report.with_extension("cpu.svg");
         let pb = report.with_extension("cpu.pb");
-        crate::report::write_atomically(&svg, &self.flamegraph(title)?)?;
-        crate::report::write_atomically(&pb, &self.pprof())?;
+        write_atomically(&svg, &self.flamegraph(title)?)?;
+        write_atomically(&pb, &self.pprof())?;
         Ok([svg, pb])
     }
 }

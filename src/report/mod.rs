@@ -1,23 +1,21 @@
 //! The run report: JSON with every snapshot and a summary per segment (one per engine run: a
 //! restart on a new profile starts the next), and the same for a terminal.
 
-pub mod checkpoints;
 mod render;
-mod summary;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 pub use render::FEW_LOOKUPS;
 pub use render::{render_before_after, render_comparison, render_findings, render_summary};
-pub use summary::{CacheAccesses, HitRateSummary, Summary};
 
 use crate::advisor::{self, Finding};
 use crate::config::profile::Derived;
 use crate::config::{Profile, Workload};
 use crate::engine::{MetricsSnapshot, OptionChange, RunOutcome};
+use crate::summary::Summary;
+use crate::util::fs::write_atomically;
 
 /// 2: the run is a list of segments, each with its own profile, summary and snapshots.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -180,23 +178,6 @@ pub fn cpu_profile(segments: &[RunSegment]) -> Option<crate::profiler::CpuProfil
         all.add(p);
     }
     Some(all)
-}
-
-/// The directory a file will be written in (`.` for a bare file name).
-pub fn parent_dir(path: &Path) -> &Path {
-    path.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-}
-
-/// Writes `bytes` to `path` whole or not at all: a synced temporary file in the same directory,
-/// renamed into place.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// Keeps RocksDB's OPTIONS file `options` (in a data directory about to go away) as `dest`,

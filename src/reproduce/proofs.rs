@@ -12,7 +12,8 @@ use crate::config::units::human_bytes;
 use crate::config::workload::SerializerKind;
 use crate::config::{Profile, Workload};
 use crate::engine::{self, EngineConfig};
-use crate::report::{self, Segment, Summary};
+use crate::report::{self, Segment};
+use crate::summary::Summary;
 
 /// A case study: where it starts, which finding must name its cause, and what must move.
 pub struct Proof {

@@ -8,7 +8,7 @@ use crate::config::{Profile, Workload};
 use crate::engine::{
     self, CheckpointOutcome, EngineConfig, FailureSpec, RunOutcome, SavepointFormat,
 };
-use crate::report::checkpoints::{CheckpointSummary, Spread};
+use crate::summary::checkpoints::{CheckpointSummary, Spread};
 
 /// A failure, checkpoint or savepoint case.
 pub struct Case {

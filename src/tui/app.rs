@@ -8,9 +8,10 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use crate::advisor::{Change, Finding};
 use crate::config::profile::{KNOBS, Knob, is_live};
 use crate::config::{Profile, Workload};
+use crate::durability::checkpoint::CheckpointRecord;
 use crate::engine::{EngineCommand, MetricsSnapshot, OptionChange, RunState, SavepointFormat};
-use crate::pipeline::checkpoint::CheckpointRecord;
-use crate::report::{Segment, Summary};
+use crate::report::Segment;
+use crate::summary::Summary;
 pub use crate::tui::event::{Restarted, Target};
 
 /// Snapshots kept per side for the charts.

@@ -17,6 +17,7 @@ use ratatui::backend::Backend;
 
 use crate::config::Profile;
 use crate::export::Format;
+use crate::util::fs::write_atomically;
 use app::{Action, App, Target};
 use engines::{Engines, Finished, Settings};
 use event::Event;
@@ -226,7 +227,7 @@ pub fn save_profile(profile: &Profile, format: Format, dir: &Path) -> anyhow::Re
         Format::Yaml => profile.to_yaml(&format!("{} as edited in statebench tui", profile.name)),
         other => crate::export::export(profile, other)?,
     };
-    crate::report::write_atomically(&path, text.as_bytes())
+    write_atomically(&path, text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }

@@ -4,8 +4,8 @@
 use super::{KeyedOperator, Layout};
 use crate::backend::keys::CompositeKey;
 use crate::backend::{StateAccess, StateBackend};
+use crate::durability::delivery::{Delivery, origin};
 use crate::pipeline::PipelineError;
-use crate::pipeline::delivery::{Delivery, origin};
 use crate::pipeline::timers::TimerService;
 
 /// What an operator sees: counted state access and its timer service.

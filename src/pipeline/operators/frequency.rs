@@ -25,6 +25,7 @@ pub fn layout(spec: &FrequencySpec) -> Layout {
         ttl_ms: t.0 as i64,
         compaction_filter: true,
         query_time_after: 1000,
+        layout: crate::backend::ttl_filter::TtlLayout::Map,
     });
     Layout::default()
         .state(CF_WINDOW_STATS, None, false)
@@ -387,7 +388,7 @@ fn read_decrement(
 mod tests {
     use super::*;
     use crate::config::Profile;
-    use crate::pipeline::delivery::Delivery;
+    use crate::durability::delivery::Delivery;
     use crate::pipeline::watermark::BoundedOutOfOrderness;
     use std::collections::HashMap;
 
@@ -442,7 +443,7 @@ mod tests {
             let mut ctx = Context::new(
                 &backend,
                 &layout(&freq_spec(&workload)),
-                Delivery::passthrough(Box::new(crate::pipeline::sink::MemorySink::default())),
+                Delivery::passthrough(Box::new(crate::durability::sink::MemorySink::default())),
             )
             .unwrap();
             let mut job = FrequencyJob::new(&backend, &workload).unwrap();

@@ -556,9 +556,9 @@ mod tests {
     use crate::backend::AccessCounters;
     use crate::config::Profile;
     use crate::config::job::OperatorSpec;
-    use crate::pipeline::delivery::Delivery;
+    use crate::durability::delivery::Delivery;
     use crate::pipeline::oracle::Oracle;
-    use crate::pipeline::sink::MemorySink;
+    use crate::durability::sink::MemorySink;
     use crate::pipeline::watermark::WatermarkValve;
 
     fn workload(job: &str) -> Workload {

@@ -5,9 +5,18 @@
 //! Every kind does to RocksDB what Flink 1.20's own runtime operator does, call for call; each
 //! file names the Flink classes it mirrors.
 
+pub mod aggregate;
 mod context;
+pub mod dedup;
 pub mod frequency;
 pub mod interval_join;
+pub mod process;
+mod process_truth;
+#[cfg(test)]
+mod testkit;
+pub mod ttl;
+pub mod valgen;
+pub mod window;
 
 pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
@@ -49,6 +58,8 @@ pub struct TtlDecl {
     pub compaction_filter: bool,
     /// The filter asks for the current time after this many entries.
     pub query_time_after: u64,
+    /// Where the state's values keep their TTL timestamp (value or map state).
+    pub layout: crate::backend::ttl_filter::TtlLayout,
 }
 
 /// The column families of one operator, in creation order.
@@ -176,8 +187,10 @@ pub fn layout(spec: &OperatorSpec) -> Layout {
     match spec {
         OperatorSpec::Frequency(f) => frequency::layout(f),
         OperatorSpec::IntervalJoin(j) => interval_join::layout(j),
-        // Kinds not built yet declare nothing: `build` refuses them.
-        _ => Layout::default(),
+        OperatorSpec::Dedup(d) => dedup::layout(d),
+        OperatorSpec::Aggregate(a) => aggregate::layout(a),
+        OperatorSpec::Process(p) => process::layout(p),
+        OperatorSpec::Window(w) => window::layout(w),
     }
 }
 
@@ -191,10 +204,17 @@ pub fn build<'a>(
         OperatorSpec::Frequency(_) => {
             Ok(Box::new(FrequencyJob::with_mode(backend, workload, mode)?))
         }
+        OperatorSpec::Dedup(d) => Ok(Box::new(dedup::Dedup::new(&d, backend, workload)?)),
+        OperatorSpec::Aggregate(a) => {
+            Ok(Box::new(aggregate::Aggregate::new(&a, backend, workload)?))
+        }
+        OperatorSpec::Process(p) => Ok(Box::new(process::Process::new(&p, backend, workload)?)),
+        OperatorSpec::Window(w) => Ok(Box::new(window::WindowOperator::new(
+            &w, backend, workload,
+        )?)),
         OperatorSpec::IntervalJoin(j) => Ok(Box::new(interval_join::IntervalJoin::new(
             backend, workload, &j,
         )?)),
-        other => Err(PipelineError::NotBuilt(other.kind())),
     }
 }
 
@@ -209,7 +229,26 @@ pub fn oracle(workload: &Workload) -> Oracle {
             j.result_labels().len(),
             Box::new(interval_join::JoinTruth::new(&j)),
         ),
-        other => Oracle::with_model(other.result_labels().len(), Box::new(Nothing)),
+        OperatorSpec::Dedup(d) => Oracle::with_model(
+            d.result_labels().len(),
+            Box::new(dedup::DedupTruth::new(&d)),
+        ),
+        OperatorSpec::Aggregate(a) => Oracle::with_model(
+            a.result_labels().len(),
+            Box::new(aggregate::AggregateTruth::new(&a)),
+        ),
+        OperatorSpec::Process(p) => Oracle::with_model(
+            p.result_labels().len(),
+            Box::new(process_truth::ProcessTruth::new(
+                &p,
+                workload.spec.keys.size,
+            )),
+        ),
+        OperatorSpec::Window(w) => match window::WindowTruth::new(&w) {
+            Ok(model) => Oracle::with_model(w.result_labels().len(), Box::new(model)),
+            // A spec that does not validate never runs.
+            Err(_) => Oracle::with_model(w.result_labels().len(), Box::new(Nothing)),
+        },
     }
 }
 

@@ -13,8 +13,8 @@ use super::{
     bad_high, bar, bytes, good_high, lag, latest, micros, panel, percent, rate, short, trend,
 };
 use crate::backend::metrics::HitRate;
+use crate::durability::checkpoint::CheckpointRecord;
 use crate::engine::CheckpointSample;
-use crate::pipeline::checkpoint::CheckpointRecord;
 use crate::tui::app::{App, MarkKind, Side};
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {

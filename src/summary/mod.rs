@@ -1,13 +1,15 @@
 //! A run's (or a segment's) summary in numbers.
 
+pub mod checkpoints;
+
 use serde::Serialize;
 
 use crate::backend::metrics::{CacheHitRates, StallCauses, Tickers};
 use crate::config::workload::SerializerKind;
+use crate::durability::checkpoint::JobWork;
+use crate::durability::sink::SinkCounters;
 use crate::engine::{JobSource, MetricsSnapshot, RunOutcome};
-use crate::pipeline::checkpoint::JobWork;
 use crate::pipeline::oracle::ResultError;
-use crate::pipeline::sink::SinkCounters;
 use crate::profiler::CpuSample;
 
 /// Cache hit rates over the whole run, each 0..1; null when there was no access of that type
@@ -109,7 +111,7 @@ pub struct Summary {
     pub cpu: Option<CpuSample>,
     /// Checkpoints, restores and the sink's delivery; None with checkpointing off.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub checkpoints: Option<super::checkpoints::CheckpointSummary>,
+    pub checkpoints: Option<checkpoints::CheckpointSummary>,
     /// After a restore from another process's checkpoint: the whole job's work, the processes
     /// before this one (up to that checkpoint) and this one, whose records per second and
     /// operations per record compare with an unfailed run's. The figures above are this
@@ -212,7 +214,7 @@ impl Summary {
             checkpoints: outcome
                 .checkpoints
                 .as_ref()
-                .map(|c| super::checkpoints::CheckpointSummary::new(c, outcome.processing_secs)),
+                .map(|c| checkpoints::CheckpointSummary::new(c, outcome.processing_secs)),
             ..Summary::of_snapshots(
                 &outcome.snapshots,
                 outcome.processing_secs,

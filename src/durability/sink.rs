@@ -1,9 +1,9 @@
 //! The serving store the job writes its results to: `(user, window) -> count`, as the seeds'
 //! Redis STRING keys. The embedded default keeps them in process.
 
-use super::bits::BitSet;
-use super::hash::{FastMap, UserIndex};
-use super::worker::{Worker, WorkerGone};
+use crate::util::bits::BitSet;
+use crate::util::hash::{FastMap, UserIndex};
+use crate::util::worker::{Worker, WorkerGone};
 
 /// (user, window index, count): one result as the store holds it.
 pub type Count = (u64, usize, i64);

@@ -13,11 +13,28 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+
+use self::error::io_err;
+use self::folder::{
+    check_name, copy_checked, dir_bytes, entries, parse_checkpoint_dir, remove, sync_dir,
+    with_record, write_metadata,
+};
+use self::pacer::Pacer;
+use self::shared::{Hold, Holds, SharedFiles, lock};
+
+mod error;
+mod folder;
+mod pacer;
+mod savepoint;
+mod shared;
+mod upload;
+
+pub use error::StoreError;
+pub use folder::has_completed;
+pub use upload::Upload;
 
 /// The file of a checkpoint or savepoint folder that says it is complete; written last.
 pub const METADATA: &str = "_metadata";
@@ -30,83 +47,6 @@ const SAVEPOINTS: &str = "savepoints";
 const INPROGRESS: &str = ".inprogress";
 /// A paced copy writes this much between sleeps.
 const CHUNK: usize = 256 * 1024;
-
-/// Errors from the checkpoint store; each names the path concerned.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("checkpoint store {path}: cannot {action}: {source}")]
-    Io {
-        path: PathBuf,
-        action: &'static str,
-        source: io::Error,
-    },
-    #[error("checkpoint store {root}: {message}")]
-    Config {
-        root: PathBuf,
-        message: &'static str,
-    },
-    #[error("checkpoint store {path}: the upload was cancelled")]
-    Cancelled { path: PathBuf },
-    #[error("checkpoint store {dir}: _metadata is missing (an incomplete checkpoint)")]
-    MissingMetadata { dir: PathBuf },
-    #[error("checkpoint store {path}: corrupt _metadata: {reason}")]
-    CorruptMetadata { path: PathBuf, reason: String },
-    #[error("checkpoint store {dir}: cannot write _metadata: {reason}")]
-    InvalidMetadata { dir: PathBuf, reason: String },
-    #[error("checkpoint store {dir}: '{name}' is not a valid file name: {reason}")]
-    InvalidName {
-        dir: PathBuf,
-        name: String,
-        reason: &'static str,
-    },
-    #[error("checkpoint store {dir}: '{name}' is uploaded twice")]
-    Duplicate { dir: PathBuf, name: String },
-    #[error(
-        "checkpoint store {root}: checkpoint {id} is not after the latest completed checkpoint {latest}"
-    )]
-    IdNotAfterLatest { root: PathBuf, id: u64, latest: u64 },
-    #[error("checkpoint store {path}: already exists")]
-    AlreadyExists { path: PathBuf },
-    #[error(
-        "checkpoint store {path}: the shared file has {found} bytes, {local} has {expected} (a shared name must be unique per content)"
-    )]
-    SharedConflict {
-        path: PathBuf,
-        local: PathBuf,
-        found: u64,
-        expected: u64,
-    },
-    #[error("checkpoint store {path}: shared file is missing (referenced by {checkpoint})")]
-    MissingShared { path: PathBuf, checkpoint: PathBuf },
-    #[error("checkpoint store {path}: has {found} bytes, _metadata says {expected}")]
-    SizeMismatch {
-        path: PathBuf,
-        expected: u64,
-        found: u64,
-    },
-    #[error(
-        "checkpoint store {root}: the upload of checkpoint {id} belongs to the store at {other}"
-    )]
-    ForeignUpload {
-        root: PathBuf,
-        id: u64,
-        other: PathBuf,
-    },
-    #[error("checkpoint store {dir}: '{name}' is both a private and a shared file")]
-    NameClash { dir: PathBuf, name: String },
-    #[error("{path}: not empty (a restore needs an empty directory)")]
-    NotEmpty { path: PathBuf },
-}
-
-/// The error of an I/O `action` on `path`.
-fn io_err(path: &Path, action: &'static str) -> impl FnOnce(io::Error) -> StoreError {
-    let path = path.to_path_buf();
-    move |source| StoreError::Io {
-        path,
-        action,
-        source,
-    }
-}
 
 /// How many checkpoints the store keeps and how fast uploads go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -190,352 +130,6 @@ pub struct SavepointInfo {
     pub path: PathBuf,
     /// Bytes copied, `_metadata` not counted.
     pub bytes: u64,
-}
-
-/// Why a shared file is kept: completed checkpoints that reference it, and uploads under way
-/// that put or reused it.
-#[derive(Debug, Default, Clone, Copy)]
-struct Holds {
-    checkpoints: usize,
-    uploads: usize,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Hold {
-    Checkpoint,
-    Upload,
-}
-
-/// The holds on every shared file, shared by the store and its uploads. A file is deleted, under
-/// the lock, when its last hold goes; an upload takes its hold, under the same lock, before it
-/// looks whether the file exists. So a file an upload has seen is never deleted under it.
-#[derive(Debug)]
-struct SharedFiles {
-    dir: PathBuf,
-    holds: HashMap<String, Holds>,
-}
-
-impl SharedFiles {
-    fn hold(&mut self, name: &str, hold: Hold) {
-        let holds = self.holds.entry(name.to_owned()).or_default();
-        match hold {
-            Hold::Checkpoint => holds.checkpoints += 1,
-            Hold::Upload => holds.uploads += 1,
-        }
-    }
-
-    /// Drops one hold on `name` and deletes the file if none is left; true if it deleted it.
-    fn release(&mut self, name: &str, hold: Hold) -> Result<bool, StoreError> {
-        let Some(holds) = self.holds.get_mut(name) else {
-            return Ok(false);
-        };
-        let count = match hold {
-            Hold::Checkpoint => &mut holds.checkpoints,
-            Hold::Upload => &mut holds.uploads,
-        };
-        *count = count.saturating_sub(1);
-        if holds.checkpoints + holds.uploads > 0 {
-            return Ok(false);
-        }
-        self.holds.remove(name);
-        let path = self.dir.join(name);
-        match fs::remove_file(&path) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(io_err(&path, "delete")(e)),
-        }
-    }
-
-    /// An upload's hold on `name` becomes its completed checkpoint's (nothing is deleted).
-    fn transfer(&mut self, name: &str) {
-        let holds = self.holds.entry(name.to_owned()).or_default();
-        holds.uploads = holds.uploads.saturating_sub(1);
-        holds.checkpoints += 1;
-    }
-}
-
-/// Locks the holds. A panic while they were locked leaves them usable: each change under the
-/// lock is one counter step or one file deletion, so a poisoned lock holds consistent counts.
-fn lock(shared: &Mutex<SharedFiles>) -> MutexGuard<'_, SharedFiles> {
-    shared.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Paces writes to a bandwidth: after each chunk it sleeps until the bytes so far would have
-/// taken that long at the limit. Idle time earns no credit, so a pause buys no burst.
-#[derive(Debug)]
-struct Pacer {
-    bytes_per_sec: Option<u64>,
-    /// When the bytes sent so far are paid for.
-    due: Option<Instant>,
-    /// Set by the caller to stop a copy between two chunks (a timed-out or abandoned upload).
-    cancel: Option<Arc<AtomicBool>>,
-}
-
-impl Pacer {
-    fn new(bytes_per_sec: Option<u64>) -> Self {
-        Pacer {
-            bytes_per_sec,
-            due: None,
-            cancel: None,
-        }
-    }
-
-    fn cancelled(&self) -> bool {
-        self.cancel
-            .as_ref()
-            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
-    }
-
-    fn sent(&mut self, bytes: usize) {
-        let Some(limit) = self.bytes_per_sec else {
-            return;
-        };
-        let nanos = (bytes as u128 * 1_000_000_000) / u128::from(limit.max(1));
-        let cost = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
-        let now = Instant::now();
-        let start = self.due.map_or(now, |due| due.max(now));
-        match start.checked_add(cost) {
-            Some(due) => {
-                self.due = Some(due);
-                if due > now {
-                    std::thread::sleep(due - now);
-                }
-            }
-            None => {
-                self.due = None;
-                std::thread::sleep(cost);
-            }
-        }
-    }
-}
-
-/// Copies `reader` (read from `src`) into the new file `dst` chunk by chunk at the pacer's rate,
-/// then syncs it; the bytes written.
-fn write_paced(
-    reader: &mut dyn Read,
-    src: &Path,
-    dst: &Path,
-    pacer: &mut Pacer,
-) -> Result<u64, StoreError> {
-    let mut out = File::create_new(dst).map_err(io_err(dst, "create"))?;
-    let mut buf = vec![0u8; CHUNK];
-    let mut total = 0u64;
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(src, "read")(e)),
-        };
-        if pacer.cancelled() {
-            return Err(StoreError::Cancelled {
-                path: dst.to_path_buf(),
-            });
-        }
-        let chunk = buf.get(..n).unwrap_or(&buf);
-        out.write_all(chunk).map_err(io_err(dst, "write"))?;
-        total += chunk.len() as u64;
-        pacer.sent(chunk.len());
-    }
-    out.sync_all().map_err(io_err(dst, "sync"))?;
-    Ok(total)
-}
-
-/// Where a file to put comes from.
-enum Source<'a> {
-    File(&'a Path),
-    Bytes(&'a [u8]),
-}
-
-/// Writes `source` as the private file `name` of the folder `dir`, at the pacer's rate, and
-/// records it in `files`; the bytes written.
-fn put_file(
-    dir: &Path,
-    files: &mut BTreeMap<String, u64>,
-    name: &str,
-    source: Source<'_>,
-    pacer: &mut Pacer,
-) -> Result<u64, StoreError> {
-    check_name(dir, name)?;
-    if files.contains_key(name) {
-        return Err(StoreError::Duplicate {
-            dir: dir.to_path_buf(),
-            name: name.to_owned(),
-        });
-    }
-    let dst = dir.join(name);
-    let bytes = match source {
-        Source::File(local) => {
-            let mut file = File::open(local).map_err(io_err(local, "open"))?;
-            write_paced(&mut file, local, &dst, pacer)?
-        }
-        Source::Bytes(bytes) => write_paced(&mut &*bytes, &dst, &dst, pacer)?,
-    };
-    files.insert(name.to_owned(), bytes);
-    Ok(bytes)
-}
-
-/// Makes a folder's entries durable.
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err(dir, "sync"))
-}
-
-/// The caller's `metadata` (a JSON object) with `record` under [`RECORD_KEY`].
-fn with_record(
-    metadata: &serde_json::Value,
-    record: &StoreRecord,
-    dir: &Path,
-) -> Result<serde_json::Value, StoreError> {
-    let invalid = |reason: String| StoreError::InvalidMetadata {
-        dir: dir.to_path_buf(),
-        reason,
-    };
-    let serde_json::Value::Object(map) = metadata else {
-        return Err(invalid("the metadata must be a JSON object".to_owned()));
-    };
-    if map.contains_key(RECORD_KEY) {
-        return Err(invalid(format!("the key '{RECORD_KEY}' is the store's")));
-    }
-    let mut map = map.clone();
-    let record = serde_json::to_value(record).map_err(|e| invalid(e.to_string()))?;
-    map.insert(RECORD_KEY.to_owned(), record);
-    Ok(serde_json::Value::Object(map))
-}
-
-/// Writes `_metadata` into `dir` atomically (a temporary file, synced, renamed), after the
-/// folder's other entries are durable, and syncs the folder.
-fn write_metadata(dir: &Path, value: &serde_json::Value) -> Result<(), StoreError> {
-    sync_dir(dir)?;
-    let text = serde_json::to_vec_pretty(value).map_err(|e| StoreError::InvalidMetadata {
-        dir: dir.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    let tmp = dir.join(METADATA_TMP);
-    let mut file = File::create(&tmp).map_err(io_err(&tmp, "create"))?;
-    file.write_all(&text).map_err(io_err(&tmp, "write"))?;
-    file.sync_all().map_err(io_err(&tmp, "sync"))?;
-    drop(file);
-    let path = dir.join(METADATA);
-    fs::rename(&tmp, &path).map_err(io_err(&path, "rename into place"))?;
-    sync_dir(dir)
-}
-
-/// Checks that `name` can be a file of the folder `dir`: one path component, not a temporary
-/// file's name (they start with '.'), not `_metadata`.
-fn check_name(dir: &Path, name: &str) -> Result<(), StoreError> {
-    let reason = if name.is_empty() {
-        "it is empty"
-    } else if name.contains(['/', '\\', '\0']) {
-        "it is not a single path component"
-    } else if name.starts_with('.') {
-        "names starting with '.' are the store's temporary files"
-    } else if name == METADATA {
-        "'_metadata' is the store's"
-    } else {
-        return Ok(());
-    };
-    Err(StoreError::InvalidName {
-        dir: dir.to_path_buf(),
-        name: name.to_owned(),
-        reason,
-    })
-}
-
-/// True when the store at `root` holds a completed checkpoint (a `chk-<id>` folder with its
-/// `_metadata`). Reads only: unlike [`CheckpointStore::open`] it cleans nothing up.
-pub fn has_completed(root: &Path) -> bool {
-    fs::read_dir(root).is_ok_and(|entries| {
-        entries.filter_map(Result::ok).any(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(parse_checkpoint_dir)
-                .is_some_and(|(_, inprogress)| !inprogress)
-                && e.path().join(METADATA).is_file()
-        })
-    })
-}
-
-/// The id of a folder named `chk-<id>`, and whether it is `chk-<id>.inprogress`.
-fn parse_checkpoint_dir(name: &str) -> Option<(u64, bool)> {
-    let rest = name.strip_prefix("chk-")?;
-    let (digits, inprogress) = match rest.strip_suffix(INPROGRESS) {
-        Some(digits) => (digits, true),
-        None => (rest, false),
-    };
-    let id: u64 = digits.parse().ok()?;
-    // Only the store's own spelling ("+5" and "05" parse too).
-    (digits == id.to_string()).then_some((id, inprogress))
-}
-
-/// An entry of a folder: its name (None if not UTF-8), path, and whether it is a folder.
-struct Entry {
-    name: Option<String>,
-    path: PathBuf,
-    is_dir: bool,
-}
-
-fn entries(dir: &Path) -> Result<Vec<Entry>, StoreError> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err(dir, "list"))? {
-        let entry = entry.map_err(io_err(dir, "list"))?;
-        let path = entry.path();
-        let is_dir = entry.file_type().map_err(io_err(&path, "stat"))?.is_dir();
-        out.push(Entry {
-            name: entry.file_name().into_string().ok(),
-            path,
-            is_dir,
-        });
-    }
-    Ok(out)
-}
-
-/// Deletes a file or a folder with everything in it; one already gone is fine.
-fn remove(path: &Path, is_dir: bool) -> Result<(), StoreError> {
-    let removed = if is_dir {
-        fs::remove_dir_all(path)
-    } else {
-        fs::remove_file(path)
-    };
-    match removed {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_err(path, "delete")(e)),
-        _ => Ok(()),
-    }
-}
-
-/// Bytes of the files under `dir`, recursively; entries deleted meanwhile count 0.
-fn dir_bytes(dir: &Path) -> Result<u64, StoreError> {
-    let list = match fs::read_dir(dir) {
-        Ok(list) => list,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(io_err(dir, "list")(e)),
-    };
-    let mut total = 0;
-    for entry in list {
-        let entry = entry.map_err(io_err(dir, "list"))?;
-        let path = entry.path();
-        match entry.metadata() {
-            Ok(meta) if meta.is_dir() => total += dir_bytes(&path)?,
-            Ok(meta) => total += meta.len(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err(&path, "stat")(e)),
-        }
-    }
-    Ok(total)
-}
-
-/// Copies `src` to the new file `dst`, checking it has the size `_metadata` recorded.
-fn copy_checked(src: &Path, dst: &Path, expected: u64) -> Result<u64, StoreError> {
-    let found = fs::copy(src, dst).map_err(io_err(src, "copy"))?;
-    if found != expected {
-        return Err(StoreError::SizeMismatch {
-            path: src.to_path_buf(),
-            expected,
-            found,
-        });
-    }
-    Ok(found)
 }
 
 /// The checkpoint store at one root. Single-owner: one process opens a root at a time.
@@ -883,76 +477,6 @@ impl CheckpointStore {
         Ok(total)
     }
 
-    /// Writes a self-contained savepoint: copies each `(local file, name)` into
-    /// `savepoints/<name>/` at the upload bandwidth, then `_metadata` (the caller's `metadata`
-    /// plus a [`StoreRecord`] with no id and no shared files). It is built in
-    /// `savepoints/<name>.inprogress` and renamed when complete; on an error that is deleted.
-    pub fn write_savepoint(
-        &self,
-        name: &str,
-        files: &[(PathBuf, String)],
-        metadata: &serde_json::Value,
-    ) -> Result<SavepointInfo, StoreError> {
-        let parent = self.root.join(SAVEPOINTS);
-        check_name(&parent, name)?;
-        if name.ends_with(INPROGRESS) {
-            return Err(StoreError::InvalidName {
-                dir: parent,
-                name: name.to_owned(),
-                reason: "'.inprogress' marks an unfinished savepoint",
-            });
-        }
-        let path = parent.join(name);
-        if path.try_exists().map_err(io_err(&path, "stat"))? {
-            return Err(StoreError::AlreadyExists { path });
-        }
-        let tmp = parent.join(format!("{name}{INPROGRESS}"));
-        fs::create_dir(&tmp).map_err(|e| {
-            if e.kind() == io::ErrorKind::AlreadyExists {
-                StoreError::AlreadyExists { path: tmp.clone() }
-            } else {
-                io_err(&tmp, "create")(e)
-            }
-        })?;
-        let written = self
-            .fill_savepoint(&tmp, files, metadata)
-            .and_then(|bytes| {
-                fs::rename(&tmp, &path).map_err(io_err(&tmp, "rename into place"))?;
-                sync_dir(&parent)?;
-                Ok(bytes)
-            });
-        match written {
-            Ok(bytes) => Ok(SavepointInfo { path, bytes }),
-            Err(e) => {
-                // The error that matters is the one returned; open deletes what is left.
-                let _ = remove(&tmp, true);
-                Err(e)
-            }
-        }
-    }
-
-    fn fill_savepoint(
-        &self,
-        dir: &Path,
-        files: &[(PathBuf, String)],
-        metadata: &serde_json::Value,
-    ) -> Result<u64, StoreError> {
-        let mut pacer = Pacer::new(self.config.upload_bytes_per_sec);
-        let mut record = StoreRecord::default();
-        let mut bytes = 0;
-        for (local, name) in files {
-            bytes += put_file(
-                dir,
-                &mut record.private,
-                name,
-                Source::File(local),
-                &mut pacer,
-            )?;
-        }
-        write_metadata(dir, &with_record(metadata, &record, dir)?)?;
-        Ok(bytes)
-    }
-
     fn check_after_latest(&self, id: u64) -> Result<(), StoreError> {
         match self.checkpoints.last_key_value() {
             Some((&latest, _)) if id <= latest => Err(StoreError::IdNotAfterLatest {
@@ -1002,221 +526,6 @@ pub fn materialize(
     Ok(total)
 }
 
-/// One checkpoint's upload under way, from [`CheckpointStore::begin`] to
-/// [`CheckpointStore::complete`] or [`CheckpointStore::abort`]. It is `Send` and borrows nothing
-/// from the store, so it can run on another thread. Its files share one bandwidth limit.
-/// Dropped without either, it deletes its folder and releases its shared files.
-#[derive(Debug)]
-pub struct Upload {
-    id: u64,
-    /// `chk-<id>.inprogress`.
-    dir: PathBuf,
-    shared_dir: PathBuf,
-    shared: Arc<Mutex<SharedFiles>>,
-    pacer: Pacer,
-    /// Shared files put or reused, each held once by this upload.
-    shared_files: BTreeMap<String, u64>,
-    private: BTreeMap<String, u64>,
-    stats: UploadStats,
-    /// Neither completed nor discarded yet.
-    open: bool,
-}
-
-impl Upload {
-    /// Puts a local file as the shared file `name` (an SST file name; callers make names unique
-    /// per content, e.g. with a database incarnation prefix). If `shared/<name>` exists with the
-    /// same size it is referenced, not copied (bytes 0, reused); with another size that is an
-    /// error. Otherwise it is copied at the bandwidth limit under a temporary name, synced, and
-    /// renamed, so a crash never leaves a partial file under `name`.
-    pub fn put_shared(&mut self, local: &Path, name: &str) -> Result<Uploaded, StoreError> {
-        check_name(&self.shared_dir, name)?;
-        let size = fs::metadata(local).map_err(io_err(local, "stat"))?.len();
-        let path = self.shared_dir.join(name);
-        let conflict = |found| StoreError::SharedConflict {
-            path: path.clone(),
-            local: local.to_path_buf(),
-            found,
-            expected: size,
-        };
-        if let Some(&held) = self.shared_files.get(name) {
-            if held != size {
-                return Err(conflict(held));
-            }
-            self.stats.reused += 1;
-            return Ok(Uploaded {
-                bytes: 0,
-                reused: true,
-            });
-        }
-        // The hold comes before the look, under one lock: a file seen stays.
-        let existing = {
-            let mut shared = lock(&self.shared);
-            shared.hold(name, Hold::Upload);
-            match fs::metadata(&path) {
-                Ok(meta) => Ok(Some(meta.len())),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(io_err(&path, "stat")(e)),
-            }
-        };
-        let put = match existing {
-            Ok(Some(found)) if found == size => Ok(Uploaded {
-                bytes: 0,
-                reused: true,
-            }),
-            Ok(Some(found)) => Err(conflict(found)),
-            Ok(None) => self.copy_shared(local, &path, name).map(|bytes| Uploaded {
-                bytes,
-                reused: false,
-            }),
-            Err(e) => Err(e),
-        };
-        match put {
-            Ok(uploaded) => {
-                let stored = if uploaded.reused {
-                    self.stats.reused += 1;
-                    size
-                } else {
-                    self.stats.files += 1;
-                    self.stats.bytes += uploaded.bytes;
-                    uploaded.bytes
-                };
-                self.shared_files.insert(name.to_owned(), stored);
-                Ok(uploaded)
-            }
-            Err(e) => {
-                // The error that matters is the one returned; open deletes an orphan left.
-                let _ = lock(&self.shared).release(name, Hold::Upload);
-                Err(e)
-            }
-        }
-    }
-
-    /// References the shared file `name` an earlier checkpoint uploaded (a changelog segment,
-    /// a materialization's file), with no local copy: an error if the store does not hold it.
-    pub fn reference_shared(&mut self, name: &str) -> Result<Uploaded, StoreError> {
-        check_name(&self.shared_dir, name)?;
-        let reused = Uploaded {
-            bytes: 0,
-            reused: true,
-        };
-        if self.shared_files.contains_key(name) {
-            return Ok(reused);
-        }
-        let path = self.shared_dir.join(name);
-        let size = {
-            let mut shared = lock(&self.shared);
-            shared.hold(name, Hold::Upload);
-            fs::metadata(&path).map(|m| m.len())
-        };
-        match size {
-            Ok(size) => {
-                self.stats.reused += 1;
-                self.shared_files.insert(name.to_owned(), size);
-                Ok(reused)
-            }
-            Err(_) => {
-                let _ = lock(&self.shared).release(name, Hold::Upload);
-                Err(StoreError::MissingShared {
-                    path,
-                    checkpoint: self.dir.clone(),
-                })
-            }
-        }
-    }
-
-    /// Copies `local` to `shared/.<name>.chk-<id>.tmp`, then renames it to `path`.
-    fn copy_shared(&mut self, local: &Path, path: &Path, name: &str) -> Result<u64, StoreError> {
-        let tmp = self.shared_dir.join(format!(".{name}.chk-{}.tmp", self.id));
-        let copied = File::open(local)
-            .map_err(io_err(local, "open"))
-            .and_then(|mut file| write_paced(&mut file, local, &tmp, &mut self.pacer))
-            .and_then(|bytes| {
-                fs::rename(&tmp, path).map_err(io_err(&tmp, "rename into place"))?;
-                sync_dir(&self.shared_dir)?;
-                Ok(bytes)
-            });
-        if copied.is_err() {
-            // Gone already after a rename; otherwise open deletes it.
-            let _ = remove(&tmp, false);
-        }
-        copied
-    }
-
-    /// Copies a local file into the checkpoint's own folder (MANIFEST, CURRENT, OPTIONS, a full
-    /// snapshot's data file...), at the bandwidth limit.
-    pub fn put_private(&mut self, local: &Path, name: &str) -> Result<Uploaded, StoreError> {
-        self.put_private_from(name, Source::File(local))
-    }
-
-    /// Writes `bytes` as a private file (changelog segments, offsets...), at the bandwidth limit.
-    pub fn put_private_bytes(&mut self, name: &str, bytes: &[u8]) -> Result<Uploaded, StoreError> {
-        self.put_private_from(name, Source::Bytes(bytes))
-    }
-
-    fn put_private_from(&mut self, name: &str, source: Source<'_>) -> Result<Uploaded, StoreError> {
-        let bytes = put_file(&self.dir, &mut self.private, name, source, &mut self.pacer)?;
-        self.stats.files += 1;
-        self.stats.bytes += bytes;
-        Ok(Uploaded {
-            bytes,
-            reused: false,
-        })
-    }
-
-    /// A flag that, once set, stops this upload's copies between two chunks.
-    pub fn cancel_with(&mut self, flag: Arc<AtomicBool>) {
-        self.pacer.cancel = Some(flag);
-    }
-
-    /// The checkpoint's id.
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// Bytes copied so far (reused shared files count 0).
-    pub fn bytes_uploaded(&self) -> u64 {
-        self.stats.bytes
-    }
-
-    /// Files copied so far, shared and private.
-    pub fn files_uploaded(&self) -> u64 {
-        self.stats.files
-    }
-
-    /// Shared files referenced without a copy so far.
-    pub fn files_reused(&self) -> u64 {
-        self.stats.reused
-    }
-
-    /// The upload's folder, `chk-<id>.inprogress`.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Deletes the folder and releases the shared files; the first error.
-    fn discard(&mut self) -> Result<(), StoreError> {
-        self.open = false;
-        let removed = remove(&self.dir, true);
-        let mut released = Ok(());
-        let mut shared = lock(&self.shared);
-        for name in std::mem::take(&mut self.shared_files).keys() {
-            if let Err(e) = shared.release(name, Hold::Upload) {
-                released = released.and(Err(e));
-            }
-        }
-        removed.and(released)
-    }
-}
-
-impl Drop for Upload {
-    fn drop(&mut self) {
-        if self.open {
-            // Nobody to tell: what is left is deleted when the store is next opened.
-            let _ = self.discard();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1224,7 +533,7 @@ mod tests {
     use std::collections::BTreeSet;
     use tempfile::TempDir;
 
-    const POOL: [&str; 6] = [
+    pub(super) const POOL: [&str; 6] = [
         "a-000001.sst",
         "a-000002.sst",
         "a-000003.sst",
@@ -1234,7 +543,7 @@ mod tests {
     ];
 
     /// Distinct contents (and sizes) per name.
-    fn contents(name: &str) -> Vec<u8> {
+    pub(super) fn contents(name: &str) -> Vec<u8> {
         let seed = name
             .bytes()
             .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
@@ -1244,7 +553,7 @@ mod tests {
     }
 
     /// A local folder holding every pool file.
-    fn local_files() -> TempDir {
+    pub(super) fn local_files() -> TempDir {
         let dir = tempfile::tempdir().unwrap();
         for name in POOL {
             fs::write(dir.path().join(name), contents(name)).unwrap();
@@ -1252,14 +561,14 @@ mod tests {
         dir
     }
 
-    fn config(retained: usize) -> StoreConfig {
+    pub(super) fn config(retained: usize) -> StoreConfig {
         StoreConfig {
             retained,
             upload_bytes_per_sec: None,
         }
     }
 
-    fn names_in(dir: &Path) -> BTreeSet<String> {
+    pub(super) fn names_in(dir: &Path) -> BTreeSet<String> {
         fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -1284,7 +593,7 @@ mod tests {
         store.completed().iter().map(|c| c.id).collect()
     }
 
-    fn set(names: &[&str]) -> BTreeSet<String> {
+    pub(super) fn set(names: &[&str]) -> BTreeSet<String> {
         names.iter().map(|n| n.to_string()).collect()
     }
 
@@ -1490,53 +799,6 @@ mod tests {
     }
 
     #[test]
-    fn bandwidth_limit_paces_all_files_of_an_upload() {
-        let root = tempfile::tempdir().unwrap();
-        let limited = StoreConfig {
-            retained: 1,
-            upload_bytes_per_sec: Some(4 << 20),
-        };
-        let mut store = CheckpointStore::open(root.path(), limited).unwrap();
-        let mut upload = store.begin(1).unwrap();
-        let half = vec![7u8; 512 << 10];
-        let start = Instant::now();
-        upload.put_private_bytes("first", &half).unwrap();
-        upload.put_private_bytes("second", &half).unwrap();
-        let took = start.elapsed();
-        // 1 MiB at 4 MiB/s is 250 ms; only the lower bound is the limit's doing.
-        assert!(took >= Duration::from_millis(230), "took {took:?}");
-        assert_eq!(upload.bytes_uploaded(), 1 << 20);
-        assert_eq!(upload.files_uploaded(), 2);
-    }
-
-    #[test]
-    fn a_cancelled_upload_stops_inside_a_paced_copy() {
-        let root = tempfile::tempdir().unwrap();
-        let limited = StoreConfig {
-            retained: 1,
-            upload_bytes_per_sec: Some(1 << 20),
-        };
-        let mut store = CheckpointStore::open(root.path(), limited).unwrap();
-        let mut upload = store.begin(1).unwrap();
-        let cancel = Arc::new(AtomicBool::new(false));
-        upload.cancel_with(Arc::clone(&cancel));
-        let flag = Arc::clone(&cancel);
-        let setter = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(100));
-            flag.store(true, std::sync::atomic::Ordering::Relaxed);
-        });
-        // 8 MiB at 1 MiB/s would take 8 s; cancelled, it stops a chunk or two later.
-        let result = upload.put_private_bytes("big", &vec![1u8; 8 << 20]);
-        setter.join().unwrap();
-        assert!(
-            matches!(result, Err(StoreError::Cancelled { .. })),
-            "{result:?}"
-        );
-        assert!(upload.bytes_uploaded() < 8 << 20);
-        store.abort(upload).unwrap();
-    }
-
-    #[test]
     fn metadata_keeps_the_callers_fields_and_adds_the_record() {
         let local = local_files();
         let root = tempfile::tempdir().unwrap();
@@ -1644,54 +906,6 @@ mod tests {
 
         let err = materialize(&done.info.path, &store.shared_dir(), &into).unwrap_err();
         assert!(matches!(err, StoreError::NotEmpty { .. }), "{err}");
-    }
-
-    #[test]
-    fn savepoints_are_self_contained() {
-        let local = local_files();
-        let root = tempfile::tempdir().unwrap();
-        let store = CheckpointStore::open(root.path(), config(1)).unwrap();
-        let files: Vec<(PathBuf, String)> = POOL[..2]
-            .iter()
-            .map(|n| (local.path().join(n), n.to_string()))
-            .collect();
-        let saved = store
-            .write_savepoint(
-                "before-upgrade",
-                &files,
-                &serde_json::json!({ "job": "freq" }),
-            )
-            .unwrap();
-        assert_eq!(saved.path, store.savepoint_dir("before-upgrade"));
-        assert_eq!(names_in(&saved.path), set(&[POOL[0], POOL[1], METADATA]));
-        assert!(names_in(&store.shared_dir()).is_empty());
-        let record = CheckpointStore::read_record(&saved.path).unwrap();
-        assert_eq!(record.id, None);
-        assert!(record.shared.is_empty());
-
-        let restore = tempfile::tempdir().unwrap();
-        let bytes = materialize(&saved.path, &store.shared_dir(), restore.path()).unwrap();
-        assert_eq!(bytes, saved.bytes);
-        assert_eq!(
-            fs::read(restore.path().join(POOL[1])).unwrap(),
-            contents(POOL[1])
-        );
-
-        let again = store
-            .write_savepoint("before-upgrade", &files, &serde_json::json!({}))
-            .unwrap_err();
-        assert!(matches!(again, StoreError::AlreadyExists { .. }), "{again}");
-        // A failed savepoint leaves nothing behind.
-        let missing = vec![(local.path().join("nope"), "nope".to_string())];
-        assert!(
-            store
-                .write_savepoint("broken", &missing, &serde_json::json!({}))
-                .is_err()
-        );
-        assert_eq!(
-            names_in(&root.path().join("savepoints")),
-            set(&["before-upgrade"])
-        );
     }
 
     #[test]

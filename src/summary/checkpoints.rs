@@ -4,9 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::units::human_bytes;
+use crate::durability::checkpoint::ChangelogStatus;
+use crate::durability::delivery::DeliveryCounters;
 use crate::engine::snapshot::{CheckpointOutcome, SavepointRecord};
-use crate::pipeline::checkpoint::ChangelogStatus;
-use crate::pipeline::delivery::DeliveryCounters;
 
 /// p50 / p99 / max of one checkpoint measure.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,160 @@
+//! What a checkpoint records besides RocksDB's state: the job's position and work, the
+//! changelog's materialization, and the checkpoint as the metrics see it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::CheckpointError;
+use super::store::CheckpointStore;
+use crate::backend::AccessCounters;
+use crate::config::profile::CheckpointKind;
+use crate::pipeline::operators::JobCounters;
+use crate::pipeline::source::Offsets;
+
+/// What a checkpoint holds about the job besides its state: where its source stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobMeta {
+    /// The consumer group the source commits for.
+    pub group: String,
+    /// The consumer's position at the barrier: the next record of each partition.
+    pub offsets: Offsets,
+    /// Where the exact truth counts from (a restore in a new process rebuilds it from there).
+    pub truth_start: Offsets,
+    /// Records the job had processed at the barrier.
+    pub processed: u64,
+    /// Processing time at the barrier.
+    pub processing_time: i64,
+    pub counters: JobCounters,
+    /// The operator's results kept outside its state (`KeyedOperator::results_snapshot`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<(u64, usize, i64)>,
+    /// The job's work up to the barrier, over every process it ran in.
+    #[serde(default)]
+    pub work: JobWork,
+}
+
+/// A job's work over every process it ran in: a restore in a new process carries it on, so
+/// that the whole job's rates divide its records (replays included) into its running time, as
+/// an unfailed run's do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobWork {
+    /// Records processed, replayed ones included.
+    pub records: u64,
+    /// Of those, read again after a restore.
+    pub replayed: u64,
+    /// RocksDB operations issued.
+    pub ops: AccessCounters,
+    /// Running time.
+    pub running_secs: f64,
+    /// Processes the job ran in.
+    pub processes: u32,
+}
+
+impl JobWork {
+    /// This work followed by `later`'s.
+    pub fn plus(&self, later: &JobWork) -> JobWork {
+        JobWork {
+            records: self.records + later.records,
+            replayed: self.replayed + later.replayed,
+            ops: self.ops.plus(&later.ops),
+            running_secs: self.running_secs + later.running_secs,
+            processes: self.processes + later.processes,
+        }
+    }
+
+    /// RocksDB operations (gets, puts, deletes and batched writes) per record processed.
+    pub fn ops_per_record(&self) -> f64 {
+        if self.records == 0 {
+            0.0
+        } else {
+            self.ops.total() as f64 / self.records as f64
+        }
+    }
+
+    /// Records processed per second of running time.
+    pub fn records_per_sec(&self) -> f64 {
+        if self.running_secs > 0.0 {
+            self.records as f64 / self.running_secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A checkpoint's `_metadata`, besides the store's own record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Metadata {
+    pub id: u64,
+    pub kind: CheckpointKind,
+    pub job: JobMeta,
+    /// Native state: shared file name -> RocksDB's own file name.
+    #[serde(default)]
+    pub ssts: BTreeMap<String, String>,
+    /// Changelog: the materialized state this checkpoint builds on.
+    #[serde(default)]
+    pub materialization: Option<Materialization>,
+    /// Changelog: the segments of state changes logged since the materialization, in order
+    /// (shared file names).
+    #[serde(default)]
+    pub changelog: Vec<String>,
+}
+
+/// A materialization of the changelog backend: a native snapshot of RocksDB's files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Materialization {
+    /// The backend's materialization id.
+    pub id: u64,
+    /// Shared file name -> RocksDB's own file name.
+    pub files: BTreeMap<String, String>,
+    /// Wall-clock time (epoch ms) when it was taken: its age stays right after a restore in
+    /// another process.
+    pub at_epoch_ms: u64,
+}
+
+impl Metadata {
+    pub fn read(dir: &Path) -> Result<Metadata, CheckpointError> {
+        let value = CheckpointStore::read_metadata(dir)?;
+        serde_json::from_value(value).map_err(|e| CheckpointError::Metadata {
+            dir: dir.display().to_string(),
+            why: format!("not a statebench checkpoint's metadata: {e}"),
+        })
+    }
+}
+/// One checkpoint as the metrics see it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CheckpointRecord {
+    pub id: u64,
+    /// full, incremental or changelog.
+    pub kind: String,
+    /// Run time (s) at the barrier.
+    pub started_at_secs: f64,
+    /// Time the job's thread stood still for it.
+    pub sync_ms: f64,
+    /// Time of the upload, from the barrier's end to completion.
+    pub async_ms: f64,
+    /// Bytes uploaded to the store.
+    pub bytes: u64,
+    /// Files uploaded.
+    pub files: u64,
+    /// Shared files referenced without an upload (incremental).
+    pub reused_files: u64,
+    /// Bytes of SST files new since the last checkpoint written by flushes (new data).
+    pub new_flush_bytes: u64,
+    /// Bytes of SST files new since the last checkpoint written by compactions (rewritten
+    /// data: what makes an incremental checkpoint spike).
+    pub new_compaction_bytes: u64,
+    /// Why it failed (timeout, upload error); None for a completed one.
+    pub failed: Option<String>,
+    /// Changelog: bytes of the materialization this checkpoint uploaded (0 when it built on an
+    /// earlier one); `bytes` counts them too.
+    pub materialized_bytes: u64,
+    /// Changelog: bytes of state changes the checkpoint references since its materialization
+    /// (what a restore replays; it grows until the next materialization).
+    pub changelog_bytes: u64,
+    /// Changelog: the materialization id it builds on.
+    pub materialization_id: Option<u64>,
+}

@@ -1,0 +1,7 @@
+//! Small building blocks with no knowledge of the job: a fast hasher for integer-keyed maps, a
+//! bit set, a value owned by a thread of its own, files written atomically.
+
+pub mod bits;
+pub mod fs;
+pub mod hash;
+pub mod worker;
