@@ -271,7 +271,6 @@ mod tests {
             raw(&rig, "seen", &key("user-1")),
             Some(ttl_value(11_000, &[1]))
         );
-        drop(step);
         assert_eq!(op.counters().expired_state, 1);
         assert_eq!(op.counters().emitted, 2);
         let results = ctx.sink.sink_mut().read_all().unwrap();

@@ -557,8 +557,8 @@ mod tests {
     use crate::config::Profile;
     use crate::config::job::OperatorSpec;
     use crate::durability::delivery::Delivery;
-    use crate::pipeline::oracle::Oracle;
     use crate::durability::sink::MemorySink;
+    use crate::pipeline::oracle::Oracle;
     use crate::pipeline::watermark::WatermarkValve;
 
     fn workload(job: &str) -> Workload {

@@ -186,11 +186,11 @@ pub trait KeyedOperator<'a> {
 pub fn layout(spec: &OperatorSpec) -> Layout {
     match spec {
         OperatorSpec::Frequency(f) => frequency::layout(f),
-        OperatorSpec::IntervalJoin(j) => interval_join::layout(j),
         OperatorSpec::Dedup(d) => dedup::layout(d),
         OperatorSpec::Aggregate(a) => aggregate::layout(a),
         OperatorSpec::Process(p) => process::layout(p),
         OperatorSpec::Window(w) => window::layout(w),
+        OperatorSpec::IntervalJoin(j) => interval_join::layout(j),
     }
 }
 
@@ -225,10 +225,6 @@ pub fn oracle(workload: &Workload) -> Oracle {
             let windows: Vec<i64> = f.windows.iter().map(|w| w.0 as i64).collect();
             Oracle::new(&windows)
         }
-        OperatorSpec::IntervalJoin(j) => Oracle::with_model(
-            j.result_labels().len(),
-            Box::new(interval_join::JoinTruth::new(&j)),
-        ),
         OperatorSpec::Dedup(d) => Oracle::with_model(
             d.result_labels().len(),
             Box::new(dedup::DedupTruth::new(&d)),
@@ -249,6 +245,10 @@ pub fn oracle(workload: &Workload) -> Oracle {
             // A spec that does not validate never runs.
             Err(_) => Oracle::with_model(w.result_labels().len(), Box::new(Nothing)),
         },
+        OperatorSpec::IntervalJoin(j) => Oracle::with_model(
+            j.result_labels().len(),
+            Box::new(interval_join::JoinTruth::new(&j)),
+        ),
     }
 }
 

@@ -8,8 +8,8 @@ use crate::backend::{AccessCounters, StateBackend};
 use crate::config::job::OperatorSpec;
 use crate::config::{Profile, Workload};
 use crate::durability::delivery::Delivery;
-use crate::pipeline::oracle::{Oracle, ResultError};
 use crate::durability::sink::MemorySink;
+use crate::pipeline::oracle::{Oracle, ResultError};
 use crate::pipeline::source::{Event, Generator};
 
 pub struct Rig {

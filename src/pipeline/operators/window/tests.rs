@@ -5,8 +5,8 @@ use crate::backend::AccessCounters;
 use crate::config::Profile;
 use crate::config::job::OperatorSpec;
 use crate::durability::delivery::Delivery;
-use crate::pipeline::oracle::Oracle;
 use crate::durability::sink::MemorySink;
+use crate::pipeline::oracle::Oracle;
 
 fn spec(yaml: &str) -> WindowSpec {
     let s: WindowSpec = serde_norway::from_str(yaml).unwrap();
