@@ -158,6 +158,26 @@ impl<'a> KeyedOperator<'a> for Dedup<'a> {
     fn restore_counters(&mut self, c: JobCounters) {
         self.counters = c;
     }
+
+    /// The records emitted per key: the downstream count, which Flink keeps in the next
+    /// operator's checkpointed state, so a checkpoint carries it.
+    fn results_snapshot(&self) -> Vec<(u64, usize, i64)> {
+        let mut out: Vec<(u64, usize, i64)> = self
+            .emitted
+            .iter()
+            .map(|(key, n)| (*key, EMITTED, *n))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    fn restore_results(&mut self, results: &[(u64, usize, i64)]) {
+        self.emitted = results
+            .iter()
+            .filter(|r| r.1 == EMITTED)
+            .map(|r| (r.0, r.2))
+            .collect();
+    }
 }
 
 /// The exact model: per key, the last access time of its (live) value.

@@ -586,6 +586,30 @@ impl<'a> KeyedOperator<'a> for Process<'a> {
     fn restore_counters(&mut self, c: JobCounters) {
         self.counters = c;
     }
+
+    /// Events and digest per key: downstream sums, which Flink keeps in the next operator's
+    /// checkpointed state, so a checkpoint carries them.
+    fn results_snapshot(&self) -> Vec<(u64, usize, i64)> {
+        let mut out: Vec<(u64, usize, i64)> = self
+            .tally
+            .iter()
+            .flat_map(|(key, (events, digest))| [(*key, EVENTS, *events), (*key, DIGEST, *digest)])
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    fn restore_results(&mut self, results: &[(u64, usize, i64)]) {
+        self.tally.clear();
+        for &(key, slot, value) in results {
+            let tally = self.tally.entry(key).or_default();
+            if slot == EVENTS {
+                tally.0 = value;
+            } else if slot == DIGEST {
+                tally.1 = value;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

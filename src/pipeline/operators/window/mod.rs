@@ -547,6 +547,42 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
         self.counters = c;
         self.reload_totals = true;
     }
+
+    /// The totals per key: what Flink's downstream accumulates from the emitted results, kept
+    /// in its checkpointed state, so a checkpoint carries them (exact whatever the delivery
+    /// guarantee; without them a restore reads the serving store's committed values).
+    fn results_snapshot(&self) -> Vec<(u64, usize, i64)> {
+        let mut out: Vec<(u64, usize, i64)> = self
+            .totals
+            .iter()
+            .flat_map(|(key, t)| {
+                [
+                    (*key, SLOT_FIRED, t.fired),
+                    (*key, SLOT_ELEMENTS, t.elements),
+                    (*key, SLOT_DIGEST, t.digest),
+                ]
+            })
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    fn restore_results(&mut self, results: &[(u64, usize, i64)]) {
+        if results.is_empty() {
+            return;
+        }
+        self.reload_totals = false;
+        self.totals.clear();
+        for &(key, slot, value) in results {
+            let t = self.totals.entry(key).or_default();
+            match slot {
+                SLOT_FIRED => t.fired = value,
+                SLOT_ELEMENTS => t.elements = value,
+                SLOT_DIGEST => t.digest = value,
+                _ => {}
+            }
+        }
+    }
 }
 
 #[cfg(test)]
