@@ -234,3 +234,36 @@ fn an_empty_profile_is_refused_and_a_child_keeps_only_its_own_description() {
     );
     assert_eq!(p.knobs.write_buffer_size.0, 8 << 20);
 }
+
+/// A key missing or misspelt inside `job:` is named with the job's line (or its own), not the
+/// file's first.
+#[test]
+fn errors_inside_the_job_section_point_at_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.yaml");
+    let head = "keys:\n  count: 100\nevent-time:\n  span: 1h\nevents: 1000\n";
+    let error = |job: &str| {
+        std::fs::write(&path, format!("{head}{job}")).unwrap();
+        Workload::load(path.to_str().unwrap())
+            .unwrap_err()
+            .to_string()
+    };
+    let missing = error(
+        "job:\n  kind: process\n  states:\n    - {name: v, type: value}\n  on-event:\n    - {action: get, state: v}\n",
+    );
+    assert!(
+        missing.contains("value-size") && missing.contains("line 6"),
+        "{missing}"
+    );
+    let unknown_kind = error("job:\n  kind: foo\n");
+    assert!(
+        unknown_kind.contains("foo") && unknown_kind.contains("line 6"),
+        "{unknown_kind}"
+    );
+    let misspelt = error("job:\n  kind: window\n  assigner: tumbling\n  sizee: 1m\n");
+    assert!(
+        misspelt.contains("'sizee'") && misspelt.contains("line 9"),
+        "{misspelt}"
+    );
+    assert!(misspelt.contains("did you mean 'size'"), "{misspelt}");
+}

@@ -345,7 +345,7 @@ pub struct Workload {
 impl Workload {
     pub fn load(name: &str) -> Result<Workload, ConfigError> {
         let (origin, text) = locate("workload", name, BUILTIN)?;
-        let spec: WorkloadSpec = parse_yaml(&text, &origin)?;
+        let spec: WorkloadSpec = parse_yaml(&text, &origin).map_err(|e| job_error(&text, e))?;
         let name = origin.name();
         let mut spec = spec;
         // A trace path is relative to the workload file that names it.
@@ -430,6 +430,58 @@ impl Workload {
             .iter()
             .map(|w| Self::window_label(*w))
             .collect()
+    }
+}
+
+/// serde cannot say where inside `job:` (an internally tagged section) a key is missing or
+/// wrong: it points at the file's first line. A `job:` section that fails on its own is that
+/// error, named after `job` and placed at its line.
+fn job_error(text: &str, error: ConfigError) -> ConfigError {
+    let job_line = text.lines().position(|l| l.starts_with("job:"));
+    let Some(job_line) = job_line else {
+        return error;
+    };
+    let fails_alone = || -> Option<String> {
+        let value = serde_norway::from_str::<serde_norway::Value>(text).ok()?;
+        let job_text = serde_norway::to_string(value.get("job")?).ok()?;
+        let e = serde_norway::from_str::<OperatorSpec>(&job_text).err()?;
+        let full = e.to_string();
+        Some(full.split(" at line ").next().unwrap_or(&full).to_string())
+    };
+    match error {
+        ConfigError::Parse { origin, .. } if let Some(message) = fails_alone() => {
+            ConfigError::Parse {
+                origin,
+                line: job_line + 1,
+                key: Some("job".to_string()),
+                message: format!("in the job section: {message}"),
+            }
+        }
+        ConfigError::UnknownKey {
+            origin,
+            key,
+            suggestion,
+            ..
+        } if fails_alone().is_some() => {
+            // The unknown key's own line inside the job section.
+            let line = text
+                .lines()
+                .enumerate()
+                .skip(job_line)
+                .find(|(_, l)| {
+                    l.trim_start()
+                        .trim_start_matches("- ")
+                        .starts_with(&format!("{key}:"))
+                })
+                .map_or(job_line + 1, |(i, _)| i + 1);
+            ConfigError::UnknownKey {
+                origin,
+                line,
+                key,
+                suggestion,
+            }
+        }
+        other => other,
     }
 }
 
