@@ -226,8 +226,11 @@ def main():
         return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in sorted(values)) or "-"
 
     # Checkpointing's keys are Flink configuration, not RocksDB options: the loaded-config row
-    # above checks them; the sink's and the checkpoint store's are not Flink configuration.
-    not_rocksdb = ("execution.checkpointing.", "state.changelog.", "sink.", "checkpoint.")
+    # above checks them; the sink's and the checkpoint store's are not Flink configuration. The
+    # timer service's keys choose whether the timer column families exist: the OPTIONS files'
+    # comparison ("every other option") shows that, and the loaded-config row the keys.
+    not_rocksdb = ("execution.checkpointing.", "state.changelog.", "sink.", "checkpoint.",
+                   "timer-service.")
     unmapped = [k for k in knobs if k not in KNOB_OPTIONS and not k.startswith(not_rocksdb)]
     for knob in knobs:
         for where, option in KNOB_OPTIONS.get(knob, []):

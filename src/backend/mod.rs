@@ -43,7 +43,7 @@ pub const ALL_COLUMN_FAMILIES: [&str; 4] = [
 ];
 /// The merge operator Flink sets on every column family (`RocksDBResourceContainer`) for its
 /// ListState: FRocksDB's `StringAppendTESTOperator`, which joins operands with ','.
-pub const MERGE_OPERATOR_NAME: &str = "stringappendtest";
+pub const MERGE_OPERATOR_NAME: &str = "StringAppendTESTOperator";
 
 /// `StringAppendTESTOperator`'s full merge: the existing value and every operand, joined by ','.
 fn string_append(
@@ -256,7 +256,16 @@ impl StateBackend {
         let cf_options = |name: &str| -> Result<Options, BackendError> {
             let mut opts = column_family_options(profile, &target);
             memory.install_table(&mut opts, target.decouple_partitioned_filters)?;
-            opts.set_merge_operator_associative(MERGE_OPERATOR_NAME, string_append);
+            // Flink sets its list merge operator on every column family; set here only where a
+            // state merges (ListState), so the OPTIONS file of a job without one stays
+            // FRocksDB's loadable default (`nullptr`; options-explained.txt says why).
+            let merges = layout
+                .cfs
+                .iter()
+                .any(|c| c.name == name && matches!(c.role, CfRole::State { merge: true, .. }));
+            if merges {
+                opts.set_merge_operator_associative(MERGE_OPERATOR_NAME, string_append);
+            }
             let ttl = layout
                 .cfs
                 .iter()
