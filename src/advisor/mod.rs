@@ -192,7 +192,8 @@ pub(crate) mod testing {
             };
             summary(&mut sum);
             Run {
-                derived: profile.derived(crate::backend::STATE_COLUMN_FAMILIES.len()),
+                derived: profile
+                    .derived(crate::pipeline::operators::frequency::data_column_families()),
                 profile,
                 summary: sum,
                 snapshots,

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 use super::UsageError;
-use crate::backend;
 use crate::cli::TaskManagerArgs;
 use crate::config::{self, Profile};
 
@@ -100,7 +99,10 @@ pub fn show(name: &str, derived: bool, taskmanager: &TaskManagerArgs) -> anyhow:
             "\nderived (Flink's managed-memory math, M = {}, r = {}):",
             profile.knobs.managed_memory, profile.knobs.write_buffer_ratio
         );
-        print!("{}", profile.derived(backend::STATE_COLUMN_FAMILIES.len()));
+        print!(
+            "{}",
+            profile.derived(crate::pipeline::operators::frequency::data_column_families())
+        );
         if sized {
             // The export's TaskManager report, without the export.
             let export = crate::export::flink_sized(&profile, Default::default(), &cluster);

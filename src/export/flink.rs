@@ -92,7 +92,7 @@ pub struct FlinkExport {
 /// whether the profile fits.
 pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) -> FlinkExport {
     let k = &profile.knobs;
-    let derived = profile.derived(crate::backend::STATE_COLUMN_FAMILIES.len());
+    let derived = profile.derived(crate::pipeline::operators::frequency::data_column_families());
     let mut out = format!(
         "# statebench profile '{}' as Flink {} configuration (config.yaml).\n\
          # Only what the profile sets is written; every other key keeps Flink's default (statebench's flink-default).\n\

@@ -26,8 +26,6 @@ pub enum PipelineError {
     Checkpoint(#[from] CheckpointError),
     #[error("timer key in RocksDB is not valid: {0}")]
     CorruptTimer(String),
-    #[error("the operator kind '{0}' is not built yet")]
-    NotBuilt(&'static str),
     #[error("the operator registered a timer but has no timer service")]
     NoTimerService,
 }

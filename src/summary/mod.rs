@@ -149,15 +149,13 @@ pub struct StateColumnFamily {
     pub ttl_compaction_filter: bool,
 }
 
-/// The frequency counter's data column families, for a report that does not list them.
-const FREQUENCY_STATE_COLUMN_FAMILIES: usize = 3;
-
 impl Summary {
     /// How many column families share the WriteBufferManager (Flink's memory math divides
     /// its budget among them).
     pub fn state_cf_count(&self) -> usize {
         match self.state_column_families.len() {
-            0 => FREQUENCY_STATE_COLUMN_FAMILIES,
+            // A report that does not list them: the frequency counter's.
+            0 => crate::pipeline::operators::frequency::data_column_families(),
             n => n,
         }
     }
