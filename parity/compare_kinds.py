@@ -13,6 +13,7 @@ Standard library only.
 """
 import argparse
 import json
+import os
 import sys
 
 
@@ -77,6 +78,27 @@ STATEBENCH = {
 }
 
 
+def column_family_order(path):
+    """The column families of a RocksDB OPTIONS file in its order (by id: creation order)."""
+    order = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for raw in f:
+            line = raw.strip()
+            if line.startswith('[CFOptions "') and line.endswith('"]'):
+                order.append(line[len('[CFOptions "'):-2])
+    return order
+
+
+def options_files(flink_dir, sb_options):
+    """Per RocksDB instance (operator 0 first): Flink's OPTIONS copy and statebench's."""
+    flink = [os.path.join(flink_dir, "flink.OPTIONS")]
+    i = 1
+    while os.path.exists(os.path.join(flink_dir, f"flink.op{i}.OPTIONS")):
+        flink.append(os.path.join(flink_dir, f"flink.op{i}.OPTIONS"))
+        i += 1
+    return flink, list(sb_options)
+
+
 def flink_figures(run):
     j, t = run["job"], run["tickers"]
     return {
@@ -132,6 +154,8 @@ def main():
     p.add_argument("--flink", action="append", required=True, help="KindsJob's --out directory (repeat per run)")
     p.add_argument("--report", action="append", default=[], help="statebench's JSON report (repeat per run)")
     p.add_argument("--statebench-results", help="statebench run --final-counts (key,label,value)")
+    p.add_argument("--statebench-options", action="append", default=[],
+                   help="statebench's OPTIONS file of a RocksDB instance (repeat per operator, in order)")
     p.add_argument("--json", help="write the comparison here")
     a = p.parse_args()
 
@@ -175,6 +199,17 @@ def main():
     row("RocksDB keys read - state gets", fl["keys_read"] - fl["gets"],
         None if sb["keys_read"] is None or sb["gets"] is None else sb["keys_read"] - sb["gets"],
         note="(0: no point lookups but the states')")
+    # Column families in creation order, per RocksDB instance (operator): Flink's OPTIONS file
+    # copied from its open instance against statebench's.
+    flink_opts, sb_opts = options_files(a.flink[0], a.statebench_options)
+    for i, fo in enumerate(flink_opts):
+        if not os.path.exists(fo):
+            continue
+        order_f = " ".join(column_family_order(fo))
+        order_s = None
+        if i < len(sb_opts) and os.path.exists(sb_opts[i]):
+            order_s = " ".join(column_family_order(sb_opts[i]))
+        row(f"column families, creation order (op{i})", order_f, order_s)
     row("results (key, label)", len(fres), None if sres is None else len(sres))
     if sres is not None:
         differ = sorted(k for k in set(fres) | set(sres) if fres.get(k) != sres.get(k))
