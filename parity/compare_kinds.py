@@ -156,6 +156,8 @@ def main():
     p.add_argument("--statebench-results", help="statebench run --final-counts (key,label,value)")
     p.add_argument("--statebench-options", action="append", default=[],
                    help="statebench's OPTIONS file of a RocksDB instance (repeat per operator, in order)")
+    p.add_argument("--heap-timers", action="store_true",
+                   help="the profile keeps timers on the heap: no timer-queue entry may reach RocksDB")
     p.add_argument("--json", help="write the comparison here")
     a = p.parse_args()
 
@@ -196,6 +198,18 @@ def main():
         other_fr = sum(read_results(f"{d}/flink-results.csv") != fres for d in a.flink[1:])
         if other_fr:
             failed.append("Flink's results differ between its runs")
+    # What RocksDB wrote besides the states' calls: the timer queues' batch entries.
+    def timer_entries(f):
+        if None in (f["keys_written"], f["puts"], f["deletes"], f["merges"]):
+            return None
+        return f["keys_written"] - f["puts"] - f["deletes"] - f["merges"]
+    note = "(HEAP timers: must be 0)" if a.heap_timers else ""
+    row("timer-queue entries written (keys written - puts - deletes - merges)", timer_entries(fl),
+        timer_entries(sb), note=note)
+    if a.heap_timers and timer_entries(fl) != 0:
+        failed.append("Flink wrote timer-queue entries to RocksDB under HEAP timers")
+    if a.heap_timers and not flink_only and timer_entries(sb) not in (0, None):
+        failed.append("statebench wrote timer-queue entries to RocksDB under HEAP timers")
     row("RocksDB keys read - state gets", fl["keys_read"] - fl["gets"],
         None if sb["keys_read"] is None or sb["gets"] is None else sb["keys_read"] - sb["gets"],
         note="(0: no point lookups but the states')")
