@@ -254,3 +254,87 @@ fn a_trace_is_keyed_by_its_own_strings_in_rocksdb_and_results() {
         );
     }
 }
+
+/// The generator's padded key length does not apply to a trace's own keys: an error, not
+/// silently ignored.
+#[test]
+fn keys_size_with_a_trace_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    std::fs::write(&trace, "k-1,1000\n").unwrap();
+    let workload = dir.path().join("w.yaml");
+    std::fs::write(
+        &workload,
+        format!(
+            "keys:\n  count: 10\n  size: 12\nevent-time:\n  span: 1m\n  out-of-orderness: 1s\nwindows: [1m]\nevents: 1\ntrace: {}\n",
+            s(&trace)
+        ),
+    )
+    .unwrap();
+    let err = statebench::config::Workload::load(&s(&workload))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("'keys.size' cannot be combined with 'trace'"),
+        "{err}"
+    );
+}
+
+/// Non-ASCII and UUID keys across two failures, restored from checkpoints, with ROCKSDB and
+/// HEAP timers (the heap's timers travel in the checkpoint as raw keyed state and are read
+/// back as Strings): every timer fires once for its own key, the results stay exact.
+#[test]
+fn trace_keys_survive_failures_and_restores_with_either_timer_service() {
+    use statebench::config::{Profile, Workload};
+    use statebench::engine::{self, EngineConfig, FailureSpec};
+    use statebench::pipeline::trace::Trace;
+
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("own.jsonl");
+    write_trace(&trace, &trace_keys(), None);
+    for (job, spec) in JOBS {
+        for timers in ["ROCKSDB", "HEAP"] {
+            let yaml = dir.path().join(format!("{job}.yaml"));
+            std::fs::write(
+                &yaml,
+                format!(
+                    "keys:\n  count: 120\npartitions: 2\nevent-time:\n  span: 45m\n  out-of-orderness: 3s\n{spec}events: 3000\ntrace: {}\n",
+                    s(&trace)
+                ),
+            )
+            .unwrap();
+            let mut w = Workload::load(&s(&yaml)).unwrap();
+            let events = Trace::load_into(&mut w).unwrap();
+            assert!(w.trace_keys.is_some() && events.is_some());
+            let mut profile = Profile::load("flink-default").unwrap();
+            for (k, v) in [
+                ("timer-service.factory", timers),
+                ("execution.checkpointing.interval", "50ms"),
+                ("execution.checkpointing.incremental", "true"),
+            ] {
+                profile = profile.edited(k, v).unwrap();
+            }
+            let data = tempfile::tempdir().unwrap();
+            let outcome = engine::run_to_completion(EngineConfig {
+                events: 3_000,
+                trace: events,
+                failures: FailureSpec {
+                    at_events: vec![1_000, 2_000],
+                    ..FailureSpec::default()
+                },
+                ..EngineConfig::new(w, profile, data.path())
+            })
+            .unwrap();
+            let what = format!("{job}, {timers} timers");
+            assert!(
+                outcome.result_error.is_exact(),
+                "{what}: {:?}",
+                outcome.result_error
+            );
+            assert!(outcome.result_error.compared > 0, "{what}");
+            let restores = &outcome.checkpoints.as_ref().unwrap().restores;
+            assert_eq!(restores.len(), 2, "{what}");
+            assert!(restores.iter().any(|r| r.checkpoint.is_some()), "{what}");
+        }
+    }
+}

@@ -103,17 +103,7 @@ pub type TraceEvents = std::sync::Arc<Vec<pipeline::source::Event>>;
 /// A trace is read and checked whole before anything is created or written. Its key strings
 /// go to the workload, whose job keys its records by them (`pipeline::source::KeyNames`).
 fn load_trace(workload: &mut Workload) -> anyhow::Result<Option<TraceEvents>> {
-    Ok(match &workload.spec.trace {
-        Some(path) => {
-            let trace = pipeline::trace::Trace::load(path, workload.spec.partitions)
-                .map_err(|e| UsageError(e.to_string()))?;
-            workload.trace_keys = Some(std::sync::Arc::new(pipeline::source::TraceKeys::new(
-                trace.keys,
-            )));
-            Some(std::sync::Arc::new(trace.events))
-        }
-        None => None,
-    })
+    pipeline::trace::Trace::load_into(workload).map_err(|e| UsageError(e.to_string()).into())
 }
 
 /// Loads a profile by path or built-in name; a Flink configuration read as one says so on

@@ -279,7 +279,6 @@ pub struct IntervalJoin<'a> {
     left: &'a ColumnFamily,
     right: &'a ColumnFamily,
     bounds: Bounds,
-    /// `keys.size`: the key strings' length.
     /// How the job names a key id (`user-N` or a trace's own key).
     keys: KeyNames,
     key: CompositeKey,
