@@ -208,7 +208,7 @@ impl<'a> JobRunner<'a> {
         let layout = operators::layout(&workload.operator());
         let mut ctx = Context::new(backend, &layout, sink)?;
         ctx.set_now(consumer.now());
-        let mut job = operators::build(backend, workload, spec.mode)?;
+        let mut job = operators::build(backend, workload, 0, spec.mode)?;
         let processed = spec.resume.as_ref().map_or(0, |r| r.processed);
         if let Some(resume) = &spec.resume {
             job.restore_counters(resume.counters);
