@@ -143,6 +143,18 @@ def parse_options(path):
     return sections
 
 
+def column_family_order(path):
+    """The column families of an OPTIONS file in its order (RocksDB writes them by id: the order
+    they were created in), RocksDB's `default` first."""
+    order = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for raw in f:
+            m = re.match(r'^\[CFOptions "(.*)"\]$', raw.strip())
+            if m:
+                order.append(m.group(1))
+    return order
+
+
 def section_kind(section):
     """`CFOptions "timer-state"` -> (`CFOptions`, `timer-state`)."""
     m = re.match(r'^(\S+)(?:\s+"(.*)")?$', section)
@@ -466,6 +478,12 @@ def main():
                 unknown = line.split()[1:]
     t.add("profile keys Flink 1.20.1 does not know", len(unknown), 0, "exact",
           ("(" + ", ".join(unknown) + ")") if unknown else "")
+
+    # Creation order: a timer service's processing-time queue before its event-time one, as
+    # InternalTimeServiceManagerImpl.registerOrGetTimerService creates them.
+    order_f = column_family_order(os.path.join(a.flink, "flink.OPTIONS"))
+    order_s = column_family_order(report["rocksdb_options_file"])
+    t.add("column families in creation order", " ".join(order_f), " ".join(order_s), "exact")
 
     explained = read_explanations(a.explained)
     diffs = compare_options(os.path.join(a.flink, "flink.OPTIONS"), report["rocksdb_options_file"], explained)

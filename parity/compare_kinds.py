@@ -13,6 +13,7 @@ Standard library only.
 """
 import argparse
 import json
+import os
 import sys
 
 
@@ -77,6 +78,27 @@ STATEBENCH = {
 }
 
 
+def column_family_order(path):
+    """The column families of a RocksDB OPTIONS file in its order (by id: creation order)."""
+    order = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for raw in f:
+            line = raw.strip()
+            if line.startswith('[CFOptions "') and line.endswith('"]'):
+                order.append(line[len('[CFOptions "'):-2])
+    return order
+
+
+def options_files(flink_dir, sb_options):
+    """Per RocksDB instance (operator 0 first): Flink's OPTIONS copy and statebench's."""
+    flink = [os.path.join(flink_dir, "flink.OPTIONS")]
+    i = 1
+    while os.path.exists(os.path.join(flink_dir, f"flink.op{i}.OPTIONS")):
+        flink.append(os.path.join(flink_dir, f"flink.op{i}.OPTIONS"))
+        i += 1
+    return flink, list(sb_options)
+
+
 def flink_figures(run):
     j, t = run["job"], run["tickers"]
     return {
@@ -132,6 +154,10 @@ def main():
     p.add_argument("--flink", action="append", required=True, help="KindsJob's --out directory (repeat per run)")
     p.add_argument("--report", action="append", default=[], help="statebench's JSON report (repeat per run)")
     p.add_argument("--statebench-results", help="statebench run --final-counts (key,label,value)")
+    p.add_argument("--statebench-options", action="append", default=[],
+                   help="statebench's OPTIONS file of a RocksDB instance (repeat per operator, in order)")
+    p.add_argument("--heap-timers", action="store_true",
+                   help="the profile keeps timers on the heap: no timer-queue entry may reach RocksDB")
     p.add_argument("--json", help="write the comparison here")
     a = p.parse_args()
 
@@ -172,9 +198,32 @@ def main():
         other_fr = sum(read_results(f"{d}/flink-results.csv") != fres for d in a.flink[1:])
         if other_fr:
             failed.append("Flink's results differ between its runs")
+    # What RocksDB wrote besides the states' calls: the timer queues' batch entries.
+    def timer_entries(f):
+        if None in (f["keys_written"], f["puts"], f["deletes"], f["merges"]):
+            return None
+        return f["keys_written"] - f["puts"] - f["deletes"] - f["merges"]
+    note = "(HEAP timers: must be 0)" if a.heap_timers else ""
+    row("timer-queue entries written (keys written - puts - deletes - merges)", timer_entries(fl),
+        timer_entries(sb), note=note)
+    if a.heap_timers and timer_entries(fl) != 0:
+        failed.append("Flink wrote timer-queue entries to RocksDB under HEAP timers")
+    if a.heap_timers and not flink_only and timer_entries(sb) not in (0, None):
+        failed.append("statebench wrote timer-queue entries to RocksDB under HEAP timers")
     row("RocksDB keys read - state gets", fl["keys_read"] - fl["gets"],
         None if sb["keys_read"] is None or sb["gets"] is None else sb["keys_read"] - sb["gets"],
         note="(0: no point lookups but the states')")
+    # Column families in creation order, per RocksDB instance (operator): Flink's OPTIONS file
+    # copied from its open instance against statebench's.
+    flink_opts, sb_opts = options_files(a.flink[0], a.statebench_options)
+    for i, fo in enumerate(flink_opts):
+        if not os.path.exists(fo):
+            continue
+        order_f = " ".join(column_family_order(fo))
+        order_s = None
+        if i < len(sb_opts) and os.path.exists(sb_opts[i]):
+            order_s = " ".join(column_family_order(sb_opts[i]))
+        row(f"column families, creation order (op{i})", order_f, order_s)
     row("results (key, label)", len(fres), None if sres is None else len(sres))
     if sres is not None:
         differ = sorted(k for k in set(fres) | set(sres) if fres.get(k) != sres.get(k))

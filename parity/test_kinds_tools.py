@@ -67,9 +67,18 @@ RESULTS = "user-0,fired,2\nuser-0,digest,-5\nuser-1,fired,1\n"
 
 
 class CompareTest(unittest.TestCase):
-    def compare(self, flink=FLINK, report=REPORT, flink_results=RESULTS, sb_results=RESULTS):
+    def compare(self, flink=FLINK, report=REPORT, flink_results=RESULTS, sb_results=RESULTS, options=None,
+                extra=()):
+        """options: (Flink's OPTIONS text, statebench's), or None for no OPTIONS files."""
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "f"))
+            extra = list(extra)
+            if options is not None:
+                with open(os.path.join(d, "f", "flink.OPTIONS"), "w") as f:
+                    f.write(options[0])
+                with open(os.path.join(d, "s.OPTIONS"), "w") as f:
+                    f.write(options[1])
+                extra += ["--statebench-options", os.path.join(d, "s.OPTIONS")]
             with open(os.path.join(d, "f", "flink.json"), "w") as f:
                 json.dump(flink, f)
             with open(os.path.join(d, "f", "flink-results.csv"), "w") as f:
@@ -79,7 +88,7 @@ class CompareTest(unittest.TestCase):
             with open(os.path.join(d, "s.csv"), "w") as f:
                 f.write(sb_results)
             return run(os.path.join(HERE, "compare_kinds.py"), "--name", "t", "--flink", os.path.join(d, "f"),
-                       "--report", os.path.join(d, "r.json"), "--statebench-results", os.path.join(d, "s.csv"))
+                       "--report", os.path.join(d, "r.json"), "--statebench-results", os.path.join(d, "s.csv"), *extra)
 
     def test_equal_passes(self):
         r = self.compare()
@@ -112,6 +121,29 @@ class CompareTest(unittest.TestCase):
         self.assertIn("result differs: user-0 digest", r.stdout)
         r = self.compare(sb_results=RESULTS + "user-2,fired,1\n")
         self.assertEqual(r.returncode, 1)
+
+    def test_heap_timers_allow_no_timer_entries(self):
+        # FLINK/REPORT write 12 keys: 5 puts + 1 delete + 3 merges + 3 timer-queue entries.
+        r = self.compare(extra=["--heap-timers"])
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("HEAP timers", r.stdout)
+        flink = json.loads(json.dumps(FLINK))
+        flink["tickers"]["NUMBER_KEYS_WRITTEN"] = 9
+        report = json.loads(json.dumps(REPORT))
+        report["segments"][0]["summary"]["rocksdb_keys_written"] = 9
+        r = self.compare(flink=flink, report=report, extra=["--heap-timers"])
+        self.assertEqual(r.returncode, 0, r.stdout)
+
+    def test_column_family_order_compared(self):
+        flink = '[CFOptions "default"]\n[CFOptions "seen"]\n[CFOptions "_timer_state/processing_t"]\n' \
+                '[CFOptions "_timer_state/event_t"]\n'
+        r = self.compare(options=(flink, flink))
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("creation order (op0)", r.stdout)
+        swapped = flink.replace("processing_t", "X").replace("event_t", "processing_t").replace("X", "event_t")
+        r = self.compare(options=(flink, swapped))
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("column families, creation order (op0)", r.stdout)
 
 
 if __name__ == "__main__":

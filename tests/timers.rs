@@ -67,8 +67,8 @@ fn heap_timers_take_the_timer_column_families_and_their_operations_out_of_rocksd
             "default",
             "window-stats",
             "timer-state",
-            "_timer_state/event_user-timers",
-            "_timer_state/processing_user-timers"
+            "_timer_state/processing_user-timers",
+            "_timer_state/event_user-timers"
         ]
     );
     assert_eq!(

@@ -344,6 +344,10 @@ pub struct Workload {
     pub source: String,
     #[serde(flatten)]
     pub spec: WorkloadSpec,
+    /// The key strings of the workload's trace, once it is loaded (`commands::Job::load`):
+    /// the job keys its records by them (`pipeline::source::KeyNames`). None: generated keys.
+    #[serde(skip)]
+    pub trace_keys: Option<std::sync::Arc<crate::pipeline::source::TraceKeys>>,
 }
 
 impl Workload {
@@ -402,6 +406,7 @@ impl Workload {
             name: name.to_string(),
             source: source.to_string(),
             spec,
+            trace_keys: None,
         })
     }
 

@@ -106,6 +106,11 @@ pub(super) fn validate(spec: &WorkloadSpec) -> Result<(), String> {
             ));
         }
     }
+    if keys.size.is_some() && spec.trace.is_some() {
+        problems.push(
+            "'keys.size' cannot be combined with 'trace': a trace's records are keyed by the trace's own key strings".to_string(),
+        );
+    }
     if let Some(size) = keys.size {
         let needed = format!("user-{}", keys.count.saturating_sub(1)).len() as u32;
         if size < needed || size > 1024 {

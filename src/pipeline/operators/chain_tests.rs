@@ -94,7 +94,7 @@ fn emitted_records_carry_flinks_timestamps_and_sizes() {
     // process: the input per element, 8 bytes per timer fired.
     let (input, out) = all(PROCESS);
     assert!(out.len() > input.len(), "timers fired");
-    assert_eq!(out.iter().filter(|o| o.value_size == 8).count() > 0, true);
+    assert!(out.iter().any(|o| o.value_size == 8));
 }
 
 /// Chains of two (and three) operators run through the operators directly give exactly the

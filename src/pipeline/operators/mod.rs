@@ -17,6 +17,8 @@ mod process_map;
 mod process_truth;
 #[cfg(test)]
 mod testkit;
+#[cfg(test)]
+mod trace_keys;
 pub mod ttl;
 pub mod valgen;
 pub mod window;
@@ -81,15 +83,19 @@ impl Layout {
         self
     }
 
-    /// A timer service named `service`: its event-time queue, then its processing-time one.
+    /// A timer service named `service`: its processing-time queue, then its event-time one, the
+    /// order Flink 1.20.1 creates them in (`InternalTimeServiceManagerImpl.registerOrGetTimerService`
+    /// passes `createTimerPriorityQueue("_timer_state/processing_" + name)` before
+    /// `createTimerPriorityQueue("_timer_state/event_" + name)` to `InternalTimerServiceImpl`'s
+    /// constructor; `RocksDBPriorityQueueSetFactory.create` creates each column family at once).
     pub fn timer_service(mut self, service: &str) -> Layout {
-        self.cfs.push(CfDecl {
-            name: format!("_timer_state/event_{service}"),
-            role: CfRole::EventTimers,
-        });
         self.cfs.push(CfDecl {
             name: format!("_timer_state/processing_{service}"),
             role: CfRole::ProcessingTimers,
+        });
+        self.cfs.push(CfDecl {
+            name: format!("_timer_state/event_{service}"),
+            role: CfRole::EventTimers,
         });
         self
     }
@@ -254,14 +260,15 @@ pub fn truth(spec: &OperatorSpec, workload: &Workload) -> Box<dyn TruthModel> {
     match spec {
         OperatorSpec::Frequency(_) => Box::new(Nothing),
         OperatorSpec::Dedup(d) => Box::new(dedup::DedupTruth::new(d)),
-        OperatorSpec::Aggregate(a) => {
-            Box::new(aggregate::AggregateTruth::new(a).with_key_size(workload.spec.keys.size))
-        }
-        OperatorSpec::Process(p) => {
-            Box::new(process_truth::ProcessTruth::new(p, workload.spec.keys.size))
-        }
+        OperatorSpec::Aggregate(a) => Box::new(
+            aggregate::AggregateTruth::new(a).with_keys(super::source::KeyNames::of(workload)),
+        ),
+        OperatorSpec::Process(p) => Box::new(process_truth::ProcessTruth::new(
+            p,
+            super::source::KeyNames::of(workload),
+        )),
         OperatorSpec::Window(w) => match window::WindowTruth::new(w) {
-            Ok(model) => Box::new(model.with_key_size(workload.spec.keys.size)),
+            Ok(model) => Box::new(model.with_keys(super::source::KeyNames::of(workload))),
             // A spec that does not validate never runs.
             Err(_) => Box::new(Nothing),
         },
@@ -360,5 +367,32 @@ mod tests {
         let a = mix(1_767_225_600_000, 1_767_225_660_000, 3, 96);
         assert_eq!(a, mix(1_767_225_600_000, 1_767_225_660_000, 3, 96));
         assert_ne!(a, mix(1_767_225_600_000, 1_767_225_660_000, 96, 3));
+    }
+
+    #[test]
+    fn a_timer_service_creates_its_processing_time_queue_first() {
+        // Flink 1.20.1's OPTIONS of a KeyedProcessOperator with ValueState "seen" (parity/run-kinds,
+        // dedup-first): default, seen, _timer_state/processing_user-timers, _timer_state/event_user-timers.
+        let layout = Layout::default()
+            .state("seen", None, false)
+            .timer_service("user-timers");
+        assert_eq!(
+            layout.names(),
+            [
+                "seen",
+                "_timer_state/processing_user-timers",
+                "_timer_state/event_user-timers"
+            ]
+        );
+        assert_eq!(layout.cfs[1].role, CfRole::ProcessingTimers);
+        assert_eq!(layout.cfs[2].role, CfRole::EventTimers);
+        assert_eq!(
+            layout.event_timers(),
+            Some("_timer_state/event_user-timers")
+        );
+        assert_eq!(
+            layout.processing_timers(),
+            Some("_timer_state/processing_user-timers")
+        );
     }
 }

@@ -105,8 +105,7 @@ pub fn chain_workload(jobs: &[&str], keys: u64) -> Workload {
     w.spec.timer_state_ttl = None;
     w.spec.keys.count = keys;
     w.spec.value_size = Some(ValueSize::Uniform { min: 1, max: 64 });
-    let w = Workload::from_spec(&w.name, &w.source, w.spec).unwrap();
-    w
+    Workload::from_spec(&w.name, &w.source, w.spec).unwrap()
 }
 
 /// Each step of a run (a record, or a watermark with the timers it fires): what the operator

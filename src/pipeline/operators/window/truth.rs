@@ -14,7 +14,7 @@ use super::{SLOT_DIGEST, SLOT_ELEMENTS, SLOT_FIRED};
 use crate::config::job::window::{Assigner, FunctionKind, WindowSpec};
 use crate::pipeline::operators::{mix, record};
 use crate::pipeline::oracle::{TruthModel, Truths};
-use crate::pipeline::source::{Event, Generator};
+use crate::pipeline::source::{Event, KeyNames};
 
 /// What happens to a window at a time: it fires (its end passed), or it is cleaned up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -46,7 +46,7 @@ pub struct WindowTruth {
     schedule: BTreeSet<(i64, Due, u64, TimeWindow)>,
     assigned: Vec<TimeWindow>,
     function: FunctionKind,
-    key_size: Option<u32>,
+    keys: KeyNames,
     /// Results emitted and not drained yet (one record per fire).
     out: Vec<Event>,
 }
@@ -63,26 +63,22 @@ impl WindowTruth {
             schedule: BTreeSet::new(),
             assigned: Vec::new(),
             function: spec.function,
-            key_size: None,
+            keys: KeyNames::Generated { size: None },
             out: Vec::new(),
         })
     }
 
-    /// The model of a workload whose keys are `key_size` bytes (`keys.size`).
-    pub fn with_key_size(mut self, key_size: Option<u32>) -> Self {
-        self.key_size = key_size;
+    /// The model of a workload whose key ids are named by `keys` (the emitted records' sizes
+    /// depend on the key strings).
+    pub fn with_keys(mut self, keys: KeyNames) -> Self {
+        self.keys = keys;
         self
     }
 
     /// The record a fire of `key`'s `window` emits (WindowOperator.emitWindowContents).
-    fn result(
-        function: FunctionKind,
-        key_size: Option<u32>,
-        key: u64,
-        window: &TimeWindow,
-    ) -> Event {
+    fn result(function: FunctionKind, keys: &KeyNames, key: u64, window: &TimeWindow) -> Event {
         let mut key_str = String::new();
-        Generator::sized_key(key, key_size, &mut key_str);
+        keys.write(key, &mut key_str);
         record(key, window.max_timestamp(), result_size(function, &key_str))
     }
 
@@ -255,7 +251,7 @@ impl TruthModel for WindowTruth {
             // A late element (within the allowed lateness) fires its window at once.
             if late {
                 Self::emit(evictor, key, &actual, list, t);
-                let r = Self::result(self.function, self.key_size, key, &actual);
+                let r = Self::result(self.function, &self.keys, key, &actual);
                 self.out.push(r);
             }
         }
@@ -277,7 +273,7 @@ impl TruthModel for WindowTruth {
                     let evictor = self.evictor;
                     if let Some(list) = self.list(key, &window) {
                         Self::emit(evictor, key, &window, list, t);
-                        let r = Self::result(self.function, self.key_size, key, &window);
+                        let r = Self::result(self.function, &self.keys, key, &window);
                         self.out.push(r);
                     }
                 }
