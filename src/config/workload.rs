@@ -53,6 +53,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "running-aggregate",
         include_str!("../../workloads/running-aggregate.yaml"),
     ),
+    (
+        "dedup-then-sessions",
+        include_str!("../../workloads/dedup-then-sessions.yaml"),
+    ),
 ];
 
 /// 2026-01-01T00:00:00Z, the default start of event time.

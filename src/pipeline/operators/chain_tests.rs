@@ -146,3 +146,17 @@ fn chains_run_through_their_operators_equal_the_chain_oracle() {
         );
     }
 }
+
+/// The shipped chain runs through its operators with exactly the oracle's results (the engine
+/// runs it whole once chains are in the engine).
+#[test]
+fn the_shipped_chain_equals_its_oracle() {
+    let w = crate::config::Workload::load("dedup-then-sessions").unwrap();
+    assert_eq!(w.operators().len(), 2);
+    let (error, compared, read) = run_chain(&w, &events(&w, 3_000));
+    assert!(error.is_exact(), "{error:?}");
+    assert!(
+        compared > 100 && read[1] > 100,
+        "{compared} results, {read:?} read"
+    );
+}
