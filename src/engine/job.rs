@@ -213,7 +213,7 @@ impl<'a> JobRunner<'a> {
         };
         let mut ctx = Context::recorded(backend, &layout, sink, recorder)?;
         ctx.set_now(consumer.now());
-        let mut job = operators::build(backend, workload, spec.mode)?;
+        let mut job = operators::build(backend, workload, 0, spec.mode)?;
         let processed = spec.resume.as_ref().map_or(0, |r| r.processed);
         if let Some(resume) = &spec.resume {
             job.restore_counters(resume.counters);

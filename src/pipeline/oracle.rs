@@ -12,7 +12,10 @@ use serde::Serialize;
 
 use super::source::Event;
 use crate::util::bits::BitSet;
+
+mod chain;
 use crate::util::hash::{FastMap, UserIndex};
+pub use chain::ChainModel;
 
 /// How a set of results differs from the oracle.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -240,6 +243,9 @@ fn insert_sorted(queue: &mut VecDeque<(i64, u32)>, item: (i64, u32)) {
 pub struct Truths {
     /// Result slots per key.
     n: usize,
+    /// Where the model being updated has its slots: `set`, `add` and `get` take the model's own
+    /// slot numbering (a chain's operator i writes at its slot base).
+    base: usize,
     /// user -> slot: the user's values are `counts[slot * n..][..n]`.
     slots: UserIndex,
     /// slot -> user.
@@ -274,12 +280,13 @@ impl Truths {
     /// Adds `delta` to the true value of `user`'s result `index`.
     pub fn add(&mut self, user: u64, index: usize, delta: i64) {
         let slot = self.slot(user);
-        self.add_at(slot, index, delta);
+        self.add_at(slot, self.base + index, delta);
     }
 
     /// Sets the true value of `user`'s result `index`.
     pub fn set(&mut self, user: u64, index: usize, value: i64) {
         let slot = self.slot(user);
+        let index = self.base + index;
         if index < self.n {
             self.counts[slot as usize * self.n + index] = value;
             self.mark(slot);
@@ -288,7 +295,8 @@ impl Truths {
 
     /// The true value of `user`'s result `index` (0 when never set).
     pub fn get(&self, user: u64, index: usize) -> i64 {
-        self.pair(user, index).map_or(0, |p| self.counts[p])
+        self.pair(user, self.base + index)
+            .map_or(0, |p| self.counts[p])
     }
 
     fn add_at(&mut self, slot: u32, index: usize, delta: i64) {
@@ -317,6 +325,7 @@ impl Truths {
     fn untracked(&self) -> Truths {
         Truths {
             n: self.n,
+            base: 0,
             slots: self.slots.clone(),
             users: self.users.clone(),
             counts: self.counts.clone(),
@@ -334,6 +343,9 @@ pub trait TruthModel: Send {
     /// A watermark the operator has been sent (strictly increasing).
     fn on_watermark(&mut self, watermark: i64, now: i64, truths: &mut Truths);
     fn boxed_clone(&self) -> Box<dyn TruthModel>;
+    /// Moves the records the operator emitted (for the next operator of a chain) since the
+    /// last call into `out`, in the order the operator emits them. None by default.
+    fn drain_emitted(&mut self, _out: &mut Vec<Event>) {}
 }
 
 /// The frequency counter's model: a user's count in window `w` at watermark `W` is the number

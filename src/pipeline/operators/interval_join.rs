@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rocksdb::ColumnFamily;
 
-use super::{Context, JobCounters, KeyedOperator, Layout, mix, splitmix64};
+use super::{Context, JobCounters, KeyedOperator, Layout, mix, record, splitmix64};
 use crate::backend::keys::{self, CompositeKey};
 use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
@@ -361,6 +361,7 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
         let (mut pairs, mut digest) = (0i64, 0i64);
         let prefix_len = self.key.prefix().len();
         let other_buffer = self.buffer(other(side));
+        let emitted = &mut ctx.emitted;
         for_each_map_entry(&mut ctx.state, other_buffer, self.key.prefix(), |k, v| {
             let other_ts = bucket_time(k, prefix_len)?;
             if !bounds.joins(side, ts, other_ts) {
@@ -369,6 +370,8 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
             for_each_element(v, |_, other_size| {
                 pairs += 1;
                 digest = digest.wrapping_add(pair_digest(side, ts, size, other_ts, other_size));
+                // IntervalJoinOperator.collect: setAbsoluteTimestamp(max(left, right)).
+                emitted.push(pair_record(event.user, ts, size, other_ts, other_size));
             })
         })?;
         if pairs > 0 {
@@ -377,8 +380,8 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
             total.0 += pairs;
             total.1 = total.1.wrapping_add(digest);
             let (p, d) = *total;
-            ctx.sink.write(event.user, 0, p)?;
-            ctx.sink.write(event.user, 1, d)?;
+            ctx.write(event.user, 0, p)?;
+            ctx.write(event.user, 1, d)?;
         }
 
         // internalTimerService.registerEventTimeTimer(CLEANUP_LEFT | CLEANUP_RIGHT, cleanupTime)
@@ -460,6 +463,13 @@ pub struct JoinTruth {
     buffers: HashMap<(u64, Side), BTreeMap<i64, Vec<u32>>>,
     /// Cleanup timers: (time, key, side), each once, as a timer service keeps them.
     timers: BTreeSet<(i64, u64, Side)>,
+    /// Pairs emitted and not drained yet.
+    out: Vec<Event>,
+}
+
+/// The record of a pair: the key's, at the later of the two times, carrying both values.
+fn pair_record(key: u64, ts: i64, size: u32, other_ts: i64, other_size: u32) -> Event {
+    record(key, ts.max(other_ts), size.saturating_add(other_size))
 }
 
 impl JoinTruth {
@@ -469,6 +479,7 @@ impl JoinTruth {
             watermark: i64::MIN,
             buffers: HashMap::new(),
             timers: BTreeSet::new(),
+            out: Vec::new(),
         }
     }
 
@@ -491,6 +502,8 @@ impl JoinTruth {
             for (&other_ts, sizes) in others {
                 if self.bounds.joins(side, ts, other_ts) {
                     for &size in sizes {
+                        self.out
+                            .push(pair_record(e.user, ts, e.value_size, other_ts, size));
                         pairs += 1;
                         digest = digest.wrapping_add(pair_digest(
                             side,
@@ -548,6 +561,10 @@ impl TruthModel for JoinTruth {
     fn boxed_clone(&self) -> Box<dyn TruthModel> {
         Box::new(self.clone())
     }
+
+    fn drain_emitted(&mut self, out: &mut Vec<Event>) {
+        out.append(&mut self.out);
+    }
 }
 
 #[cfg(test)]
@@ -564,7 +581,11 @@ mod tests {
 
     fn workload(job: &str) -> Workload {
         let mut w = Workload::load("interval-join").unwrap();
-        w.spec.job = Some(serde_norway::from_str(job).unwrap());
+        w.spec.job = Some(
+            serde_norway::from_str::<crate::config::job::OperatorSpec>(job)
+                .unwrap()
+                .into(),
+        );
         w
     }
 
@@ -664,7 +685,7 @@ mod tests {
         let backend = StateBackend::open_for(dir.path(), &profile, &layout).unwrap();
         let sink = Delivery::passthrough(Box::new(MemorySink::new(spec.result_labels())));
         let mut ctx = Context::new(&backend, &layout, sink).unwrap();
-        let mut op = super::super::build(&backend, w, super::super::JobMode::Streaming).unwrap();
+        let mut op = super::super::build(&backend, w, 0, super::super::JobMode::Streaming).unwrap();
         let mut oracle = super::super::oracle(w);
         let ooo = w.spec.event_time.out_of_orderness.0 as i64;
         let mut valve = WatermarkValve::new(2, ooo, None, 0);
@@ -675,7 +696,7 @@ mod tests {
         for (i, e) in events.iter().enumerate() {
             if restart == Some(i) {
                 let (counters, results) = (op.counters(), op.results_snapshot());
-                op = super::super::build(&backend, w, super::super::JobMode::Streaming).unwrap();
+                op = super::super::build(&backend, w, 0, super::super::JobMode::Streaming).unwrap();
                 op.restore_counters(counters);
                 op.restore_results(&results);
             }

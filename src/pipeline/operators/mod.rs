@@ -6,11 +6,14 @@
 //! file names the Flink classes it mirrors.
 
 pub mod aggregate;
+#[cfg(test)]
+mod chain_tests;
 mod context;
 pub mod dedup;
 pub mod frequency;
 pub mod interval_join;
 pub mod process;
+mod process_map;
 mod process_truth;
 #[cfg(test)]
 mod testkit;
@@ -24,7 +27,7 @@ pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
 
 use super::PipelineError;
-use super::oracle::Oracle;
+use super::oracle::{ChainModel, Oracle, TruthModel};
 use super::source::Event;
 use super::timers::Timer;
 use crate::backend::StateBackend;
@@ -200,13 +203,19 @@ pub fn layout(spec: &OperatorSpec) -> Layout {
     }
 }
 
-/// The workload's operator on `backend` (opened with [`layout`]'s column families).
+/// Operator `index` of the workload's chain (`Workload::operators`; 0 for a single operator)
+/// on `backend` (opened with [`layout`]'s column families).
 pub fn build<'a>(
     backend: &'a StateBackend,
     workload: &Workload,
+    index: usize,
     mode: JobMode,
 ) -> Result<Box<dyn KeyedOperator<'a> + 'a>, PipelineError> {
-    match workload.operator() {
+    let operators = workload.operators();
+    let Some(spec) = operators.into_iter().nth(index) else {
+        return Err(PipelineError::NoSuchOperator(index));
+    };
+    match spec {
         OperatorSpec::Frequency(_) => {
             Ok(Box::new(FrequencyJob::with_mode(backend, workload, mode)?))
         }
@@ -224,37 +233,62 @@ pub fn build<'a>(
     }
 }
 
-/// The exact oracle of the workload's operator.
+/// The exact oracle of the workload's job: its operator's, or a chain's (every operator's
+/// model fed what the one before it emits, as the engine feeds the operators).
 pub fn oracle(workload: &Workload) -> Oracle {
-    match workload.operator() {
-        OperatorSpec::Frequency(f) => {
-            let windows: Vec<i64> = f.windows.iter().map(|w| w.0 as i64).collect();
-            Oracle::new(&windows)
-        }
-        OperatorSpec::Dedup(d) => Oracle::with_model(
-            d.result_labels().len(),
-            Box::new(dedup::DedupTruth::new(&d)),
+    let operators = workload.operators();
+    if let [OperatorSpec::Frequency(f)] = operators.as_slice() {
+        let windows: Vec<i64> = f.windows.iter().map(|w| w.0 as i64).collect();
+        return Oracle::new(&windows);
+    }
+    if let [one] = operators.as_slice() {
+        return Oracle::with_model(one.result_labels().len(), truth(one, workload));
+    }
+    let bases = workload.slot_bases();
+    let slots = workload.result_labels().len();
+    let stages = operators
+        .iter()
+        .zip(bases)
+        .map(|(op, base)| (truth(op, workload), base))
+        .collect();
+    Oracle::with_model(slots, Box::new(ChainModel::new(stages)))
+}
+
+/// The truth model of one operator (`spec`) of `workload`'s job, writing its results in its own
+/// slot numbering. (The frequency counter's model is the oracle's own, and it runs only alone.)
+pub fn truth(spec: &OperatorSpec, workload: &Workload) -> Box<dyn TruthModel> {
+    match spec {
+        OperatorSpec::Frequency(_) => Box::new(Nothing),
+        OperatorSpec::Dedup(d) => Box::new(dedup::DedupTruth::new(d)),
+        OperatorSpec::Aggregate(a) => Box::new(
+            aggregate::AggregateTruth::new(a).with_keys(super::source::KeyNames::of(workload)),
         ),
-        OperatorSpec::Aggregate(a) => Oracle::with_model(
-            a.result_labels().len(),
-            Box::new(aggregate::AggregateTruth::new(&a)),
-        ),
-        OperatorSpec::Process(p) => Oracle::with_model(
-            p.result_labels().len(),
-            Box::new(process_truth::ProcessTruth::new(
-                &p,
-                super::source::KeyNames::of(workload),
-            )),
-        ),
-        OperatorSpec::Window(w) => match window::WindowTruth::new(&w) {
-            Ok(model) => Oracle::with_model(w.result_labels().len(), Box::new(model)),
+        OperatorSpec::Process(p) => Box::new(process_truth::ProcessTruth::new(
+            p,
+            super::source::KeyNames::of(workload),
+        )),
+        OperatorSpec::Window(w) => match window::WindowTruth::new(w) {
+            Ok(model) => Box::new(model.with_keys(super::source::KeyNames::of(workload))),
             // A spec that does not validate never runs.
-            Err(_) => Oracle::with_model(w.result_labels().len(), Box::new(Nothing)),
+            Err(_) => Box::new(Nothing),
         },
-        OperatorSpec::IntervalJoin(j) => Oracle::with_model(
-            j.result_labels().len(),
-            Box::new(interval_join::JoinTruth::new(&j)),
-        ),
+        OperatorSpec::IntervalJoin(j) => Box::new(interval_join::JoinTruth::new(j)),
+    }
+}
+
+/// A record an operator emits for the next one in a chain: keyed by the same key `user`, at
+/// `timestamp` (its StreamRecord's), of `value_size` bytes. The engine numbers it (`offset`:
+/// the record's sequence into the next operator) and stamps the processing time
+/// (`append_time`); partition and input are 0.
+pub fn record(user: u64, timestamp: i64, value_size: u32) -> Event {
+    Event {
+        user,
+        event_time: timestamp,
+        partition: 0,
+        offset: 0,
+        append_time: 0,
+        value_size,
+        input: 0,
     }
 }
 
@@ -269,6 +303,40 @@ impl super::oracle::TruthModel for Nothing {
         Box::new(self.clone())
     }
 }
+
+/// Bytes of `s` as Flink's StringSerializer writes it (`StringValue.writeString`): the length
+/// + 1 as a 7-bit varint, then each UTF-16 char in 1 (below 0x80), 2 (below 0x4000) or 3 bytes.
+pub fn string_size(s: &str) -> u32 {
+    let mut chars = 0u32;
+    let mut bytes = 0u32;
+    for c in s.encode_utf16() {
+        chars += 1;
+        bytes += match c {
+            0..0x80 => 1,
+            0x80..0x4000 => 2,
+            _ => 3,
+        };
+    }
+    let mut len = chars + 1;
+    let mut varint = 1;
+    while len >= 0x80 {
+        len >>= 7;
+        varint += 1;
+    }
+    varint + bytes
+}
+
+/// Bytes of a `Tuple3<String key, Long, Long>` (TupleSerializer: the fields one after the
+/// other): what a reduce over `(key, count, sum)` emits.
+pub fn reduced_tuple_size(key: &str) -> u32 {
+    string_size(key) + 16
+}
+
+/// Bytes of a `Tuple2<Long, Long>` (count, sum): an aggregate function's accumulator/result.
+pub const ACCUMULATOR_SIZE: u32 = 16;
+
+/// Bytes of a record a process operator emits per timer fired: the timer's timestamp (a Long).
+pub const TIMER_RECORD_SIZE: u32 = 8;
 
 /// SplitMix64's finalizer: a well-mixed 64-bit hash of `x` (also the value-size draw).
 pub fn splitmix64(x: u64) -> u64 {

@@ -124,7 +124,7 @@ fn run(w: &Workload, events: &[Event], what: &str) -> (Seen, u64) {
         Delivery::passthrough(Box::new(sink)),
     )
     .unwrap();
-    let mut op = build(&rig.backend, w, JobMode::Streaming).unwrap();
+    let mut op = build(&rig.backend, w, 0, JobMode::Streaming).unwrap();
     let mut truth = oracle(w);
     let (mut now, mut wm) = (i64::MIN, i64::MIN);
     for (i, e) in events.iter().enumerate() {

@@ -36,7 +36,7 @@ pub use truth::WindowTruth;
 use self::assign::{assign_windows, cleanup_time};
 use self::contents::Contents;
 use self::merging::MergingWindowSet;
-use super::{CfDecl, CfRole, Context, JobCounters, KeyedOperator, Layout, mix};
+use super::{CfDecl, CfRole, Context, JobCounters, KeyedOperator, Layout, mix, record};
 use crate::backend::keys::CompositeKey;
 use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
@@ -129,9 +129,9 @@ pub struct WindowOperator<'a> {
     composite: CompositeKey,
     /// The current key's string.
     key: String,
-    /// `keys.size` of the workload: the key strings' length.
     /// How the job names a key id (`user-N` or a trace's own key).
     keys: KeyNames,
+    function: FunctionKind,
     windows: Vec<TimeWindow>,
     value: Vec<u8>,
     /// Per key id: its results so far (what the sink holds).
@@ -169,6 +169,7 @@ impl<'a> WindowOperator<'a> {
             composite: CompositeKey::default(),
             key: String::new(),
             keys: KeyNames::of(workload),
+            function: spec.function,
             windows: Vec::new(),
             value: Vec::new(),
             totals: HashMap::new(),
@@ -186,7 +187,7 @@ impl<'a> WindowOperator<'a> {
         }
         self.reload_totals = false;
         self.totals.clear();
-        for (key, slot, value) in ctx.sink.sink_mut().read_all()? {
+        for (key, slot, value) in ctx.own_results(3)? {
             let t = self.totals.entry(key).or_default();
             match slot {
                 SLOT_FIRED => t.fired = value,
@@ -230,9 +231,12 @@ impl<'a> WindowOperator<'a> {
         totals.add(window, s);
         let t = *totals;
         self.counters.emitted += 1;
-        ctx.sink.write(key_id, SLOT_FIRED, t.fired)?;
-        ctx.sink.write(key_id, SLOT_ELEMENTS, t.elements)?;
-        ctx.sink.write(key_id, SLOT_DIGEST, t.digest)?;
+        // emitWindowContents: setAbsoluteTimestamp(window.maxTimestamp()), one result.
+        let size = contents::result_size(self.function, &self.key);
+        ctx.emit(record(key_id, window.max_timestamp(), size));
+        ctx.write(key_id, SLOT_FIRED, t.fired)?;
+        ctx.write(key_id, SLOT_ELEMENTS, t.elements)?;
+        ctx.write(key_id, SLOT_DIGEST, t.digest)?;
         Ok(())
     }
 

@@ -8,12 +8,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::assign::{TimeWindow, assign_windows, cleanup_time};
+use super::contents::result_size;
 use super::merging::MergingWindowSet;
 use super::{SLOT_DIGEST, SLOT_ELEMENTS, SLOT_FIRED};
-use crate::config::job::window::{Assigner, WindowSpec};
-use crate::pipeline::operators::mix;
+use crate::config::job::window::{Assigner, FunctionKind, WindowSpec};
+use crate::pipeline::operators::{mix, record};
 use crate::pipeline::oracle::{TruthModel, Truths};
-use crate::pipeline::source::Event;
+use crate::pipeline::source::{Event, KeyNames};
 
 /// What happens to a window at a time: it fires (its end passed), or it is cleaned up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -44,6 +45,10 @@ pub struct WindowTruth {
     /// into a larger one, or cleaned) does nothing.
     schedule: BTreeSet<(i64, Due, u64, TimeWindow)>,
     assigned: Vec<TimeWindow>,
+    function: FunctionKind,
+    keys: KeyNames,
+    /// Results emitted and not drained yet (one record per fire).
+    out: Vec<Event>,
 }
 
 impl WindowTruth {
@@ -57,7 +62,24 @@ impl WindowTruth {
             sessions: HashMap::new(),
             schedule: BTreeSet::new(),
             assigned: Vec::new(),
+            function: spec.function,
+            keys: KeyNames::Generated { size: None },
+            out: Vec::new(),
         })
+    }
+
+    /// The model of a workload whose key ids are named by `keys` (the emitted records' sizes
+    /// depend on the key strings).
+    pub fn with_keys(mut self, keys: KeyNames) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    /// The record a fire of `key`'s `window` emits (WindowOperator.emitWindowContents).
+    fn result(function: FunctionKind, keys: &KeyNames, key: u64, window: &TimeWindow) -> Event {
+        let mut key_str = String::new();
+        keys.write(key, &mut key_str);
+        record(key, window.max_timestamp(), result_size(function, &key_str))
     }
 
     fn ordered_sessions(&self) -> bool {
@@ -229,6 +251,8 @@ impl TruthModel for WindowTruth {
             // A late element (within the allowed lateness) fires its window at once.
             if late {
                 Self::emit(evictor, key, &actual, list, t);
+                let r = Self::result(self.function, &self.keys, key, &actual);
+                self.out.push(r);
             }
         }
         self.assigned = assigned;
@@ -249,6 +273,8 @@ impl TruthModel for WindowTruth {
                     let evictor = self.evictor;
                     if let Some(list) = self.list(key, &window) {
                         Self::emit(evictor, key, &window, list, t);
+                        let r = Self::result(self.function, &self.keys, key, &window);
+                        self.out.push(r);
                     }
                 }
                 Due::Cleanup => self.cleanup(key, &window),
@@ -258,5 +284,9 @@ impl TruthModel for WindowTruth {
 
     fn boxed_clone(&self) -> Box<dyn TruthModel> {
         Box::new(self.clone())
+    }
+
+    fn drain_emitted(&mut self, out: &mut Vec<Event>) {
+        out.append(&mut self.out);
     }
 }
