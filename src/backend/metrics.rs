@@ -317,6 +317,10 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
 /// Compaction score and files being compacted per level from cfstats' "Compaction Stats"
 /// table rows (`  L1  2/0  8.01 MB 0.9 ...`).
 pub fn level_scores(cfstats: &str) -> Vec<(u32, f64, u64)> {
@@ -345,6 +349,9 @@ pub fn level_scores(cfstats: &str) -> Vec<(u32, f64, u64)> {
 #[serde(default)]
 pub struct ColumnFamilyLsm {
     pub name: String,
+    /// The operator whose RocksDB instance holds it (0 for a single operator).
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub operator: usize,
     pub levels: Vec<LevelSample>,
     pub memtable_bytes: u64,
     pub estimated_keys: u64,
@@ -446,16 +453,23 @@ impl RocksDbSampler {
         self.prev_perf = PerfCounts::default();
     }
 
-    /// Samples RocksDB. `perf` is the operator thread's cumulative perf context and
-    /// `lookups` the point lookups the job issued in this interval.
+    /// Samples RocksDB: every instance of the job (`backends`, in chain order; each has its
+    /// own statistics, summed here; the block cache and WriteBufferManager they share are read
+    /// once). `perf` is the operator thread's cumulative perf context and `lookups` the point
+    /// lookups the job issued in this interval.
     pub fn sample(
         &mut self,
-        backend: &StateBackend,
+        backends: &[std::sync::Arc<StateBackend>],
         perf: &PerfCounts,
         lookups: u64,
         interval_secs: f64,
     ) -> RocksDbSample {
-        let tickers = Tickers::read(backend);
+        let Some(backend) = backends.first() else {
+            return RocksDbSample::default();
+        };
+        let tickers = backends
+            .iter()
+            .fold(Tickers::default(), |t, b| t.plus(&Tickers::read(b)));
         let p = &self.prev_tickers;
         let d = |now: u64, before: u64| now.saturating_sub(before);
         let interval = Tickers {
@@ -482,76 +496,117 @@ impl RocksDbSampler {
         // From here on, cumulative counts are the whole run's.
         let tickers = self.base_tickers.plus(&tickers);
 
-        let db = backend.db();
-        let int_prop = |name: &str| db.property_int_value(name).ok().flatten().unwrap_or(0);
+        // The shared cache's figures, once (any instance reports the same cache).
+        let int_prop = |name: &str| {
+            backend
+                .db()
+                .property_int_value(name)
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+        };
+        // Summed, or the largest, over instances.
+        let sum_prop = |name: &str| {
+            backends
+                .iter()
+                .map(|b| b.db().property_int_value(name).ok().flatten().unwrap_or(0))
+                .sum::<u64>()
+        };
+        let max_prop = |name: &str| {
+            backends
+                .iter()
+                .map(|b| b.db().property_int_value(name).ok().flatten().unwrap_or(0))
+                .max()
+                .unwrap_or(0)
+        };
         let mut causes = StallCauses::default();
         let mut column_families = Vec::new();
         let mut memtable_bytes = 0;
         let (mut live_sst_bytes, mut pending_compaction_bytes) = (0, 0);
         let mut scores = Vec::new();
-        for name in backend.data_column_families() {
-            let name = name.as_str();
-            let Ok(cf) = backend.cf(name) else { continue };
-            if let Ok(Some(text)) = db.property_value_cf(cf, "rocksdb.cfstats") {
-                causes.add_cfstats(&text);
-                scores.push((name, level_scores(&text)));
-            }
-            let cf_int = |prop: &str| {
-                db.property_int_value_cf(cf, prop)
-                    .ok()
-                    .flatten()
-                    .unwrap_or(0)
-            };
-            let mem = cf_int("rocksdb.cur-size-all-mem-tables");
-            memtable_bytes += mem;
-            // These two are per column family: the DB-level call reports the default one only.
-            live_sst_bytes += cf_int("rocksdb.live-sst-files-size");
-            pending_compaction_bytes += cf_int("rocksdb.estimate-pending-compaction-bytes");
-            column_families.push(ColumnFamilyLsm {
-                name: name.to_string(),
-                levels: Vec::new(),
-                memtable_bytes: mem,
-                estimated_keys: cf_int("rocksdb.estimate-num-keys"),
-                ttl_ms: backend.ttl_of(name).map(|t| t.0),
-                ttl_compaction_filter: backend.ttl_of(name).is_some_and(|t| t.1),
-            });
-        }
         let mut levels: Vec<LevelSample> = Vec::new();
-        if let Ok(files) = db.live_files() {
-            for file in files {
-                let level = file.level.max(0) as u32;
-                for bucket in [
-                    column_families
-                        .iter_mut()
-                        .find(|c| c.name == file.column_family_name)
-                        .map(|c| &mut c.levels),
-                    Some(&mut levels),
-                ]
-                .into_iter()
-                .flatten()
-                {
-                    match bucket.iter_mut().find(|l| l.level == level) {
-                        Some(l) => {
-                            l.files += 1;
-                            l.bytes += file.size as u64;
-                        }
-                        None => bucket.push(LevelSample {
-                            level,
-                            files: 1,
-                            bytes: file.size as u64,
-                            score: None,
-                            compacting: 0,
-                        }),
-                    }
-                }
-            }
+        for (operator, backend) in backends.iter().enumerate() {
+            let first_cf = column_families.len();
+            sample_instance(
+                operator,
+                backend,
+                &mut causes,
+                &mut column_families,
+                &mut scores,
+                [
+                    &mut memtable_bytes,
+                    &mut live_sst_bytes,
+                    &mut pending_compaction_bytes,
+                ],
+            );
+            level_files(backend, &mut column_families[first_cf..], &mut levels);
         }
+        let totals = Totals {
+            memtable_bytes,
+            live_sst_bytes,
+            pending_compaction_bytes,
+            write_stopped: max_prop("rocksdb.is-write-stopped") != 0,
+            delayed_write_rate: max_prop("rocksdb.actual-delayed-write-rate"),
+            running_flushes: sum_prop("rocksdb.num-running-flushes"),
+            running_compactions: sum_prop("rocksdb.num-running-compactions"),
+            block_cache_usage: int_prop("rocksdb.block-cache-usage"),
+            block_cache_capacity: int_prop("rocksdb.block-cache-capacity"),
+            block_cache_pinned: int_prop("rocksdb.block-cache-pinned-usage"),
+        };
+        let sample = Sample {
+            perf_delta,
+            interval,
+            tickers,
+            interval_secs,
+            lookups,
+            causes,
+            column_families,
+            scores,
+            levels,
+            totals,
+        };
+        self.finish(backend, sample)
+    }
+}
+
+/// What every instance said in one sample.
+struct Sample {
+    perf_delta: PerfCounts,
+    interval: Tickers,
+    tickers: Tickers,
+    interval_secs: f64,
+    lookups: u64,
+    causes: StallCauses,
+    column_families: Vec<ColumnFamilyLsm>,
+    scores: Vec<(usize, String, Vec<(u32, f64, u64)>)>,
+    levels: Vec<LevelSample>,
+    totals: Totals,
+}
+
+impl RocksDbSampler {
+    /// Builds the sample from what every instance said.
+    fn finish(&mut self, backend: &StateBackend, sample: Sample) -> RocksDbSample {
+        let Sample {
+            perf_delta,
+            interval,
+            tickers,
+            interval_secs,
+            lookups,
+            causes,
+            mut column_families,
+            scores,
+            mut levels,
+            totals,
+        } = sample;
         self.prev_causes = causes;
         let causes = self.base_causes.plus(&causes);
         levels.sort_by_key(|l| l.level);
         for cf in &mut column_families {
             cf.levels.sort_by_key(|l| l.level);
-            if let Some((_, cf_scores)) = scores.iter().find(|(n, _)| *n == cf.name) {
+            if let Some((_, _, cf_scores)) = scores
+                .iter()
+                .find(|(op, n, _)| *op == cf.operator && *n == cf.name)
+            {
                 for level in &mut cf.levels {
                     if let Some((_, score, compacting)) =
                         cf_scores.iter().find(|(l, _, _)| *l == level.level)
@@ -583,8 +638,8 @@ impl RocksDbSampler {
                     0.0
                 },
                 causes,
-                write_stopped: int_prop("rocksdb.is-write-stopped") != 0,
-                delayed_write_rate: int_prop("rocksdb.actual-delayed-write-rate"),
+                write_stopped: totals.write_stopped,
+                delayed_write_rate: totals.delayed_write_rate,
             },
             cache: CacheHitRates::from_tickers(&interval),
             lookups: LookupSample::new(lookups, &perf_delta),
@@ -594,22 +649,22 @@ impl RocksDbSampler {
                 full_true_positive: interval.bloom_full_true_positive,
             },
             memory: MemorySample {
-                memtable_bytes,
+                memtable_bytes: totals.memtable_bytes,
                 wbm_usage: backend.memory().write_buffer_manager_usage(),
                 wbm_capacity: backend.memory().write_buffer_manager_capacity(),
-                block_cache_usage: int_prop("rocksdb.block-cache-usage"),
-                block_cache_capacity: int_prop("rocksdb.block-cache-capacity"),
-                block_cache_pinned: int_prop("rocksdb.block-cache-pinned-usage"),
+                block_cache_usage: totals.block_cache_usage,
+                block_cache_capacity: totals.block_cache_capacity,
+                block_cache_pinned: totals.block_cache_pinned,
             },
             lsm: LsmSample {
                 levels,
                 column_families,
                 l0_files,
                 active_levels,
-                live_sst_bytes,
-                pending_compaction_bytes,
-                running_flushes: int_prop("rocksdb.num-running-flushes"),
-                running_compactions: int_prop("rocksdb.num-running-compactions"),
+                live_sst_bytes: totals.live_sst_bytes,
+                pending_compaction_bytes: totals.pending_compaction_bytes,
+                running_flushes: totals.running_flushes,
+                running_compactions: totals.running_compactions,
                 flushes: tickers.flushes,
                 compactions: tickers.compactions,
             },
@@ -632,6 +687,99 @@ impl RocksDbSampler {
                 .and_then(|cf| backend.measured_bloom_bits_per_key(cf).ok().flatten()),
         }
     }
+}
+
+/// One instance's column families: their stall counts, scores, memtables and sizes
+/// (`sizes`: memtable, live SST and pending compaction bytes, added to).
+fn sample_instance(
+    operator: usize,
+    backend: &StateBackend,
+    causes: &mut StallCauses,
+    column_families: &mut Vec<ColumnFamilyLsm>,
+    scores: &mut Vec<(usize, String, Vec<(u32, f64, u64)>)>,
+    sizes: [&mut u64; 3],
+) {
+    let [memtable_bytes, live_sst_bytes, pending_compaction_bytes] = sizes;
+    let db = backend.db();
+    for name in backend.data_column_families() {
+        let name = name.as_str();
+        let Ok(cf) = backend.cf(name) else { continue };
+        if let Ok(Some(text)) = db.property_value_cf(cf, "rocksdb.cfstats") {
+            causes.add_cfstats(&text);
+            scores.push((operator, name.to_string(), level_scores(&text)));
+        }
+        let cf_int = |prop: &str| {
+            db.property_int_value_cf(cf, prop)
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+        };
+        let mem = cf_int("rocksdb.cur-size-all-mem-tables");
+        *memtable_bytes += mem;
+        // These two are per column family: the DB-level call reports the default one only.
+        *live_sst_bytes += cf_int("rocksdb.live-sst-files-size");
+        *pending_compaction_bytes += cf_int("rocksdb.estimate-pending-compaction-bytes");
+        column_families.push(ColumnFamilyLsm {
+            name: name.to_string(),
+            operator,
+            levels: Vec::new(),
+            memtable_bytes: mem,
+            estimated_keys: cf_int("rocksdb.estimate-num-keys"),
+            ttl_ms: backend.ttl_of(name).map(|t| t.0),
+            ttl_compaction_filter: backend.ttl_of(name).is_some_and(|t| t.1),
+        });
+    }
+}
+
+/// Adds `backend`'s live SST files to its column families' levels and to `levels`.
+fn level_files(
+    backend: &StateBackend,
+    column_families: &mut [ColumnFamilyLsm],
+    levels: &mut Vec<LevelSample>,
+) {
+    if let Ok(files) = backend.db().live_files() {
+        for file in files {
+            let level = file.level.max(0) as u32;
+            for bucket in [
+                column_families
+                    .iter_mut()
+                    .find(|c| c.name == file.column_family_name)
+                    .map(|c| &mut c.levels),
+                Some(&mut *levels),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                match bucket.iter_mut().find(|l| l.level == level) {
+                    Some(l) => {
+                        l.files += 1;
+                        l.bytes += file.size as u64;
+                    }
+                    None => bucket.push(LevelSample {
+                        level,
+                        files: 1,
+                        bytes: file.size as u64,
+                        score: None,
+                        compacting: 0,
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// Figures summed (or read once) over a job's instances.
+struct Totals {
+    memtable_bytes: u64,
+    live_sst_bytes: u64,
+    pending_compaction_bytes: u64,
+    write_stopped: bool,
+    delayed_write_rate: u64,
+    running_flushes: u64,
+    running_compactions: u64,
+    block_cache_usage: u64,
+    block_cache_capacity: u64,
+    block_cache_pinned: u64,
 }
 
 #[cfg(test)]
