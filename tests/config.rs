@@ -267,3 +267,73 @@ fn errors_inside_the_job_section_point_at_the_job() {
     );
     assert!(misspelt.contains("did you mean 'size'"), "{misspelt}");
 }
+
+/// `job:` as a list is a chain: its operators in order, `op<i>.` labels; each mistake names
+/// `job[i].<field>` and its line.
+#[test]
+fn a_chain_loads_and_its_mistakes_name_the_operator_and_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.yaml");
+    let head = "keys:\n  count: 100\nevent-time:\n  span: 1h\nevents: 1000\nvalue-size: 16\n";
+    let load = |job: &str| {
+        std::fs::write(&path, format!("{head}{job}")).unwrap();
+        Workload::load(path.to_str().unwrap())
+    };
+    let error = |job: &str| load(job).unwrap_err().to_string();
+    let chain = load(
+        "job:\n  - kind: dedup\n    ttl: 1h\n  - kind: window\n    assigner: session\n    gap: 30m\n    function: aggregate\n",
+    )
+    .unwrap();
+    let kinds: Vec<&str> = chain.operators().iter().map(|o| o.kind()).collect();
+    assert_eq!(kinds, ["dedup", "window"]);
+    assert_eq!(chain.operator().kind(), "dedup");
+    assert_eq!(
+        chain.result_labels(),
+        ["op0.emitted", "op1.fired", "op1.elements", "op1.digest"]
+    );
+    assert_eq!(chain.slot_bases(), [0, 1]);
+    // A list of one is the single operator: labels unprefixed.
+    let one = load("job:\n  - kind: dedup\n").unwrap();
+    assert_eq!(one.result_labels(), ["emitted"]);
+    assert!(!one.is_chain());
+
+    let frequency = error("job:\n  - kind: dedup\n  - kind: frequency\n    windows: [1m]\n");
+    assert!(
+        frequency.contains("line 9")
+            && frequency.contains("job[1].kind")
+            && frequency.contains("frequency runs only as the job's only operator"),
+        "{frequency}"
+    );
+    let join =
+        error("job:\n  - kind: dedup\n  - kind: interval-join\n    lower: 0s\n    upper: 1s\n");
+    assert!(
+        join.contains("job[1].kind") && join.contains("line 9") && join.contains("first operator"),
+        "{join}"
+    );
+    let five = error(&format!("job:\n{}", "  - kind: dedup\n".repeat(5)));
+    assert!(
+        five.contains("at most 4") && five.contains("job[4]") && five.contains("line 12"),
+        "{five}"
+    );
+    let field = error(
+        "job:\n  - kind: dedup\n  - kind: window\n    assigner: session\n    function: aggregate\n",
+    );
+    assert!(
+        field.contains("job[1].gap") && field.contains("line 9"),
+        "{field}"
+    );
+    let misspelt = error(
+        "job:\n  - kind: dedup\n  - kind: window\n    assigner: session\n    gapp: 1m\n    function: aggregate\n",
+    );
+    assert!(
+        misspelt.contains("'gapp'") && misspelt.contains("line 11"),
+        "{misspelt}"
+    );
+    let unknown = error("job:\n  - kind: dedup\n  - kind: nope\n");
+    assert!(
+        unknown.contains("job[1]") && unknown.contains("nope") && unknown.contains("line 9"),
+        "{unknown}"
+    );
+    let empty = error("job: []\n");
+    assert!(empty.contains("empty list"), "{empty}");
+}

@@ -4,8 +4,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::job::OperatorSpec;
 use super::job::frequency::FrequencySpec;
+use super::job::section::{self, JobSpec};
 use super::units::Millis;
 use super::{ConfigError, locate, parse_yaml};
+
+mod validate;
+use validate::validate;
 
 /// Workloads compiled into the binary.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -170,10 +174,10 @@ pub struct WorkloadSpec {
     #[serde(default)]
     pub rate: Rate,
     pub event_time: EventTimeSpec,
-    /// The keyed operator the job runs (see `config::job`). None: the frequency counter of
-    /// `windows`, `timer-state-ttl` and `serializer` below.
+    /// The keyed operator the job runs, or a chain of them (see `config::job`). None: the
+    /// frequency counter of `windows`, `timer-state-ttl` and `serializer` below.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job: Option<OperatorSpec>,
+    pub job: Option<JobSpec>,
     /// Sliding windows the frequency counter keeps, e.g. `[1m, 5m, 10m, 30m]` (without `job:`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Millis>,
@@ -345,7 +349,8 @@ pub struct Workload {
 impl Workload {
     pub fn load(name: &str) -> Result<Workload, ConfigError> {
         let (origin, text) = locate("workload", name, BUILTIN)?;
-        let spec: WorkloadSpec = parse_yaml(&text, &origin).map_err(|e| job_error(&text, e))?;
+        let spec: WorkloadSpec =
+            parse_yaml(&text, &origin).map_err(|e| section::job_error(&text, e))?;
         let name = origin.name();
         let mut spec = spec;
         // A trace path is relative to the workload file that names it.
@@ -357,6 +362,12 @@ impl Workload {
                     .unwrap_or(std::path::Path::new("."))
                     .join(trace),
             );
+        }
+        // A chain's problems name `job[i].<field>` and their line.
+        if let Some(job) = &spec.job
+            && let Some(e) = section::chain_error(&text, &origin.to_string(), job)
+        {
+            return Err(e);
         }
         Workload::from_spec(&name, &origin.to_string(), spec)
     }
@@ -371,7 +382,9 @@ impl Workload {
             message,
         };
         // `job: {kind: frequency, ...}` is the top-level form's other spelling: keep one.
-        if let Some(OperatorSpec::Frequency(f)) = &spec.job {
+        if let Some(job) = &spec.job
+            && let [OperatorSpec::Frequency(f)] = job.operators()
+        {
             if !spec.windows.is_empty() || spec.timer_state_ttl.is_some() {
                 return Err(invalid(
                     "'windows' and 'timer-state-ttl' are given both at the top level and in 'job:'; keep them in 'job:' only".to_string(),
@@ -401,11 +414,11 @@ impl Workload {
         window.to_string()
     }
 
-    /// The keyed operator the job runs: the `job:` section, or the frequency counter of the
-    /// top-level `windows`.
+    /// The keyed operator the job runs (a chain's first, which reads the source): the `job:`
+    /// section, or the frequency counter of the top-level `windows`.
     pub fn operator(&self) -> OperatorSpec {
         match &self.spec.job {
-            Some(job) => job.clone(),
+            Some(job) => job.first().clone(),
             None => OperatorSpec::Frequency(FrequencySpec {
                 windows: self.spec.windows.clone(),
                 timer_state_ttl: self.spec.timer_state_ttl,
@@ -413,14 +426,53 @@ impl Workload {
         }
     }
 
+    /// Every operator of the job, in chain order (one for a job of a single operator).
+    pub fn operators(&self) -> Vec<OperatorSpec> {
+        match &self.spec.job {
+            Some(job) => job.operators().to_vec(),
+            None => vec![self.operator()],
+        }
+    }
+
+    /// Whether the job chains several operators.
+    pub fn is_chain(&self) -> bool {
+        self.spec.job.as_ref().is_some_and(JobSpec::is_chain)
+    }
+
+    /// Per operator, the first of its result slots in the job's (the serving store's)
+    /// numbering: 0 for the first, then the slots of every operator before it.
+    pub fn slot_bases(&self) -> Vec<usize> {
+        let mut base = 0;
+        self.operators()
+            .iter()
+            .map(|op| {
+                let at = base;
+                base += op.result_labels().len();
+                at
+            })
+            .collect()
+    }
+
     /// Whether the job is the frequency counter (the only kind with backfill phases).
     pub fn is_frequency(&self) -> bool {
         self.spec.job.is_none()
     }
 
-    /// The job's result slots (the serving store's `<key>:<label>`), in order.
+    /// The job's result slots (the serving store's `<key>:<label>`), in order: a single
+    /// operator's labels, or in a chain every operator's labels prefixed `op<i>.`.
     pub fn result_labels(&self) -> Vec<String> {
-        self.operator().result_labels()
+        if !self.is_chain() {
+            return self.operator().result_labels();
+        }
+        self.operators()
+            .iter()
+            .enumerate()
+            .flat_map(|(i, op)| {
+                op.result_labels()
+                    .into_iter()
+                    .map(move |label| format!("op{i}.{label}"))
+            })
+            .collect()
     }
 
     /// The label of every window, in the workload's order (the MapState's user keys).
@@ -430,355 +482,6 @@ impl Workload {
             .iter()
             .map(|w| Self::window_label(*w))
             .collect()
-    }
-}
-
-/// serde cannot say where inside `job:` (an internally tagged section) a key is missing or
-/// wrong: it points at the file's first line. A `job:` section that fails on its own is that
-/// error, named after `job` and placed at its line.
-fn job_error(text: &str, error: ConfigError) -> ConfigError {
-    let job_line = text.lines().position(|l| l.starts_with("job:"));
-    let Some(job_line) = job_line else {
-        return error;
-    };
-    let fails_alone = || -> Option<String> {
-        let value = serde_norway::from_str::<serde_norway::Value>(text).ok()?;
-        let job_text = serde_norway::to_string(value.get("job")?).ok()?;
-        let e = serde_norway::from_str::<OperatorSpec>(&job_text).err()?;
-        let full = e.to_string();
-        Some(full.split(" at line ").next().unwrap_or(&full).to_string())
-    };
-    match error {
-        ConfigError::Parse { origin, .. } if let Some(message) = fails_alone() => {
-            ConfigError::Parse {
-                origin,
-                line: job_line + 1,
-                key: Some("job".to_string()),
-                message: format!("in the job section: {message}"),
-            }
-        }
-        ConfigError::UnknownKey {
-            origin,
-            key,
-            suggestion,
-            ..
-        } if fails_alone().is_some() => {
-            // The unknown key's own line inside the job section.
-            let line = text
-                .lines()
-                .enumerate()
-                .skip(job_line)
-                .find(|(_, l)| {
-                    l.trim_start()
-                        .trim_start_matches("- ")
-                        .starts_with(&format!("{key}:"))
-                })
-                .map_or(job_line + 1, |(i, _)| i + 1);
-            ConfigError::UnknownKey {
-                origin,
-                line,
-                key,
-                suggestion,
-            }
-        }
-        other => other,
-    }
-}
-
-fn validate(spec: &WorkloadSpec) -> Result<(), String> {
-    let mut problems = Vec::new();
-    let keys = &spec.keys;
-    if keys.count == 0 || keys.count > MAX_KEYS {
-        problems.push(format!(
-            "'keys.count' is {} but must be between 1 and {MAX_KEYS} (2^32)",
-            keys.count
-        ));
-    }
-    match keys.distribution {
-        Distribution::Zipf => match keys.zipf_exponent {
-            Some(s) if s > 0.0 && s.is_finite() => {}
-            Some(s) => problems.push(format!(
-                "'keys.zipf-exponent' is {s} but must be greater than 0"
-            )),
-            None => problems.push(
-                "'keys.distribution: zipf' needs 'keys.zipf-exponent' (e.g. 1.1)".to_string(),
-            ),
-        },
-        Distribution::HotSet => {
-            for (key, value) in [
-                ("hot-keys", keys.hot_keys),
-                ("hot-traffic", keys.hot_traffic),
-            ] {
-                match value {
-                    Some(v) if v > 0.0 && v < 1.0 => {}
-                    Some(v) => problems.push(format!(
-                        "'keys.{key}' is {v} but must be between 0 and 1 (exclusive)"
-                    )),
-                    None => problems.push(format!(
-                        "'keys.distribution: hot-set' needs 'keys.{key}' (a share between 0 and 1)"
-                    )),
-                }
-            }
-        }
-        Distribution::Uniform => {}
-    }
-    if keys.distribution != Distribution::Zipf && keys.zipf_exponent.is_some() {
-        problems
-            .push("'keys.zipf-exponent' is set but 'keys.distribution' is not zipf".to_string());
-    }
-    if spec.partitions == 0 || spec.partitions > 1024 {
-        problems.push(format!(
-            "'partitions' is {} but must be between 1 and 1024",
-            spec.partitions
-        ));
-    }
-    match &spec.job {
-        None => {
-            if let Err(e) = (FrequencySpec {
-                windows: spec.windows.clone(),
-                timer_state_ttl: spec.timer_state_ttl,
-            })
-            .validate()
-            {
-                problems.push(e);
-            }
-        }
-        Some(job) => {
-            if !spec.windows.is_empty() || spec.timer_state_ttl.is_some() {
-                problems.push(format!(
-                    "'windows' and 'timer-state-ttl' belong to the frequency counter; with 'job: {{kind: {}}}' leave them out",
-                    job.kind()
-                ));
-            }
-            if let Err(e) = job.validate() {
-                problems.push(e);
-            }
-            if let OperatorSpec::IntervalJoin(join) = job
-                && let Err(e) = join.validate_partitions(spec.partitions, &spec.idle_partitions)
-            {
-                problems.push(e);
-            }
-            if spec.phases.is_some() {
-                problems.push(format!(
-                    "'phases' (backfill then catch-up) runs the frequency counter only, not 'job: {{kind: {}}}'",
-                    job.kind()
-                ));
-            }
-        }
-    }
-    if let Some(size) = spec.value_size {
-        let (min, max) = size.bounds();
-        if min > max {
-            problems.push(format!(
-                "'value-size.min' ({min}) must not exceed 'value-size.max' ({max})"
-            ));
-        }
-        if max > MAX_VALUE_SIZE {
-            problems.push(format!(
-                "'value-size' ({max} bytes) must be at most {MAX_VALUE_SIZE} (16 MiB)"
-            ));
-        }
-    }
-    if let Some(size) = keys.size {
-        let needed = format!("user-{}", keys.count.saturating_sub(1)).len() as u32;
-        if size < needed || size > 1024 {
-            problems.push(format!(
-                "'keys.size' is {size} but must be between {needed} (the longest key, 'user-{}') and 1024",
-                keys.count.saturating_sub(1)
-            ));
-        }
-    }
-    if keys.distribution == Distribution::HotSet && keys.count < 2 {
-        problems.push(
-            "'keys.distribution: hot-set' needs 'keys.count' of at least 2 (hot and cold keys)"
-                .to_string(),
-        );
-    }
-    // Event time, spans and windows are milliseconds in an i64; keep far from overflow.
-    let longest = spec.windows.iter().map(|w| w.0).max().unwrap_or(0);
-    let limit = (i64::MAX / 4) as u64;
-    if spec.event_time.start > limit
-        || spec.event_time.span.0 > limit
-        || longest > limit
-        || spec.event_time.start + spec.event_time.span.0 + longest > limit
-    {
-        problems.push(format!(
-            "'event-time.start' + 'event-time.span' + the longest window must stay below {limit} ms"
-        ));
-    }
-    if let Some(bad) = spec.idle_partitions.iter().find(|p| **p >= spec.partitions) {
-        problems.push(format!(
-            "'idle-partitions' names partition {bad} but there are only {} (0..{})",
-            spec.partitions,
-            spec.partitions.saturating_sub(1)
-        ));
-    }
-    if !spec.idle_partitions.is_empty() && spec.idle_partitions.len() as u32 >= spec.partitions {
-        problems.push("'idle-partitions' leaves no partition to carry records".to_string());
-    }
-    for (key, value) in [
-        (
-            "event-time.out-of-orderness",
-            Some(spec.event_time.out_of_orderness),
-        ),
-        ("idleness", spec.idleness),
-        ("bounded-end-delay", spec.bounded_end_delay),
-        ("timer-state-ttl", spec.timer_state_ttl),
-    ] {
-        if value.is_some_and(|v| v.0 > limit) {
-            problems.push(format!("'{key}' must be below {limit} ms"));
-        }
-    }
-    if !(0.0..=1.0).contains(&spec.event_time.late_fraction) {
-        problems.push(format!(
-            "'event-time.late-fraction' is {} but must be between 0 and 1",
-            spec.event_time.late_fraction
-        ));
-    }
-    if spec.idleness.is_some_and(|t| t.0 == 0) {
-        problems.push(
-            "'idleness' must be longer than 0 (leave it out to never mark partitions idle)"
-                .to_string(),
-        );
-    }
-    if spec.timer_state_ttl.is_some_and(|t| t.0 == 0) {
-        problems
-            .push("'timer-state-ttl' must be longer than 0 (leave it out for no TTL)".to_string());
-    }
-    if spec.events == 0 {
-        problems.push("'events' must be at least 1".to_string());
-    }
-    if spec.event_time.span.0 == 0 {
-        problems.push("'event-time.span' must be longer than 0".to_string());
-    }
-    if spec.sample_interval.0 < 50 {
-        problems.push(format!(
-            "'sample-interval' is {} but must be at least 50ms",
-            spec.sample_interval
-        ));
-    }
-    validate_source(spec, limit, &mut problems);
-    if let Rate::PerSecond(0) = spec.rate {
-        problems
-            .push("'rate' is 0; use 'max' or a positive number of events per second".to_string());
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("; "))
-    }
-}
-
-fn validate_source(spec: &WorkloadSpec, limit: u64, problems: &mut Vec<String>) {
-    let source = &spec.source;
-    let span = spec.event_time.span;
-    if let Some(r) = source.readers.filter(|r| *r == 0 || *r > 1024) {
-        problems.push(format!(
-            "'source.readers' is {r} but must be between 1 and 1024"
-        ));
-    }
-    match (source.starting_offsets, source.committed_fallback) {
-        (StartingOffsets::Committed, Some(OffsetReset::None)) if spec.phases.is_none() => problems
-            .push(
-                "'source.committed-fallback: none' can never start: a run's broker starts empty \
-                 and only backfill/catch-up phases commit; use earliest | latest"
-                    .to_string(),
-            ),
-        (StartingOffsets::Committed, _) | (_, None) => {}
-        (_, Some(_)) => problems.push(
-            "'source.committed-fallback' is set but 'source.starting-offsets' is not committed"
-                .to_string(),
-        ),
-    }
-    if source.group.as_ref().is_some_and(|g| g.trim().is_empty()) {
-        problems.push("'source.group' is empty; name the consumer group".to_string());
-    }
-    for (key, value) in [
-        ("source.starting-timestamp", source.starting_timestamp),
-        ("source.deployed-at", source.deployed_at),
-        ("source.stop-at", source.stop_at),
-    ] {
-        if value.is_some_and(|v| v.0 > span.0.min(limit)) {
-            problems.push(format!(
-                "'{key}' is past the end of the log ('event-time.span' is {span})"
-            ));
-        }
-    }
-    match (source.starting_offsets, source.starting_timestamp) {
-        (StartingOffsets::Timestamp, None) => problems.push(
-            "'source.starting-offsets: timestamp' needs 'source.starting-timestamp' (e.g. 10m)"
-                .to_string(),
-        ),
-        (StartingOffsets::Timestamp, Some(_)) | (_, None) => {}
-        (other, Some(_)) => problems.push(format!(
-            "'source.starting-timestamp' is set but 'source.starting-offsets' is {}, not timestamp",
-            serde_json::to_string(&other).unwrap_or_default()
-        )),
-    }
-    if let (Some(stop), Some(from)) = (source.stop_at, source.starting_timestamp)
-        && stop.0 <= from.0
-    {
-        problems.push(format!(
-            "'source.stop-at' ({stop}) must be after 'source.starting-timestamp' ({from}): \
-             the job would read nothing"
-        ));
-    }
-    if let Some(from) = source.starting_timestamp
-        && from.0 > source.deployed_at.map_or(0, |d| d.0)
-    {
-        problems.push(format!(
-            "'source.starting-timestamp' ({from}) is after 'source.deployed-at' ({}): Kafka \
-             resolves a timestamp against the log at deploy time, so the job would start at \
-             the log's end; set 'source.deployed-at' at or after it",
-            source.deployed_at.unwrap_or(Millis(0))
-        ));
-    }
-    if let (StartingOffsets::Latest, Some(stop)) = (source.starting_offsets, source.stop_at)
-        && stop.0 <= source.deployed_at.map_or(0, |d| d.0)
-    {
-        problems.push(format!(
-            "'source.stop-at' ({stop}) is not after 'source.deployed-at': starting at latest, \
-             the job would read nothing"
-        ));
-    }
-    if source.stop_at.is_some_and(|s| s.0 == 0) {
-        problems.push("'source.stop-at' must be after the start of the log".to_string());
-    }
-    let Some(phases) = &spec.phases else {
-        return;
-    };
-    let longest = spec.windows.iter().map(|w| w.0).max().unwrap_or(0);
-    if phases.switch_at.0 < longest || phases.switch_at.0 >= span.0 {
-        problems.push(format!(
-            "'phases.switch-at' is {} but must be at least the longest window ({}) and before the \
-             end of the log ('event-time.span' {span}): the backfill needs a full window of history \
-             and the catch-up something after the switch",
-            phases.switch_at,
-            Millis(longest)
-        ));
-    }
-    if source.starting_offsets != StartingOffsets::Earliest
-        || source.deployed_at.is_some()
-        || source.stop_at.is_some()
-        || source.group.is_some()
-    {
-        problems.push(
-            "'phases' set the jobs' groups, starting offsets and deploy time themselves; leave \
-             'source.group', 'source.starting-offsets', 'source.deployed-at' and \
-             'source.stop-at' out"
-                .to_string(),
-        );
-    }
-    for (key, group) in [
-        ("phases.backfill-group", &phases.backfill_group),
-        ("phases.catch-up-group", &phases.catch_up_group),
-    ] {
-        if group.trim().is_empty() {
-            problems.push(format!("'{key}' is empty; name the consumer group"));
-        }
-    }
-    if spec.trace.is_some() {
-        problems.push("'phases' cannot be combined with 'trace' yet".to_string());
     }
 }
 

@@ -28,6 +28,8 @@ pub enum PipelineError {
     CorruptTimer(String),
     #[error("the operator registered a timer but has no timer service")]
     NoTimerService,
+    #[error("the job has no operator number {0}")]
+    NoSuchOperator(usize),
 }
 
 impl From<rocksdb::Error> for PipelineError {

@@ -240,6 +240,9 @@ fn insert_sorted(queue: &mut VecDeque<(i64, u32)>, item: (i64, u32)) {
 pub struct Truths {
     /// Result slots per key.
     n: usize,
+    /// Where the model being updated has its slots: `set`, `add` and `get` take the model's own
+    /// slot numbering (a chain's operator i writes at its slot base).
+    base: usize,
     /// user -> slot: the user's values are `counts[slot * n..][..n]`.
     slots: UserIndex,
     /// slot -> user.
@@ -274,12 +277,13 @@ impl Truths {
     /// Adds `delta` to the true value of `user`'s result `index`.
     pub fn add(&mut self, user: u64, index: usize, delta: i64) {
         let slot = self.slot(user);
-        self.add_at(slot, index, delta);
+        self.add_at(slot, self.base + index, delta);
     }
 
     /// Sets the true value of `user`'s result `index`.
     pub fn set(&mut self, user: u64, index: usize, value: i64) {
         let slot = self.slot(user);
+        let index = self.base + index;
         if index < self.n {
             self.counts[slot as usize * self.n + index] = value;
             self.mark(slot);
@@ -288,7 +292,8 @@ impl Truths {
 
     /// The true value of `user`'s result `index` (0 when never set).
     pub fn get(&self, user: u64, index: usize) -> i64 {
-        self.pair(user, index).map_or(0, |p| self.counts[p])
+        self.pair(user, self.base + index)
+            .map_or(0, |p| self.counts[p])
     }
 
     fn add_at(&mut self, slot: u32, index: usize, delta: i64) {
@@ -317,6 +322,7 @@ impl Truths {
     fn untracked(&self) -> Truths {
         Truths {
             n: self.n,
+            base: 0,
             slots: self.slots.clone(),
             users: self.users.clone(),
             counts: self.counts.clone(),
@@ -334,6 +340,98 @@ pub trait TruthModel: Send {
     /// A watermark the operator has been sent (strictly increasing).
     fn on_watermark(&mut self, watermark: i64, now: i64, truths: &mut Truths);
     fn boxed_clone(&self) -> Box<dyn TruthModel>;
+    /// Moves the records the operator emitted (for the next operator of a chain) since the
+    /// last call into `out`, in the order the operator emits them. None by default.
+    fn drain_emitted(&mut self, _out: &mut Vec<Event>) {}
+}
+
+/// One operator of a chain in the oracle: its model and where its result slots start.
+struct Stage {
+    model: Box<dyn TruthModel>,
+    base: usize,
+    /// Records fed to this operator so far (a downstream record's `offset`).
+    offset: u64,
+}
+
+/// A chain's model: operator 0's model reads the job's records, and what model i emits feeds
+/// model i + 1 as the engine feeds the operators (after each record or watermark of model i,
+/// its emitted records in order, then the watermark); each model writes its truths at its
+/// slot base.
+pub struct ChainModel {
+    stages: Vec<Stage>,
+}
+
+impl ChainModel {
+    /// The chain of `stages`: each model with its slot base, in chain order.
+    pub fn new(stages: Vec<(Box<dyn TruthModel>, usize)>) -> ChainModel {
+        ChainModel {
+            stages: stages
+                .into_iter()
+                .map(|(model, base)| Stage {
+                    model,
+                    base,
+                    offset: 0,
+                })
+                .collect(),
+        }
+    }
+
+    /// Runs `first` on the first stage, then each stage's emitted records (and `watermark`,
+    /// when given) through the next.
+    fn run(
+        &mut self,
+        first: Option<&Event>,
+        watermark: Option<i64>,
+        now: i64,
+        truths: &mut Truths,
+    ) {
+        let mut batch: Vec<Event> = first.cloned().into_iter().collect();
+        let mut out = Vec::new();
+        for (i, stage) in self.stages.iter_mut().enumerate() {
+            truths.base = stage.base;
+            for record in &mut batch {
+                if i > 0 {
+                    // As the engine numbers a downstream record.
+                    record.offset = stage.offset;
+                    record.append_time = now;
+                    stage.offset += 1;
+                }
+                stage.model.on_event(record, now, truths);
+                stage.model.drain_emitted(&mut out);
+            }
+            if let Some(watermark) = watermark {
+                stage.model.on_watermark(watermark, now, truths);
+                stage.model.drain_emitted(&mut out);
+            }
+            batch.clear();
+            std::mem::swap(&mut batch, &mut out);
+        }
+        truths.base = 0;
+    }
+}
+
+impl TruthModel for ChainModel {
+    fn on_event(&mut self, event: &Event, now: i64, truths: &mut Truths) {
+        self.run(Some(event), None, now, truths);
+    }
+
+    fn on_watermark(&mut self, watermark: i64, now: i64, truths: &mut Truths) {
+        self.run(None, Some(watermark), now, truths);
+    }
+
+    fn boxed_clone(&self) -> Box<dyn TruthModel> {
+        Box::new(ChainModel {
+            stages: self
+                .stages
+                .iter()
+                .map(|s| Stage {
+                    model: s.model.boxed_clone(),
+                    base: s.base,
+                    offset: s.offset,
+                })
+                .collect(),
+        })
+    }
 }
 
 /// The frequency counter's model: a user's count in window `w` at watermark `W` is the number

@@ -217,7 +217,7 @@ pub const PROOFS: &[Proof] = &[
         ],
         edit: |w| {
             w.spec.keys.count = 2_000_000;
-            if let Some(OperatorSpec::Dedup(d)) = &mut w.spec.job {
+            if let Some(OperatorSpec::Dedup(d)) = w.spec.job.as_mut().map(|j| j.first_mut()) {
                 d.cleanup = Some(Cleanup::None);
                 d.query_time_after = None;
             }
@@ -441,7 +441,11 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
 /// A finding's change to the job's operator (`job.function`, `job.cleanup`), as the workload's
 /// `job:` section would say it.
 fn apply_job_change(workload: &mut Workload, key: &str, value: &str) -> anyhow::Result<()> {
-    match (workload.spec.job.as_mut(), key, value) {
+    match (
+        workload.spec.job.as_mut().map(|j| j.first_mut()),
+        key,
+        value,
+    ) {
         (Some(OperatorSpec::Window(w)), "job.function", "aggregate") => {
             w.function = FunctionKind::Aggregate
         }

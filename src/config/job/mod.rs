@@ -9,7 +9,10 @@ pub mod dedup;
 pub mod frequency;
 pub mod interval_join;
 pub mod process;
+pub mod section;
 pub mod window;
+
+pub use section::JobSpec;
 
 use serde::{Deserialize, Serialize};
 

@@ -131,8 +131,8 @@ impl<'a> KeyedOperator<'a> for Aggregate<'a> {
         let (count, sum) = self.process(&mut ctx.state, event.value_size, now)?;
         self.counters.events += 1;
         self.counters.emitted += 1;
-        ctx.sink.write(event.user, COUNT, count)?;
-        ctx.sink.write(event.user, SUM, sum)?;
+        ctx.write(event.user, COUNT, count)?;
+        ctx.write(event.user, SUM, sum)?;
         Ok(())
     }
 

@@ -4,8 +4,9 @@
 use super::{KeyedOperator, Layout};
 use crate::backend::keys::CompositeKey;
 use crate::backend::{StateAccess, StateBackend};
-use crate::durability::delivery::{Delivery, origin};
+use crate::durability::delivery::{Delivery, DeliveryError, origin};
 use crate::pipeline::PipelineError;
+use crate::pipeline::source::Event;
 use crate::pipeline::timers::TimerService;
 
 /// What an operator sees: counted state access and its timer service.
@@ -19,6 +20,12 @@ pub struct Context<'a> {
     pub sink: Delivery,
     /// The operator's current watermark (already advanced when timers fire, as in Flink).
     pub watermark: i64,
+    /// Where the operator's result slots start in the job's numbering (0 for a single operator
+    /// and a chain's first; then the slots of every operator before it).
+    pub slot_base: usize,
+    /// Records the operator emitted for the next operator of a chain, in order (Flink's
+    /// `output.collect`); the engine drains them (or clears them behind a chain's last).
+    pub emitted: Vec<Event>,
 }
 
 impl<'a> Context<'a> {
@@ -45,7 +52,39 @@ impl<'a> Context<'a> {
             now: 0,
             sink,
             watermark: i64::MIN,
+            slot_base: 0,
+            emitted: Vec::new(),
         })
+    }
+
+    /// The same context for an operator whose result slots start at `slot_base`.
+    pub fn with_slot_base(mut self, slot_base: usize) -> Self {
+        self.slot_base = slot_base;
+        self
+    }
+
+    /// Writes the operator's result `slot` (its own numbering) of `key` to the serving store.
+    pub fn write(&mut self, key: u64, slot: usize, value: i64) -> Result<(), DeliveryError> {
+        self.sink.write(key, self.slot_base + slot, value)
+    }
+
+    /// A record for the next operator of the chain (Flink's `output.collect`).
+    pub fn emit(&mut self, event: Event) {
+        self.emitted.push(event);
+    }
+
+    /// The operator's own results the serving store holds, as (key, slot in the operator's
+    /// numbering, value): after a restore, totals kept outside Flink state start from them.
+    pub fn own_results(&mut self, slots: usize) -> Result<Vec<(u64, usize, i64)>, PipelineError> {
+        let base = self.slot_base;
+        Ok(self
+            .sink
+            .sink_mut()
+            .read_all()?
+            .into_iter()
+            .filter(|(_, slot, _)| (base..base + slots).contains(slot))
+            .map(|(key, slot, value)| (key, slot - base, value))
+            .collect())
     }
 
     /// Moves processing time (the replay clock, which TTL reads) to `now`.

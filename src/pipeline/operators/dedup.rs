@@ -143,9 +143,9 @@ impl<'a> KeyedOperator<'a> for Dedup<'a> {
             self.counters.emitted += 1;
             let n = self.emitted.entry(event.user).or_default();
             *n += 1;
-            ctx.sink.write(event.user, EMITTED, *n)?;
+            ctx.write(event.user, EMITTED, *n)?;
             if self.keep == Keep::Last {
-                ctx.sink.write(event.user, LAST_TIME, event.event_time)?;
+                ctx.write(event.user, LAST_TIME, event.event_time)?;
             }
         }
         Ok(())

@@ -132,7 +132,7 @@ impl<'a> FrequencyJob<'a> {
     pub fn sync_to_sink(&self, ctx: &mut Context) -> Result<u64, PipelineError> {
         let counts = self.state_counts(&mut ctx.state)?;
         for (user, window, count) in &counts {
-            ctx.sink.write(*user, *window, *count)?;
+            ctx.write(*user, *window, *count)?;
         }
         ctx.sink.flush()?;
         Ok(counts.len() as u64)
@@ -228,7 +228,7 @@ impl<'a> KeyedOperator<'a> for FrequencyJob<'a> {
             let window = self.windows[i];
             let count = self.increment(i, event.event_time, ctx)?;
             if write {
-                ctx.sink.write(event.user, i, count)?;
+                ctx.write(event.user, i, count)?;
             }
             let serializer = &self.serializer;
 
@@ -300,7 +300,7 @@ impl<'a> KeyedOperator<'a> for FrequencyJob<'a> {
             }
             self.counters.decrements += u64::from(n);
             if write {
-                ctx.sink.write(user, usize::from(window), stats.count)?;
+                ctx.write(user, usize::from(window), stats.count)?;
             }
             if stats.count <= 0 {
                 // An empty window needs no state: keeps the state as small as the job's real one.

@@ -377,8 +377,8 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
             total.0 += pairs;
             total.1 = total.1.wrapping_add(digest);
             let (p, d) = *total;
-            ctx.sink.write(event.user, 0, p)?;
-            ctx.sink.write(event.user, 1, d)?;
+            ctx.write(event.user, 0, p)?;
+            ctx.write(event.user, 1, d)?;
         }
 
         // internalTimerService.registerEventTimeTimer(CLEANUP_LEFT | CLEANUP_RIGHT, cleanupTime)
@@ -563,7 +563,11 @@ mod tests {
 
     fn workload(job: &str) -> Workload {
         let mut w = Workload::load("interval-join").unwrap();
-        w.spec.job = Some(serde_norway::from_str(job).unwrap());
+        w.spec.job = Some(
+            serde_norway::from_str::<crate::config::job::OperatorSpec>(job)
+                .unwrap()
+                .into(),
+        );
         w
     }
 
@@ -663,7 +667,7 @@ mod tests {
         let backend = StateBackend::open_for(dir.path(), &profile, &layout).unwrap();
         let sink = Delivery::passthrough(Box::new(MemorySink::new(spec.result_labels())));
         let mut ctx = Context::new(&backend, &layout, sink).unwrap();
-        let mut op = super::super::build(&backend, w, super::super::JobMode::Streaming).unwrap();
+        let mut op = super::super::build(&backend, w, 0, super::super::JobMode::Streaming).unwrap();
         let mut oracle = super::super::oracle(w);
         let ooo = w.spec.event_time.out_of_orderness.0 as i64;
         let mut valve = WatermarkValve::new(2, ooo, None, 0);
@@ -674,7 +678,7 @@ mod tests {
         for (i, e) in events.iter().enumerate() {
             if restart == Some(i) {
                 let (counters, results) = (op.counters(), op.results_snapshot());
-                op = super::super::build(&backend, w, super::super::JobMode::Streaming).unwrap();
+                op = super::super::build(&backend, w, 0, super::super::JobMode::Streaming).unwrap();
                 op.restore_counters(counters);
                 op.restore_results(&results);
             }

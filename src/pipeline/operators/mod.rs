@@ -22,7 +22,7 @@ pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
 
 use super::PipelineError;
-use super::oracle::Oracle;
+use super::oracle::{ChainModel, Oracle, TruthModel};
 use super::source::Event;
 use super::timers::Timer;
 use crate::backend::StateBackend;
@@ -194,13 +194,19 @@ pub fn layout(spec: &OperatorSpec) -> Layout {
     }
 }
 
-/// The workload's operator on `backend` (opened with [`layout`]'s column families).
+/// Operator `index` of the workload's chain (`Workload::operators`; 0 for a single operator)
+/// on `backend` (opened with [`layout`]'s column families).
 pub fn build<'a>(
     backend: &'a StateBackend,
     workload: &Workload,
+    index: usize,
     mode: JobMode,
 ) -> Result<Box<dyn KeyedOperator<'a> + 'a>, PipelineError> {
-    match workload.operator() {
+    let operators = workload.operators();
+    let Some(spec) = operators.into_iter().nth(index) else {
+        return Err(PipelineError::NoSuchOperator(index));
+    };
+    match spec {
         OperatorSpec::Frequency(_) => {
             Ok(Box::new(FrequencyJob::with_mode(backend, workload, mode)?))
         }
@@ -218,37 +224,59 @@ pub fn build<'a>(
     }
 }
 
-/// The exact oracle of the workload's operator.
+/// The exact oracle of the workload's job: its operator's, or a chain's (every operator's
+/// model fed what the one before it emits, as the engine feeds the operators).
 pub fn oracle(workload: &Workload) -> Oracle {
-    match workload.operator() {
-        OperatorSpec::Frequency(f) => {
-            let windows: Vec<i64> = f.windows.iter().map(|w| w.0 as i64).collect();
-            Oracle::new(&windows)
+    let operators = workload.operators();
+    if let [OperatorSpec::Frequency(f)] = operators.as_slice() {
+        let windows: Vec<i64> = f.windows.iter().map(|w| w.0 as i64).collect();
+        return Oracle::new(&windows);
+    }
+    if let [one] = operators.as_slice() {
+        return Oracle::with_model(one.result_labels().len(), truth(one, workload));
+    }
+    let bases = workload.slot_bases();
+    let slots = workload.result_labels().len();
+    let stages = operators
+        .iter()
+        .zip(bases)
+        .map(|(op, base)| (truth(op, workload), base))
+        .collect();
+    Oracle::with_model(slots, Box::new(ChainModel::new(stages)))
+}
+
+/// The truth model of one operator (`spec`) of `workload`'s job, writing its results in its own
+/// slot numbering. (The frequency counter's model is the oracle's own, and it runs only alone.)
+pub fn truth(spec: &OperatorSpec, workload: &Workload) -> Box<dyn TruthModel> {
+    match spec {
+        OperatorSpec::Frequency(_) => Box::new(Nothing),
+        OperatorSpec::Dedup(d) => Box::new(dedup::DedupTruth::new(d)),
+        OperatorSpec::Aggregate(a) => Box::new(aggregate::AggregateTruth::new(a)),
+        OperatorSpec::Process(p) => {
+            Box::new(process_truth::ProcessTruth::new(p, workload.spec.keys.size))
         }
-        OperatorSpec::Dedup(d) => Oracle::with_model(
-            d.result_labels().len(),
-            Box::new(dedup::DedupTruth::new(&d)),
-        ),
-        OperatorSpec::Aggregate(a) => Oracle::with_model(
-            a.result_labels().len(),
-            Box::new(aggregate::AggregateTruth::new(&a)),
-        ),
-        OperatorSpec::Process(p) => Oracle::with_model(
-            p.result_labels().len(),
-            Box::new(process_truth::ProcessTruth::new(
-                &p,
-                workload.spec.keys.size,
-            )),
-        ),
-        OperatorSpec::Window(w) => match window::WindowTruth::new(&w) {
-            Ok(model) => Oracle::with_model(w.result_labels().len(), Box::new(model)),
+        OperatorSpec::Window(w) => match window::WindowTruth::new(w) {
+            Ok(model) => Box::new(model),
             // A spec that does not validate never runs.
-            Err(_) => Oracle::with_model(w.result_labels().len(), Box::new(Nothing)),
+            Err(_) => Box::new(Nothing),
         },
-        OperatorSpec::IntervalJoin(j) => Oracle::with_model(
-            j.result_labels().len(),
-            Box::new(interval_join::JoinTruth::new(&j)),
-        ),
+        OperatorSpec::IntervalJoin(j) => Box::new(interval_join::JoinTruth::new(j)),
+    }
+}
+
+/// A record an operator emits for the next one in a chain: keyed by the same key `user`, at
+/// `timestamp` (its StreamRecord's), of `value_size` bytes. The engine numbers it (`offset`:
+/// the record's sequence into the next operator) and stamps the processing time
+/// (`append_time`); partition and input are 0.
+pub fn record(user: u64, timestamp: i64, value_size: u32) -> Event {
+    Event {
+        user,
+        event_time: timestamp,
+        partition: 0,
+        offset: 0,
+        append_time: 0,
+        value_size,
+        input: 0,
     }
 }
 

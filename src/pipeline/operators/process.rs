@@ -321,9 +321,9 @@ impl<'a> Process<'a> {
         *digest = digest.wrapping_add(term);
         let (events, digest) = (*events, *digest);
         if event {
-            ctx.sink.write(key, EVENTS, events)?;
+            ctx.write(key, EVENTS, events)?;
         }
-        ctx.sink.write(key, DIGEST, digest)?;
+        ctx.write(key, DIGEST, digest)?;
         Ok(())
     }
 }

@@ -24,7 +24,7 @@ pub fn workload(job: &str, keys: u64) -> Workload {
     let mut w = Workload::load("smoke").unwrap();
     let spec: OperatorSpec = serde_norway::from_str(job).unwrap();
     spec.validate().unwrap();
-    w.spec.job = Some(spec);
+    w.spec.job = Some(spec.into());
     w.spec.keys.count = keys;
     w
 }
@@ -58,7 +58,7 @@ impl Rig {
     }
 
     pub fn op(&self) -> Box<dyn KeyedOperator<'_> + '_> {
-        build(&self.backend, &self.workload, JobMode::Streaming).unwrap()
+        build(&self.backend, &self.workload, 0, JobMode::Streaming).unwrap()
     }
 
     /// Runs `events` (processing time = the largest event time so far; a watermark every 16

@@ -86,7 +86,7 @@ struct Inputs {
 impl Inputs {
     fn new(workload: &Workload) -> Option<Box<Inputs>> {
         let spec = &workload.spec;
-        let Some(OperatorSpec::IntervalJoin(join)) = &spec.job else {
+        let Some(OperatorSpec::IntervalJoin(join)) = spec.job.as_ref().map(|j| j.first()) else {
             return None;
         };
         let live = |range: std::ops::Range<u32>| -> Vec<u32> {
@@ -369,7 +369,8 @@ mod tests {
         single.spec.windows = vec![crate::config::Millis(60_000)];
         let a: Vec<Event> = Generator::new(&join).take(20_000).collect();
         let b: Vec<Event> = Generator::new(&single).take(20_000).collect();
-        let Some(OperatorSpec::IntervalJoin(spec)) = &join.spec.job else {
+        let Some(OperatorSpec::IntervalJoin(spec)) = join.spec.job.as_ref().map(|j| j.first())
+        else {
             panic!("interval-join is a join");
         };
         let (left, right) = spec.input_partitions(join.spec.partitions);

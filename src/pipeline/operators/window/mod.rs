@@ -185,7 +185,7 @@ impl<'a> WindowOperator<'a> {
         }
         self.reload_totals = false;
         self.totals.clear();
-        for (key, slot, value) in ctx.sink.sink_mut().read_all()? {
+        for (key, slot, value) in ctx.own_results(3)? {
             let t = self.totals.entry(key).or_default();
             match slot {
                 SLOT_FIRED => t.fired = value,
@@ -229,9 +229,9 @@ impl<'a> WindowOperator<'a> {
         totals.add(window, s);
         let t = *totals;
         self.counters.emitted += 1;
-        ctx.sink.write(key_id, SLOT_FIRED, t.fired)?;
-        ctx.sink.write(key_id, SLOT_ELEMENTS, t.elements)?;
-        ctx.sink.write(key_id, SLOT_DIGEST, t.digest)?;
+        ctx.write(key_id, SLOT_FIRED, t.fired)?;
+        ctx.write(key_id, SLOT_ELEMENTS, t.elements)?;
+        ctx.write(key_id, SLOT_DIGEST, t.digest)?;
         Ok(())
     }
 

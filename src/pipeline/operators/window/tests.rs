@@ -16,7 +16,7 @@ fn spec(yaml: &str) -> WindowSpec {
 
 fn workload(spec: &WindowSpec) -> Workload {
     let mut w = Workload::load("smoke").unwrap();
-    w.spec.job = Some(OperatorSpec::Window(spec.clone()));
+    w.spec.job = Some(OperatorSpec::Window(spec.clone()).into());
     w
 }
 
