@@ -5,12 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::SavepointFormat;
+pub use super::attempts::{Attempts, Survivors};
 use super::chain::{Chain, OperatorMeta};
 use super::progress::ProgressMark;
 use super::run::Run;
-use super::snapshot::{
-    JobSource, LatencyRecorder, Op, OperatorSummary, Phase, RestoreRecord, SavepointRecord,
-};
+use super::snapshot::{JobSource, Op, OperatorSummary, Phase, RestoreRecord, SavepointRecord};
 use super::truth::OracleThread;
 use super::{EngineError, WATERMARK_EVERY_EVENTS};
 use crate::backend::oplog::Mark;
@@ -50,48 +49,6 @@ pub struct Resume {
     pub truth_origin: Offsets,
     /// Where the operators after the first stood (a chain's; empty for one operator).
     pub operators: Vec<OperatorMeta>,
-}
-
-/// What a job's earlier attempts in this process did: a job restarted after a failure is the same
-/// job, and its counts and rates hold every attempt's work (the replayed records too).
-#[derive(Default)]
-pub struct Attempts {
-    /// Records read (replays included).
-    pub records: u64,
-    /// Of those, read again after a restore.
-    pub replayed: u64,
-    /// RocksDB operations issued.
-    pub ops: AccessCounters,
-    /// Of those, each operator's (a chain's; empty before the first attempt ended).
-    pub op_ops: Vec<AccessCounters>,
-    /// Latencies recorded (the run-long histograms go on).
-    pub latency: Option<LatencyRecorder>,
-    /// The first attempt's start, in the run's running time.
-    pub started_at: Option<Duration>,
-    /// Records the job's state covered when its first attempt started.
-    pub records_before: Option<u64>,
-    /// Where and why the first attempt started reading.
-    pub started_from: Option<(String, Offsets)>,
-    /// The serving store's counters when the first attempt started.
-    pub sink_base: Option<SinkCounters>,
-    /// The job's work in the processes before this one (restored from another process's
-    /// checkpoint); None when the job started in this process.
-    pub earlier_processes: Option<JobWork>,
-}
-
-/// What outlives a job that failed: the exact truth (it saw every record once, and must not
-/// see a replayed one again), the serving store, the checkpoint coordinator.
-pub struct Survivors {
-    pub oracle: OracleThread,
-    pub oracle_watermark: i64,
-    pub sink: Delivery,
-    pub checkpointer: Option<Checkpointer>,
-    /// The failed job's position: its truth has seen every record before it.
-    pub position: Offsets,
-    pub processed: u64,
-    pub truth_origin: Offsets,
-    /// Its work and that of the attempts before it.
-    pub attempts: Attempts,
 }
 
 /// How a job's reading loop ended.
@@ -257,22 +214,6 @@ impl<'a> JobRunner<'a> {
         })
     }
 
-    /// This attempt goes on from `earlier` ones, and reads again the records up to
-    /// `replay_until` (the count the failed attempt, or the killed process, had reached).
-    pub fn continue_from(&mut self, mut earlier: Attempts, replay_until: u64) {
-        if let Some(latency) = earlier.latency.take() {
-            self.ctx.state.latency = latency;
-        }
-        if let Some(at) = earlier.started_at {
-            self.started_at = at;
-        }
-        if let Some(base) = earlier.sink_base {
-            self.sink_base = base;
-        }
-        self.earlier = earlier;
-        self.replay_until = replay_until;
-    }
-
     /// Marks the job's progress in `mark` as it goes.
     pub fn mark_progress(&mut self, mark: ProgressMark) {
         self.progress = Some(mark);
@@ -316,7 +257,7 @@ impl<'a> JobRunner<'a> {
     }
 
     /// Each operator's RocksDB operations over every attempt, in chain order.
-    fn op_ops(&self) -> Vec<AccessCounters> {
+    pub(super) fn op_ops(&self) -> Vec<AccessCounters> {
         std::iter::once(&self.ctx.state.counters)
             .chain(self.chain.stages.iter().map(|s| &s.ctx.state.counters))
             .enumerate()
@@ -363,38 +304,6 @@ impl<'a> JobRunner<'a> {
     /// The serving store, once the job is done with it (the next job writes on).
     pub fn into_sink(self) -> Delivery {
         self.ctx.sink
-    }
-
-    /// What outlives this job once it failed. Its checkpoint under way is abandoned.
-    pub fn into_survivors(mut self) -> Survivors {
-        if let Some(c) = &mut self.checkpointer {
-            c.detach();
-        }
-        let attempts = Attempts {
-            records: self.records_read(),
-            replayed: self.records_replayed(),
-            ops: self.ops(),
-            op_ops: self.op_ops(),
-            latency: Some(std::mem::take(&mut self.ctx.state.latency)),
-            started_at: Some(self.started_at),
-            records_before: Some(self.earlier.records_before.unwrap_or(self.start_processed)),
-            started_from: Some(self.earlier.started_from.take().unwrap_or_else(|| {
-                let plan = self.consumer.plan();
-                (plan.start_reason.clone(), plan.start.clone())
-            })),
-            sink_base: Some(self.sink_base),
-            earlier_processes: self.earlier.earlier_processes,
-        };
-        Survivors {
-            attempts,
-            position: self.consumer.position().clone(),
-            processed: self.processed,
-            oracle: self.oracle,
-            oracle_watermark: self.oracle_watermark,
-            sink: self.ctx.sink,
-            checkpointer: self.checkpointer,
-            truth_origin: self.truth_origin,
-        }
     }
 
     /// Every result the sink's reader sees now.

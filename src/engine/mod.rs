@@ -10,6 +10,7 @@
 //! - `run`: what the jobs of a run share — `sampler`, `clock`, `live`: the sampling cadence,
 //!   running time and the live profile.
 
+mod attempts;
 mod chain;
 mod clock;
 mod durable;

@@ -101,9 +101,15 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
             s.p99_get_latency_us, s.p99_put_latency_us, s.max_put_latency_us
         ),
     );
+    // A chain: every operator, in order.
+    let operators = workload.operators();
     line(
         "job",
-        serde_json::to_string(&workload.operator()).unwrap_or_default(),
+        match operators.as_slice() {
+            [one] => serde_json::to_string(one),
+            chain => serde_json::to_string(chain),
+        }
+        .unwrap_or_default(),
     );
     let mut more = String::new();
     if s.merges > 0 {
