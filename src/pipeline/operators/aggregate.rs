@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use rocksdb::ColumnFamily;
 
 use super::ttl::{self, Read, ValueCodec};
-use super::{Context, JobCounters, KeyedOperator, Layout};
+use super::{ACCUMULATOR_SIZE, Context, JobCounters, KeyedOperator, Layout, record};
 use crate::backend::keys::{CompositeKey, write_string};
 use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
@@ -131,6 +131,12 @@ impl<'a> KeyedOperator<'a> for Aggregate<'a> {
         let (count, sum) = self.process(&mut ctx.state, event.value_size, now)?;
         self.counters.events += 1;
         self.counters.emitted += 1;
+        // reduce: StreamGroupedReduceOperator.processElement's
+        // `output.collect(element.replace(newValue))`; aggregate: the function's
+        // `out.collect(acc)` (KeyedProcessOperator's TimestampedCollector): the input's
+        // timestamp either way.
+        let size = emitted_size(self.function, &self.key_str);
+        ctx.emit(record(event.user, event.event_time, size));
         ctx.write(event.user, COUNT, count)?;
         ctx.write(event.user, SUM, sum)?;
         Ok(())
@@ -145,11 +151,25 @@ impl<'a> KeyedOperator<'a> for Aggregate<'a> {
     }
 }
 
+/// Bytes of the record the operator emits per element: the reduced `Tuple3<String, Long,
+/// Long>` (reduce) or the `Tuple2<Long, Long>` accumulator (aggregate).
+fn emitted_size(function: AggregateFunction, key: &str) -> u32 {
+    match function {
+        AggregateFunction::Reduce => super::reduced_tuple_size(key),
+        AggregateFunction::Aggregate => ACCUMULATOR_SIZE,
+    }
+}
+
 /// The exact model: per key, (count, sum, last write time).
 #[derive(Debug, Clone)]
 pub struct AggregateTruth {
     ttl: Option<TtlSettings>,
     acc: HashMap<u64, (i64, i64, i64)>,
+    function: AggregateFunction,
+    key_size: Option<u32>,
+    key_str: String,
+    /// Records emitted and not drained yet.
+    out: Vec<Event>,
 }
 
 impl AggregateTruth {
@@ -157,7 +177,17 @@ impl AggregateTruth {
         AggregateTruth {
             ttl: spec.ttl_settings().ok().flatten(),
             acc: HashMap::new(),
+            function: spec.function,
+            key_size: None,
+            key_str: String::new(),
+            out: Vec::new(),
         }
+    }
+
+    /// The model of a workload whose keys are `key_size` bytes (`keys.size`).
+    pub fn with_key_size(mut self, key_size: Option<u32>) -> Self {
+        self.key_size = key_size;
+        self
     }
 }
 
@@ -176,12 +206,19 @@ impl TruthModel for AggregateTruth {
         entry.2 = now;
         t.set(e.user, COUNT, entry.0);
         t.set(e.user, SUM, entry.1);
+        Generator::sized_key(e.user, self.key_size, &mut self.key_str);
+        let size = emitted_size(self.function, &self.key_str);
+        self.out.push(record(e.user, e.event_time, size));
     }
 
     fn on_watermark(&mut self, _wm: i64, _now: i64, _t: &mut Truths) {}
 
     fn boxed_clone(&self) -> Box<dyn TruthModel> {
         Box::new(self.clone())
+    }
+
+    fn drain_emitted(&mut self, out: &mut Vec<Event>) {
+        out.append(&mut self.out);
     }
 }
 

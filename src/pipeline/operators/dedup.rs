@@ -13,7 +13,7 @@ use rocksdb::ColumnFamily;
 
 use super::ttl::{self, Read, ValueCodec};
 use super::valgen::{java_hash, payload};
-use super::{Context, JobCounters, KeyedOperator, Layout, mix};
+use super::{Context, JobCounters, KeyedOperator, Layout, mix, record};
 use crate::backend::keys::CompositeKey;
 use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
@@ -140,6 +140,8 @@ impl<'a> KeyedOperator<'a> for Dedup<'a> {
         let emit = self.process(&mut ctx.state, event.event_time, event.value_size, now)?;
         self.counters.events += 1;
         if emit {
+            // out.collect(e): the input record, its timestamp (TimestampedCollector).
+            ctx.emit(record(event.user, event.event_time, event.value_size));
             self.counters.emitted += 1;
             let n = self.emitted.entry(event.user).or_default();
             *n += 1;
@@ -186,6 +188,8 @@ pub struct DedupTruth {
     keep: Keep,
     ttl: Option<TtlSettings>,
     last_access: HashMap<u64, i64>,
+    /// Records emitted and not drained yet.
+    out: Vec<Event>,
 }
 
 impl DedupTruth {
@@ -194,6 +198,7 @@ impl DedupTruth {
             keep: spec.keep,
             ttl: spec.ttl_settings().ok().flatten(),
             last_access: HashMap::new(),
+            out: Vec::new(),
         }
     }
 }
@@ -216,11 +221,13 @@ impl TruthModel for DedupTruth {
                 } else {
                     self.last_access.insert(e.user, now);
                     t.add(e.user, EMITTED, 1);
+                    self.out.push(record(e.user, e.event_time, e.value_size));
                 }
             }
             Keep::Last => {
                 t.add(e.user, EMITTED, 1);
                 t.set(e.user, LAST_TIME, e.event_time);
+                self.out.push(record(e.user, e.event_time, e.value_size));
             }
         }
     }
@@ -229,6 +236,10 @@ impl TruthModel for DedupTruth {
 
     fn boxed_clone(&self) -> Box<dyn TruthModel> {
         Box::new(self.clone())
+    }
+
+    fn drain_emitted(&mut self, out: &mut Vec<Event>) {
+        out.append(&mut self.out);
     }
 }
 

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rocksdb::ColumnFamily;
 
-use super::{Context, JobCounters, KeyedOperator, Layout, mix, splitmix64};
+use super::{Context, JobCounters, KeyedOperator, Layout, mix, record, splitmix64};
 use crate::backend::keys::{self, CompositeKey};
 use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
@@ -361,6 +361,7 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
         let (mut pairs, mut digest) = (0i64, 0i64);
         let prefix_len = self.key.prefix().len();
         let other_buffer = self.buffer(other(side));
+        let emitted = &mut ctx.emitted;
         for_each_map_entry(&mut ctx.state, other_buffer, self.key.prefix(), |k, v| {
             let other_ts = bucket_time(k, prefix_len)?;
             if !bounds.joins(side, ts, other_ts) {
@@ -369,6 +370,8 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
             for_each_element(v, |_, other_size| {
                 pairs += 1;
                 digest = digest.wrapping_add(pair_digest(side, ts, size, other_ts, other_size));
+                // IntervalJoinOperator.collect: setAbsoluteTimestamp(max(left, right)).
+                emitted.push(pair_record(event.user, ts, size, other_ts, other_size));
             })
         })?;
         if pairs > 0 {
@@ -460,6 +463,13 @@ pub struct JoinTruth {
     buffers: HashMap<(u64, Side), BTreeMap<i64, Vec<u32>>>,
     /// Cleanup timers: (time, key, side), each once, as a timer service keeps them.
     timers: BTreeSet<(i64, u64, Side)>,
+    /// Pairs emitted and not drained yet.
+    out: Vec<Event>,
+}
+
+/// The record of a pair: the key's, at the later of the two times, carrying both values.
+fn pair_record(key: u64, ts: i64, size: u32, other_ts: i64, other_size: u32) -> Event {
+    record(key, ts.max(other_ts), size.saturating_add(other_size))
 }
 
 impl JoinTruth {
@@ -469,6 +479,7 @@ impl JoinTruth {
             watermark: i64::MIN,
             buffers: HashMap::new(),
             timers: BTreeSet::new(),
+            out: Vec::new(),
         }
     }
 
@@ -491,6 +502,8 @@ impl JoinTruth {
             for (&other_ts, sizes) in others {
                 if self.bounds.joins(side, ts, other_ts) {
                     for &size in sizes {
+                        self.out
+                            .push(pair_record(e.user, ts, e.value_size, other_ts, size));
                         pairs += 1;
                         digest = digest.wrapping_add(pair_digest(
                             side,
@@ -547,6 +560,10 @@ impl TruthModel for JoinTruth {
 
     fn boxed_clone(&self) -> Box<dyn TruthModel> {
         Box::new(self.clone())
+    }
+
+    fn drain_emitted(&mut self, out: &mut Vec<Event>) {
+        out.append(&mut self.out);
     }
 }
 

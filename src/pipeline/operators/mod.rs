@@ -6,11 +6,14 @@
 //! file names the Flink classes it mirrors.
 
 pub mod aggregate;
+#[cfg(test)]
+mod chain_tests;
 mod context;
 pub mod dedup;
 pub mod frequency;
 pub mod interval_join;
 pub mod process;
+mod process_map;
 mod process_truth;
 #[cfg(test)]
 mod testkit;
@@ -251,12 +254,14 @@ pub fn truth(spec: &OperatorSpec, workload: &Workload) -> Box<dyn TruthModel> {
     match spec {
         OperatorSpec::Frequency(_) => Box::new(Nothing),
         OperatorSpec::Dedup(d) => Box::new(dedup::DedupTruth::new(d)),
-        OperatorSpec::Aggregate(a) => Box::new(aggregate::AggregateTruth::new(a)),
+        OperatorSpec::Aggregate(a) => {
+            Box::new(aggregate::AggregateTruth::new(a).with_key_size(workload.spec.keys.size))
+        }
         OperatorSpec::Process(p) => {
             Box::new(process_truth::ProcessTruth::new(p, workload.spec.keys.size))
         }
         OperatorSpec::Window(w) => match window::WindowTruth::new(w) {
-            Ok(model) => Box::new(model),
+            Ok(model) => Box::new(model.with_key_size(workload.spec.keys.size)),
             // A spec that does not validate never runs.
             Err(_) => Box::new(Nothing),
         },
@@ -291,6 +296,40 @@ impl super::oracle::TruthModel for Nothing {
         Box::new(self.clone())
     }
 }
+
+/// Bytes of `s` as Flink's StringSerializer writes it (`StringValue.writeString`): the length
+/// + 1 as a 7-bit varint, then each UTF-16 char in 1 (below 0x80), 2 (below 0x4000) or 3 bytes.
+pub fn string_size(s: &str) -> u32 {
+    let mut chars = 0u32;
+    let mut bytes = 0u32;
+    for c in s.encode_utf16() {
+        chars += 1;
+        bytes += match c {
+            0..0x80 => 1,
+            0x80..0x4000 => 2,
+            _ => 3,
+        };
+    }
+    let mut len = chars + 1;
+    let mut varint = 1;
+    while len >= 0x80 {
+        len >>= 7;
+        varint += 1;
+    }
+    varint + bytes
+}
+
+/// Bytes of a `Tuple3<String key, Long, Long>` (TupleSerializer: the fields one after the
+/// other): what a reduce over `(key, count, sum)` emits.
+pub fn reduced_tuple_size(key: &str) -> u32 {
+    string_size(key) + 16
+}
+
+/// Bytes of a `Tuple2<Long, Long>` (count, sum): an aggregate function's accumulator/result.
+pub const ACCUMULATOR_SIZE: u32 = 16;
+
+/// Bytes of a record a process operator emits per timer fired: the timer's timestamp (a Long).
+pub const TIMER_RECORD_SIZE: u32 = 8;
 
 /// SplitMix64's finalizer: a well-mixed 64-bit hash of `x` (also the value-size draw).
 pub fn splitmix64(x: u64) -> u64 {

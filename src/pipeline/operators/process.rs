@@ -13,11 +13,12 @@
 
 use std::collections::HashMap;
 
-use rocksdb::{ColumnFamily, WriteBatch};
+use rocksdb::ColumnFamily;
 
+use super::process_map::{clear_map, iterate};
 use super::ttl::{self, ValueCodec};
 use super::valgen::{fires, first8, java_hash, payload, pick};
-use super::{Context, JobCounters, KeyedOperator, Layout, mix};
+use super::{Context, JobCounters, KeyedOperator, Layout, TIMER_RECORD_SIZE, mix, record};
 use crate::backend::keys::CompositeKey;
 use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
@@ -31,9 +32,9 @@ pub(super) const EVENTS: usize = 0;
 pub(super) const DIGEST: usize = 1;
 
 /// `RocksDBMapState.RocksDBMapIterator.CACHE_SIZE_LIMIT`.
-const MAP_ITERATOR_BATCH: usize = 128;
+pub(super) const MAP_ITERATOR_BATCH: usize = 128;
 /// `RocksDBWriteBatchWrapper`'s default capacity (entries per batch write).
-const WRITE_BATCH_CAPACITY: usize = 500;
+pub(super) const WRITE_BATCH_CAPACITY: usize = 500;
 /// Action ids of on-timer actions start here.
 pub(super) const TIMER_ACTION_BASE: i64 = 10_000;
 
@@ -171,7 +172,7 @@ pub(super) mod term {
 }
 
 /// `[len 4][bytes]` (BytePrimitiveArraySerializer) -> (len, first8).
-fn read_bytes(user: &[u8]) -> Result<(u32, i64), BackendError> {
+pub(super) fn read_bytes(user: &[u8]) -> Result<(u32, i64), BackendError> {
     let (len, rest) = user
         .split_first_chunk::<4>()
         .ok_or_else(|| BackendError::Corrupt("a byte[] value without its length".to_string()))?;
@@ -198,9 +199,9 @@ fn read_list(mut v: &[u8], mut each: impl FnMut(u32, i64)) -> Result<(), Backend
 
 /// Scratch buffers.
 #[derive(Default)]
-struct Bufs {
+pub(super) struct Bufs {
     user: Vec<u8>,
-    value: Vec<u8>,
+    pub(super) value: Vec<u8>,
     scratch: Vec<u8>,
 }
 
@@ -409,150 +410,6 @@ fn exec(
     }
 }
 
-/// `RocksDBMapState.RocksDBMapIterator`: entries loaded in batches of up to 128 from a seek.
-struct MapIter {
-    cache: Vec<(Vec<u8>, Vec<u8>)>,
-    index: usize,
-    /// No entries of the key are left past the cache.
-    expired: bool,
-    /// The last entry returned and whether it was removed since.
-    current: Option<(Vec<u8>, bool)>,
-}
-
-impl MapIter {
-    fn new() -> MapIter {
-        MapIter {
-            cache: Vec::new(),
-            index: 0,
-            expired: false,
-            current: None,
-        }
-    }
-
-    /// `loadCache`: nothing while cached entries are left or the key's entries ended;
-    /// otherwise a seek to the key's prefix (or to the last entry returned, stepping over it
-    /// when it was not removed) and up to 128 entries.
-    fn load(
-        &mut self,
-        state: &mut StateAccess,
-        cf: &ColumnFamily,
-        prefix: &[u8],
-    ) -> Result<(), BackendError> {
-        if self.index < self.cache.len() || self.expired {
-            return Ok(());
-        }
-        self.cache.clear();
-        self.index = 0;
-        let (from, skip) = match &self.current {
-            None => (prefix.to_vec(), None),
-            Some((k, deleted)) => (k.clone(), (!deleted).then(|| k.clone())),
-        };
-        let limit = MAP_ITERATOR_BATCH + usize::from(skip.is_some());
-        let cache = &mut self.cache;
-        let mut first = true;
-        let more = state.iterate_prefix(cf, prefix, &from, limit, |k, v| {
-            let skipped = first && skip.as_deref() == Some(k);
-            first = false;
-            if !skipped {
-                cache.push((k.to_vec(), v.to_vec()));
-            }
-            Ok(())
-        })?;
-        self.expired = !more;
-        Ok(())
-    }
-
-    fn has_next(
-        &mut self,
-        state: &mut StateAccess,
-        cf: &ColumnFamily,
-        prefix: &[u8],
-    ) -> Result<bool, BackendError> {
-        self.load(state, cf, prefix)?;
-        Ok(self.index < self.cache.len())
-    }
-
-    /// The next entry (after `has_next` said there is one).
-    fn next(&mut self) -> (Vec<u8>, Vec<u8>) {
-        let entry = std::mem::take(&mut self.cache[self.index]);
-        self.index += 1;
-        self.current = Some((entry.0.clone(), false));
-        entry
-    }
-}
-
-/// `iterate`: `for (i = 0; i < N && it.hasNext(); i++) it.next()` over `map.entries()`, with
-/// TtlMapState's iterator when the state has a TTL (expired entries removed and skipped, live
-/// ones rewritten with OnReadAndWrite).
-fn iterate(
-    a: &ActionPlan,
-    codec: &ValueCodec,
-    cf: &ColumnFamily,
-    key: &mut CompositeKey,
-    bufs: &mut Bufs,
-    state: &mut StateAccess,
-    now: i64,
-) -> Result<i64, BackendError> {
-    let prefix = key.prefix().to_vec();
-    let mut it = MapIter::new();
-    let mut digest = 0i64;
-    let mut read = 0u32;
-    let update_on_read = codec.ttl.is_some_and(|t| t.update_on_read);
-    while read < a.entries {
-        // TtlMapState.EntriesIterator.hasNext: pull entries until a live one.
-        let mut live = None;
-        while live.is_none() && it.has_next(state, cf, &prefix)? {
-            let (k, v) = it.next();
-            let (ts, user) = codec.split(&v)?;
-            if codec.expired(ts, now) {
-                // originalIterator.remove(): RocksDBMapEntry.remove, a delete.
-                state.delete(cf, &k)?;
-                if let Some(c) = it.current.as_mut() {
-                    c.1 = true;
-                }
-                continue;
-            }
-            let entry = read_bytes(user)?;
-            if update_on_read {
-                codec.encode(now, user, &mut bufs.value);
-                state.put(cf, &k, &bufs.value)?;
-            }
-            live = Some((k, entry));
-        }
-        let Some((k, entry)) = live else { break };
-        let uk = k
-            .get(k.len().saturating_sub(8)..)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(i64::from_be_bytes)
-            .ok_or_else(|| BackendError::Corrupt("a map key without its user key".to_string()))?;
-        digest = digest.wrapping_add(term::map_entry(a.id, uk as u64, Some(entry)));
-        read += 1;
-    }
-    Ok(digest.wrapping_add(term::iterated(a.id, read)))
-}
-
-/// `RocksDBMapState.clear()`: a seek to the key's prefix, a next per entry, and their deletes
-/// through a RocksDBWriteBatchWrapper (written every 500 entries and at the end if non-empty).
-fn clear_map(
-    cf: &ColumnFamily,
-    prefix: &[u8],
-    state: &mut StateAccess,
-) -> Result<(), BackendError> {
-    let mut keys = Vec::new();
-    state.iterate_prefix(cf, prefix, prefix, usize::MAX, |k, _| {
-        keys.push(k.to_vec());
-        Ok(())
-    })?;
-    for chunk in keys.chunks(WRITE_BATCH_CAPACITY) {
-        let mut batch = WriteBatch::default();
-        for k in chunk {
-            batch.delete_cf(cf, k);
-        }
-        state.write_batch(batch)?;
-    }
-    Ok(())
-}
-
 impl<'a> KeyedOperator<'a> for Process<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
         Generator::sized_key(event.user, self.key_size, &mut self.key_str);
@@ -564,6 +421,8 @@ impl<'a> KeyedOperator<'a> for Process<'a> {
         };
         let term = self.run(ctx, false, d)?;
         self.counters.events += 1;
+        // out.collect(value): the input record at its timestamp (docs/jobs.md "process").
+        ctx.emit(record(event.user, event.event_time, event.value_size));
         self.emit(ctx, event.user, true, term)
     }
 
@@ -576,6 +435,9 @@ impl<'a> KeyedOperator<'a> for Process<'a> {
         };
         let term = self.run(ctx, true, d)?;
         let id = key_id(&timer.key)?;
+        // onTimer's out.collect(timestamp): one record at the timer's time
+        // (KeyedProcessOperator.onEventTime: setAbsoluteTimestamp(timer.getTimestamp())).
+        ctx.emit(record(id, timer.timestamp, TIMER_RECORD_SIZE));
         self.emit(ctx, id, false, term)
     }
 

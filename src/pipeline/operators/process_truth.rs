@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::process::{ActionPlan, DIGEST, Draw, EVENTS, Plan, StatePlan, term};
 use super::valgen::{first8, java_hash, payload};
+use super::{TIMER_RECORD_SIZE, record};
 use crate::config::job::process::{ActionKind, ProcessSpec};
 use crate::pipeline::oracle::{TruthModel, Truths};
 use crate::pipeline::source::{Event, Generator};
@@ -39,6 +40,8 @@ pub struct ProcessTruth {
     timers: BTreeSet<(i64, u64)>,
     key_size: Option<u32>,
     key_str: String,
+    /// Records emitted and not drained yet.
+    out: Vec<Event>,
 }
 
 impl ProcessTruth {
@@ -55,6 +58,7 @@ impl ProcessTruth {
             timers: BTreeSet::new(),
             key_size,
             key_str: String::new(),
+            out: Vec::new(),
         }
     }
 
@@ -217,6 +221,7 @@ impl TruthModel for ProcessTruth {
             v: i64::from(e.value_size),
         };
         let term = self.run(e.user, false, d, now);
+        self.out.push(record(e.user, e.event_time, e.value_size));
         t.add(e.user, EVENTS, 1);
         let digest = t.get(e.user, DIGEST).wrapping_add(term);
         t.set(e.user, DIGEST, digest);
@@ -230,6 +235,7 @@ impl TruthModel for ProcessTruth {
             self.timers.pop_first();
             let h = self.keys.get(&key).map_or(0, |k| k.h);
             let term = self.run(key, true, Draw { h, t: ts, v: -1 }, now);
+            self.out.push(record(key, ts, TIMER_RECORD_SIZE));
             let digest = t.get(key, DIGEST).wrapping_add(term);
             t.set(key, DIGEST, digest);
         }
@@ -237,5 +243,9 @@ impl TruthModel for ProcessTruth {
 
     fn boxed_clone(&self) -> Box<dyn TruthModel> {
         Box::new(self.clone())
+    }
+
+    fn drain_emitted(&mut self, out: &mut Vec<Event>) {
+        out.append(&mut self.out);
     }
 }

@@ -3,9 +3,10 @@
 
 use tempfile::TempDir;
 
-use super::{Context, JobMode, KeyedOperator, Layout, build, layout, oracle};
+use super::{Context, JobMode, KeyedOperator, Layout, build, layout, oracle, truth};
 use crate::backend::{AccessCounters, StateBackend};
-use crate::config::job::OperatorSpec;
+use crate::config::job::{JobSpec, OperatorSpec};
+use crate::config::workload::ValueSize;
 use crate::config::{Profile, Workload};
 use crate::durability::delivery::Delivery;
 use crate::durability::sink::MemorySink;
@@ -89,6 +90,178 @@ impl Rig {
         let compared = results.len() as u64;
         (end.compare(results), compared)
     }
+}
+
+/// The smoke workload running the chain `jobs` (YAML of each operator) over `keys` keys, with
+/// values of 1 to 64 bytes.
+pub fn chain_workload(jobs: &[&str], keys: u64) -> Workload {
+    let mut w = Workload::load("smoke").unwrap();
+    let ops: Vec<OperatorSpec> = jobs
+        .iter()
+        .map(|j| serde_norway::from_str(j).unwrap())
+        .collect();
+    w.spec.job = JobSpec::chain(ops);
+    w.spec.windows.clear();
+    w.spec.timer_state_ttl = None;
+    w.spec.keys.count = keys;
+    w.spec.value_size = Some(ValueSize::Uniform { min: 1, max: 64 });
+    let w = Workload::from_spec(&w.name, &w.source, w.spec).unwrap();
+    w
+}
+
+/// Each step of a run (a record, or a watermark with the timers it fires): what the operator
+/// emitted, as `(operator's, truth model's)`.
+pub type Emissions = Vec<(Vec<Event>, Vec<Event>)>;
+
+impl Rig {
+    /// Runs `events` (processing time = the largest event time so far; a watermark every 16
+    /// records, then the final one) through the operator and its truth model side by side and
+    /// returns what each emitted per step. A watermark step's records are sorted by (time,
+    /// key): timers of one time fire in the timer queue's order across keys (RocksDB's key
+    /// order, or the heap's), which no downstream result depends on (its state is per key);
+    /// a record step's are in emission order.
+    pub fn emissions(&self, events: &[Event]) -> Emissions {
+        let mut ctx = self.ctx();
+        let mut op = self.op();
+        let mut model = truth(&self.workload.operator(), &self.workload);
+        let mut truths = crate::pipeline::oracle::Truths::default();
+        let mut steps = Vec::new();
+        let mut now = i64::MIN;
+        let mut wm = i64::MIN;
+        let mut step = |ctx: &mut Context,
+                        model: &mut Box<dyn crate::pipeline::oracle::TruthModel>,
+                        sort: bool| {
+            let mut got = std::mem::take(&mut ctx.emitted);
+            let mut want = Vec::new();
+            model.drain_emitted(&mut want);
+            if sort {
+                got.sort_by_key(|e| (e.event_time, e.user));
+                want.sort_by_key(|e| (e.event_time, e.user));
+            }
+            steps.push((got, want));
+        };
+        for (i, e) in events.iter().enumerate() {
+            now = now.max(e.event_time);
+            ctx.set_now(now);
+            op.on_event(e, &mut ctx).unwrap();
+            model.on_event(e, now, &mut truths);
+            step(&mut ctx, &mut model, false);
+            let w = now - 1_000;
+            if i % 16 == 15 && w > wm {
+                wm = w;
+                ctx.advance_watermark(op.as_mut(), wm).unwrap();
+                model.on_watermark(wm, now, &mut truths);
+                step(&mut ctx, &mut model, true);
+            }
+        }
+        ctx.advance_watermark(op.as_mut(), i64::MAX).unwrap();
+        model.on_watermark(i64::MAX, now, &mut truths);
+        step(&mut ctx, &mut model, true);
+        steps
+    }
+}
+
+/// A chain's operators, as the engine runs them.
+struct Chain<'a> {
+    ctxs: Vec<Context<'a>>,
+    stages: Vec<Box<dyn KeyedOperator<'a> + 'a>>,
+    /// Per operator: records fed to it (a downstream record's `offset`).
+    read: Vec<u64>,
+}
+
+impl Chain<'_> {
+    /// Feeds `batch` to operator `from`, and what each operator emits to the next, in order.
+    fn push(&mut self, from: usize, mut batch: Vec<Event>, now: i64) {
+        for j in from..self.stages.len() {
+            let mut next = Vec::new();
+            for mut r in batch {
+                if j > 0 {
+                    r.offset = self.read[j];
+                    r.append_time = now;
+                }
+                self.read[j] += 1;
+                self.stages[j].on_event(&r, &mut self.ctxs[j]).unwrap();
+                next.append(&mut self.ctxs[j].emitted);
+            }
+            batch = next;
+        }
+    }
+
+    /// Operator by operator: its timers fire, what they emit goes down the chain, then the
+    /// watermark follows.
+    fn advance(&mut self, watermark: i64, now: i64) {
+        for i in 0..self.stages.len() {
+            self.ctxs[i]
+                .advance_watermark(self.stages[i].as_mut(), watermark)
+                .unwrap();
+            let batch = std::mem::take(&mut self.ctxs[i].emitted);
+            self.push(i + 1, batch, now);
+        }
+    }
+}
+
+/// A chain run through its operators directly, as the engine runs it: one backend per
+/// operator, each operator's emitted records (numbered per operator, stamped with processing
+/// time) fed to the next right after the record or watermark that produced them, then the
+/// watermark (every 16 records, then the final one). Returns the results against the chain's
+/// oracle at the end, the results' count, and the records each operator read.
+pub fn run_chain(workload: &Workload, events: &[Event]) -> (ResultError, u64, Vec<u64>) {
+    let ops = workload.operators();
+    let profile = Profile::load("flink-default").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let layouts: Vec<Layout> = ops.iter().map(layout).collect();
+    let backends: Vec<StateBackend> = layouts
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            StateBackend::open_for(&dir.path().join(format!("db{i}")), &profile, l).unwrap()
+        })
+        .collect();
+    let bases = workload.slot_bases();
+    let mut chain = Chain {
+        ctxs: backends
+            .iter()
+            .zip(&layouts)
+            .zip(&bases)
+            .map(|((b, l), base)| {
+                let sink = MemorySink::new(workload.result_labels());
+                Context::new(b, l, Delivery::passthrough(Box::new(sink)))
+                    .unwrap()
+                    .with_slot_base(*base)
+            })
+            .collect(),
+        stages: backends
+            .iter()
+            .enumerate()
+            .map(|(i, b)| build(b, workload, i, JobMode::Streaming).unwrap())
+            .collect(),
+        read: vec![0; ops.len()],
+    };
+    let mut truth: Oracle = oracle(workload);
+    let mut now = i64::MIN;
+    let mut wm = i64::MIN;
+    for (i, e) in events.iter().enumerate() {
+        now = now.max(e.event_time);
+        for c in &mut chain.ctxs {
+            c.set_now(now);
+        }
+        truth.on_event(e, now);
+        chain.push(0, vec![*e], now);
+        let w = now - 1_000;
+        if i % 16 == 15 && w > wm {
+            wm = w;
+            chain.advance(wm, now);
+            truth.on_watermark(wm);
+        }
+    }
+    chain.advance(i64::MAX, now);
+    let end = truth.all_expired();
+    let mut results = Vec::new();
+    for c in &mut chain.ctxs {
+        results.extend(c.sink.sink_mut().read_all().unwrap());
+    }
+    let compared = results.len() as u64;
+    (end.compare(results), compared, chain.read)
 }
 
 /// A record of key `user` at `t` with a value of `size` bytes.

@@ -30,6 +30,18 @@ fn corrupt(what: &str) -> BackendError {
     BackendError::Corrupt(format!("window-contents: {what}"))
 }
 
+/// Bytes of the one result a window emits per fire: the reduced `Tuple3<String key, Long
+/// count, Long sum>` (reduce), or a `Tuple2<Long, Long>` / `(count, sum)` record (aggregate,
+/// process: the ProcessWindowFunction emits one record per fire).
+pub fn result_size(function: FunctionKind, key: &str) -> u32 {
+    match function {
+        FunctionKind::Reduce => crate::pipeline::operators::reduced_tuple_size(key),
+        FunctionKind::Aggregate | FunctionKind::Process => {
+            crate::pipeline::operators::ACCUMULATOR_SIZE
+        }
+    }
+}
+
 /// The element's payload: `value_size` bytes, byte `i` = `(byte) splitmix64(eventTime * 31 + i)`.
 pub fn write_payload(out: &mut Vec<u8>, event_time: i64, value_size: u32) {
     let seed = event_time.wrapping_mul(31);

@@ -36,7 +36,7 @@ pub use truth::WindowTruth;
 use self::assign::{assign_windows, cleanup_time};
 use self::contents::Contents;
 use self::merging::MergingWindowSet;
-use super::{CfDecl, CfRole, Context, JobCounters, KeyedOperator, Layout, mix};
+use super::{CfDecl, CfRole, Context, JobCounters, KeyedOperator, Layout, mix, record};
 use crate::backend::keys::CompositeKey;
 use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
@@ -131,6 +131,7 @@ pub struct WindowOperator<'a> {
     key: String,
     /// `keys.size` of the workload: the key strings' length.
     key_size: Option<u32>,
+    function: FunctionKind,
     windows: Vec<TimeWindow>,
     value: Vec<u8>,
     /// Per key id: its results so far (what the sink holds).
@@ -168,6 +169,7 @@ impl<'a> WindowOperator<'a> {
             composite: CompositeKey::default(),
             key: String::new(),
             key_size: workload.spec.keys.size,
+            function: spec.function,
             windows: Vec::new(),
             value: Vec::new(),
             totals: HashMap::new(),
@@ -229,6 +231,9 @@ impl<'a> WindowOperator<'a> {
         totals.add(window, s);
         let t = *totals;
         self.counters.emitted += 1;
+        // emitWindowContents: setAbsoluteTimestamp(window.maxTimestamp()), one result.
+        let size = contents::result_size(self.function, &self.key);
+        ctx.emit(record(key_id, window.max_timestamp(), size));
         ctx.write(key_id, SLOT_FIRED, t.fired)?;
         ctx.write(key_id, SLOT_ELEMENTS, t.elements)?;
         ctx.write(key_id, SLOT_DIGEST, t.digest)?;

@@ -8,12 +8,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::assign::{TimeWindow, assign_windows, cleanup_time};
+use super::contents::result_size;
 use super::merging::MergingWindowSet;
 use super::{SLOT_DIGEST, SLOT_ELEMENTS, SLOT_FIRED};
-use crate::config::job::window::{Assigner, WindowSpec};
-use crate::pipeline::operators::mix;
+use crate::config::job::window::{Assigner, FunctionKind, WindowSpec};
+use crate::pipeline::operators::{mix, record};
 use crate::pipeline::oracle::{TruthModel, Truths};
-use crate::pipeline::source::Event;
+use crate::pipeline::source::{Event, Generator};
 
 /// What happens to a window at a time: it fires (its end passed), or it is cleaned up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -44,6 +45,10 @@ pub struct WindowTruth {
     /// into a larger one, or cleaned) does nothing.
     schedule: BTreeSet<(i64, Due, u64, TimeWindow)>,
     assigned: Vec<TimeWindow>,
+    function: FunctionKind,
+    key_size: Option<u32>,
+    /// Results emitted and not drained yet (one record per fire).
+    out: Vec<Event>,
 }
 
 impl WindowTruth {
@@ -57,7 +62,28 @@ impl WindowTruth {
             sessions: HashMap::new(),
             schedule: BTreeSet::new(),
             assigned: Vec::new(),
+            function: spec.function,
+            key_size: None,
+            out: Vec::new(),
         })
+    }
+
+    /// The model of a workload whose keys are `key_size` bytes (`keys.size`).
+    pub fn with_key_size(mut self, key_size: Option<u32>) -> Self {
+        self.key_size = key_size;
+        self
+    }
+
+    /// The record a fire of `key`'s `window` emits (WindowOperator.emitWindowContents).
+    fn result(
+        function: FunctionKind,
+        key_size: Option<u32>,
+        key: u64,
+        window: &TimeWindow,
+    ) -> Event {
+        let mut key_str = String::new();
+        Generator::sized_key(key, key_size, &mut key_str);
+        record(key, window.max_timestamp(), result_size(function, &key_str))
     }
 
     fn ordered_sessions(&self) -> bool {
@@ -229,6 +255,8 @@ impl TruthModel for WindowTruth {
             // A late element (within the allowed lateness) fires its window at once.
             if late {
                 Self::emit(evictor, key, &actual, list, t);
+                let r = Self::result(self.function, self.key_size, key, &actual);
+                self.out.push(r);
             }
         }
         self.assigned = assigned;
@@ -249,6 +277,8 @@ impl TruthModel for WindowTruth {
                     let evictor = self.evictor;
                     if let Some(list) = self.list(key, &window) {
                         Self::emit(evictor, key, &window, list, t);
+                        let r = Self::result(self.function, self.key_size, key, &window);
+                        self.out.push(r);
                     }
                 }
                 Due::Cleanup => self.cleanup(key, &window),
@@ -258,5 +288,9 @@ impl TruthModel for WindowTruth {
 
     fn boxed_clone(&self) -> Box<dyn TruthModel> {
         Box::new(self.clone())
+    }
+
+    fn drain_emitted(&mut self, out: &mut Vec<Event>) {
+        out.append(&mut self.out);
     }
 }
