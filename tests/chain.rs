@@ -98,7 +98,10 @@ fn log_pointers(db: &Path, key: &str) -> Vec<String> {
     let log = std::fs::read_to_string(db.join("LOG")).unwrap();
     let mut found: Vec<String> = log
         .lines()
-        .filter_map(|l| l.split_once(key).map(|(_, v)| v.trim().to_string()))
+        .filter_map(|l| l.split_once(key))
+        // The key itself, not a longer one ending with it (`no_block_cache: 0`).
+        .filter(|(before, _)| before.is_empty() || before.ends_with(' '))
+        .map(|(_, v)| v.trim().to_string())
         .collect();
     found.sort();
     found.dedup();
