@@ -9,6 +9,10 @@ use super::{
 use crate::backend::StateBackend;
 use crate::backend::perf::PerfCounts;
 
+/// One column family's compaction scores: its operator, its name, per level (level, score,
+/// files being compacted).
+type CfScores = (usize, String, Vec<(u32, f64, u64)>);
+
 /// Turns cumulative RocksDB counters into per-interval samples. RocksDB's counters start again
 /// at zero when its database is reopened (a job restarted from a checkpoint); the cumulative
 /// counts a sample reports go on across reopenings, so that run totals hold every opening's work.
@@ -160,7 +164,7 @@ struct Sample {
     lookups: u64,
     causes: StallCauses,
     column_families: Vec<ColumnFamilyLsm>,
-    scores: Vec<(usize, String, Vec<(u32, f64, u64)>)>,
+    scores: Vec<CfScores>,
     levels: Vec<LevelSample>,
     totals: Totals,
 }
@@ -278,7 +282,7 @@ fn sample_instance(
     backend: &StateBackend,
     causes: &mut StallCauses,
     column_families: &mut Vec<ColumnFamilyLsm>,
-    scores: &mut Vec<(usize, String, Vec<(u32, f64, u64)>)>,
+    scores: &mut Vec<CfScores>,
     sizes: [&mut u64; 3],
 ) {
     let [memtable_bytes, live_sst_bytes, pending_compaction_bytes] = sizes;
