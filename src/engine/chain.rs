@@ -3,10 +3,13 @@
 //! `RocksDBKeyedStateBackend`) with its own context; they share the slot's managed memory and
 //! the one serving store, which is lent to the operator that runs.
 //!
-//! Operator i's records go to operator i+1 after each `on_event`, and after each watermark
-//! (its timers fired), then the watermark: what Flink's `InternalTimeServiceManager`
-//! `.advanceWatermark` followed by `output.emitWatermark` delivers downstream.
+//! Operator i's records go to operator i+1's input after each `on_event`, and after each
+//! watermark (its timers fired), then the watermark: what Flink's `InternalTimeServiceManager`
+//! `.advanceWatermark` followed by `output.emitWatermark` delivers downstream. Operators after
+//! the first work through their input a few items per record of the first (see `Chain::run`);
+//! every input is drained before a checkpoint, a savepoint, a comparison and the end.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::backend::{AccessCounters, StateBackend};
@@ -33,12 +36,21 @@ pub struct Stage<'a> {
     pub records_in: u64,
 }
 
+/// What waits at an operator's input: a record, or a watermark, each with the processing time
+/// it was sent at.
+enum Input {
+    Record(Event),
+    Watermark(i64, i64),
+}
+
 /// The operators after the first, in chain order (empty for a single operator).
 #[derive(Default)]
 pub struct Chain<'a> {
     pub stages: Vec<Stage<'a>>,
-    /// Scratch for the records between two operators.
-    spare: Vec<Vec<Event>>,
+    /// Each operator's input: what the one before it sent and it has not processed yet.
+    inputs: Vec<VecDeque<Input>>,
+    /// Scratch for the records an operator emits.
+    out: Vec<Event>,
 }
 
 /// A serving store that is never written: what a context holds while it does not run.
@@ -80,8 +92,9 @@ impl<'a> Chain<'a> {
             });
         }
         Ok(Chain {
-            spare: vec![Vec::new(); stages.len()],
+            inputs: stages.iter().map(|_| VecDeque::new()).collect(),
             stages,
+            out: Vec::new(),
         })
     }
 
@@ -98,21 +111,98 @@ impl<'a> Chain<'a> {
             .collect()
     }
 
-    /// Feeds `records` (what the operator before the chain emitted, drained) down the chain at
-    /// processing time `now`, with `sink` lent to each operator while it runs.
-    pub fn push(
-        &mut self,
-        sink: &mut Delivery,
-        records: &mut Vec<Event>,
-        now: i64,
-    ) -> Result<(), PipelineError> {
-        push(&mut self.stages, &mut self.spare, sink, records, now)
+    /// Sends `records` (what the first operator emitted, drained) to the second operator's
+    /// input at processing time `now`.
+    pub fn push(&mut self, records: &mut Vec<Event>, now: i64) {
+        let Some(input) = self.inputs.first_mut() else {
+            records.clear();
+            return;
+        };
+        for mut record in records.drain(..) {
+            record.append_time = now;
+            input.push_back(Input::Record(record));
+        }
     }
 
-    /// Forwards watermark `wm` down the chain: each operator fires its timers, its records go
-    /// on, then the watermark.
-    pub fn advance(&mut self, sink: &mut Delivery, wm: i64, now: i64) -> Result<(), PipelineError> {
-        advance(&mut self.stages, &mut self.spare, sink, wm, now)
+    /// Sends watermark `wm` (after the records before it) to the second operator's input.
+    pub fn advance(&mut self, wm: i64, now: i64) {
+        if let Some(input) = self.inputs.first_mut() {
+            input.push_back(Input::Watermark(wm, now));
+        }
+    }
+
+    /// True when no operator has input waiting.
+    pub fn is_idle(&self) -> bool {
+        self.inputs.iter().all(VecDeque::is_empty)
+    }
+
+    /// Lets each operator after the first process up to `budget` of its waiting inputs (None:
+    /// all, and what that sends on, until every input is empty), in chain order, with `sink`
+    /// lent to the one that runs. Flink runs each keyed operator of a chain separated by
+    /// `keyBy` in a task thread of its own: a window's results, fired at a watermark, reach the
+    /// next operator while the first goes on with its next records, so their writes to the
+    /// shared WriteBufferManager interleave (and whichever writes when it is over its limit
+    /// flushes). Processing a few inputs per record of the first operator keeps that
+    /// interleaving; each operator still sees its inputs in order, each record before the
+    /// watermark that follows it, at the processing time it was sent at.
+    pub fn run(&mut self, sink: &mut Delivery, budget: Option<usize>) -> Result<(), PipelineError> {
+        loop {
+            for s in 0..self.stages.len() {
+                let mut done = 0;
+                while budget.is_none_or(|b| done < b) {
+                    let Some(input) = self.inputs[s].pop_front() else {
+                        break;
+                    };
+                    done += 1;
+                    let stage = &mut self.stages[s];
+                    let out = &mut self.out;
+                    let watermark = lend(stage, sink, |stage| match input {
+                        Input::Record(mut record) => {
+                            let now = record.append_time;
+                            record.offset = stage.records_in;
+                            stage.records_in += 1;
+                            stage.ctx.set_now(stage.ctx.now.max(now));
+                            if stage.ctx.sink.is_tracked() {
+                                stage.ctx.sink.set_origin(origin(
+                                    DOWNSTREAM_STREAM | stage.index as u64,
+                                    record.offset,
+                                ));
+                            }
+                            stage.op.on_event(&record, &mut stage.ctx)?;
+                            out.append(&mut stage.ctx.emitted);
+                            Ok(None)
+                        }
+                        Input::Watermark(wm, now) => {
+                            if wm <= stage.forwarded {
+                                return Ok(None);
+                            }
+                            stage.forwarded = wm;
+                            stage.ctx.set_now(stage.ctx.now.max(now));
+                            stage.ctx.advance_watermark(stage.op.as_mut(), wm)?;
+                            out.append(&mut stage.ctx.emitted);
+                            Ok(Some((wm, now)))
+                        }
+                    })?;
+                    let now = self.stages[s].ctx.now;
+                    match self.inputs.get_mut(s + 1) {
+                        Some(next) => {
+                            for mut record in self.out.drain(..) {
+                                record.append_time = now;
+                                next.push_back(Input::Record(record));
+                            }
+                            if let Some((wm, at)) = watermark {
+                                next.push_back(Input::Watermark(wm, at));
+                            }
+                        }
+                        // Behind the last operator: nobody reads what it emits.
+                        None => self.out.clear(),
+                    }
+                }
+            }
+            if budget.is_some() || self.is_idle() {
+                return Ok(());
+            }
+        }
     }
 
     /// Writes out every operator's buffered timer changes.
@@ -148,67 +238,4 @@ fn lend<'a, T>(
     let result = f(stage);
     std::mem::swap(sink, &mut stage.ctx.sink);
     result
-}
-
-fn push<'a>(
-    stages: &mut [Stage<'a>],
-    spare: &mut [Vec<Event>],
-    sink: &mut Delivery,
-    records: &mut Vec<Event>,
-    now: i64,
-) -> Result<(), PipelineError> {
-    let (Some((stage, rest)), Some((out, rest_spare))) =
-        (stages.split_first_mut(), spare.split_first_mut())
-    else {
-        // Behind the last operator: nobody reads what it emits.
-        records.clear();
-        return Ok(());
-    };
-    for mut record in records.drain(..) {
-        record.offset = stage.records_in;
-        record.append_time = now;
-        stage.records_in += 1;
-        lend(stage, sink, |stage| {
-            stage.ctx.set_now(stage.ctx.now.max(now));
-            if stage.ctx.sink.is_tracked() {
-                stage.ctx.sink.set_origin(origin(
-                    DOWNSTREAM_STREAM | stage.index as u64,
-                    record.offset,
-                ));
-            }
-            stage.op.on_event(&record, &mut stage.ctx)?;
-            out.append(&mut stage.ctx.emitted);
-            Ok(())
-        })?;
-        if !out.is_empty() {
-            push(rest, rest_spare, sink, out, now)?;
-        }
-    }
-    Ok(())
-}
-
-fn advance<'a>(
-    stages: &mut [Stage<'a>],
-    spare: &mut [Vec<Event>],
-    sink: &mut Delivery,
-    wm: i64,
-    now: i64,
-) -> Result<(), PipelineError> {
-    let (Some((stage, rest)), Some((out, rest_spare))) =
-        (stages.split_first_mut(), spare.split_first_mut())
-    else {
-        return Ok(());
-    };
-    if wm <= stage.forwarded {
-        return Ok(());
-    }
-    stage.forwarded = wm;
-    lend(stage, sink, |stage| {
-        stage.ctx.set_now(stage.ctx.now.max(now));
-        stage.ctx.advance_watermark(stage.op.as_mut(), wm)?;
-        out.append(&mut stage.ctx.emitted);
-        Ok(())
-    })?;
-    push(rest, rest_spare, sink, out, now)?;
-    advance(rest, rest_spare, sink, wm, now)
 }

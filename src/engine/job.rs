@@ -26,6 +26,10 @@ use crate::pipeline::watermark::WatermarkValve;
 
 /// Events between two looks at the clock and the command channel.
 const CHECK_EVERY_EVENTS: u64 = 16;
+/// Inputs each operator after a chain's first processes per record of the first (see
+/// `Chain::run`): more than the records it is sent per record on average, so its input never
+/// grows without bound.
+const INPUTS_PER_RECORD: usize = 2;
 
 /// What one job is: its phase, its mode and where it reads.
 pub struct JobSpec {
@@ -295,8 +299,10 @@ impl<'a> JobRunner<'a> {
         (r + cr, f + cf)
     }
 
-    /// Writes out every operator's buffered timer changes.
+    /// Writes out every operator's buffered timer changes, after the operators after the first
+    /// processed every input waiting (a barrier comes after the records before it).
     pub(super) fn flush_timers(&mut self) -> Result<(), PipelineError> {
+        self.run_chain(true)?;
         self.ctx.flush_timers()?;
         self.chain.flush_timers()
     }
@@ -354,6 +360,7 @@ impl<'a> JobRunner<'a> {
         }
         self.job.on_event(&event, &mut self.ctx)?;
         self.forward_emitted(now)?;
+        self.run_chain(false)?;
         self.watermark
             .on_record(event.partition as usize, event.event_time, now);
         self.processed += 1;
@@ -382,10 +389,20 @@ impl<'a> JobRunner<'a> {
             return Ok(());
         }
         let mut records = std::mem::take(&mut self.ctx.emitted);
-        let pushed = self.chain.push(&mut self.ctx.sink, &mut records, now);
+        self.chain.push(&mut records, now);
         // The buffer (now empty) goes back, with its capacity.
         self.ctx.emitted = records;
-        pushed
+        Ok(())
+    }
+
+    /// Lets the operators after the first work through their inputs: `INPUTS_PER_RECORD` each
+    /// per record of the first, or (None) all of it.
+    pub(super) fn run_chain(&mut self, all: bool) -> Result<(), PipelineError> {
+        if self.chain.stages.is_empty() {
+            return Ok(());
+        }
+        let budget = (!all).then_some(INPUTS_PER_RECORD);
+        self.chain.run(&mut self.ctx.sink, budget)
     }
 
     /// Forwards a watermark downstream if it moved: like Flink's valve, the operator (and the
@@ -397,9 +414,7 @@ impl<'a> JobRunner<'a> {
             // What the first operator emitted while its timers fired, then the watermark.
             let now = self.ctx.now;
             self.forward_emitted(now)?;
-            if !self.chain.stages.is_empty() {
-                self.chain.advance(&mut self.ctx.sink, wm, now)?;
-            }
+            self.chain.advance(wm, now);
             // A restored job's watermark climbs again from the start: the truth has seen it.
             if self.checked() && wm > self.oracle_watermark {
                 self.oracle_watermark = wm;
@@ -502,6 +517,7 @@ impl<'a> JobRunner<'a> {
         ) {
             self.end_bounded_source(delay)?;
         }
+        self.run_chain(true)?;
         self.flush_timers()?;
         self.ctx.sink.flush().map_err(PipelineError::from)?;
         self.ctx.state.mark(Mark::End)?;

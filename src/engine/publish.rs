@@ -43,6 +43,8 @@ impl JobRunner<'_> {
     /// (the in-process one) is read in full once; later comparisons look only at the pairs
     /// that changed in it or in the oracle since, with the same result.
     pub fn compare_sink(&mut self) -> Result<ResultError, EngineError> {
+        // The truth is ahead of operators with input still waiting.
+        self.run_chain(true)?;
         if self.ctx.sink.is_tracked() {
             let all = self.read_results()?;
             return Ok(self.oracle.compare(all)?);
