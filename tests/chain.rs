@@ -433,3 +433,60 @@ fn kill_9_of_a_chain_then_restore_latest_is_exact() {
     assert!(text.contains("operator 1 (window)"), "{text}");
     assert!(text.contains("op1 state 'window-contents'"), "{text}");
 }
+
+/// Flushes RocksDB ran in the instance at `db` (its LOG), but those at shutdown.
+fn flushes(db: &Path) -> usize {
+    std::fs::read_to_string(db.join("LOG"))
+        .unwrap()
+        .matches("\"flush_reason\": \"")
+        .count()
+        - std::fs::read_to_string(db.join("LOG"))
+            .unwrap()
+            .matches("\"flush_reason\": \"Shut down\"")
+            .count()
+}
+
+#[test]
+fn the_instance_that_writes_most_flushes_most_on_the_shared_write_buffer_manager() {
+    // Tumbling windows (the heavy writer) -> a running aggregate of their results (a light one,
+    // written in bursts when windows fire), on 64 MB of managed memory: the shared
+    // WriteBufferManager is over its limit most of the time. In Flink 1.20 (parity, one slot)
+    // the window's instance flushes 29 times, the aggregate's 2: each operator runs in its own
+    // task thread, so the window's writes go on while the aggregate works through a burst, and
+    // the window, writing most, is the one that finds the WriteBufferManager over its limit.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let text = "\
+description: tumbling windows then a running aggregate
+keys:
+  count: 500
+partitions: 1
+event-time:
+  span: 2h
+  out-of-orderness: 3s
+events: 8000
+bounded-end-delay: 0s
+job:
+  - kind: window
+    assigner: tumbling
+    size: 10m
+    function: reduce
+  - kind: aggregate
+    function: aggregate
+";
+    let outcome = run(
+        workload(tmp.path(), text),
+        profile(&[("memory.managed-size", "64mb")]),
+        &data,
+        8_000,
+        FailureSpec::default(),
+        None,
+    );
+    assert_exact(&outcome);
+    let (window, aggregate) = (flushes(&data.join("db")), flushes(&data.join("db-op1")));
+    assert!(window > 0, "the window's instance never flushed");
+    assert!(
+        aggregate * 2 < window,
+        "the aggregate's instance flushed {aggregate} times, the window's {window}"
+    );
+}
