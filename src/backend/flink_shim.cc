@@ -66,11 +66,20 @@ class SealOrder : public rocksdb::EventListener {
 
 }  // namespace
 
-// Flink's shared managed memory: one block cache and the WriteBufferManager charging it.
-// With FRocksDB 6.20's flush choice, also the seal order and the database's column families
-// (set once the database is open; its handles outlive every call that reads them).
+// Flink's shared managed memory: one block cache and the WriteBufferManager charging it,
+// shared by every RocksDB instance of a slot.
 struct statebench_memory_t {
   std::shared_ptr<rocksdb::Cache> cache;
+  std::shared_ptr<rocksdb::WriteBufferManager> wbm;
+};
+
+// One database's part of FRocksDB 6.20's flush choice: the shared WriteBufferManager, the
+// order this database sealed its memtables in, and its column families (set once the
+// database is open; its handles outlive every call that reads them). FRocksDB checks the
+// shared WriteBufferManager before each write of each database and flushes a column family of
+// the database that writes (DBImpl::PreprocessWrite -> HandleWriteBufferManagerFlush), so
+// every database sharing the memory has one of these.
+struct statebench_instance_t {
   std::shared_ptr<rocksdb::WriteBufferManager> wbm;
   std::shared_ptr<SealOrder> seal_order = std::make_shared<SealOrder>();
   rocksdb::DB* db = nullptr;
@@ -155,17 +164,28 @@ int statebench_options_set_table(rocksdb_options_t* options,
   return -1;
 }
 
-// DB options: RocksDB tells `memory` when it seals a memtable (for the 6.20 flush choice).
+// One database's flush choice on `memory`'s WriteBufferManager; null if out of memory.
+statebench_instance_t* statebench_instance_create(const statebench_memory_t* memory) try {
+  auto* instance = new statebench_instance_t;
+  instance->wbm = memory->wbm;
+  return instance;
+} catch (...) {
+  return nullptr;
+}
+
+void statebench_instance_destroy(statebench_instance_t* instance) { delete instance; }
+
+// DB options: RocksDB tells `instance` when it seals a memtable (for the 6.20 flush choice).
 void statebench_options_track_seals(rocksdb_options_t* options,
-                                    const statebench_memory_t* memory) {
-  options->rep.listeners.push_back(memory->seal_order);
+                                    const statebench_instance_t* instance) {
+  options->rep.listeners.push_back(instance->seal_order);
 }
 
 // The open database and its column families in creation order (the order RocksDB iterates
 // them in when it picks a column family to flush). Returns 0, or -1 if RocksDB threw.
-int statebench_memory_attach(statebench_memory_t* memory, rocksdb_t* db,
-                             rocksdb_column_family_handle_t* const* cfs,
-                             size_t n) try {
+int statebench_instance_attach(statebench_instance_t* memory, rocksdb_t* db,
+                               rocksdb_column_family_handle_t* const* cfs,
+                               size_t n) try {
   memory->db = db->rep;
   memory->column_families.clear();
   for (size_t i = 0; i < n; ++i) {
@@ -185,8 +205,8 @@ int statebench_memory_attach(statebench_memory_t* memory, rocksdb_t* db,
 // Called before each write: when 6.20 would switch such a column family, switch it now (a
 // flush without waiting; RocksDB counts it as manual). Returns 1 when it switched one, 0 when
 // RocksDB 11 will do what 6.20 does, -1 when the flush failed (writes stopped: 6.20 would
-// also just wait), -2 before statebench_memory_attach.
-int statebench_wbm620_before_write(statebench_memory_t* memory) try {
+// also just wait), -2 before statebench_instance_attach. `memory` is the writing database's.
+int statebench_wbm620_before_write(statebench_instance_t* memory) try {
   if (!memory->wbm->ShouldFlush()) {
     return 0;
   }

@@ -13,6 +13,11 @@ struct RawMemory {
     _private: [u8; 0],
 }
 
+#[repr(C)]
+struct RawInstance {
+    _private: [u8; 0],
+}
+
 unsafe extern "C" {
     fn statebench_memory_create(
         cache_capacity: usize,
@@ -28,17 +33,19 @@ unsafe extern "C" {
         options: *mut librocksdb_sys::rocksdb_options_t,
         memory: *const RawMemory,
     );
+    fn statebench_instance_create(memory: *const RawMemory) -> *mut RawInstance;
+    fn statebench_instance_destroy(instance: *mut RawInstance);
     fn statebench_options_track_seals(
         options: *mut librocksdb_sys::rocksdb_options_t,
-        memory: *const RawMemory,
+        instance: *const RawInstance,
     );
-    fn statebench_memory_attach(
-        memory: *mut RawMemory,
+    fn statebench_instance_attach(
+        instance: *mut RawInstance,
         db: *mut librocksdb_sys::rocksdb_t,
         cfs: *const *mut librocksdb_sys::rocksdb_column_family_handle_t,
         n: usize,
     ) -> i32;
-    fn statebench_wbm620_before_write(memory: *mut RawMemory) -> i32;
+    fn statebench_wbm620_before_write(instance: *mut RawInstance) -> i32;
     fn statebench_options_set_table(
         options: *mut librocksdb_sys::rocksdb_options_t,
         memory: *const RawMemory,
@@ -46,7 +53,11 @@ unsafe extern "C" {
     ) -> i32;
 }
 
-/// The block cache and WriteBufferManager every column family shares.
+/// The block cache and WriteBufferManager every column family of every RocksDB instance of a
+/// slot shares. Flink: `ManagedMemoryUseCase.STATE_BACKEND` has slot scope, and
+/// `MemoryManager.getSharedMemoryResourceForManagedMemory` hands every RocksDB state backend of
+/// the slot the same `RocksDBSharedResources` (one cache, one WriteBufferManager), sized by the
+/// slot's whole managed memory (`RocksDBOperationUtils.allocateSharedCachesIfConfigured`).
 pub struct SharedMemory {
     raw: NonNull<RawMemory>,
 }
@@ -85,46 +96,6 @@ impl SharedMemory {
     pub fn install_write_buffer_manager(&self, opts: &mut Options) {
         // SAFETY: both pointers are alive for the call; the shim copies a shared_ptr.
         unsafe { statebench_options_set_memory(opts.as_raw_ptr(), self.raw.as_ptr()) }
-    }
-
-    /// Makes RocksDB report to this object when it seals a memtable (DB options), for
-    /// [`SharedMemory::switch_as_frocksdb_620`].
-    pub fn track_seals(&self, opts: &mut Options) {
-        // SAFETY: both pointers are alive for the call; the shim copies a shared_ptr.
-        unsafe { statebench_options_track_seals(opts.as_raw_ptr(), self.raw.as_ptr()) }
-    }
-
-    /// Tells this object the database opened with [`SharedMemory::track_seals`] and its column
-    /// families in creation order. `db` must outlive every later call of
-    /// [`SharedMemory::switch_as_frocksdb_620`] (StateBackend drops its database first and
-    /// never calls it after).
-    pub fn attach(&self, db: &DB, column_families: &[&ColumnFamily]) -> Result<(), BackendError> {
-        let handles: Vec<_> = column_families.iter().map(|cf| cf.inner()).collect();
-        // SAFETY: the database and handle pointers are alive; the shim copies the C++ pointers
-        // they wrap, which stay valid as long as `db` is open.
-        let rc = unsafe {
-            statebench_memory_attach(
-                self.raw.as_ptr(),
-                db.as_raw_ptr(),
-                handles.as_ptr(),
-                handles.len(),
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(BackendError::Setup(
-                "could not record the column families for the WriteBufferManager".to_string(),
-            ))
-        }
-    }
-
-    /// Before a write: where FRocksDB 6.20's WriteBufferManager would switch a column family
-    /// whose flush is pending (RocksDB 11 skips those), switch it. True when it did.
-    pub fn switch_as_frocksdb_620(&self) -> bool {
-        // SAFETY: the object is alive while self is, and the database it was attached to is
-        // open (see `attach`); the shim catches every C++ exception.
-        unsafe { statebench_wbm620_before_write(self.raw.as_ptr()) == 1 }
     }
 
     /// Rebuilds the block-based table factory of column-family options `opts` with this
@@ -170,6 +141,79 @@ impl SharedMemory {
     pub fn write_buffer_manager_capacity(&self) -> u64 {
         // SAFETY: the object is alive while self is.
         unsafe { statebench_memory_wbm_capacity(self.raw.as_ptr()) as u64 }
+    }
+}
+
+/// One RocksDB instance's part of FRocksDB 6.20's flush choice under the shared
+/// WriteBufferManager (see `flink_shim.cc`): the order it sealed its memtables in and its
+/// column families. FRocksDB asks the shared WriteBufferManager before each write of each
+/// database and flushes a column family of the database that writes, so each instance has
+/// its own.
+pub struct FlushChoice {
+    raw: NonNull<RawInstance>,
+}
+
+// The shim's object holds a shared_ptr to the thread-safe WriteBufferManager, a mutex-guarded
+// seal order and the database's handles; RocksDB calls the seal listener from its threads.
+unsafe impl Send for FlushChoice {}
+unsafe impl Sync for FlushChoice {}
+
+impl FlushChoice {
+    /// A flush choice on `memory`'s WriteBufferManager, for one database.
+    pub fn new(memory: &SharedMemory) -> Result<FlushChoice, BackendError> {
+        // SAFETY: `memory` is alive for the call; the shim copies its shared_ptr.
+        let raw = unsafe { statebench_instance_create(memory.raw.as_ptr()) };
+        NonNull::new(raw)
+            .map(|raw| FlushChoice { raw })
+            .ok_or_else(|| BackendError::Setup("out of memory for the flush choice".to_string()))
+    }
+
+    /// Makes RocksDB report to this object when it seals a memtable (DB options), for
+    /// [`FlushChoice::switch_as_frocksdb_620`].
+    pub fn track_seals(&self, opts: &mut Options) {
+        // SAFETY: both pointers are alive for the call; the shim copies a shared_ptr.
+        unsafe { statebench_options_track_seals(opts.as_raw_ptr(), self.raw.as_ptr()) }
+    }
+
+    /// Tells this object the database opened with [`FlushChoice::track_seals`] and its column
+    /// families in creation order. `db` must outlive every later call of
+    /// [`FlushChoice::switch_as_frocksdb_620`] (StateBackend drops its database first and
+    /// never calls it after).
+    pub fn attach(&self, db: &DB, column_families: &[&ColumnFamily]) -> Result<(), BackendError> {
+        let handles: Vec<_> = column_families.iter().map(|cf| cf.inner()).collect();
+        // SAFETY: the database and handle pointers are alive; the shim copies the C++ pointers
+        // they wrap, which stay valid as long as `db` is open.
+        let rc = unsafe {
+            statebench_instance_attach(
+                self.raw.as_ptr(),
+                db.as_raw_ptr(),
+                handles.as_ptr(),
+                handles.len(),
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(BackendError::Setup(
+                "could not record the column families for the WriteBufferManager".to_string(),
+            ))
+        }
+    }
+
+    /// Before a write: where FRocksDB 6.20's WriteBufferManager would switch a column family
+    /// whose flush is pending (RocksDB 11 skips those), switch it. True when it did.
+    pub fn switch_as_frocksdb_620(&self) -> bool {
+        // SAFETY: the object is alive while self is, and the database it was attached to is
+        // open (see `attach`); the shim catches every C++ exception.
+        unsafe { statebench_wbm620_before_write(self.raw.as_ptr()) == 1 }
+    }
+}
+
+impl Drop for FlushChoice {
+    fn drop(&mut self) {
+        // SAFETY: created by statebench_instance_create and dropped once; the listener it gave
+        // RocksDB is a shared_ptr of its own.
+        unsafe { statebench_instance_destroy(self.raw.as_ptr()) }
     }
 }
 

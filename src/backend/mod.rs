@@ -6,6 +6,7 @@ pub mod keys;
 pub mod latency;
 pub mod memory;
 pub mod metrics;
+mod open;
 pub mod oplog;
 pub mod options_file;
 pub mod perf;
@@ -13,15 +14,12 @@ pub mod serializer;
 pub mod ttl_filter;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use rocksdb::{
-    BlockBasedIndexType, BlockBasedOptions, ChecksumType, ColumnFamily, ColumnFamilyDescriptor, DB,
-    DBCompressionType, Options, ReadOptions, WriteOptions,
-};
+use rocksdb::{ColumnFamily, DB, Options, ReadOptions, WriteOptions};
 
 use crate::config::Profile;
-use crate::config::profile::{Compression, Knob, Live};
-use crate::config::target::{Checksum, TargetOptions};
+use crate::config::profile::{Knob, Live};
 pub use access::{AccessCounters, ChangeLog, StateAccess, replay_changelog};
 use memory::SharedMemory;
 
@@ -116,12 +114,13 @@ pub struct StateBackend {
     db: DB,
     /// Keeps statistics alive and readable for the life of the DB.
     opts: Options,
-    /// The shared block cache and WriteBufferManager (resizing them resizes RocksDB's).
-    memory: SharedMemory,
+    /// The shared block cache and WriteBufferManager (resizing them resizes RocksDB's): the
+    /// slot's, shared by every instance of a chain of operators.
+    memory: Arc<SharedMemory>,
+    /// This instance's part of FRocksDB 6.20's flush choice, when the target emulates it.
+    flush_choice: Option<memory::FlushChoice>,
     /// Processing time for the TTL compaction filter.
     ttl_clock: ttl_filter::TtlClock,
-    /// Emulate FRocksDB 6.20's WriteBufferManager flush choice before every write.
-    wbm_switches_pending_flush: bool,
     write_opts: WriteOptions,
     read_opts: ReadOptions,
     path: PathBuf,
@@ -135,223 +134,7 @@ pub struct StateBackend {
     ttl_states: Vec<(String, i64, bool)>,
 }
 
-fn compression(c: Compression) -> DBCompressionType {
-    match c {
-        Compression::None => DBCompressionType::None,
-        Compression::Snappy => DBCompressionType::Snappy,
-        Compression::Lz4 => DBCompressionType::Lz4,
-        Compression::Lz4hc => DBCompressionType::Lz4hc,
-        Compression::Zstd => DBCompressionType::Zstd,
-        Compression::Zlib => DBCompressionType::Zlib,
-        Compression::Bzip2 => DBCompressionType::Bz2,
-    }
-}
-
-/// Column-family options as Flink's RocksDBResourceContainer builds them with managed memory
-/// (the shared cache is installed afterwards by [`SharedMemory::install_table`]).
-fn column_family_options(profile: &Profile, target: &TargetOptions) -> Options {
-    let k = &profile.knobs;
-    let mut opts = Options::default();
-    opts.set_write_buffer_size(k.write_buffer_size.0 as usize);
-    opts.set_arena_block_size(target.arena_block_size as usize);
-    opts.set_max_write_buffer_number(k.max_write_buffer_number as i32);
-    opts.set_min_write_buffer_number_to_merge(k.min_write_buffer_number_to_merge as i32);
-    opts.set_target_file_size_base(k.target_file_size_base.0);
-    opts.set_max_bytes_for_level_base(k.max_bytes_for_level_base.0);
-    opts.set_max_bytes_for_level_multiplier(k.max_bytes_for_level_multiplier);
-    opts.set_level_compaction_dynamic_level_bytes(k.dynamic_level_bytes);
-    let levels: Vec<DBCompressionType> = (0..7)
-        .map(|l| compression(k.compression_for_level(l)))
-        .collect();
-    opts.set_compression_per_level(&levels);
-    opts.set_level_zero_slowdown_writes_trigger(k.level0_slowdown_writes_trigger as i32);
-    opts.set_level_zero_stop_writes_trigger(k.level0_stop_writes_trigger as i32);
-    opts.set_soft_pending_compaction_bytes_limit(k.soft_pending_compaction_bytes_limit.0 as usize);
-    opts.set_hard_pending_compaction_bytes_limit(k.hard_pending_compaction_bytes_limit.0 as usize);
-    opts.set_disable_auto_compactions(k.disable_auto_compactions);
-
-    let mut table = BlockBasedOptions::default();
-    table.set_block_size(k.block_size.0 as usize);
-    table.set_metadata_block_size(k.metadata_block_size.0 as usize);
-    table.set_format_version(target.format_version);
-    table.set_checksum_type(match target.checksum {
-        Checksum::Crc32c => ChecksumType::CRC32c,
-        Checksum::Xxh3 => ChecksumType::XXH3,
-    });
-    table.set_optimize_filters_for_memory(target.optimize_filters_for_memory);
-    // Flink with managed memory: index and filters live in (and are charged to) the cache,
-    // with high priority, and L0's are pinned.
-    table.set_cache_index_and_filter_blocks(true);
-    table.set_cache_index_and_filter_blocks_with_high_priority(true);
-    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
-    if let Some(bits) = k.effective_bloom_bits_per_key() {
-        table.set_bloom_filter(bits, false);
-    }
-    if k.partitioned_index_filters {
-        table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
-        table.set_partition_filters(true);
-        table.set_pin_top_level_index_and_filter(true);
-    }
-    opts.set_block_based_table_factory(&table);
-    opts
-}
-
 impl StateBackend {
-    /// Opens (creating if needed) the frequency counter's state backend at `path` with
-    /// `profile`'s options and no state TTL.
-    pub fn open(path: &Path, profile: &Profile) -> Result<StateBackend, BackendError> {
-        Self::open_with_ttl(path, profile, None)
-    }
-
-    /// Opens the frequency counter's state backend for a job whose timerState has a TTL of
-    /// `state_ttl` ms (processing time): with the target's TTL compaction filter, as Flink
-    /// attaches it.
-    pub fn open_with_ttl(
-        path: &Path,
-        profile: &Profile,
-        state_ttl: Option<i64>,
-    ) -> Result<StateBackend, BackendError> {
-        let spec = crate::config::job::frequency::FrequencySpec {
-            windows: Vec::new(),
-            timer_state_ttl: state_ttl.map(|t| crate::config::Millis(t.max(0) as u64)),
-        };
-        Self::open_for(
-            path,
-            profile,
-            &crate::pipeline::operators::frequency::layout(&spec),
-        )
-    }
-
-    /// Opens (creating if needed) the state backend of an operator with `layout`'s column
-    /// families, each with `profile`'s options, as Flink's RocksDB backend creates them.
-    pub fn open_for(
-        path: &Path,
-        profile: &Profile,
-        layout: &crate::pipeline::operators::Layout,
-    ) -> Result<StateBackend, BackendError> {
-        use crate::pipeline::operators::CfRole;
-        // HEAP timers: no column families for the timer service.
-        let layout = &crate::pipeline::timers::rocksdb_layout(layout, &profile.knobs);
-        let data_cfs = layout.data_cfs();
-        let derived = profile.derived(data_cfs.len());
-        let target = profile.target_options();
-        let k = &profile.knobs;
-        let memory = SharedMemory::new(
-            derived.block_cache_capacity,
-            k.high_prio_pool_ratio,
-            derived.write_buffer_manager_capacity,
-        )?;
-        let clock = ttl_filter::TtlClock::default();
-        // Each TTL state's TTL and whether the compaction filter cleans it (the advisor's).
-        let ttl_states: Vec<(String, i64, bool)> = layout
-            .cfs
-            .iter()
-            .filter_map(|c| match c.role {
-                CfRole::State { ttl: Some(t), .. } => Some((
-                    c.name.clone(),
-                    t.ttl_ms,
-                    t.compaction_filter && target.ttl_compaction_filter,
-                )),
-                _ => None,
-            })
-            .collect();
-        let cf_options = |name: &str| -> Result<Options, BackendError> {
-            let mut opts = column_family_options(profile, &target);
-            memory.install_table(&mut opts, target.decouple_partitioned_filters)?;
-            // Flink sets its list merge operator on every column family; set here only where a
-            // state merges (ListState), so the OPTIONS file of a job without one stays
-            // FRocksDB's loadable default (`nullptr`; options-explained.txt says why).
-            let merges = layout
-                .cfs
-                .iter()
-                .any(|c| c.name == name && matches!(c.role, CfRole::State { merge: true, .. }));
-            if merges {
-                opts.set_merge_operator_associative(MERGE_OPERATOR_NAME, string_append);
-            }
-            let ttl = layout
-                .cfs
-                .iter()
-                .find(|c| c.name == name)
-                .and_then(|c| match c.role {
-                    CfRole::State { ttl, .. } => ttl,
-                    _ => None,
-                });
-            if let Some(ttl) = ttl.filter(|t| t.compaction_filter && target.ttl_compaction_filter) {
-                let config = ttl_filter::TtlFilterConfig {
-                    ttl_ms: ttl.ttl_ms,
-                    query_time_after: ttl.query_time_after,
-                    layout: ttl.layout,
-                };
-                ttl_filter::install(&mut opts, config, clock.clone());
-            }
-            Ok(opts)
-        };
-        let mut opts = cf_options(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)?;
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        opts.enable_statistics();
-        opts.set_max_background_jobs(k.background_jobs as i32);
-        opts.set_use_direct_reads(k.use_direct_reads);
-        opts.set_use_direct_io_for_flush_and_compaction(k.use_direct_io_for_flush_and_compaction);
-        opts.set_compaction_readahead_size(target.compaction_readahead_size as usize);
-        memory.install_write_buffer_manager(&mut opts);
-        if target.wbm_switches_pending_flush {
-            memory.track_seals(&mut opts);
-        }
-        opts.set_max_open_files(-1);
-        if k.io_rate_limit.0 > 0 {
-            // RocksDB's defaults: 100 ms refill period, fairness 10; limits flush and compaction writes.
-            opts.set_ratelimiter(k.io_rate_limit.0 as i64, 100_000, 10);
-        }
-        opts.set_stats_dump_period_sec(0);
-        // Flink gives every column family, the unused default one included, the same options.
-        let cf_names = layout.names();
-        let descriptors = std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
-            .chain(cf_names.iter().map(String::as_str))
-            .map(|name| Ok(ColumnFamilyDescriptor::new(name, cf_options(name)?)))
-            .collect::<Result<Vec<_>, BackendError>>()?;
-        let db = DB::open_cf_descriptors(&opts, path, descriptors).map_err(|e| {
-            // RocksDB's words for a LOCK file another process ("While lock file: …/LOCK: …")
-            // or this one ("lock hold by current process … /LOCK: …") holds.
-            if e.kind() == rocksdb::ErrorKind::IOError && e.as_ref().contains("/LOCK: ") {
-                BackendError::InUse(path.to_path_buf())
-            } else {
-                BackendError::RocksDb(e)
-            }
-        })?;
-        if target.wbm_switches_pending_flush {
-            // In creation order: the order RocksDB iterates column families in.
-            let handles = std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
-                .chain(cf_names.iter().map(String::as_str))
-                .map(|name| {
-                    db.cf_handle(name)
-                        .ok_or_else(|| BackendError::MissingColumnFamily(name.to_string()))
-                })
-                .collect::<Result<Vec<_>, BackendError>>()?;
-            memory.attach(&db, &handles)?;
-        }
-        let mut write_opts = WriteOptions::default();
-        // Flink's state backend writes without a WAL: checkpoints provide durability.
-        write_opts.disable_wal(true);
-        Ok(StateBackend {
-            db,
-            opts,
-            memory,
-            ttl_clock: clock,
-            wbm_switches_pending_flush: target.wbm_switches_pending_flush,
-            write_opts,
-            read_opts: ReadOptions::default(),
-            path: path.to_path_buf(),
-            cf_names,
-            data_cfs,
-            timers: (
-                k.timer_service_factory,
-                k.timer_service_cache_size.max(1) as usize,
-            ),
-            ttl_states,
-        })
-    }
-
     /// The profile's timer service: its factory and (ROCKSDB) cache size per key group.
     pub fn timer_settings(&self) -> (crate::config::timer_service::TimerFactory, usize) {
         self.timers
@@ -383,7 +166,9 @@ impl StateBackend {
     /// What FRocksDB 6.20 does at the start of every write (see `SharedMemory`), when the
     /// profile's target asks for it; true when it switched a memtable.
     pub fn before_write(&self) -> bool {
-        self.wbm_switches_pending_flush && self.memory.switch_as_frocksdb_620()
+        self.flush_choice
+            .as_ref()
+            .is_some_and(memory::FlushChoice::switch_as_frocksdb_620)
     }
 
     /// The read options state lookups use.

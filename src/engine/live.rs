@@ -31,15 +31,31 @@ impl LiveProfile {
     /// Sets `knob` to `value` (YAML syntax) on the open database `backend`, editing the
     /// profile as it stands (so quick successive changes never undo each other), and records
     /// what RocksDB says about it — or why it was refused.
-    pub fn apply(&mut self, backend: &StateBackend, knob: Knob, value: String, at_secs: f64) {
+    pub fn apply(
+        &mut self,
+        backends: &[std::sync::Arc<StateBackend>],
+        knob: Knob,
+        value: String,
+        at_secs: f64,
+    ) {
         let result = self
             .profile
             .edited(knob.key(), &value)
             .map_err(|e| e.to_string())
             .and_then(|profile| {
-                let evidence = backend
-                    .apply_live(&profile, knob)
-                    .map_err(|e| e.to_string())?;
+                // Every RocksDB instance of the job (a chain's each) runs with the profile.
+                let mut evidence = Vec::new();
+                for (i, backend) in backends.iter().enumerate() {
+                    let found = backend
+                        .apply_live(&profile, knob)
+                        .map_err(|e| e.to_string())?;
+                    evidence.push(if i == 0 {
+                        found
+                    } else {
+                        format!("operator {i}: {found}")
+                    });
+                }
+                let evidence = evidence.join("; ");
                 self.profile = profile;
                 Ok(evidence)
             });

@@ -4,16 +4,23 @@
 //!
 //! - `snapshot`: the plain data a run produces (what clients import);
 //! - `job`: one job of a run (consumer, watermark valve, operator context, oracle);
+//! - `chain`: the operators after a job's first (each its own RocksDB instance);
+//! - `durable`, `publish`: a job's checkpoints and savepoints; its snapshots and commands;
 //! - `phases`: which jobs a run has (streaming, or backfill then catch-up) and the hand-over;
 //! - `run`: what the jobs of a run share — `sampler`, `clock`, `live`: the sampling cadence,
 //!   running time and the live profile.
 
+mod attempts;
+mod chain;
 mod clock;
+mod durable;
 pub mod identity;
 mod job;
 mod live;
 mod phases;
 mod progress;
+mod publish;
+mod recover;
 mod run;
 mod sampler;
 pub mod snapshot;
@@ -26,7 +33,8 @@ use std::time::{Duration, Instant};
 
 pub use snapshot::{
     CheckpointOutcome, CheckpointSample, JobSource, Latencies, LatencyRecorder, MetricsSnapshot,
-    Op, OptionChange, Percentiles, Phase, PipelineSample, RestoreRecord, RunOutcome, RunState,
+    Op, OperatorSummary, OptionChange, Percentiles, Phase, PipelineSample, RestoreRecord,
+    RunOutcome, RunState,
 };
 
 use crate::backend::BackendError;

@@ -111,7 +111,7 @@ impl Sampler {
     pub fn publish(
         &mut self,
         now: Instant,
-        backend: &StateBackend,
+        backends: &[std::sync::Arc<StateBackend>],
         perf: &PerfCounts,
         records: u64,
         gets: u64,
@@ -120,7 +120,7 @@ impl Sampler {
         let interval_secs = now.saturating_duration_since(self.last_at).as_secs_f64();
         let events_in_interval = records.saturating_sub(self.last_records);
         let rocksdb = self.rocksdb.sample(
-            backend,
+            backends,
             perf,
             gets.saturating_sub(self.last_gets),
             interval_secs,

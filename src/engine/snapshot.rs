@@ -289,4 +289,22 @@ pub struct RunOutcome {
     pub cpu_profile: Option<CpuProfile>,
     /// Checkpoints, restores and delivery; None with checkpointing off.
     pub checkpoints: Option<CheckpointOutcome>,
+    /// Each operator of the last job, in chain order (one for a single operator).
+    pub operators: Vec<OperatorSummary>,
+}
+
+/// One operator of a job: what it read, emitted and did to its RocksDB instance.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct OperatorSummary {
+    /// Its place in the chain (0 reads the source).
+    pub index: usize,
+    /// Its kind (`job[i].kind`).
+    pub kind: String,
+    /// Records it processed (from the source, or from the operator before it).
+    pub events_in: u64,
+    /// Records it emitted (window results, join pairs, kept records...).
+    pub emitted: u64,
+    /// RocksDB operations on its own instance, over every attempt.
+    pub ops: crate::backend::AccessCounters,
 }

@@ -101,9 +101,15 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
             s.p99_get_latency_us, s.p99_put_latency_us, s.max_put_latency_us
         ),
     );
+    // A chain: every operator, in order.
+    let operators = workload.operators();
     line(
         "job",
-        serde_json::to_string(&workload.operator()).unwrap_or_default(),
+        match operators.as_slice() {
+            [one] => serde_json::to_string(one),
+            chain => serde_json::to_string(chain),
+        }
+        .unwrap_or_default(),
     );
     let mut more = String::new();
     if s.merges > 0 {
@@ -122,9 +128,34 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
             s.rocksdb_ops_per_event, s.gets, s.puts, s.deletes, s.batch_writes
         ),
     );
+    // A chain: each operator's records and RocksDB operations on its own instance.
+    if s.operators.len() > 1 {
+        for op in &s.operators {
+            line(
+                &format!("operator {} ({})", op.index, op.kind),
+                format!(
+                    "{} records in, {} emitted, {} RocksDB ops ({:.2} per record in)",
+                    op.events_in,
+                    op.emitted,
+                    op.ops.total(),
+                    if op.events_in == 0 {
+                        0.0
+                    } else {
+                        op.ops.total() as f64 / op.events_in as f64
+                    }
+                ),
+            );
+        }
+    }
+    let chain = s.operators.len() > 1 || s.state_column_families.iter().any(|c| c.operator > 0);
     for cf in &s.state_column_families {
+        let name = if chain {
+            format!("op{} state '{}'", cf.operator, cf.name)
+        } else {
+            format!("state '{}'", cf.name)
+        };
         line(
-            &format!("state '{}'", cf.name),
+            &name,
             format!(
                 "{} in {} SST files + {} in memtables, ~{} keys",
                 crate::config::units::human_bytes(cf.live_sst_bytes as f64),

@@ -8,7 +8,7 @@ use crate::backend::metrics::{CacheHitRates, StallCauses, Tickers};
 use crate::config::workload::SerializerKind;
 use crate::durability::checkpoint::JobWork;
 use crate::durability::sink::SinkCounters;
-use crate::engine::{JobSource, MetricsSnapshot, RunOutcome};
+use crate::engine::{JobSource, MetricsSnapshot, OperatorSummary, RunOutcome};
 use crate::pipeline::oracle::ResultError;
 use crate::profiler::CpuSample;
 
@@ -132,6 +132,14 @@ pub struct Summary {
     pub iterator_skips: u64,
     /// Bytes RocksDB returned to point reads (`rocksdb.bytes.read`).
     pub get_bytes_read: u64,
+    /// Each operator of the job in chain order: records in and emitted, RocksDB operations on
+    /// its own instance. Empty in reports written before chains and in live findings.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<OperatorSummary>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One state's (or timer queue's) column family at the end of a run.
@@ -139,6 +147,10 @@ pub struct Summary {
 #[serde(default)]
 pub struct StateColumnFamily {
     pub name: String,
+    /// The operator whose RocksDB instance holds it (0 for a single operator or a chain's
+    /// first).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub operator: usize,
     pub sst_files: u64,
     pub live_sst_bytes: u64,
     pub memtable_bytes: u64,
@@ -221,6 +233,7 @@ impl Summary {
                 .checkpoints
                 .as_ref()
                 .map(|c| checkpoints::CheckpointSummary::new(c, outcome.processing_secs)),
+            operators: outcome.operators.clone(),
             ..Summary::of_snapshots(
                 &outcome.snapshots,
                 outcome.processing_secs,
@@ -362,6 +375,7 @@ impl Summary {
                     .iter()
                     .map(|c| StateColumnFamily {
                         name: c.name.clone(),
+                        operator: c.operator,
                         sst_files: c.levels.iter().map(|l| l.files).sum(),
                         live_sst_bytes: c.levels.iter().map(|l| l.bytes).sum(),
                         memtable_bytes: c.memtable_bytes,
@@ -376,6 +390,7 @@ impl Summary {
             iterator_nexts: ops.iterator_nexts,
             iterator_skips: tickers.iter_skips,
             get_bytes_read: tickers.bytes_read,
+            operators: Vec::new(),
         }
     }
 }

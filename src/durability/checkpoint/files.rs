@@ -39,26 +39,48 @@ pub(super) fn native_checkpoint(
 }
 
 /// A savepoint's files written into `scratch`, and how a restore reads them: canonical (every
-/// key from a RocksDB snapshot, the full format) or native (RocksDB's own files).
+/// key from a RocksDB snapshot, the full format) or native (RocksDB's own files). `backends`
+/// are the job's databases in chain order: operator i >= 1's files go in the savepoint's
+/// `op<i>/`.
 pub fn savepoint_files(
-    backend: &StateBackend,
+    backends: &[&StateBackend],
     canonical: bool,
     scratch: &Path,
 ) -> Result<(CheckpointKind, Vec<(PathBuf, String)>), CheckpointError> {
+    let Some((first, others)) = backends.split_first() else {
+        return Err(CheckpointError::Metadata {
+            dir: scratch.display().to_string(),
+            why: "a savepoint of a job without a database".to_string(),
+        });
+    };
     if !canonical {
-        return Ok((
-            CheckpointKind::Incremental,
-            native_checkpoint(backend, scratch)?,
-        ));
+        let mut files = native_checkpoint(first, scratch)?;
+        for (i, backend) in others.iter().enumerate() {
+            let op = format!("op{}", i + 1);
+            for (path, name) in native_checkpoint(backend, &scratch.join(&op))? {
+                files.push((path, format!("{op}/{name}")));
+            }
+        }
+        return Ok((CheckpointKind::Incremental, files));
     }
     if scratch.exists() {
         std::fs::remove_dir_all(scratch).map_err(io(format!("remove {}", scratch.display())))?;
     }
     std::fs::create_dir_all(scratch).map_err(io(format!("create {}", scratch.display())))?;
     let file = scratch.join(FULL_STATE);
-    let snapshot = backend.db().snapshot();
-    write_full(backend, &snapshot, &file, &AtomicBool::new(false))?;
-    Ok((CheckpointKind::Full, vec![(file, FULL_STATE.to_string())]))
+    let snapshot = first.db().snapshot();
+    write_full(first, &snapshot, &file, &AtomicBool::new(false))?;
+    let mut files = vec![(file, FULL_STATE.to_string())];
+    for (i, backend) in others.iter().enumerate() {
+        let op = format!("op{}", i + 1);
+        let dir = scratch.join(&op);
+        std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+        let file = dir.join(FULL_STATE);
+        let snapshot = backend.db().snapshot();
+        write_full(backend, &snapshot, &file, &AtomicBool::new(false))?;
+        files.push((file, format!("{op}/{FULL_STATE}")));
+    }
+    Ok((CheckpointKind::Full, files))
 }
 
 /// Wall-clock time, epoch ms.

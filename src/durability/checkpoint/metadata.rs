@@ -33,6 +33,21 @@ pub struct JobMeta {
     /// The job's work up to the barrier, over every process it ran in.
     #[serde(default)]
     pub work: JobWork,
+    /// A chain's operators after the first, where each stood (absent: a single operator).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<OperatorMeta>,
+}
+
+/// Where a chain's operator `index` >= 1 stood at a barrier.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OperatorMeta {
+    pub index: usize,
+    pub counters: JobCounters,
+    /// Its results kept outside its state (`KeyedOperator::results_snapshot`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<(u64, usize, i64)>,
+    /// Records it had received: the next one's offset.
+    pub records_in: u64,
 }
 
 /// A job's work over every process it ran in: a restore in a new process carries it on, so
@@ -93,6 +108,10 @@ pub struct Metadata {
     /// Native state: shared file name -> RocksDB's own file name.
     #[serde(default)]
     pub ssts: BTreeMap<String, String>,
+    /// A chain's operators after the first (1, 2, ...): each one's native shared file name ->
+    /// RocksDB's own file name (its private files are in the checkpoint's `op<i>/`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub op_ssts: Vec<BTreeMap<String, String>>,
     /// Changelog: the materialized state this checkpoint builds on.
     #[serde(default)]
     pub materialization: Option<Materialization>,

@@ -33,7 +33,7 @@ use crate::backend::StateBackend;
 use crate::config::profile::{CheckpointKind, Knobs};
 pub use changelog::ChangelogStatus;
 pub use files::savepoint_files;
-pub use metadata::{CheckpointRecord, JobMeta, JobWork, Materialization, Metadata};
+pub use metadata::{CheckpointRecord, JobMeta, JobWork, Materialization, Metadata, OperatorMeta};
 pub use restore::{Restored, prepare_restore};
 
 /// The canonical stream's name in a full checkpoint or canonical savepoint.
@@ -135,16 +135,18 @@ struct InFlight {
 pub struct Checkpointer {
     config: CheckpointConfig,
     store: CheckpointStore,
-    /// The job's database; None between a failure and the restart.
-    backend: Option<Arc<StateBackend>>,
+    /// The job's databases, one per operator in chain order; none between a failure and the
+    /// restart. Every checkpoint holds all of them under one id.
+    backends: Vec<Arc<StateBackend>>,
     /// Scratch space for native checkpoints and full streams before upload.
     local: PathBuf,
     /// Names this database's new SST files get in the shared folder.
     incarnation: String,
-    /// RocksDB's SST file name -> its name in the shared folder, for files uploaded or restored.
-    uploaded: HashMap<String, String>,
-    /// SST files at the last barrier (new ones are classified by level).
-    last_ssts: HashSet<String>,
+    /// Per database: RocksDB's SST file name -> its name in the shared folder, for files
+    /// uploaded or restored.
+    uploaded: Vec<HashMap<String, String>>,
+    /// Per database: SST files at the last barrier (new ones are classified by level).
+    last_ssts: Vec<HashSet<String>>,
     next_id: u64,
     last_trigger: Instant,
     last_end: Option<Instant>,
@@ -171,11 +173,11 @@ impl Checkpointer {
         Ok(Checkpointer {
             config,
             store,
-            backend: None,
+            backends: Vec::new(),
             local,
             incarnation: incarnation(),
-            uploaded: HashMap::new(),
-            last_ssts: HashSet::new(),
+            uploaded: Vec::new(),
+            last_ssts: Vec::new(),
             next_id,
             last_trigger: now,
             last_end: None,
@@ -185,28 +187,43 @@ impl Checkpointer {
         })
     }
 
-    /// Checkpoints the job on `backend` from now on. `restored` is the checkpoint its state
-    /// came from, if any: its SST files are in the store already.
+    /// Checkpoints the job on `backends` (one per operator, in chain order) from now on.
+    /// `restored` is the checkpoint their state came from, if any: its SST files are in the
+    /// store already.
     pub fn attach(
         &mut self,
-        backend: Arc<StateBackend>,
+        backends: Vec<Arc<StateBackend>>,
         restored: Option<&Metadata>,
         now: Instant,
     ) -> Result<(), CheckpointError> {
         self.abandon();
         // The restored files are in the store under their shared names: referenced, not
         // uploaded again.
-        self.uploaded = restored
-            .map(|m| {
-                m.ssts
-                    .iter()
-                    .chain(m.materialization.iter().flat_map(|mat| &mat.files))
-                    .filter(|(_, local)| local.ends_with(".sst"))
-                    .map(|(s, l)| (l.clone(), s.clone()))
-                    .collect()
+        let reversed = |ssts: &mut dyn Iterator<Item = (&String, &String)>| {
+            ssts.filter(|(_, local)| local.ends_with(".sst"))
+                .map(|(s, l)| (l.clone(), s.clone()))
+                .collect::<HashMap<_, _>>()
+        };
+        self.uploaded = (0..backends.len())
+            .map(|i| match (restored, i) {
+                (None, _) => HashMap::new(),
+                (Some(m), 0) => reversed(
+                    &mut m
+                        .ssts
+                        .iter()
+                        .chain(m.materialization.iter().flat_map(|mat| &mat.files)),
+                ),
+                (Some(m), i) => m
+                    .op_ssts
+                    .get(i - 1)
+                    .map(|ssts| reversed(&mut ssts.iter()))
+                    .unwrap_or_default(),
             })
-            .unwrap_or_default();
-        self.last_ssts = live_ssts(&backend)?.into_iter().map(|f| f.name).collect();
+            .collect();
+        self.last_ssts = backends
+            .iter()
+            .map(|b| Ok(live_ssts(b)?.into_iter().map(|f| f.name).collect()))
+            .collect::<Result<_, CheckpointError>>()?;
         self.incarnation = incarnation();
         // A restarted backend starts its materialization bookkeeping afresh (a restart is what
         // clears a skip left by a native savepoint), from the materialization it restored.
@@ -230,7 +247,7 @@ impl Checkpointer {
                 .map(|n| (n.clone(), None, self.store.shared_size(n).unwrap_or(0)))
                 .collect();
         }
-        self.backend = Some(backend);
+        self.backends = backends;
         self.last_trigger = now;
         self.last_end = None;
         Ok(())
@@ -239,12 +256,13 @@ impl Checkpointer {
     /// The job failed: its checkpoint under way is abandoned and its database let go.
     pub fn detach(&mut self) {
         self.abandon();
-        self.backend = None;
+        self.backends.clear();
     }
 
+    /// The first operator's database (the only one of a single operator).
     fn backend(&self) -> Result<&Arc<StateBackend>, CheckpointError> {
-        self.backend
-            .as_ref()
+        self.backends
+            .first()
             .ok_or_else(|| CheckpointError::Metadata {
                 dir: self.store.root().display().to_string(),
                 why: "no job to checkpoint (a restart is under way)".to_string(),

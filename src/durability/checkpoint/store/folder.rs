@@ -58,6 +58,13 @@ pub(super) fn write_metadata(dir: &Path, value: &serde_json::Value) -> Result<()
 /// Checks that `name` can be a file of the folder `dir`: one path component, not a temporary
 /// file's name (they start with '.'), not `_metadata`.
 pub(super) fn check_name(dir: &Path, name: &str) -> Result<(), StoreError> {
+    // A chain's operator i >= 1 keeps its private files in the checkpoint's `op<i>/`.
+    if let Some((folder, file)) = name.split_once('/')
+        && is_operator_folder(folder)
+        && !file.contains('/')
+    {
+        return check_name(&dir.join(folder), file);
+    }
     let reason = if name.is_empty() {
         "it is empty"
     } else if name.contains(['/', '\\', '\0']) {
@@ -73,6 +80,13 @@ pub(super) fn check_name(dir: &Path, name: &str) -> Result<(), StoreError> {
         dir: dir.to_path_buf(),
         name: name.to_owned(),
         reason,
+    })
+}
+
+/// `op<i>` (i >= 1): the folder of a chain's operator i in a checkpoint or savepoint.
+pub fn is_operator_folder(name: &str) -> bool {
+    name.strip_prefix("op").is_some_and(|n| {
+        !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit())
     })
 }
 
@@ -160,6 +174,10 @@ pub(super) fn dir_bytes(dir: &Path) -> Result<u64, StoreError> {
 
 /// Copies `src` to the new file `dst`, checking it has the size `_metadata` recorded.
 pub(super) fn copy_checked(src: &Path, dst: &Path, expected: u64) -> Result<u64, StoreError> {
+    // An operator's file of a chain goes into its own folder.
+    if let Some(parent) = dst.parent() {
+        fs::create_dir_all(parent).map_err(io_err(parent, "create"))?;
+    }
     let found = fs::copy(src, dst).map_err(io_err(src, "copy"))?;
     if found != expected {
         return Err(StoreError::SizeMismatch {

@@ -117,6 +117,12 @@ pub(super) fn put_file(
         });
     }
     let dst = dir.join(name);
+    // A chain's operator folder (`op<i>/`) is made with its first file.
+    if let Some(parent) = dst.parent()
+        && parent != dir
+    {
+        std::fs::create_dir_all(parent).map_err(io_err(parent, "create"))?;
+    }
     let bytes = match source {
         Source::File(local) => {
             let mut file = File::open(local).map_err(io_err(local, "open"))?;
