@@ -48,8 +48,13 @@ public final class Probe implements java.io.Serializable {
         }
     }
 
+    /** Every measured operator's figures by operator index (one JVM: the MiniCluster's). */
+    static final Map<Integer, Map<String, Object>> MEASURED = new TreeMap<>();
+
     private final String outDir;
     private final String kind;
+    /** The operator's index in a chain; -1: the job's only operator. */
+    private final int index;
     private transient CountingRocksDB counting;
     /** The backend's own RocksDB object, put back before the backend is disposed. */
     private transient RocksDB original;
@@ -63,8 +68,14 @@ public final class Probe implements java.io.Serializable {
     private boolean installed;
 
     public Probe(String outDir, String kind) {
+        this(outDir, kind, -1);
+    }
+
+    /** Operator {@code index} of a chain: writes {@code flink-op<i>.json} (KindsJob sums them into flink.json). */
+    public Probe(String outDir, String kind, int index) {
         this.outDir = outDir;
         this.kind = kind;
+        this.index = index;
     }
 
     static Field field(Class<?> type, String name) {
@@ -139,8 +150,16 @@ public final class Probe implements java.io.Serializable {
         Object wrapper = field(backend.getClass(), "writeBatchWrapper").get(backend);
         wrapper.getClass().getMethod("flush").invoke(wrapper);
 
-        // The options factory's Statistics of the (one) RocksDB instance.
-        Statistics stats = (Statistics) field(ObservingOptionsFactory.class, "statistics").get(null);
+        // The Statistics of this backend's RocksDB instance (its options factory's); a chain has
+        // one instance per operator.
+        Object container = field(backend.getClass(), "optionsContainer").get(backend);
+        Object factory = field(container.getClass(), "optionsFactory").get(container);
+        Statistics stats = factory instanceof ObservingOptionsFactory
+                ? (Statistics) field(ObservingOptionsFactory.class, "instanceStatistics").get(factory)
+                : null;
+        if (stats == null) {
+            stats = (Statistics) field(ObservingOptionsFactory.class, "statistics").get(null);
+        }
         Map<String, Object> tickers = new TreeMap<>();
         Map<String, Object> histograms = new TreeMap<>();
         if (stats != null) {
@@ -194,12 +213,17 @@ public final class Probe implements java.io.Serializable {
                 }
             }
             if (latest != null) {
-                Files.copy(latest.toPath(), Path.of(outDir, "flink.OPTIONS"), StandardCopyOption.REPLACE_EXISTING);
+                String name = index <= 0 ? "flink.OPTIONS" : "flink.op" + index + ".OPTIONS";
+                Files.copy(latest.toPath(), Path.of(outDir, name), StandardCopyOption.REPLACE_EXISTING);
                 copied.add(latest.getName());
             }
         }
         json.put("copied_files", copied);
-        write(Path.of(outDir, "flink.json"), json);
+        json.put("index", index);
+        synchronized (MEASURED) {
+            MEASURED.put(index, json);
+        }
+        write(Path.of(outDir, index < 0 ? "flink.json" : "flink-op" + index + ".json"), json);
         uninstall(backend);
     }
 
