@@ -38,7 +38,7 @@ import statebench.parity.ObservingOptionsFactory;
  *
  * <pre>
  * KindsJob --workload parity/kinds/X.yaml --trace T.csv --flink-conf profile.conf --out DIR
- *          [--watermark-every 64]
+ *          [--watermark-every 64] [--compact-at-end true]
  * </pre>
  *
  * The workload's {@code job:} section (the contract with statebench's side) says which operator
@@ -99,6 +99,7 @@ public class KindsJob {
             }
             Probe probe = chain ? new Probe(new File(out).getAbsolutePath(), kind, i)
                     : new Probe(new File(out).getAbsolutePath(), kind);
+            probe.compactAtEnd = Boolean.parseBoolean(opts.getOrDefault("compact-at-end", "false"));
             Operators.Built built = Operators.build(env, workloadPath, job, kind, input, probe);
             job.done();
             String prefix = chain ? "op" + i + "." : "";

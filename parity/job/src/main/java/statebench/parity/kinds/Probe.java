@@ -66,6 +66,8 @@ public final class Probe implements java.io.Serializable {
     long lastWatermark = Long.MIN_VALUE;
     boolean measured;
     private boolean installed;
+    /** After measuring: flush and compact every state column family, counting what the TTL filter drops. */
+    boolean compactAtEnd;
 
     public Probe(String outDir, String kind) {
         this(outDir, kind, -1);
@@ -220,11 +222,59 @@ public final class Probe implements java.io.Serializable {
         }
         json.put("copied_files", copied);
         json.put("index", index);
+        if (compactAtEnd) {
+            json.put("compaction_at_end", compactAtEnd(backend, stats));
+        }
         synchronized (MEASURED) {
             MEASURED.put(index, json);
         }
         write(Path.of(outDir, index < 0 ? "flink.json" : "flink-op" + index + ".json"), json);
         uninstall(backend);
+    }
+
+    /**
+     * Once everything is measured: per state column family, its keys, then a flush and a manual
+     * compaction of the whole range (RocksDB runs the column family's compaction filter: Flink's
+     * TTL filter, on this probe's replay clock), then its keys again and what the filter dropped
+     * (ticker COMPACTION_KEY_DROP_USER).
+     */
+    private Map<String, Object> compactAtEnd(KeyedStateBackend<?> backend, Statistics stats) throws Exception {
+        Map<String, Object> out = new TreeMap<>();
+        Map<?, ?> states = (Map<?, ?>) field(backend.getClass(), "kvStateInformation").get(backend);
+        RocksDB db = original != null ? original : (RocksDB) field(backend.getClass(), "db").get(backend);
+        for (Map.Entry<?, ?> e : states.entrySet()) {
+            String name = e.getKey().toString();
+            if (name.startsWith("_timer_state/")) {
+                continue;
+            }
+            org.rocksdb.ColumnFamilyHandle cf =
+                    (org.rocksdb.ColumnFamilyHandle) field(e.getValue().getClass(), "columnFamilyHandle").get(e.getValue());
+            long dropBefore = stats == null ? 0 : stats.getTickerCount(TickerType.COMPACTION_KEY_DROP_USER);
+            long before = countKeys(db, cf);
+            try (org.rocksdb.FlushOptions flush = new org.rocksdb.FlushOptions().setWaitForFlush(true)) {
+                db.flush(flush, cf);
+            }
+            db.compactRange(cf);
+            long after = countKeys(db, cf);
+            Map<String, Object> c = new TreeMap<>();
+            c.put("keys_before", before);
+            c.put("keys_after", after);
+            c.put("dropped_by_filter", stats == null ? -1
+                    : stats.getTickerCount(TickerType.COMPACTION_KEY_DROP_USER) - dropBefore);
+            out.put(name, c);
+        }
+        out.put("clock", clock.now);
+        return out;
+    }
+
+    private static long countKeys(RocksDB db, org.rocksdb.ColumnFamilyHandle cf) {
+        long n = 0;
+        try (org.rocksdb.RocksIterator it = db.newIterator(cf)) {
+            for (it.seekToFirst(); it.isValid(); it.next()) {
+                n++;
+            }
+        }
+        return n;
     }
 
     static void write(Path path, Object root) throws IOException {
