@@ -43,8 +43,10 @@ final class Operators {
         WINDOW_AGGREGATED,
         /** window process: one record per fire, (count, sum), 16 bytes. */
         WINDOW_PROCESSED,
-        /** a kind whose emissions no chain here feeds on (process, interval-join). */
-        NONE
+        /** process: the input record (its value size, Out.c) per element, a Long (8 bytes) per timer fired. */
+        PROCESS,
+        /** interval-join: every pair, the two payloads' sizes together (Out.c + Out.d), at max(left, right). */
+        PAIR
     }
 
     static final class Built {
@@ -94,6 +96,12 @@ final class Operators {
                 case REDUCED_TUPLE:
                 case WINDOW_REDUCED:
                     size = stringSize(o.key) + 16;
+                    break;
+                case PROCESS:
+                    size = o.a == 1 ? (int) o.c : 8;
+                    break;
+                case PAIR:
+                    size = (int) (o.c + o.d);
                     break;
                 case ACCUMULATOR:
                 case WINDOW_AGGREGATED:
@@ -149,7 +157,7 @@ final class Operators {
                 ProcessInterpreter fn = ProcessInterpreter.of(job, job.raw("states"), job.raw("on-event"),
                         job.raw("on-timer"));
                 return new Built(keyed.transform("process", outType, new ProbedKeyedProcessOperator<>(fn, probe)),
-                        "process", Emit.NONE);
+                        "process", Emit.PROCESS);
             }
             case "window":
                 return window(env, job, input, probe, outType);
@@ -161,7 +169,7 @@ final class Operators {
                 return new Built(keyed.transform("Interval Join", outType, new ProbedIntervalJoinOperator<String>(
                         job.millis("lower"), job.millis("upper"), job.bool("lower-inclusive", true),
                         job.bool("upper-inclusive", true), serializer, new Functions.EmitPair(), probe)), "join",
-                        Emit.NONE);
+                        Emit.PAIR);
             }
             default:
                 throw new IllegalArgumentException(workloadPath + ": job.kind '" + kind
