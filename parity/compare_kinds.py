@@ -139,6 +139,37 @@ def flink_figures(run):
     }
 
 
+# A chain's per-operator figures: Flink's operators[i] (Chain.java) against statebench's
+# summary.operators[i] (DESIGN-CHAIN: index, kind, events_in, emitted, ops).
+OPERATOR_ROWS = [
+    ("events", "records in"),
+    ("emitted", "records emitted"),
+    ("gets", "state gets"),
+    ("puts", "state puts"),
+    ("deletes", "state deletes"),
+    ("merges", "state merges"),
+    ("timers_fired", "timers fired"),
+]
+OPERATOR_PATHS = {
+    "events": ["events_in", "events"],
+    "emitted": ["emitted"],
+    "gets": ["ops.gets", "gets"],
+    "puts": ["ops.puts", "puts"],
+    "deletes": ["ops.deletes", "deletes"],
+    "merges": ["ops.merges", "merges"],
+    "timers_fired": ["timers_fired", "ops.timers_fired"],
+}
+
+
+def statebench_operator(report, index):
+    """statebench's summary.operators entry of operator `index`, or None."""
+    ops = segment(report).get("summary", {}).get("operators") or []
+    for op in ops:
+        if isinstance(op, dict) and op.get("index", -1) == index:
+            return op
+    return ops[index] if index < len(ops) and isinstance(ops[index], dict) else None
+
+
 def statebench_figures(report):
     seg = segment(report)
     view = {"summary": seg.get("summary", {}), "last": (seg.get("snapshots") or [{}])[-1]}
@@ -190,7 +221,7 @@ def main():
     fres = read_results(f"{a.flink[0]}/flink-results.csv")
     flink_only = not a.report
     sb_runs = [load_json(r) for r in a.report]
-    sb = statebench_figures(sb_runs[0]) if sb_runs else {k: None for k, _ in ROWS}
+    sb = statebench_figures(sb_runs[0]) if sb_runs else {k: None for k in STATEBENCH}
     sres = read_results(a.statebench_results) if a.statebench_results else None
 
     rows, failed, missing = [], [], []
@@ -247,6 +278,18 @@ def main():
     row("RocksDB keys read - state gets", fl["keys_read"] - fl["gets"],
         None if sb["keys_read"] is None or sb["gets"] is None else sb["keys_read"] - sb["gets"],
         note="(0: no point lookups but the states')")
+    # A chain: every operator's own figures (Flink: its Probe; statebench: its summary's
+    # operators[i], where the report carries them). Gated where statebench reports the figure.
+    for op in flink_runs[0].get("operators", []):
+        i = op["index"]
+        sb_op = statebench_operator(sb_runs[0], i) if sb_runs else None
+        for key, label in OPERATOR_ROWS:
+            f = op.get("emitted") if key == "emitted" else op["job"].get(key)
+            s_v = None if sb_op is None else first(sb_op, OPERATOR_PATHS[key])
+            if s_v is None and not flink_only:
+                row(f"op{i} ({op['kind']}): {label}", f, None, rule="info", note="(statebench: not reported)")
+            else:
+                row(f"op{i} ({op['kind']}): {label}", f, s_v)
     # Column families in creation order, per RocksDB instance (operator): Flink's OPTIONS file
     # copied from its open instance against statebench's.
     flink_opts, sb_opts = options_files(a.flink[0], a.statebench_options)
