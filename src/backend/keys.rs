@@ -4,6 +4,8 @@
 //! Timers:      `key-group | timestamp (sign bit flipped, big-endian) | key | namespace`
 //! so that within a key group RocksDB's byte order is timestamp order.
 
+use std::borrow::Cow;
+
 /// Flink's max parallelism for the reference job. Above 128 Flink writes a 2-byte key-group
 /// prefix (`computeRequiredBytesInKeyGroupPrefix`), which is what production jobs with a raised
 /// max parallelism store.
@@ -201,40 +203,51 @@ pub fn timer_timestamp(timer_key: &[u8]) -> i64 {
     (u64::from_be_bytes(ts) ^ (1 << 63)) as i64
 }
 
-/// The serialized user key of a timer key (ASCII keys only, which the generator produces).
-pub fn timer_user_key(timer_key: &[u8]) -> Option<&str> {
+/// The key of a timer key (Flink's `StringSerializer` bytes decoded: any String).
+pub fn timer_user_key(timer_key: &[u8]) -> Option<Cow<'_, str>> {
     timer_key_and_namespace(timer_key).map(|(key, _)| key)
 }
 
-/// A timer key's user key and its namespace bytes (at least one).
-pub fn timer_key_and_namespace(timer_key: &[u8]) -> Option<(&str, &[u8])> {
+/// A timer key's key and its namespace bytes (at least one).
+pub fn timer_key_and_namespace(timer_key: &[u8]) -> Option<(Cow<'_, str>, &[u8])> {
     let rest = timer_key.get(KEY_GROUP_PREFIX_BYTES + 8..)?;
-    let (key, used) = read_ascii_string(rest)?;
+    let (key, used) = read_string(rest)?;
     let namespace = rest.get(used..).filter(|ns| !ns.is_empty())?;
     Some((key, namespace))
 }
 
-/// Reads a `StringValue`-serialized ASCII string; returns it and the bytes it used.
-fn read_ascii_string(bytes: &[u8]) -> Option<(&str, usize)> {
-    let (len_plus_one, used) = read_varint7(bytes)?;
+/// Reads a String as Flink's `StringValue.readString` does (length + 1, then one 7-bit varint
+/// per UTF-16 char); returns it and the bytes it used. ASCII is borrowed as it is; other text
+/// is decoded from its UTF-16 chars (None for a null String, cut-off bytes, a char above
+/// 0xFFFF or an unpaired surrogate, which no Rust string can hold).
+pub fn read_string(bytes: &[u8]) -> Option<(Cow<'_, str>, usize)> {
+    let (len_plus_one, mut used) = read_varint7(bytes)?;
     let len = (len_plus_one as usize).checked_sub(1)?;
-    let chars = bytes.get(used..used + len)?;
-    if !chars.iter().all(|b| *b < 0x80) {
-        return None;
+    // All of the next `len` bytes below 0x80: each is a one-byte char, the whole an ASCII string.
+    if let Some(chars) = bytes.get(used..used + len)
+        && chars.iter().all(|b| *b < 0x80)
+    {
+        return Some((Cow::Borrowed(std::str::from_utf8(chars).ok()?), used + len));
     }
-    Some((std::str::from_utf8(chars).ok()?, used + len))
+    let mut units = Vec::with_capacity(len);
+    for _ in 0..len {
+        let (c, n) = read_varint7(bytes.get(used..)?)?;
+        units.push(u16::try_from(c).ok()?);
+        used += n;
+    }
+    Some((Cow::Owned(String::from_utf16(&units).ok()?), used))
 }
 
-/// Splits a `MapState<String, _>` key into its key and its user key (ASCII strings only).
-pub fn split_string_map_key(key: &[u8]) -> Option<(&str, &str)> {
+/// Splits a `MapState<String, _>` key into its key and its user key.
+pub fn split_string_map_key(key: &[u8]) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
     let rest = key.get(KEY_GROUP_PREFIX_BYTES..)?;
-    let (user, used) = read_ascii_string(rest)?;
+    let (user, used) = read_string(rest)?;
     let rest = rest.get(used..)?;
     let (&namespace, rest) = rest.split_first()?;
     if namespace != VOID_NAMESPACE {
         return None;
     }
-    let (user_key, used) = read_ascii_string(rest)?;
+    let (user_key, used) = read_string(rest)?;
     (used == rest.len()).then_some((user, user_key))
 }
 
@@ -292,7 +305,10 @@ mod tests {
         let kg = key.key_group().to_be_bytes();
         let full = key.with_string_user_key("1m").to_vec();
         assert_eq!(full, [&kg[..], &[3, b'u', b'7', 0, 3, b'1', b'm']].concat());
-        assert_eq!(split_string_map_key(&full), Some(("u7", "1m")));
+        assert_eq!(
+            split_string_map_key(&full),
+            Some(("u7".into(), "1m".into()))
+        );
         assert_eq!(split_string_map_key(&full[..full.len() - 1]), None);
         let long = key.with_long_user_key(5).to_vec();
         assert_eq!(
@@ -311,6 +327,53 @@ mod tests {
         assert_eq!(timer_timestamp(&late), 1_000);
         assert_eq!(timer_timestamp(&early), -5);
         assert_eq!(timer_key_group(&late), key.key_group());
-        assert_eq!(timer_user_key(&late), Some("u7"));
+        assert_eq!(timer_user_key(&late).as_deref(), Some("u7"));
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Any String, as Flink 1.20.1 keys it: golden values from the JVM (`String.hashCode`,
+    /// `KeyGroupRangeAssignment.assignToKeyGroup(key, 256)` and `StringSerializer.serialize`
+    /// run on flink-dist-1.20.1.jar), and the bytes decode back to the same String.
+    #[test]
+    fn any_string_key_is_serialized_grouped_and_decoded_as_flink_does() {
+        for (key, hash, group, bytes) in [
+            (
+                "3f2b8c1e-9d4a-4e7b-8a6f-0c5d2e1b7a94",
+                445_776_824,
+                33,
+                "2533663262386331652d396434612d346537622d386136662d306335643265316237613934",
+            ),
+            ("héllo", 103_094_734, 18, "0668e9016c6c6f"),
+            ("注文-7", 855_551_881, 168, "05e8d90187cb012d37"),
+            ("Zürich€", 1_299_047_598, 22, "085afc0172696368ac41"),
+            ("😀x", 54_959_989, 188, "04bdb00380bc0378"),
+            ("u-17", 3_530_366, 203, "05752d3137"),
+            ("user-0", -836_031_826, 8, "07757365722d30"),
+        ] {
+            assert_eq!(java_string_hash(key), hash, "hashCode of {key}");
+            assert_eq!(key_group(key), group, "key group of {key}");
+            let mut out = Vec::new();
+            write_string(&mut out, key);
+            assert_eq!(hex(&out), bytes, "StringSerializer bytes of {key}");
+            let (back, used) = read_string(&out).unwrap();
+            assert_eq!((back.as_ref(), used), (key, out.len()));
+            assert_eq!(matches!(back, Cow::Borrowed(_)), key.is_ascii());
+
+            let mut composite = CompositeKey::default();
+            composite.set_key(key);
+            let timer = composite.timer_key(42);
+            assert_eq!(timer_user_key(&timer).as_deref(), Some(key));
+            assert_eq!(timer_key_group(&timer), group);
+            let map_key = composite.with_string_user_key("ü").to_vec();
+            let (k, uk) = split_string_map_key(&map_key).unwrap();
+            assert_eq!((k.as_ref(), uk.as_ref()), (key, "ü"));
+        }
+        // Cut off inside a char, a null String, an unpaired surrogate: not a key.
+        assert_eq!(read_string(&[0x06, 0x68, 0xe9]), None);
+        assert_eq!(read_string(&[0x00]), None);
+        assert_eq!(read_string(&[0x02, 0x80, 0xb0, 0x03]), None);
     }
 }

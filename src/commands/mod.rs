@@ -100,16 +100,10 @@ pub fn check_report_dir(report: Option<&Path>) -> anyhow::Result<()> {
 
 pub type TraceEvents = std::sync::Arc<Vec<pipeline::source::Event>>;
 
-/// A trace is read and checked whole before anything is created or written.
-fn load_trace(workload: &Workload) -> anyhow::Result<Option<TraceEvents>> {
-    Ok(match &workload.spec.trace {
-        Some(path) => {
-            let trace = pipeline::trace::Trace::load(path, workload.spec.partitions)
-                .map_err(|e| UsageError(e.to_string()))?;
-            Some(std::sync::Arc::new(trace.events))
-        }
-        None => None,
-    })
+/// A trace is read and checked whole before anything is created or written. Its key strings
+/// go to the workload, whose job keys its records by them (`pipeline::source::KeyNames`).
+fn load_trace(workload: &mut Workload) -> anyhow::Result<Option<TraceEvents>> {
+    pipeline::trace::Trace::load_into(workload).map_err(|e| UsageError(e.to_string()).into())
 }
 
 /// Loads a profile by path or built-in name; a Flink configuration read as one says so on
@@ -136,10 +130,10 @@ pub struct Job {
 
 impl Job {
     pub fn load(args: &cli::JobArgs) -> anyhow::Result<Job> {
-        let workload = Workload::load(&args.workload)?;
+        let mut workload = Workload::load(&args.workload)?;
         let profile = load_profile(&args.profile)?;
         check_report_dir(args.report.as_deref())?;
-        let trace = load_trace(&workload)?;
+        let trace = load_trace(&mut workload)?;
         let events = args
             .events
             .unwrap_or(workload.spec.events)

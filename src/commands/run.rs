@@ -194,7 +194,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 /// The job's results as sorted CSV lines `key,label,value` (the frequency counter: its final
-/// state, `key,window,count`), keys as the job keys them (`user-N`), slots by result label.
+/// state, `key,window,count`), keys named `user-N` (a trace's: its own key strings), slots by
+/// result label.
 fn write_final_counts(
     path: &Path,
     workload: &Workload,
@@ -205,11 +206,16 @@ fn write_final_counts(
     } else {
         workload.result_labels()
     };
+    // Generated keys keep their plain `user-N` here (as parity's Flink jobs name them).
+    let names = match &workload.trace_keys {
+        Some(keys) => pipeline::source::KeyNames::Trace(std::sync::Arc::clone(keys)),
+        None => pipeline::source::KeyNames::Generated { size: None },
+    };
     let mut lines: Vec<String> = state
         .iter()
         .map(|(user, window, count)| {
             let mut key = String::new();
-            pipeline::source::Generator::user_key(*user, &mut key);
+            names.write(*user, &mut key);
             let label = labels.get(*window).map_or("?", String::as_str);
             format!("{key},{label},{count}\n")
         })

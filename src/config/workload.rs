@@ -340,6 +340,10 @@ pub struct Workload {
     pub source: String,
     #[serde(flatten)]
     pub spec: WorkloadSpec,
+    /// The key strings of the workload's trace, once it is loaded (`commands::Job::load`):
+    /// the job keys its records by them (`pipeline::source::KeyNames`). None: generated keys.
+    #[serde(skip)]
+    pub trace_keys: Option<std::sync::Arc<crate::pipeline::source::TraceKeys>>,
 }
 
 impl Workload {
@@ -389,6 +393,7 @@ impl Workload {
             name: name.to_string(),
             source: source.to_string(),
             spec,
+            trace_keys: None,
         })
     }
 
@@ -578,6 +583,11 @@ fn validate(spec: &WorkloadSpec) -> Result<(), String> {
                 "'value-size' ({max} bytes) must be at most {MAX_VALUE_SIZE} (16 MiB)"
             ));
         }
+    }
+    if keys.size.is_some() && spec.trace.is_some() {
+        problems.push(
+            "'keys.size' cannot be combined with 'trace': a trace's records are keyed by the trace's own key strings".to_string(),
+        );
     }
     if let Some(size) = keys.size {
         let needed = format!("user-{}", keys.count.saturating_sub(1)).len() as u32;

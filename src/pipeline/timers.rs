@@ -456,7 +456,7 @@ impl<'a> RocksDbTimers<'a> {
         // The buffers of a timer handed back by `recycle`: no allocation per timer.
         let mut key = std::mem::take(&mut self.spare_key);
         key.clear();
-        key.push_str(user_key);
+        key.push_str(&user_key);
         let mut namespace = std::mem::take(&mut self.spare_namespace);
         namespace.clear();
         namespace.extend_from_slice(ns);

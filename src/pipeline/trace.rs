@@ -296,14 +296,30 @@ fn hashed_partition(key: u64, partitions: u32) -> u32 {
 #[derive(Debug, Clone)]
 pub struct Trace {
     pub events: Vec<Event>,
-    /// The trace's own key strings, by id (`keys[e.user]`). Today the job keys id N as
-    /// `user-N`, as parity's Flink job does (see docs/trace.md).
+    /// The trace's own key strings, by id (`keys[e.user]`): what the job keys the events by
+    /// (`pipeline::source::KeyNames`; docs/trace.md).
     pub keys: Vec<String>,
     /// Whether any event gave a value size (the others have `value_size: 0`).
     pub has_value_sizes: bool,
 }
 
 impl Trace {
+    /// The trace a workload names (`trace:`), read and checked whole: its events, with its key
+    /// strings given to the workload, whose job keys its records by them
+    /// (`pipeline::source::KeyNames`). None for a workload without a trace.
+    pub fn load_into(
+        workload: &mut crate::config::Workload,
+    ) -> Result<Option<std::sync::Arc<Vec<Event>>>, TraceError> {
+        let Some(path) = &workload.spec.trace else {
+            return Ok(None);
+        };
+        let trace = Trace::load(path, workload.spec.partitions)?;
+        workload.trace_keys = Some(std::sync::Arc::new(super::source::TraceKeys::new(
+            trace.keys,
+        )));
+        Ok(Some(std::sync::Arc::new(trace.events)))
+    }
+
     /// Reads and checks the whole trace. Events without a partition are keyed into one of
     /// `partitions` by key; a partition number must be below `partitions`.
     pub fn load(path: &Path, partitions: u32) -> Result<Trace, TraceError> {

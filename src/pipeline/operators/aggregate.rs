@@ -22,7 +22,7 @@ use crate::config::job::aggregate::{AggregateFunction, AggregateSpec};
 use crate::config::job::dedup::TtlSettings;
 use crate::pipeline::PipelineError;
 use crate::pipeline::oracle::{TruthModel, Truths};
-use crate::pipeline::source::{Event, Generator};
+use crate::pipeline::source::{Event, KeyNames};
 
 /// Result slots (`AggregateSpec::result_labels`).
 const COUNT: usize = 0;
@@ -41,7 +41,8 @@ pub fn layout(spec: &AggregateSpec) -> Layout {
 
 pub struct Aggregate<'a> {
     cf: &'a ColumnFamily,
-    key_size: Option<u32>,
+    /// How the job names a key id (`user-N` or a trace's own key).
+    keys: KeyNames,
     function: AggregateFunction,
     codec: ValueCodec,
     key: CompositeKey,
@@ -75,7 +76,7 @@ impl<'a> Aggregate<'a> {
         let ttl = spec.ttl_settings().map_err(BackendError::Setup)?;
         Ok(Aggregate {
             cf: backend.cf(spec.state_name())?,
-            key_size: workload.spec.keys.size,
+            keys: KeyNames::of(workload),
             function: spec.function,
             codec: ValueCodec::value(ttl),
             key: CompositeKey::default(),
@@ -125,7 +126,7 @@ impl<'a> Aggregate<'a> {
 
 impl<'a> KeyedOperator<'a> for Aggregate<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
-        Generator::sized_key(event.user, self.key_size, &mut self.key_str);
+        self.keys.write(event.user, &mut self.key_str);
         self.key.set_key(&self.key_str);
         let now = ctx.now;
         let (count, sum) = self.process(&mut ctx.state, event.value_size, now)?;

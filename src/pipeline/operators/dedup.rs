@@ -20,7 +20,7 @@ use crate::config::Workload;
 use crate::config::job::dedup::{DedupSpec, Keep, TtlSettings};
 use crate::pipeline::PipelineError;
 use crate::pipeline::oracle::{TruthModel, Truths};
-use crate::pipeline::source::{Event, Generator};
+use crate::pipeline::source::{Event, KeyNames};
 
 /// Result slots (`DedupSpec::result_labels`).
 const EMITTED: usize = 0;
@@ -43,7 +43,8 @@ pub fn layout(spec: &DedupSpec) -> Layout {
 
 pub struct Dedup<'a> {
     cf: &'a ColumnFamily,
-    key_size: Option<u32>,
+    /// How the job names a key id (`user-N` or a trace's own key).
+    keys: KeyNames,
     keep: Keep,
     codec: ValueCodec,
     key: CompositeKey,
@@ -65,7 +66,7 @@ impl<'a> Dedup<'a> {
         let ttl = spec.ttl_settings().map_err(BackendError::Setup)?;
         Ok(Dedup {
             cf: backend.cf(spec.state_name())?,
-            key_size: workload.spec.keys.size,
+            keys: KeyNames::of(workload),
             keep: spec.keep,
             codec: ValueCodec::value(ttl),
             key: CompositeKey::default(),
@@ -134,7 +135,7 @@ impl<'a> Dedup<'a> {
 
 impl<'a> KeyedOperator<'a> for Dedup<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
-        Generator::sized_key(event.user, self.key_size, &mut self.key_str);
+        self.keys.write(event.user, &mut self.key_str);
         self.key.set_key(&self.key_str);
         let now = ctx.now;
         let emit = self.process(&mut ctx.state, event.event_time, event.value_size, now)?;

@@ -15,7 +15,7 @@ use crate::config::Workload;
 use crate::config::job::frequency::FrequencySpec;
 use crate::config::workload::WriteCondition;
 use crate::pipeline::PipelineError;
-use crate::pipeline::source::{Event, Generator};
+use crate::pipeline::source::{Event, KeyNames};
 use crate::pipeline::timers::Timer;
 
 /// The counter's column families in the order its job creates them: the window stats, the
@@ -71,6 +71,8 @@ pub struct FrequencyJob<'a> {
     labels: Vec<String>,
     serializer: ValueSerializer,
     key: CompositeKey,
+    /// How the job names a key id: `user-N` (the counter has no key size) or a trace's key.
+    keys: KeyNames,
     user: String,
     value: Vec<u8>,
     pub counters: JobCounters,
@@ -96,6 +98,10 @@ impl<'a> FrequencyJob<'a> {
             serializer: ValueSerializer::new(workload.spec.serializer, &labels),
             labels,
             key: CompositeKey::default(),
+            keys: match KeyNames::of(workload) {
+                KeyNames::Generated { .. } => KeyNames::Generated { size: None },
+                trace => trace,
+            },
             user: String::new(),
             value: Vec::with_capacity(128),
             counters: JobCounters::default(),
@@ -112,8 +118,8 @@ impl<'a> FrequencyJob<'a> {
         let mut out = Vec::new();
         state.for_each(self.stats_cf, |key, value| {
             let parsed = keys::split_string_map_key(key).and_then(|(user, label)| {
-                let id = user_id(user)?;
-                let window = self.labels.iter().position(|l| l == label)?;
+                let id = self.keys.id(&user)?;
+                let window = self.labels.iter().position(|l| *l == *label)?;
                 Some((id, window))
             });
             let Some((id, window)) = parsed else {
@@ -186,7 +192,7 @@ impl<'a> FrequencyJob<'a> {
         switch: i64,
         ctx: &mut Context,
     ) -> Result<(), PipelineError> {
-        Generator::user_key(event.user, &mut self.user);
+        self.keys.write(event.user, &mut self.user);
         self.key.set_key(&self.user);
         for i in 0..self.windows.len() {
             let window = self.windows[i];
@@ -222,7 +228,7 @@ impl<'a> KeyedOperator<'a> for FrequencyJob<'a> {
             return self.backfill_event(event, switch, ctx);
         }
         let write = self.writes(event.event_time, ctx);
-        Generator::user_key(event.user, &mut self.user);
+        self.keys.write(event.user, &mut self.user);
         self.key.set_key(&self.user);
         for i in 0..self.windows.len() {
             let window = self.windows[i];
@@ -278,7 +284,7 @@ impl<'a> KeyedOperator<'a> for FrequencyJob<'a> {
             self.counters.missing_decrements += 1;
             return Ok(());
         };
-        let user = user_id(&timer.key).ok_or_else(|| {
+        let user = self.keys.id(&timer.key).ok_or_else(|| {
             PipelineError::Backend(BackendError::Corrupt(format!("user key '{}'", timer.key)))
         })?;
         let write = self.writes(timer.timestamp, ctx);
@@ -324,11 +330,6 @@ impl<'a> KeyedOperator<'a> for FrequencyJob<'a> {
     fn as_frequency(&self) -> Option<&FrequencyJob<'a>> {
         Some(self)
     }
-}
-
-/// The numeric id of a generated user key (`user-42` -> 42).
-fn user_id(key: &str) -> Option<u64> {
-    key.strip_prefix("user-")?.parse().ok()
 }
 
 /// Flink's TTL value layout: the last-write timestamp (8 bytes, big-endian), then the value.
@@ -401,6 +402,7 @@ mod tests {
     use super::*;
     use crate::config::Profile;
     use crate::durability::delivery::Delivery;
+    use crate::pipeline::source::Generator;
     use crate::pipeline::watermark::BoundedOutOfOrderness;
     use std::collections::HashMap;
 

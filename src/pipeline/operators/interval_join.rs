@@ -27,7 +27,7 @@ use crate::config::Workload;
 use crate::config::job::interval_join::IntervalJoinSpec;
 use crate::pipeline::PipelineError;
 use crate::pipeline::oracle::{TruthModel, Truths};
-use crate::pipeline::source::{Event, Generator};
+use crate::pipeline::source::{Event, KeyNames};
 use crate::pipeline::timers::Timer;
 
 /// `IntervalJoinOperator.LEFT_BUFFER` / `RIGHT_BUFFER`: the MapStates' names, so their column
@@ -279,8 +279,8 @@ pub struct IntervalJoin<'a> {
     left: &'a ColumnFamily,
     right: &'a ColumnFamily,
     bounds: Bounds,
-    /// `keys.size`: the key strings' length.
-    key_size: Option<u32>,
+    /// How the job names a key id (`user-N` or a trace's own key).
+    keys: KeyNames,
     key: CompositeKey,
     user: String,
     value: Vec<u8>,
@@ -309,7 +309,7 @@ impl<'a> IntervalJoin<'a> {
             left: backend.cf(CF_LEFT_BUFFER)?,
             right: backend.cf(CF_RIGHT_BUFFER)?,
             bounds: Bounds::new(spec),
-            key_size: workload.spec.keys.size,
+            keys: KeyNames::of(workload),
             key: CompositeKey::default(),
             user: String::new(),
             value: Vec::new(),
@@ -339,7 +339,7 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
             self.counters.dropped_late += 1;
             return Ok(());
         }
-        Generator::sized_key(event.user, self.key_size, &mut self.user);
+        self.keys.write(event.user, &mut self.user);
         self.key.set_key(&self.user);
 
         // addToBuffer: `buffer.get(timestamp)`, the element added, `buffer.put(timestamp, ..)`.
@@ -559,6 +559,7 @@ mod tests {
     use crate::durability::delivery::Delivery;
     use crate::durability::sink::MemorySink;
     use crate::pipeline::oracle::Oracle;
+    use crate::pipeline::source::Generator;
     use crate::pipeline::watermark::WatermarkValve;
 
     fn workload(job: &str) -> Workload {

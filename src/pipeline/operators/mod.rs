@@ -14,6 +14,8 @@ pub mod process;
 mod process_truth;
 #[cfg(test)]
 mod testkit;
+#[cfg(test)]
+mod trace_keys;
 pub mod ttl;
 pub mod valgen;
 pub mod window;
@@ -241,7 +243,7 @@ pub fn oracle(workload: &Workload) -> Oracle {
             p.result_labels().len(),
             Box::new(process_truth::ProcessTruth::new(
                 &p,
-                workload.spec.keys.size,
+                super::source::KeyNames::of(workload),
             )),
         ),
         OperatorSpec::Window(w) => match window::WindowTruth::new(&w) {

@@ -23,7 +23,7 @@ use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
 use crate::config::job::process::{ActionKind, ProcessSpec, StateKind};
 use crate::pipeline::PipelineError;
-use crate::pipeline::source::{Event, Generator};
+use crate::pipeline::source::{Event, KeyNames};
 use crate::pipeline::timers::Timer;
 
 /// Result slots (`ProcessSpec::result_labels`).
@@ -227,16 +227,16 @@ pub fn layout(spec: &ProcessSpec) -> Layout {
         .timer_service(super::dedup::TIMER_SERVICE)
 }
 
-/// The numeric id of a generated key (`user-42`, `user-0000042` -> 42).
-pub(super) fn key_id(key: &str) -> Result<u64, PipelineError> {
-    key.strip_prefix("user-")
-        .and_then(|k| k.parse().ok())
+/// The key id of a timer's key (`user-42`, `user-0000042` -> 42; a trace's key: its id).
+pub(super) fn key_id(keys: &KeyNames, key: &str) -> Result<u64, PipelineError> {
+    keys.id(key)
         .ok_or_else(|| PipelineError::CorruptTimer(format!("timer key '{key}'")))
 }
 
 pub struct Process<'a> {
     plan: Plan,
-    key_size: Option<u32>,
+    /// How the job names a key id (`user-N` or a trace's own key).
+    keys: KeyNames,
     cfs: Vec<&'a ColumnFamily>,
     key: CompositeKey,
     key_str: String,
@@ -260,7 +260,7 @@ impl<'a> Process<'a> {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Process {
             plan,
-            key_size: workload.spec.keys.size,
+            keys: KeyNames::of(workload),
             cfs,
             key: CompositeKey::default(),
             key_str: String::new(),
@@ -555,7 +555,7 @@ fn clear_map(
 
 impl<'a> KeyedOperator<'a> for Process<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
-        Generator::sized_key(event.user, self.key_size, &mut self.key_str);
+        self.keys.write(event.user, &mut self.key_str);
         self.key.set_key(&self.key_str);
         let d = Draw {
             h: java_hash(&self.key_str),
@@ -575,7 +575,7 @@ impl<'a> KeyedOperator<'a> for Process<'a> {
             v: -1,
         };
         let term = self.run(ctx, true, d)?;
-        let id = key_id(&timer.key)?;
+        let id = key_id(&self.keys, &timer.key)?;
         self.emit(ctx, id, false, term)
     }
 

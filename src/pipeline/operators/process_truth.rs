@@ -8,7 +8,7 @@ use super::process::{ActionPlan, DIGEST, Draw, EVENTS, Plan, StatePlan, term};
 use super::valgen::{first8, java_hash, payload};
 use crate::config::job::process::{ActionKind, ProcessSpec};
 use crate::pipeline::oracle::{TruthModel, Truths};
-use crate::pipeline::source::{Event, Generator};
+use crate::pipeline::source::{Event, KeyNames};
 
 /// A value as the model keeps it: its length, first 8 bytes and last access time.
 #[derive(Debug, Clone, Copy)]
@@ -37,13 +37,14 @@ pub struct ProcessTruth {
     keys: HashMap<u64, KeyState>,
     /// (timestamp, key) of the timers registered and not yet fired.
     timers: BTreeSet<(i64, u64)>,
-    key_size: Option<u32>,
+    names: KeyNames,
     key_str: String,
 }
 
 impl ProcessTruth {
-    /// The model of `spec`'s function (validated) for keys of `key_size` bytes.
-    pub fn new(spec: &ProcessSpec, key_size: Option<u32>) -> Self {
+    /// The model of `spec`'s function (validated) for keys named by `keys` (its draws hash the
+    /// key string, as the operator's do).
+    pub fn new(spec: &ProcessSpec, keys: KeyNames) -> Self {
         let plan = Plan::new(spec).unwrap_or(Plan {
             states: Vec::new(),
             on_event: Vec::new(),
@@ -53,7 +54,7 @@ impl ProcessTruth {
             plan,
             keys: HashMap::new(),
             timers: BTreeSet::new(),
-            key_size,
+            names: keys,
             key_str: String::new(),
         }
     }
@@ -196,7 +197,7 @@ fn exec(a: &ActionPlan, s: &StatePlan, slot: &mut Slot, d: Draw, now: i64) -> i6
 
 impl TruthModel for ProcessTruth {
     fn on_event(&mut self, e: &Event, now: i64, t: &mut Truths) {
-        Generator::sized_key(e.user, self.key_size, &mut self.key_str);
+        self.names.write(e.user, &mut self.key_str);
         let h = java_hash(&self.key_str);
         let plan = &self.plan;
         self.keys.entry(e.user).or_insert_with(|| KeyState {

@@ -140,7 +140,7 @@ impl HeapTimers {
             .ok_or_else(|| PipelineError::CorruptTimer(format!("{bytes:02x?}")))?;
         let mut key = std::mem::take(&mut self.spare_key);
         key.clear();
-        key.push_str(user_key);
+        key.push_str(&user_key);
         let mut namespace = std::mem::take(&mut self.spare_namespace);
         namespace.clear();
         namespace.extend_from_slice(ns);

@@ -42,7 +42,7 @@ use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
 use crate::config::job::window::{Assigner, FunctionKind, WindowSpec};
 use crate::pipeline::PipelineError;
-use crate::pipeline::source::{Event, Generator};
+use crate::pipeline::source::{Event, KeyNames};
 use crate::pipeline::timers::Timer;
 
 /// The timer service's name (`getInternalTimerService("window-timers", ...)`).
@@ -130,7 +130,8 @@ pub struct WindowOperator<'a> {
     /// The current key's string.
     key: String,
     /// `keys.size` of the workload: the key strings' length.
-    key_size: Option<u32>,
+    /// How the job names a key id (`user-N` or a trace's own key).
+    keys: KeyNames,
     windows: Vec<TimeWindow>,
     value: Vec<u8>,
     /// Per key id: its results so far (what the sink holds).
@@ -167,7 +168,7 @@ impl<'a> WindowOperator<'a> {
             merging_cf,
             composite: CompositeKey::default(),
             key: String::new(),
-            key_size: workload.spec.keys.size,
+            keys: KeyNames::of(workload),
             windows: Vec::new(),
             value: Vec::new(),
             totals: HashMap::new(),
@@ -472,15 +473,10 @@ impl<'a> WindowOperator<'a> {
     }
 }
 
-/// The key id of a generated key (`user-0042` -> 42).
-fn key_id(key: &str) -> Option<u64> {
-    key.strip_prefix("user-")?.parse().ok()
-}
-
 impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
         self.reload_totals(ctx)?;
-        Generator::sized_key(event.user, self.key_size, &mut self.key);
+        self.keys.write(event.user, &mut self.key);
         self.composite.set_key(&self.key);
         let skipped = match self.assigner {
             Assigner::Session { .. } => self.on_element_merging(event, ctx)?,
@@ -499,7 +495,9 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
         let window = TimeWindow::from_bytes(&timer.namespace).ok_or_else(|| {
             PipelineError::CorruptTimer(format!("window namespace {:02x?}", timer.namespace))
         })?;
-        let key_id = key_id(&timer.key)
+        let key_id = self
+            .keys
+            .id(&timer.key)
             .ok_or_else(|| PipelineError::CorruptTimer(format!("timer key '{}'", timer.key)))?;
         self.key.clear();
         self.key.push_str(&timer.key);

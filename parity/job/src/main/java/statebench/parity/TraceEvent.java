@@ -1,6 +1,6 @@
 package statebench.parity;
 
-/** One trace record: the key the job keys by ({@code user-N}, N dense in order of first appearance) and its event time. */
+/** One trace record: the key the job keys by (the trace's own key string) and its event time. */
 public class TraceEvent {
     public String user;
     public long eventTime;

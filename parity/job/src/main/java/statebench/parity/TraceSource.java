@@ -5,9 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import org.apache.flink.streaming.api.functions.source.SourceFunction;
 
 /** Emits the trace's events in file order, then ends (Flink then sends the final maximum watermark). */
@@ -22,20 +20,18 @@ public class TraceSource implements SourceFunction<TraceEvent> {
     }
 
     /**
-     * The trace: CSV {@code user,event_time[,partition]}; keys are {@code user-N}, N dense in
-     * order of first appearance, as statebench's trace loader numbers them.
+     * The trace: CSV {@code user,event_time[,partition]}; the job keys each record by the
+     * trace's own key string, as statebench's trace replay does (docs/trace.md).
      */
     static List<TraceEvent> read(String path) throws IOException {
         List<TraceEvent> events = new ArrayList<>();
-        Map<String, Integer> ids = new HashMap<>();
         for (String line : Files.readAllLines(Path.of(path), StandardCharsets.UTF_8)) {
             line = line.trim();
             if (line.isEmpty() || line.startsWith("#") || line.startsWith("user,")) {
                 continue;
             }
             String[] f = line.split(",");
-            int id = ids.computeIfAbsent(f[0].trim(), k -> ids.size());
-            events.add(new TraceEvent("user-" + id, Long.parseLong(f[1].trim())));
+            events.add(new TraceEvent(f[0].trim(), Long.parseLong(f[1].trim())));
         }
         return events;
     }

@@ -2,8 +2,8 @@ package statebench.parity.kinds;
 
 /**
  * One trace v2 record ({@code key,event_time,partition,value_size,input}); the key as the job
- * keys it ({@code user-N}, N dense in order of first appearance, as statebench's trace loader
- * numbers them). A POJO: Flink's PojoSerializer writes it.
+ * keys it (the trace's own key string, as statebench's trace replay keys it). A POJO: Flink's
+ * PojoSerializer writes it.
  */
 public class KEvent {
     public String key;

@@ -5,9 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import org.apache.flink.streaming.api.functions.source.SourceFunction;
 
 /** Emits a trace's records in file order, then ends (Flink then sends the final maximum watermark). */
@@ -23,12 +21,11 @@ public class KindsSource implements SourceFunction<KEvent> {
 
     /**
      * Trace v2: CSV {@code key,event_time,partition,value_size,input} (v1's {@code key,event_time[,partition]}
-     * read with value size 0 and input 0). Keys become {@code user-N}, N dense in order of first
-     * appearance, as statebench's trace loader numbers them.
+     * read with value size 0 and input 0). The job keys each record by the trace's own key string,
+     * as statebench's trace replay does (docs/trace.md).
      */
     static List<KEvent> read(String path) throws IOException {
         List<KEvent> events = new ArrayList<>();
-        Map<String, Integer> ids = new HashMap<>();
         int number = 0;
         for (String line : Files.readAllLines(Path.of(path), StandardCharsets.UTF_8)) {
             number++;
@@ -40,11 +37,10 @@ public class KindsSource implements SourceFunction<KEvent> {
             if (f.length < 2) {
                 throw new IOException(path + " line " + number + ": expected key,event_time[,partition,value_size,input]");
             }
-            int id = ids.computeIfAbsent(f[0].trim(), k -> ids.size());
             int partition = f.length > 2 ? Integer.parseInt(f[2].trim()) : 0;
             int size = f.length > 3 ? Integer.parseInt(f[3].trim()) : 0;
             int input = f.length > 4 ? Integer.parseInt(f[4].trim()) : 0;
-            events.add(new KEvent("user-" + id, Long.parseLong(f[1].trim()), partition, size, input));
+            events.add(new KEvent(f[0].trim(), Long.parseLong(f[1].trim()), partition, size, input));
         }
         return events;
     }
