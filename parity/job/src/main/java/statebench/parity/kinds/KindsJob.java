@@ -107,7 +107,7 @@ public class KindsJob {
             var sink = built.results.addSink(new ResultSink(built.mode, prefix));
             sink.name(chain ? "results of op" + i : "results");
             if (i + 1 < operators.size()) {
-                input = built.results.process(new Operators.ToNext(built.emit))
+                input = built.results.process(new Operators.ToNext(built.emit, i))
                         .returns(TypeInformation.of(KEvent.class)).name("op" + i + " emits");
             }
         }

@@ -81,9 +81,12 @@ final class Operators {
     static final class ToNext extends ProcessFunction<Out, KEvent> {
         private static final long serialVersionUID = 1L;
         private final Emit emit;
+        /** The emitting operator's index: its replay clock stamps the record (KEvent.now). */
+        private final int index;
 
-        ToNext(Emit emit) {
+        ToNext(Emit emit, int index) {
             this.emit = emit;
+            this.index = index;
         }
 
         @Override
@@ -111,7 +114,10 @@ final class Operators {
                 default:
                     throw new IllegalStateException("this kind's emissions feed no chained operator here: " + emit);
             }
-            out.collect(new KEvent(o.key, ctx.timestamp(), 0, size, 0));
+            KEvent next = new KEvent(o.key, ctx.timestamp(), 0, size, 0);
+            Probe.ReplayClock clock = Probe.CLOCKS.get(index);
+            next.now = clock == null ? Long.MIN_VALUE : clock.now;
+            out.collect(next);
         }
     }
 

@@ -48,6 +48,9 @@ public final class Probe implements java.io.Serializable {
         }
     }
 
+    /** Each chained operator's replay clock by index (one JVM), for what it emits to the next. */
+    static final Map<Integer, ReplayClock> CLOCKS = new java.util.concurrent.ConcurrentHashMap<>();
+
     /** Every measured operator's figures by operator index (one JVM: the MiniCluster's). */
     static final Map<Integer, Map<String, Object>> MEASURED = new TreeMap<>();
 
@@ -99,6 +102,9 @@ public final class Probe implements java.io.Serializable {
             return;
         }
         installed = true;
+        if (index >= 0) {
+            CLOCKS.put(index, clock);
+        }
         Field db = field(backend.getClass(), "db");
         original = (RocksDB) db.get(backend);
         counting = new CountingRocksDB(original);
@@ -128,6 +134,23 @@ public final class Probe implements java.io.Serializable {
         events++;
         if (timestamp > clock.now) {
             clock.now = timestamp;
+        }
+    }
+
+    /**
+     * An element that may come from a chained operator: its processing time is the one that
+     * operator had when it emitted it (statebench runs one clock for the whole chain: the
+     * source's replay time), not the record's timestamp.
+     */
+    void onElement(long timestamp, Object value) {
+        if (value instanceof KEvent && ((KEvent) value).now != Long.MIN_VALUE) {
+            events++;
+            long now = ((KEvent) value).now;
+            if (now > clock.now) {
+                clock.now = now;
+            }
+        } else {
+            onElement(timestamp);
         }
     }
 
