@@ -254,6 +254,9 @@ impl<'a> StateAccess<'a> {
         key: &[u8],
         value: &[u8],
     ) -> Result<(), BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.merge(cf, key, value)?;
+        }
         if let Some(log) = &mut self.changelog {
             log.current.merge_cf(cf, key, value);
         }
@@ -279,6 +282,9 @@ impl<'a> StateAccess<'a> {
         limit: usize,
         mut each: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
     ) -> Result<bool, BackendError> {
+        if let Some(r) = &mut self.recorder {
+            r.iterate(cf, prefix, seek_to, limit)?;
+        }
         self.counters.iterator_seeks += 1;
         let mut iter = self
             .backend

@@ -13,7 +13,7 @@ use super::snapshot::{
 };
 use super::truth::OracleThread;
 use super::{EngineCommand, EngineError, SinkConfig, WATERMARK_EVERY_EVENTS};
-use crate::backend::oplog::Mark;
+use crate::backend::oplog::{Mark, OpRecorder};
 use crate::backend::perf::PerfCounters;
 use crate::backend::{AccessCounters, StateBackend};
 use crate::config::Millis;
@@ -206,7 +206,12 @@ impl<'a> JobRunner<'a> {
         );
         let sink_base = sink.sink().counters();
         let layout = operators::layout(&workload.operator());
-        let mut ctx = Context::new(backend, &layout, sink)?;
+        // `--record-ops` (a streaming run only: phases.rs refuses the others).
+        let recorder = match &run.config.record_ops {
+            Some(path) => Some(OpRecorder::create(path, backend, &layout)?),
+            None => None,
+        };
+        let mut ctx = Context::recorded(backend, &layout, sink, recorder)?;
         ctx.set_now(consumer.now());
         let mut job = operators::build(backend, workload, spec.mode)?;
         let processed = spec.resume.as_ref().map_or(0, |r| r.processed);

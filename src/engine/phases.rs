@@ -18,8 +18,6 @@ use super::snapshot::{
 };
 use super::{EngineCommand, EngineConfig, EngineError, RestoreFrom, SinkConfig};
 use crate::backend::StateBackend;
-use crate::backend::oplog::OpRecorder;
-use crate::config::Workload;
 use crate::config::profile::{DeliveryGuarantee, IsolationLevel, KnobValue, Knobs};
 use crate::config::workload::{CatchUpState, OffsetReset, PhasesSpec, StartingOffsets};
 use crate::durability::checkpoint::snapshot::restore_full;
@@ -90,6 +88,12 @@ pub fn run(
         || config.failures.any();
     match config.workload.spec.phases.clone() {
         // Savepoints alone need no recovery, but the recoverable job reports them.
+        None if config.record_ops.is_some() && (recovers || !config.savepoints.is_empty()) => {
+            Err(EngineError::Source(
+                "--record-ops records a run without checkpoints, --restore, failures or savepoints"
+                    .to_string(),
+            ))
+        }
         None if recovers || !config.savepoints.is_empty() => recoverable(&mut run, &log, sink),
         None => streaming(&mut run, &log, sink),
         Some(_) if recovers => Err(EngineError::Source(
@@ -135,26 +139,6 @@ fn streaming(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutcome
     let sink = Delivery::passthrough(sink);
     let mut job = JobRunner::new(&backend, run, log, spec, sink, None)?;
     job.savepoint_store = Some(checkpoint_dir(&run.config.data_dir));
-    if let Some(path) = &run.config.record_ops {
-        if !run.config.workload.is_frequency() {
-            return Err(EngineError::Source(
-                "--record-ops records the frequency counter's state traffic only".to_string(),
-            ));
-        }
-        if run.live.profile().knobs.timer_service_factory
-            == crate::config::timer_service::TimerFactory::Heap
-        {
-            return Err(EngineError::Source(
-                "--record-ops records ROCKSDB timers; the profile has 'timer-service.factory: HEAP'"
-                    .to_string(),
-            ));
-        }
-        job.ctx.state.record_to(OpRecorder::create(
-            path,
-            &backend,
-            state_ttl(&run.config.workload),
-        )?);
-    }
     finish(run, job, &backend, Vec::new(), fresh_state, None)
 }
 
@@ -676,9 +660,4 @@ fn state_is_empty(backend: &StateBackend) -> bool {
             .unwrap_or(0)
             == 0
     })
-}
-
-/// The timerState TTL (ms) the job declares, which decides Flink's TTL compaction filter.
-fn state_ttl(workload: &Workload) -> Option<i64> {
-    workload.spec.timer_state_ttl.map(|t| t.0 as i64)
 }

@@ -3,6 +3,7 @@
 
 use super::{KeyedOperator, Layout};
 use crate::backend::keys::CompositeKey;
+use crate::backend::oplog::OpRecorder;
 use crate::backend::{StateAccess, StateBackend};
 use crate::durability::delivery::{Delivery, origin};
 use crate::pipeline::PipelineError;
@@ -28,7 +29,21 @@ impl<'a> Context<'a> {
         layout: &Layout,
         sink: Delivery,
     ) -> Result<Self, PipelineError> {
+        Self::recorded(backend, layout, sink, None)
+    }
+
+    /// The same, its every state operation recorded to `recorder` from the first on (the timer
+    /// service's startup scans too).
+    pub fn recorded(
+        backend: &'a StateBackend,
+        layout: &Layout,
+        sink: Delivery,
+        recorder: Option<OpRecorder>,
+    ) -> Result<Self, PipelineError> {
         let mut state = StateAccess::new(backend);
+        if let Some(r) = recorder {
+            state.record_to(r);
+        }
         // ROCKSDB or HEAP timers, as the backend's profile says.
         let timers = match layout.event_timers() {
             Some(cf) => Some(TimerService::open(
