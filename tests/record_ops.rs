@@ -136,9 +136,10 @@ fn frequency_replays_from_its_timer_service_start() {
         run.empty_batch_writes > 0 && run.batch_writes > 0,
         "{run:?}"
     );
+    let smoke = Workload::load("smoke").unwrap();
     assert_eq!(
         names,
-        statebench::backend::ALL_COLUMN_FAMILIES.map(String::from)
+        statebench::pipeline::operators::layout(&smoke.operator()).names()
     );
 }
 

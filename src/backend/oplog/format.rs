@@ -2,7 +2,9 @@
 //! the byte reader both the header and the operations are read with.
 //!
 //! Version 1 (`SBOPLOG1`, the frequency counter's only): the timerState TTL (i64 LE,
-//! `i64::MIN` for none); its column families are the frequency counter's.
+//! `i64::MIN` for none); its column families are the frequency counter's, in the order of
+//! [`ALL_COLUMN_FAMILIES`](super::super::ALL_COLUMN_FAMILIES) (event-time timers before
+//! processing-time ones, as statebench created them then).
 //! Version 2 (`SBOPLOG2`, every operator kind): the operator's column families as the run's
 //! database had them (its [`Layout`] after the timer service's choice), each with what decides
 //! how RocksDB opens it: a u32 LE count, then per column family its name, its role (0 state,
@@ -150,7 +152,15 @@ impl<'a> Reader<'a> {
                     timer_state_ttl: (ttl != i64::MIN)
                         .then(|| crate::config::Millis(ttl.max(0) as u64)),
                 };
-                Ok(crate::pipeline::operators::frequency::layout(&spec))
+                let mut layout = crate::pipeline::operators::frequency::layout(&spec);
+                // Version 1 numbered the column families (in its operations and in RocksDB's
+                // serialized batches) in the order the counter created them then.
+                layout.cfs.sort_by_key(|c| {
+                    super::super::ALL_COLUMN_FAMILIES
+                        .iter()
+                        .position(|n| *n == c.name)
+                });
+                Ok(layout)
             }
             b'2' => self.layout(),
             v => Err(BackendError::Corrupt(format!(

@@ -364,12 +364,22 @@ mod tests {
         let log = dir.path().join("v1.log");
         let mut v1 = b"SBOPLOG1".to_vec();
         v1.extend_from_slice(&60_000i64.to_le_bytes());
-        // A put into window-stats (index 1), a get of it, a batch into the timer queue (3).
+        // A put into window-stats (index 1), a get of it, and a timer into the event-time
+        // queue (index 3 then), put alone and in a batch as RocksDB serialized it (sequence,
+        // count, then kTypeColumnFamilyValue, the column family id, key and value).
         v1.extend_from_slice(&[PUT, 1]);
         format::put_bytes(&mut v1, b"key");
         format::put_bytes(&mut v1, b"value");
         v1.extend_from_slice(&[GET, 1]);
         format::put_bytes(&mut v1, b"key");
+        v1.extend_from_slice(&[PUT, 3]);
+        format::put_bytes(&mut v1, b"t1");
+        format::put_bytes(&mut v1, b"");
+        let mut batch = vec![0u8; 8];
+        batch.extend_from_slice(&1u32.to_le_bytes());
+        batch.extend_from_slice(&[0x05, 3, 2, b't', b'2', 0]);
+        v1.push(BATCH);
+        format::put_bytes(&mut v1, &batch);
         std::fs::write(&log, &v1).unwrap();
         let layout = recorded_layout(&log).unwrap();
         assert_eq!(
@@ -381,7 +391,16 @@ mod tests {
             crate::pipeline::operators::CfRole::State { ttl: Some(t), .. } if t.ttl_ms == 60_000
         ));
         let replayed = replay(&log, &dir.path().join("replay"), &profile).unwrap();
-        assert_eq!((replayed.puts, replayed.gets), (1, 1));
+        assert_eq!(
+            (replayed.puts, replayed.gets, replayed.batch_entries),
+            (2, 1, 1)
+        );
+        // Both timers in the event-time queue, whatever order the counter creates it in today.
+        let again = StateBackend::open(&dir.path().join("replay"), &profile).unwrap();
+        let queue = again.cf(crate::backend::CF_TIMERS).unwrap();
+        for key in [b"t1", b"t2"] {
+            assert_eq!(again.db().get_cf(queue, key).unwrap(), Some(Vec::new()));
+        }
         std::fs::write(&log, b"SBOPLOG9rest").unwrap();
         let err = replay(&log, &dir.path().join("again"), &profile)
             .unwrap_err()
