@@ -298,7 +298,7 @@ fn trace_keys_survive_failures_and_restores_with_either_timer_service() {
             std::fs::write(
                 &yaml,
                 format!(
-                    "keys:\n  count: 120\npartitions: 2\nevent-time:\n  span: 45m\n  out-of-orderness: 3s\n{spec}events: 3000\ntrace: {}\n",
+                    "keys:\n  count: 120\npartitions: 2\nrate: 2000\nevent-time:\n  span: 45m\n  out-of-orderness: 3s\n{spec}events: 3000\ntrace: {}\n",
                     s(&trace)
                 ),
             )
@@ -334,7 +334,10 @@ fn trace_keys_survive_failures_and_restores_with_either_timer_service() {
             assert!(outcome.result_error.compared > 0, "{what}");
             let restores = &outcome.checkpoints.as_ref().unwrap().restores;
             assert_eq!(restores.len(), 2, "{what}");
-            assert!(restores.iter().any(|r| r.checkpoint.is_some()), "{what}");
+            assert!(
+                restores.iter().any(|r| r.checkpoint.is_some()),
+                "{what}: a restore from a completed checkpoint: {restores:?}"
+            );
         }
     }
 }
