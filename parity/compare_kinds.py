@@ -75,6 +75,8 @@ STATEBENCH = {
     "access_seeks": ["last.ops.iterator_seeks"],
     "access_nexts": ["last.ops.iterator_nexts"],
     "timers_fired": ["summary.timers_fired", "last.pipeline.timers_fired"],
+    "flushes": ["summary.flushes", "last.rocksdb.tickers.flushes"],
+    "compactions": ["summary.compactions", "last.rocksdb.tickers.compactions"],
 }
 
 
@@ -89,6 +91,19 @@ def column_family_order(path):
     return order
 
 
+def ttl_filter_column_families(path):
+    """The column families whose compaction filter is Flink's TTL filter (FlinkCompactionFilterFactory)."""
+    out, cf = [], None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for raw in f:
+            line = raw.strip()
+            if line.startswith("["):
+                cf = line[len('[CFOptions "'):-2] if line.startswith('[CFOptions "') else None
+            elif cf is not None and line.replace(" ", "") == "compaction_filter_factory=FlinkCompactionFilterFactory":
+                out.append(cf)
+    return out
+
+
 def options_files(flink_dir, sb_options):
     """Per RocksDB instance (operator 0 first): Flink's OPTIONS copy and statebench's."""
     flink = [os.path.join(flink_dir, "flink.OPTIONS")]
@@ -97,6 +112,10 @@ def options_files(flink_dir, sb_options):
         flink.append(os.path.join(flink_dir, f"flink.op{i}.OPTIONS"))
         i += 1
     return flink, list(sb_options)
+
+
+# Figures that depend on timing (background flushes and compactions), not on the state work.
+TIMING = ("flushes", "compactions")
 
 
 def flink_figures(run):
@@ -115,7 +134,40 @@ def flink_figures(run):
         "access_seeks": t["NUMBER_DB_SEEK"],
         "access_nexts": t["NUMBER_DB_NEXT"],
         "timers_fired": j["timers_fired"],
+        "flushes": run.get("histograms", {}).get("FLUSH_TIME_count"),
+        "compactions": run.get("histograms", {}).get("COMPACTION_TIME_count"),
     }
+
+
+# A chain's per-operator figures: Flink's operators[i] (Chain.java) against statebench's
+# summary.operators[i] (DESIGN-CHAIN: index, kind, events_in, emitted, ops).
+OPERATOR_ROWS = [
+    ("events", "records in"),
+    ("emitted", "records emitted"),
+    ("gets", "state gets"),
+    ("puts", "state puts"),
+    ("deletes", "state deletes"),
+    ("merges", "state merges"),
+    ("timers_fired", "timers fired"),
+]
+OPERATOR_PATHS = {
+    "events": ["events_in", "events"],
+    "emitted": ["emitted"],
+    "gets": ["ops.gets", "gets"],
+    "puts": ["ops.puts", "puts"],
+    "deletes": ["ops.deletes", "deletes"],
+    "merges": ["ops.merges", "merges"],
+    "timers_fired": ["timers_fired", "ops.timers_fired"],
+}
+
+
+def statebench_operator(report, index):
+    """statebench's summary.operators entry of operator `index`, or None."""
+    ops = segment(report).get("summary", {}).get("operators") or []
+    for op in ops:
+        if isinstance(op, dict) and op.get("index", -1) == index:
+            return op
+    return ops[index] if index < len(ops) and isinstance(ops[index], dict) else None
 
 
 def statebench_figures(report):
@@ -158,6 +210,9 @@ def main():
                    help="statebench's OPTIONS file of a RocksDB instance (repeat per operator, in order)")
     p.add_argument("--heap-timers", action="store_true",
                    help="the profile keeps timers on the heap: no timer-queue entry may reach RocksDB")
+    p.add_argument("--no-background-work", action="store_true",
+                   help="gate: no flush and no compaction ran on either side (a TTL compaction filter "
+                        "then dropped nothing before a read: the state calls do not depend on timing)")
     p.add_argument("--json", help="write the comparison here")
     a = p.parse_args()
 
@@ -166,7 +221,7 @@ def main():
     fres = read_results(f"{a.flink[0]}/flink-results.csv")
     flink_only = not a.report
     sb_runs = [load_json(r) for r in a.report]
-    sb = statebench_figures(sb_runs[0]) if sb_runs else {k: None for k, _ in ROWS}
+    sb = statebench_figures(sb_runs[0]) if sb_runs else {k: None for k in STATEBENCH}
     sres = read_results(a.statebench_results) if a.statebench_results else None
 
     rows, failed, missing = [], [], []
@@ -191,13 +246,23 @@ def main():
         row(label, fl[key], sb[key])
     # Every run of a side does the same state work (only timing may differ).
     if len(flink_runs) > 1 or len(sb_runs) > 1:
-        other_f = sum(flink_figures(r) != fl for r in flink_runs[1:])
-        other_s = sum(statebench_figures(r) != sb for r in sb_runs[1:])
+        def work(f):
+            return {k: v for k, v in f.items() if k not in TIMING}
+        other_f = sum(work(flink_figures(r)) != work(fl) for r in flink_runs[1:])
+        other_s = sum(work(statebench_figures(r)) != work(sb) for r in sb_runs[1:])
         row("runs that did other work than run 1", other_f, other_s if sb_runs else None,
             note=f"({len(flink_runs)} / {len(sb_runs)} runs)")
         other_fr = sum(read_results(f"{d}/flink-results.csv") != fres for d in a.flink[1:])
         if other_fr:
             failed.append("Flink's results differ between its runs")
+    # Flushes and compactions (timing: shown; gated to 0 with --no-background-work).
+    for key, label in (("flushes", "flushes during the run"), ("compactions", "compactions during the run")):
+        if a.no_background_work:
+            row(label + " (must be 0)", fl[key], sb[key])
+            if fl[key] != 0:
+                failed.append(f"Flink ran {label}: a TTL filter's drops would depend on timing")
+        else:
+            row(label, fl[key], sb[key], rule="info")
     # What RocksDB wrote besides the states' calls: the timer queues' batch entries.
     def timer_entries(f):
         if None in (f["keys_written"], f["puts"], f["deletes"], f["merges"]):
@@ -213,6 +278,18 @@ def main():
     row("RocksDB keys read - state gets", fl["keys_read"] - fl["gets"],
         None if sb["keys_read"] is None or sb["gets"] is None else sb["keys_read"] - sb["gets"],
         note="(0: no point lookups but the states')")
+    # A chain: every operator's own figures (Flink: its Probe; statebench: its summary's
+    # operators[i], where the report carries them). Gated where statebench reports the figure.
+    for op in flink_runs[0].get("operators", []):
+        i = op["index"]
+        sb_op = statebench_operator(sb_runs[0], i) if sb_runs else None
+        for key, label in OPERATOR_ROWS:
+            f = op.get("emitted") if key == "emitted" else op["job"].get(key)
+            s_v = None if sb_op is None else first(sb_op, OPERATOR_PATHS[key])
+            if s_v is None and not flink_only:
+                row(f"op{i} ({op['kind']}): {label}", f, None, rule="info", note="(statebench: not reported)")
+            else:
+                row(f"op{i} ({op['kind']}): {label}", f, s_v)
     # Column families in creation order, per RocksDB instance (operator): Flink's OPTIONS file
     # copied from its open instance against statebench's.
     flink_opts, sb_opts = options_files(a.flink[0], a.statebench_options)
@@ -224,6 +301,14 @@ def main():
         if i < len(sb_opts) and os.path.exists(sb_opts[i]):
             order_s = " ".join(column_family_order(sb_opts[i]))
         row(f"column families, creation order (op{i})", order_f, order_s)
+        filters_s = None
+        if order_s is not None:
+            filters_s = " ".join(ttl_filter_column_families(sb_opts[i])) or "(none)"
+        # Flink attaches FlinkCompactionFilterFactory to every TTL state's column family and
+        # configures it only with cleanupInRocksdbCompactFilter (RocksDbTtlCompactFiltersManager);
+        # statebench attaches it only then. Gated where the workload's filter is what it tests.
+        row(f"TTL compaction filter factory (op{i})", " ".join(ttl_filter_column_families(fo)) or "(none)", filters_s,
+            rule="exact" if a.no_background_work else "info")
     row("results (key, label)", len(fres), None if sres is None else len(sres))
     if sres is not None:
         differ = sorted(k for k in set(fres) | set(sres) if fres.get(k) != sres.get(k))
@@ -232,7 +317,7 @@ def main():
         differ = []
     labels = sorted({label for _, label in fres})
     for label in labels:
-        if label == "digest":
+        if label == "digest" or label.endswith(".digest"):
             continue
         row(f"results: sum of '{label}'", sum(v for (_, l), v in fres.items() if l == label),
             None if sres is None else sum(v for (_, l), v in sres.items() if l == label))
@@ -249,6 +334,13 @@ def main():
         print("Flink per column family (calls on the backend's RocksDB handle; timers go through batches):")
         for cf, c in sorted(cfs.items()):
             print(f"  {cf:<40} " + "  ".join(f"{k} {v:,}" for k, v in sorted(c.items())))
+    compacted = flink_runs[0].get("compaction_at_end")
+    if compacted:
+        print(f"Flink after the run, a flush and a manual compaction of each state (TTL filter at clock "
+              f"{compacted.get('clock')}; statebench has no such step: shown, not compared):")
+        for cf, c in sorted((k, v) for k, v in compacted.items() if isinstance(v, dict)):
+            print(f"  {cf:<40} keys {c['keys_before']:,} -> {c['keys_after']:,}, "
+                  f"dropped by the compaction filter {c['dropped_by_filter']:,}")
     for k in differ[:10]:
         print(f"  result differs: {k[0]} {k[1]}: Flink {fres.get(k)}, statebench {sres.get(k)}")
     if a.json:

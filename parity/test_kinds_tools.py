@@ -134,6 +134,29 @@ class CompareTest(unittest.TestCase):
         r = self.compare(flink=flink, report=report, extra=["--heap-timers"])
         self.assertEqual(r.returncode, 0, r.stdout)
 
+    def test_chain_operators_compared_where_statebench_reports_them(self):
+        flink = json.loads(json.dumps(FLINK))
+        flink["operators"] = [
+            {"index": 0, "kind": "dedup", "emitted": 4, "job": {"events": 10, "gets": 7, "puts": 5, "deletes": 1,
+                                                              "merges": 0, "timers_fired": 0}},
+            {"index": 1, "kind": "window", "emitted": 2, "job": {"events": 4, "gets": 0, "puts": 0, "deletes": 0,
+                                                               "merges": 3, "timers_fired": 2}}]
+        r = self.compare(flink=flink)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("statebench: not reported", r.stdout)
+        report = json.loads(json.dumps(REPORT))
+        report["segments"][0]["summary"]["operators"] = [
+            {"index": 0, "kind": "dedup", "events_in": 10, "emitted": 4, "ops": {"gets": 7, "puts": 5, "deletes": 1,
+                                                                              "merges": 0}, "timers_fired": 0},
+            {"index": 1, "kind": "window", "events_in": 4, "emitted": 2, "ops": {"gets": 0, "puts": 0, "deletes": 0,
+                                                                              "merges": 3}, "timers_fired": 2}]
+        r = self.compare(flink=flink, report=report)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        report["segments"][0]["summary"]["operators"][1]["emitted"] = 3
+        r = self.compare(flink=flink, report=report)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("op1 (window): records emitted", r.stdout)
+
     def test_column_family_order_compared(self):
         flink = '[CFOptions "default"]\n[CFOptions "seen"]\n[CFOptions "_timer_state/processing_t"]\n' \
                 '[CFOptions "_timer_state/event_t"]\n'

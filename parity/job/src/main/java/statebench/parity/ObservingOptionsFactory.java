@@ -26,6 +26,12 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
     /** The rate limiter attached to that instance, if io.rate-limit-per-sec asked for one. */
     static volatile RateLimiter rateLimiter;
 
+    /**
+     * The statistics of the instance this factory made options for: each keyed state backend
+     * (each operator of a chain: its own RocksDB instance) configures its own factory.
+     */
+    transient volatile Statistics instanceStatistics;
+
     private final Map<String, String> knobs = new TreeMap<>();
 
     @Override
@@ -73,6 +79,7 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
         handlesToClose.add(stats);
         current.setStatistics(stats);
         statistics = stats;
+        instanceStatistics = stats;
         if (knobs.containsKey("use-direct-reads")) {
             current.setUseDirectReads(Boolean.parseBoolean(knobs.get("use-direct-reads")));
         }

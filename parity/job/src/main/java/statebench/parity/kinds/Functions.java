@@ -127,7 +127,8 @@ public final class Functions {
         public void processElement(KEvent e, Context ctx, Collector<Out> out) throws Exception {
             if (seen.value() == null) {
                 seen.update(true);
-                out.collect(new Out(e.key, e.time, 0, 0, 0));
+                // c: the record's value size, what a chain's next operator reads (DESIGN-CHAIN).
+                out.collect(new Out(e.key, e.time, 0, e.valueSize, 0));
             }
         }
     }
@@ -154,7 +155,7 @@ public final class Functions {
         public void processElement(KEvent e, Context ctx, Collector<Out> out) throws Exception {
             long h = e.key.hashCode();
             last.update(Tuple2.of(e.time, payload(Mix.mix(h, e.time, e.valueSize, -1), e.valueSize)));
-            out.collect(new Out(e.key, e.time, 0, 0, 0));
+            out.collect(new Out(e.key, e.time, 0, e.valueSize, 0));
         }
     }
 

@@ -12,6 +12,11 @@ public class KEvent {
     public int valueSize;
     /** 0: the first (left) input, 1: the second (right). */
     public int input;
+    /**
+     * In a chain: the processing time (statebench's replay clock) of the operator that emitted
+     * this record, when it emitted it; Long.MIN_VALUE for a record of the source.
+     */
+    public long now = Long.MIN_VALUE;
 
     public KEvent() {}
 

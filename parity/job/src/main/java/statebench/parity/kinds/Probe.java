@@ -48,8 +48,16 @@ public final class Probe implements java.io.Serializable {
         }
     }
 
+    /** Each chained operator's replay clock by index (one JVM), for what it emits to the next. */
+    static final Map<Integer, ReplayClock> CLOCKS = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Every measured operator's figures by operator index (one JVM: the MiniCluster's). */
+    static final Map<Integer, Map<String, Object>> MEASURED = new TreeMap<>();
+
     private final String outDir;
     private final String kind;
+    /** The operator's index in a chain; -1: the job's only operator. */
+    private final int index;
     private transient CountingRocksDB counting;
     /** The backend's own RocksDB object, put back before the backend is disposed. */
     private transient RocksDB original;
@@ -61,10 +69,18 @@ public final class Probe implements java.io.Serializable {
     long lastWatermark = Long.MIN_VALUE;
     boolean measured;
     private boolean installed;
+    /** After measuring: flush and compact every state column family, counting what the TTL filter drops. */
+    boolean compactAtEnd;
 
     public Probe(String outDir, String kind) {
+        this(outDir, kind, -1);
+    }
+
+    /** Operator {@code index} of a chain: writes {@code flink-op<i>.json} (KindsJob sums them into flink.json). */
+    public Probe(String outDir, String kind, int index) {
         this.outDir = outDir;
         this.kind = kind;
+        this.index = index;
     }
 
     static Field field(Class<?> type, String name) {
@@ -86,6 +102,9 @@ public final class Probe implements java.io.Serializable {
             return;
         }
         installed = true;
+        if (index >= 0) {
+            CLOCKS.put(index, clock);
+        }
         Field db = field(backend.getClass(), "db");
         original = (RocksDB) db.get(backend);
         counting = new CountingRocksDB(original);
@@ -118,6 +137,23 @@ public final class Probe implements java.io.Serializable {
         }
     }
 
+    /**
+     * An element that may come from a chained operator: its processing time is the one that
+     * operator had when it emitted it (statebench runs one clock for the whole chain: the
+     * source's replay time), not the record's timestamp.
+     */
+    void onElement(long timestamp, Object value) {
+        if (value instanceof KEvent && ((KEvent) value).now != Long.MIN_VALUE) {
+            events++;
+            long now = ((KEvent) value).now;
+            if (now > clock.now) {
+                clock.now = now;
+            }
+        } else {
+            onElement(timestamp);
+        }
+    }
+
     /** A regular watermark (the maximum one is measured after it fired everything). */
     void onWatermark(Watermark mark) {
         if (mark.getTimestamp() != Long.MAX_VALUE) {
@@ -139,8 +175,16 @@ public final class Probe implements java.io.Serializable {
         Object wrapper = field(backend.getClass(), "writeBatchWrapper").get(backend);
         wrapper.getClass().getMethod("flush").invoke(wrapper);
 
-        // The options factory's Statistics of the (one) RocksDB instance.
-        Statistics stats = (Statistics) field(ObservingOptionsFactory.class, "statistics").get(null);
+        // The Statistics of this backend's RocksDB instance (its options factory's); a chain has
+        // one instance per operator.
+        Object container = field(backend.getClass(), "optionsContainer").get(backend);
+        Object factory = field(container.getClass(), "optionsFactory").get(container);
+        Statistics stats = factory instanceof ObservingOptionsFactory
+                ? (Statistics) field(ObservingOptionsFactory.class, "instanceStatistics").get(factory)
+                : null;
+        if (stats == null) {
+            stats = (Statistics) field(ObservingOptionsFactory.class, "statistics").get(null);
+        }
         Map<String, Object> tickers = new TreeMap<>();
         Map<String, Object> histograms = new TreeMap<>();
         if (stats != null) {
@@ -194,13 +238,66 @@ public final class Probe implements java.io.Serializable {
                 }
             }
             if (latest != null) {
-                Files.copy(latest.toPath(), Path.of(outDir, "flink.OPTIONS"), StandardCopyOption.REPLACE_EXISTING);
+                String name = index <= 0 ? "flink.OPTIONS" : "flink.op" + index + ".OPTIONS";
+                Files.copy(latest.toPath(), Path.of(outDir, name), StandardCopyOption.REPLACE_EXISTING);
                 copied.add(latest.getName());
             }
         }
         json.put("copied_files", copied);
-        write(Path.of(outDir, "flink.json"), json);
+        json.put("index", index);
+        if (compactAtEnd) {
+            json.put("compaction_at_end", compactAtEnd(backend, stats));
+        }
+        synchronized (MEASURED) {
+            MEASURED.put(index, json);
+        }
+        write(Path.of(outDir, index < 0 ? "flink.json" : "flink-op" + index + ".json"), json);
         uninstall(backend);
+    }
+
+    /**
+     * Once everything is measured: per state column family, its keys, then a flush and a manual
+     * compaction of the whole range (RocksDB runs the column family's compaction filter: Flink's
+     * TTL filter, on this probe's replay clock), then its keys again and what the filter dropped
+     * (ticker COMPACTION_KEY_DROP_USER).
+     */
+    private Map<String, Object> compactAtEnd(KeyedStateBackend<?> backend, Statistics stats) throws Exception {
+        Map<String, Object> out = new TreeMap<>();
+        Map<?, ?> states = (Map<?, ?>) field(backend.getClass(), "kvStateInformation").get(backend);
+        RocksDB db = original != null ? original : (RocksDB) field(backend.getClass(), "db").get(backend);
+        for (Map.Entry<?, ?> e : states.entrySet()) {
+            String name = e.getKey().toString();
+            if (name.startsWith("_timer_state/")) {
+                continue;
+            }
+            org.rocksdb.ColumnFamilyHandle cf =
+                    (org.rocksdb.ColumnFamilyHandle) field(e.getValue().getClass(), "columnFamilyHandle").get(e.getValue());
+            long dropBefore = stats == null ? 0 : stats.getTickerCount(TickerType.COMPACTION_KEY_DROP_USER);
+            long before = countKeys(db, cf);
+            try (org.rocksdb.FlushOptions flush = new org.rocksdb.FlushOptions().setWaitForFlush(true)) {
+                db.flush(flush, cf);
+            }
+            db.compactRange(cf);
+            long after = countKeys(db, cf);
+            Map<String, Object> c = new TreeMap<>();
+            c.put("keys_before", before);
+            c.put("keys_after", after);
+            c.put("dropped_by_filter", stats == null ? -1
+                    : stats.getTickerCount(TickerType.COMPACTION_KEY_DROP_USER) - dropBefore);
+            out.put(name, c);
+        }
+        out.put("clock", clock.now);
+        return out;
+    }
+
+    private static long countKeys(RocksDB db, org.rocksdb.ColumnFamilyHandle cf) {
+        long n = 0;
+        try (org.rocksdb.RocksIterator it = db.newIterator(cf)) {
+            for (it.seekToFirst(); it.isValid(); it.next()) {
+                n++;
+            }
+        }
+        return n;
     }
 
     static void write(Path path, Object root) throws IOException {

@@ -31,7 +31,7 @@ public class ProbedKeyedProcessOperator<K, IN, OUT> extends KeyedProcessOperator
 
     @Override
     public void processElement(StreamRecord<IN> element) throws Exception {
-        probe.onElement(element.getTimestamp());
+        probe.onElement(element.getTimestamp(), element.getValue());
         super.processElement(element);
     }
 

@@ -148,7 +148,8 @@ public class ProcessInterpreter extends KeyedProcessFunction<String, KEvent, Out
     @Override
     public void processElement(KEvent e, Context ctx, Collector<Out> out) throws Exception {
         long term = run(onEvent, 0, e.key.hashCode(), e.time, e.valueSize, ctx);
-        out.collect(new Out(e.key, 1, term, 0, 0));
+        // c: the record's value size, what a chain's next operator reads (DESIGN-CHAIN).
+        out.collect(new Out(e.key, 1, term, e.valueSize, 0));
     }
 
     @Override

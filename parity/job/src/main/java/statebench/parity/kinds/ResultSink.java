@@ -23,18 +23,30 @@ public class ResultSink implements SinkFunction<Out> {
     static final Map<String, Map<String, Long>> RESULTS = new TreeMap<>();
     static long records;
 
+    /** Records each chained operator emitted, by its label prefix ("" for a job's only operator). */
+    static final Map<String, Long> EMITTED = new TreeMap<>();
+
     /** dedup-first, dedup-last, aggregate, window, join, process. */
     private final String mode;
+    /** A chained operator's label prefix ({@code op<i>.}, DESIGN-CHAIN), "" for a job's only operator. */
+    private final String prefix;
 
     public ResultSink(String mode) {
+        this(mode, "");
+    }
+
+    public ResultSink(String mode, String prefix) {
         this.mode = mode;
+        this.prefix = prefix;
     }
 
     @Override
     public void invoke(Out o, Context context) {
         synchronized (RESULTS) {
             records++;
-            Map<String, Long> r = RESULTS.computeIfAbsent(o.key, k -> new TreeMap<>());
+            EMITTED.merge(prefix, 1L, Long::sum);
+            Map<String, Long> all = RESULTS.computeIfAbsent(o.key, k -> new TreeMap<>());
+            Map<String, Long> r = prefix.isEmpty() ? all : new Prefixed(all, prefix);
             switch (mode) {
                 case "dedup-first":
                     // a = the emitted record's event time.
@@ -68,6 +80,33 @@ public class ResultSink implements SinkFunction<Out> {
                 default:
                     throw new IllegalStateException("unknown result mode " + mode);
             }
+        }
+    }
+
+    /** A key's results seen through a label prefix (put, merge). */
+    private static final class Prefixed extends java.util.AbstractMap<String, Long> {
+        private final Map<String, Long> inner;
+        private final String prefix;
+
+        Prefixed(Map<String, Long> inner, String prefix) {
+            this.inner = inner;
+            this.prefix = prefix;
+        }
+
+        @Override
+        public Long put(String label, Long value) {
+            return inner.put(prefix + label, value);
+        }
+
+        @Override
+        public Long merge(String label, Long value,
+                java.util.function.BiFunction<? super Long, ? super Long, ? extends Long> f) {
+            return inner.merge(prefix + label, value, f);
+        }
+
+        @Override
+        public java.util.Set<Map.Entry<String, Long>> entrySet() {
+            throw new UnsupportedOperationException("write-only view");
         }
     }
 

@@ -22,6 +22,11 @@ final class Spec {
         this.map = (Map<String, Object>) map;
     }
 
+    /** Where this section is ("file: job[1]"), for messages. */
+    String where() {
+        return where;
+    }
+
     boolean has(String key) {
         return map.containsKey(key);
     }
