@@ -52,6 +52,22 @@ fn job() -> impl Strategy<Value = String> {
     prop_oneof![dedup, aggregate, window, join, process]
 }
 
+/// A chain of two operators: any kind first, then one that reads a single input (a join reads
+/// the source's two, so it only comes first).
+fn chain() -> impl Strategy<Value = String> {
+    let second = job().prop_filter("a join reads the source's two inputs", |j| {
+        !j.starts_with("kind: interval-join")
+    });
+    // Each operator's lines two spaces deeper, as items of the `job:` list.
+    (job(), second).prop_map(|(a, b)| {
+        format!(
+            "- {}\n  - {}",
+            a.replace("\n  ", "\n    "),
+            b.replace("\n  ", "\n    ")
+        )
+    })
+}
+
 fn workload(job: &str, keys: u64, events: u64, partitions: u32, seed: u64, value: u32) -> Workload {
     let text = format!(
         "keys:\n  count: {keys}\n  distribution: zipf\n  zipf-exponent: 0.9\npartitions: {partitions}\nrate: 4000\n\
@@ -87,27 +103,72 @@ proptest! {
         value in 8u32..128,
         fail in proptest::bool::ANY,
     ) {
-        let w = workload(&job, keys, events, partitions, seed, value);
-        let dir = tempfile::tempdir().unwrap();
-        let failures = if fail {
-            FailureSpec { at_events: vec![events / 3, 2 * events / 3], ..FailureSpec::default() }
-        } else {
-            FailureSpec::default()
-        };
-        let outcome = engine::run_to_completion(EngineConfig {
-            events,
-            failures,
-            ..EngineConfig::new(w, checkpointing(), dir.path())
-        }).unwrap();
-        prop_assert!(outcome.result_error.is_exact(), "{job}\nfail: {fail}\nsink: {:?}", outcome.result_error);
-        prop_assert!(outcome.result_error.compared > 0, "{job}: no results compared");
-        if fail {
-            let restores = &outcome.checkpoints.as_ref().expect("checkpointing is on").restores;
-            prop_assert_eq!(restores.len(), 2, "{}: two restores", job);
-            prop_assert!(
-                restores.iter().any(|r| r.checkpoint.is_some()),
-                "{}: a restore from a completed checkpoint", job
-            );
-        }
+        check(&job, keys, events, partitions, seed, value, fail)?;
     }
+
+    /// A chain's every operator (results labelled `op<i>.`) equals the chain's oracle, whose
+    /// models feed each other what the operators emit.
+    #[test]
+    fn every_chain_of_two_equals_its_oracle_also_across_failures(
+        job in chain(),
+        keys in 20u64..300,
+        events in 4_000u64..8_000,
+        partitions in 2u32..5,
+        seed in any::<u64>(),
+        value in 8u32..128,
+        fail in proptest::bool::ANY,
+    ) {
+        check(&job, keys, events, partitions, seed, value, fail)?;
+    }
+}
+
+/// Runs `job` with checkpoints (and two injected failures when `fail`): result error 0.
+fn check(
+    job: &str,
+    keys: u64,
+    events: u64,
+    partitions: u32,
+    seed: u64,
+    value: u32,
+    fail: bool,
+) -> Result<(), TestCaseError> {
+    let w = workload(job, keys, events, partitions, seed, value);
+    let dir = tempfile::tempdir().unwrap();
+    let failures = if fail {
+        FailureSpec {
+            at_events: vec![events / 3, 2 * events / 3],
+            ..FailureSpec::default()
+        }
+    } else {
+        FailureSpec::default()
+    };
+    let outcome = engine::run_to_completion(EngineConfig {
+        events,
+        failures,
+        ..EngineConfig::new(w, checkpointing(), dir.path())
+    })
+    .unwrap();
+    prop_assert!(
+        outcome.result_error.is_exact(),
+        "{job}\nfail: {fail}\nsink: {:?}",
+        outcome.result_error
+    );
+    prop_assert!(
+        outcome.result_error.compared > 0,
+        "{job}: no results compared"
+    );
+    if fail {
+        let restores = &outcome
+            .checkpoints
+            .as_ref()
+            .expect("checkpointing is on")
+            .restores;
+        prop_assert_eq!(restores.len(), 2, "{}: two restores", job);
+        prop_assert!(
+            restores.iter().any(|r| r.checkpoint.is_some()),
+            "{}: a restore from a completed checkpoint",
+            job
+        );
+    }
+    Ok(())
 }
