@@ -22,7 +22,7 @@ use rocksdb::{
 use crate::config::Profile;
 use crate::config::profile::{Compression, Knob, Live};
 use crate::config::target::{Checksum, TargetOptions};
-pub use access::{AccessCounters, ChangeLog, StateAccess, replay_changelog};
+pub use access::{AccessCounters, CfOps, ChangeLog, StateAccess, plus_cf_ops, replay_changelog};
 use memory::SharedMemory;
 
 /// `MapState<String window, Stats>` of the reference job.

@@ -77,6 +77,8 @@ pub struct Attempts {
     pub replayed: u64,
     /// RocksDB operations issued.
     pub ops: AccessCounters,
+    /// The same per column family (`StateAccess::column_families`).
+    pub cf_ops: Vec<crate::backend::CfOps>,
     /// Latencies recorded (the run-long histograms go on).
     pub latency: Option<LatencyRecorder>,
     /// The first attempt's start, in the run's running time.
@@ -322,6 +324,10 @@ impl<'a> JobRunner<'a> {
             records: self.records_read(),
             replayed: self.records_replayed(),
             ops: self.ops(),
+            cf_ops: crate::backend::plus_cf_ops(
+                &self.earlier.cf_ops,
+                &self.ctx.state.column_families,
+            ),
             latency: Some(std::mem::take(&mut self.ctx.state.latency)),
             started_at: Some(self.started_at),
             records_before: Some(self.earlier.records_before.unwrap_or(self.start_processed)),
@@ -702,6 +708,9 @@ impl<'a> JobRunner<'a> {
         let records = self.records_read();
         let records_replayed = self.records_replayed();
         let ops = self.ops();
+        let cf_ops =
+            crate::backend::plus_cf_ops(&self.earlier.cf_ops, &self.ctx.state.column_families);
+        let cf_names = self.backend.column_families();
         let mut checkpoints = self.checkpoint_sample();
         if let (Some(sample), Some(c)) = (&mut checkpoints, &self.checkpointer) {
             sample.recent = c.history[self.reported_checkpoints.min(c.history.len())..].to_vec();
@@ -751,7 +760,7 @@ impl<'a> JobRunner<'a> {
                 ops,
                 changes: live.take_unreported(),
                 pipeline,
-                rocksdb: interval.rocksdb,
+                rocksdb: interval.rocksdb.with_state_ops(cf_names, &cf_ops),
                 cpu,
             }
         });

@@ -123,13 +123,21 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
         ),
     );
     for cf in &s.state_column_families {
+        if cf.ops_only {
+            line(
+                &format!("'{}'", cf.name),
+                format!("{} (holds no data)", cf.ops_text(s.records())),
+            );
+            continue;
+        }
         line(
             &format!("state '{}'", cf.name),
             format!(
-                "{} in {} SST files + {} in memtables, ~{} keys",
-                crate::config::units::human_bytes(cf.live_sst_bytes as f64),
+                "{}; {} in {} SST files + {} in memtables, ~{} keys",
+                cf.ops_text(s.records()),
+                human_bytes(cf.live_sst_bytes as f64),
                 cf.sst_files,
-                crate::config::units::human_bytes(cf.memtable_bytes as f64),
+                human_bytes(cf.memtable_bytes as f64),
                 cf.estimated_keys
             ),
         );
