@@ -183,9 +183,9 @@ impl StateColumnFamily {
         ]
         .iter()
         .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| format!("{:.2} {k}", per(*n)))
+        .map(|(k, n)| format!("{} {k}", per_event(per(*n))))
         .collect();
-        let mut text = format!("{:.2} ops/event", per(o.total()));
+        let mut text = format!("{} ops/event", per_event(per(o.total())));
         if !kinds.is_empty() {
             text.push_str(&format!(" ({})", kinds.join(", ")));
         }
@@ -196,6 +196,15 @@ impl StateColumnFamily {
             ));
         }
         text
+    }
+}
+
+/// Operations per event: two decimals, four below 0.01 (a scan per thousand events is not 0).
+fn per_event(v: f64) -> String {
+    if v > 0.0 && v < 0.01 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.2}")
     }
 }
 
@@ -460,5 +469,53 @@ impl Summary {
             iterator_skips: tickers.iter_skips,
             get_bytes_read: tickers.bytes_read,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_states_line_gives_its_operations_per_event_by_kind() {
+        let cf = StateColumnFamily {
+            ops: CfOps {
+                gets: 1_000,
+                puts: 500,
+                iterator_seeks: 3,
+                put_bytes: 12_000,
+                ..CfOps::default()
+            },
+            ..StateColumnFamily::default()
+        };
+        assert_eq!(
+            cf.ops_text(1_000),
+            "1.50 ops/event (1.00 get, 0.50 put, 0.0030 seek), 12 B/event written"
+        );
+        assert_eq!(StateColumnFamily::default().ops_text(0), "0.00 ops/event");
+    }
+
+    #[test]
+    fn the_jobs_kinds_are_kept_and_old_summaries_fall_back() {
+        let s = Summary {
+            job: vec!["dedup".to_string(), "window".to_string()],
+            ..Summary::default()
+        };
+        assert_eq!(s.kinds(), ["dedup", "window"]);
+        assert_eq!(s.runs("window"), Some(true));
+        assert_eq!(s.runs("frequency"), Some(false));
+        // Kept in a saved summary; one saved without it reads as empty.
+        let back: Summary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back.job, s.job);
+        let old: Summary = serde_json::from_str(r#"{"events": 5}"#).unwrap();
+        assert!(old.job.is_empty());
+        // Written before operator kinds (no states listed): the frequency counter.
+        assert_eq!(old.kinds(), ["frequency"]);
+        // Written with states but without kinds: unknown.
+        let unknown = Summary {
+            state_column_families: vec![StateColumnFamily::default()],
+            ..Summary::default()
+        };
+        assert_eq!(unknown.runs("window"), None);
     }
 }
