@@ -1,0 +1,220 @@
+//! The sampler: RocksDB's cumulative tickers, properties and live files turned into one
+//! interval's `RocksDbSample`, its counts going on across reopenings of the database.
+
+use super::*;
+
+/// Turns cumulative RocksDB counters into per-interval samples. RocksDB's counters start again
+/// at zero when its database is reopened (a job restarted from a checkpoint); the cumulative
+/// counts a sample reports go on across reopenings, so that run totals hold every opening's work.
+#[derive(Default)]
+pub struct RocksDbSampler {
+    /// The open database's tickers at the last sample.
+    prev_tickers: Tickers,
+    prev_perf: PerfCounts,
+    /// The open database's stall counts at the last sample.
+    prev_causes: StallCauses,
+    /// What the run's earlier openings counted, up to their last sample.
+    base_tickers: Tickers,
+    base_causes: StallCauses,
+}
+
+impl RocksDbSampler {
+    /// The database was reopened (and the operator thread's perf context reset): its counters
+    /// start from zero, on top of what the earlier openings counted up to their last sample.
+    pub fn reopened(&mut self) {
+        self.base_tickers = self.base_tickers.plus(&self.prev_tickers);
+        self.base_causes = self.base_causes.plus(&self.prev_causes);
+        self.prev_tickers = Tickers::default();
+        self.prev_causes = StallCauses::default();
+        self.prev_perf = PerfCounts::default();
+    }
+
+    /// Samples RocksDB. `perf` is the operator thread's cumulative perf context and
+    /// `lookups` the point lookups the job issued in this interval.
+    pub fn sample(
+        &mut self,
+        backend: &StateBackend,
+        perf: &PerfCounts,
+        lookups: u64,
+        interval_secs: f64,
+    ) -> RocksDbSample {
+        let tickers = Tickers::read(backend);
+        let p = &self.prev_tickers;
+        let d = |now: u64, before: u64| now.saturating_sub(before);
+        let interval = Tickers {
+            block_cache_hit: d(tickers.block_cache_hit, p.block_cache_hit),
+            block_cache_miss: d(tickers.block_cache_miss, p.block_cache_miss),
+            filter_hit: d(tickers.filter_hit, p.filter_hit),
+            filter_miss: d(tickers.filter_miss, p.filter_miss),
+            index_hit: d(tickers.index_hit, p.index_hit),
+            index_miss: d(tickers.index_miss, p.index_miss),
+            data_hit: d(tickers.data_hit, p.data_hit),
+            data_miss: d(tickers.data_miss, p.data_miss),
+            bloom_useful: d(tickers.bloom_useful, p.bloom_useful),
+            bloom_full_positive: d(tickers.bloom_full_positive, p.bloom_full_positive),
+            bloom_full_true_positive: d(
+                tickers.bloom_full_true_positive,
+                p.bloom_full_true_positive,
+            ),
+            stall_micros: d(tickers.stall_micros, p.stall_micros),
+            ..Tickers::default()
+        };
+        let perf_delta = perf.delta(&self.prev_perf);
+        self.prev_tickers = tickers;
+        self.prev_perf = *perf;
+        // From here on, cumulative counts are the whole run's.
+        let tickers = self.base_tickers.plus(&tickers);
+
+        let db = backend.db();
+        let int_prop = |name: &str| db.property_int_value(name).ok().flatten().unwrap_or(0);
+        let mut causes = StallCauses::default();
+        let mut column_families = Vec::new();
+        let mut memtable_bytes = 0;
+        let (mut live_sst_bytes, mut pending_compaction_bytes) = (0, 0);
+        let mut scores = Vec::new();
+        for name in backend.data_column_families() {
+            let name = name.as_str();
+            let Ok(cf) = backend.cf(name) else { continue };
+            if let Ok(Some(text)) = db.property_value_cf(cf, "rocksdb.cfstats") {
+                causes.add_cfstats(&text);
+                scores.push((name, level_scores(&text)));
+            }
+            let cf_int = |prop: &str| {
+                db.property_int_value_cf(cf, prop)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(0)
+            };
+            let mem = cf_int("rocksdb.cur-size-all-mem-tables");
+            memtable_bytes += mem;
+            // These two are per column family: the DB-level call reports the default one only.
+            live_sst_bytes += cf_int("rocksdb.live-sst-files-size");
+            pending_compaction_bytes += cf_int("rocksdb.estimate-pending-compaction-bytes");
+            column_families.push(ColumnFamilyLsm {
+                name: name.to_string(),
+                levels: Vec::new(),
+                memtable_bytes: mem,
+                estimated_keys: cf_int("rocksdb.estimate-num-keys"),
+                ttl_ms: backend.ttl_of(name).map(|t| t.0),
+                ttl_compaction_filter: backend.ttl_of(name).is_some_and(|t| t.1),
+                ops: CfOps::default(),
+                ops_only: false,
+            });
+        }
+        let mut levels: Vec<LevelSample> = Vec::new();
+        if let Ok(files) = db.live_files() {
+            for file in files {
+                let level = file.level.max(0) as u32;
+                for bucket in [
+                    column_families
+                        .iter_mut()
+                        .find(|c| c.name == file.column_family_name)
+                        .map(|c| &mut c.levels),
+                    Some(&mut levels),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    match bucket.iter_mut().find(|l| l.level == level) {
+                        Some(l) => {
+                            l.files += 1;
+                            l.bytes += file.size as u64;
+                        }
+                        None => bucket.push(LevelSample {
+                            level,
+                            files: 1,
+                            bytes: file.size as u64,
+                            score: None,
+                            compacting: 0,
+                        }),
+                    }
+                }
+            }
+        }
+        self.prev_causes = causes;
+        let causes = self.base_causes.plus(&causes);
+        levels.sort_by_key(|l| l.level);
+        for cf in &mut column_families {
+            cf.levels.sort_by_key(|l| l.level);
+            if let Some((_, cf_scores)) = scores.iter().find(|(n, _)| *n == cf.name) {
+                for level in &mut cf.levels {
+                    if let Some((_, score, compacting)) =
+                        cf_scores.iter().find(|(l, _, _)| *l == level.level)
+                    {
+                        level.score = Some(*score);
+                        level.compacting = *compacting;
+                    }
+                }
+            }
+        }
+        let l0_files = column_families
+            .iter()
+            .filter_map(|c| c.levels.iter().find(|l| l.level == 0).map(|l| l.files))
+            .max()
+            .unwrap_or(0);
+        let active_levels = column_families
+            .iter()
+            .map(|c| c.levels.len() as u32)
+            .max()
+            .unwrap_or(0);
+        let user = tickers.bytes_written;
+        let written = tickers.flush_write_bytes + tickers.compact_write_bytes;
+        RocksDbSample {
+            stall: StallSample {
+                micros: interval.stall_micros,
+                share: if interval_secs > 0.0 {
+                    (interval.stall_micros as f64 / 1e6 / interval_secs).min(1.0)
+                } else {
+                    0.0
+                },
+                causes,
+                write_stopped: int_prop("rocksdb.is-write-stopped") != 0,
+                delayed_write_rate: int_prop("rocksdb.actual-delayed-write-rate"),
+            },
+            cache: CacheHitRates::from_tickers(&interval),
+            lookups: LookupSample::new(lookups, &perf_delta),
+            bloom: BloomSample {
+                useful: interval.bloom_useful,
+                full_positive: interval.bloom_full_positive,
+                full_true_positive: interval.bloom_full_true_positive,
+            },
+            memory: MemorySample {
+                memtable_bytes,
+                wbm_usage: backend.memory().write_buffer_manager_usage(),
+                wbm_capacity: backend.memory().write_buffer_manager_capacity(),
+                block_cache_usage: int_prop("rocksdb.block-cache-usage"),
+                block_cache_capacity: int_prop("rocksdb.block-cache-capacity"),
+                block_cache_pinned: int_prop("rocksdb.block-cache-pinned-usage"),
+            },
+            lsm: LsmSample {
+                levels,
+                column_families,
+                l0_files,
+                active_levels,
+                live_sst_bytes,
+                pending_compaction_bytes,
+                running_flushes: int_prop("rocksdb.num-running-flushes"),
+                running_compactions: int_prop("rocksdb.num-running-compactions"),
+                flushes: tickers.flushes,
+                compactions: tickers.compactions,
+            },
+            io: IoSample {
+                user_bytes_written: user,
+                flush_bytes_written: tickers.flush_write_bytes,
+                compaction_bytes_written: tickers.compact_write_bytes,
+                compaction_bytes_read: tickers.compact_read_bytes,
+                write_amplification: if user == 0 {
+                    0.0
+                } else {
+                    written as f64 / user as f64
+                },
+            },
+            tickers,
+            // The first state's column family: the frequency counter's window stats.
+            measured_bloom_bits_per_key: backend
+                .data_column_families()
+                .first()
+                .and_then(|cf| backend.measured_bloom_bits_per_key(cf).ok().flatten()),
+        }
+    }
+}
