@@ -1,7 +1,7 @@
 //! Counted, timed state access (the job's every RocksDB operation), the changelog of state
 //! changes, and the job's operation counters.
 
-use rocksdb::{ColumnFamily, ReadOptions, WriteBatch};
+use rocksdb::{AsColumnFamilyRef, ColumnFamily, ReadOptions, WriteBatch, WriteBatchIteratorCf};
 
 use super::{BackendError, StateBackend, latency, oplog, perf};
 
@@ -10,11 +10,140 @@ use super::{BackendError, StateBackend, latency, oplog, perf};
 pub struct StateAccess<'a> {
     backend: &'a StateBackend,
     pub counters: AccessCounters,
+    /// `counters` per column family, in the order of `StateBackend::column_families` (their
+    /// sums are `counters`' fields; batch writes, empty ones and memtable switches are not a
+    /// column family's).
+    pub column_families: Vec<CfOps>,
     pub latency: latency::LatencyRecorder,
     /// Every operation also goes here, when the run records its state traffic.
     recorder: Option<oplog::OpRecorder>,
     /// With the changelog state backend: every state change since the last checkpoint.
     changelog: Option<ChangeLog>,
+    /// The job's column families (`StateBackend::column_families`, in that order): each one's
+    /// handle address and RocksDB id, to count operations per column family by index.
+    cf_index: CfIndex,
+}
+
+/// Finds a column family's index among the job's from its handle (a few pointer compares: a
+/// job has a handful of column families) or from its RocksDB id (write-batch entries).
+struct CfIndex {
+    handles: Vec<usize>,
+    ids: Vec<u32>,
+}
+
+impl CfIndex {
+    fn new(backend: &StateBackend) -> CfIndex {
+        let mut handles = Vec::new();
+        let mut ids = Vec::new();
+        for name in backend.column_families() {
+            // A name the backend lists is one it opened; a missing one would count nowhere.
+            if let Ok(cf) = backend.cf(name) {
+                handles.push(cf.inner() as usize);
+                // SAFETY: `cf` is a live handle of `backend`'s open database.
+                ids.push(unsafe {
+                    librocksdb_sys::rocksdb_column_family_handle_get_id(cf.inner())
+                });
+            }
+        }
+        CfIndex { handles, ids }
+    }
+
+    fn of(&self, cf: &ColumnFamily) -> Option<usize> {
+        let handle = cf.inner() as usize;
+        self.handles.iter().position(|h| *h == handle)
+    }
+
+    fn of_id(&self, id: u32) -> Option<usize> {
+        self.ids.iter().position(|i| *i == id)
+    }
+}
+
+/// RocksDB operations on one column family (cumulative): `StateAccess::column_families`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct CfOps {
+    pub gets: u64,
+    pub puts: u64,
+    pub deletes: u64,
+    pub merges: u64,
+    /// Write-batch entries (puts, deletes, merges) into this column family.
+    pub batch_entries: u64,
+    pub iterator_seeks: u64,
+    pub iterator_nexts: u64,
+    /// Bytes written: keys and values of puts and merges, and the write batches' bytes (a
+    /// batch's header and record framing go to the column family of its first entry).
+    pub put_bytes: u64,
+}
+
+impl CfOps {
+    /// The state operations (`AccessCounters::total` of this column family).
+    pub fn total(&self) -> u64 {
+        self.gets + self.puts + self.deletes + self.merges + self.batch_entries
+    }
+
+    /// Field by field sum.
+    pub fn plus(&self, o: &CfOps) -> CfOps {
+        CfOps {
+            gets: self.gets + o.gets,
+            puts: self.puts + o.puts,
+            deletes: self.deletes + o.deletes,
+            merges: self.merges + o.merges,
+            batch_entries: self.batch_entries + o.batch_entries,
+            iterator_seeks: self.iterator_seeks + o.iterator_seeks,
+            iterator_nexts: self.iterator_nexts + o.iterator_nexts,
+            put_bytes: self.put_bytes + o.put_bytes,
+        }
+    }
+
+    /// Field by field `self - before` (at least 0): the operations of an interval.
+    pub fn since(&self, before: &CfOps) -> CfOps {
+        CfOps {
+            gets: self.gets.saturating_sub(before.gets),
+            puts: self.puts.saturating_sub(before.puts),
+            deletes: self.deletes.saturating_sub(before.deletes),
+            merges: self.merges.saturating_sub(before.merges),
+            batch_entries: self.batch_entries.saturating_sub(before.batch_entries),
+            iterator_seeks: self.iterator_seeks.saturating_sub(before.iterator_seeks),
+            iterator_nexts: self.iterator_nexts.saturating_sub(before.iterator_nexts),
+            put_bytes: self.put_bytes.saturating_sub(before.put_bytes),
+        }
+    }
+}
+
+/// Counts a write batch's entries per column family.
+struct BatchByCf<'a> {
+    index: &'a CfIndex,
+    ops: &'a mut [CfOps],
+    /// The column family of the batch's first entry, and the key and value bytes counted.
+    first: Option<usize>,
+    bytes: u64,
+}
+
+impl BatchByCf<'_> {
+    fn entry(&mut self, cf_id: u32, bytes: usize) {
+        if let Some(i) = self.index.of_id(cf_id)
+            && let Some(ops) = self.ops.get_mut(i)
+        {
+            ops.batch_entries += 1;
+            ops.put_bytes += bytes as u64;
+            self.bytes += bytes as u64;
+            self.first.get_or_insert(i);
+        }
+    }
+}
+
+impl WriteBatchIteratorCf for BatchByCf<'_> {
+    fn put_cf(&mut self, cf_id: u32, key: &[u8], value: &[u8]) {
+        self.entry(cf_id, key.len() + value.len());
+    }
+
+    fn delete_cf(&mut self, cf_id: u32, key: &[u8]) {
+        self.entry(cf_id, key.len());
+    }
+
+    fn merge_cf(&mut self, cf_id: u32, key: &[u8], value: &[u8]) {
+        self.entry(cf_id, key.len() + value.len());
+    }
 }
 
 /// State changes logged for the changelog state backend (Flink's DSTL): each entry is a RocksDB
@@ -129,15 +258,34 @@ impl AccessCounters {
     }
 }
 
+/// Operations per column family (`StateAccess::column_families`): the job's `a` and `b`
+/// (a restarted job's attempts), column family by column family.
+pub fn plus_cf_ops(a: &[CfOps], b: &[CfOps]) -> Vec<CfOps> {
+    (0..a.len().max(b.len()))
+        .map(|i| {
+            let at = |c: &[CfOps]| c.get(i).copied().unwrap_or_default();
+            at(a).plus(&at(b))
+        })
+        .collect()
+}
+
 impl<'a> StateAccess<'a> {
     pub fn new(backend: &'a StateBackend) -> Self {
+        let cf_index = CfIndex::new(backend);
         StateAccess {
             backend,
             counters: AccessCounters::default(),
+            column_families: vec![CfOps::default(); cf_index.handles.len()],
+            cf_index,
             latency: latency::LatencyRecorder::default(),
             recorder: None,
             changelog: None,
         }
+    }
+
+    /// Column family `cf`'s counters (`cf` an index into `StateBackend::column_families`).
+    fn cf(&mut self, cf: Option<usize>) -> Option<&mut CfOps> {
+        cf.and_then(|i| self.column_families.get_mut(i))
     }
 
     /// Logs every state change from now on (the changelog state backend).
@@ -201,6 +349,9 @@ impl<'a> StateAccess<'a> {
             .get_pinned_cf_opt(cf, key, &self.backend.read_opts)?;
         self.latency.stop_sampled(latency::Op::Get, start);
         self.counters.gets += 1;
+        if let Some(c) = self.cf(self.cf_index.of(cf)) {
+            c.gets += 1;
+        }
         value.map(|v| f(&v)).transpose()
     }
 
@@ -226,6 +377,10 @@ impl<'a> StateAccess<'a> {
         self.latency.stop_sampled(latency::Op::Put, start);
         self.counters.puts += 1;
         self.counters.put_bytes += (key.len() + value.len()) as u64;
+        if let Some(c) = self.cf(self.cf_index.of(cf)) {
+            c.puts += 1;
+            c.put_bytes += (key.len() + value.len()) as u64;
+        }
         Ok(())
     }
 
@@ -243,6 +398,9 @@ impl<'a> StateAccess<'a> {
             .delete_cf_opt(cf, key, &self.backend.write_opts)?;
         self.latency.stop_sampled(latency::Op::Put, start);
         self.counters.deletes += 1;
+        if let Some(c) = self.cf(self.cf_index.of(cf)) {
+            c.deletes += 1;
+        }
         Ok(())
     }
 
@@ -268,6 +426,10 @@ impl<'a> StateAccess<'a> {
         self.latency.stop_sampled(latency::Op::Put, start);
         self.counters.merges += 1;
         self.counters.put_bytes += (key.len() + value.len()) as u64;
+        if let Some(c) = self.cf(self.cf_index.of(cf)) {
+            c.merges += 1;
+            c.put_bytes += (key.len() + value.len()) as u64;
+        }
         Ok(())
     }
 
@@ -285,7 +447,11 @@ impl<'a> StateAccess<'a> {
         if let Some(r) = &mut self.recorder {
             r.iterate(cf, prefix, seek_to, limit)?;
         }
+        let at = self.cf_index.of(cf);
         self.counters.iterator_seeks += 1;
+        if let Some(c) = self.cf(at) {
+            c.iterator_seeks += 1;
+        }
         let mut iter = self
             .backend
             .db
@@ -306,6 +472,9 @@ impl<'a> StateAccess<'a> {
             seen += 1;
             iter.next();
             self.counters.iterator_nexts += 1;
+            if let Some(c) = self.cf(at) {
+                c.iterator_nexts += 1;
+            }
         }
         iter.status()?;
         Ok(false)
@@ -331,6 +500,16 @@ impl<'a> StateAccess<'a> {
         }
         let entries = batch.len() as u64;
         let bytes = batch.size_in_bytes() as u64;
+        let mut by_cf = BatchByCf {
+            index: &self.cf_index,
+            ops: &mut self.column_families,
+            first: None,
+            bytes: 0,
+        };
+        batch.iterate_cf(&mut by_cf);
+        if let Some(c) = by_cf.first.and_then(|i| by_cf.ops.get_mut(i)) {
+            c.put_bytes += bytes.saturating_sub(by_cf.bytes);
+        }
         let start = self.latency.start();
         self.before_write();
         self.backend.db.write_opt(batch, &self.backend.write_opts)?;
@@ -352,6 +531,9 @@ impl<'a> StateAccess<'a> {
         }
         let _not_a_lookup = perf::Suspended::new();
         self.counters.iterator_seeks += 1;
+        if let Some(c) = self.cf(self.cf_index.of(cf)) {
+            c.iterator_seeks += 1;
+        }
         let mut iter = self.backend.db.raw_iterator_cf(cf);
         iter.seek_to_first();
         while iter.valid() {
@@ -379,6 +561,9 @@ impl<'a> StateAccess<'a> {
         }
         let _not_a_lookup = perf::Suspended::new();
         self.counters.iterator_seeks += 1;
+        if let Some(c) = self.cf(self.cf_index.of(cf)) {
+            c.iterator_seeks += 1;
+        }
         let mut iter = self.backend.db.raw_iterator_cf(cf);
         iter.seek(seek_to);
         let mut seen = 0;
@@ -396,5 +581,109 @@ impl<'a> StateAccess<'a> {
         }
         iter.status()?;
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Profile;
+    use crate::pipeline::operators::Layout;
+
+    const VALUES: &str = "values";
+    const LIST: &str = "list";
+    const TIMERS: &str = "_timer_state/event_user-timers";
+
+    /// Every counted field of the job's totals against the sum over its column families.
+    fn sums(c: &AccessCounters, per_cf: &[CfOps]) -> [(u64, u64); 8] {
+        let all = per_cf.iter().fold(CfOps::default(), |a, b| a.plus(b));
+        [
+            (c.gets, all.gets),
+            (c.puts, all.puts),
+            (c.deletes, all.deletes),
+            (c.merges, all.merges),
+            (c.batch_entries, all.batch_entries),
+            (c.iterator_seeks, all.iterator_seeks),
+            (c.iterator_nexts, all.iterator_nexts),
+            (c.put_bytes, all.put_bytes),
+        ]
+    }
+
+    #[test]
+    fn operations_are_counted_per_column_family_and_sum_to_the_totals() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default").unwrap();
+        // A value state, a list state (appended with merges) and a timer service.
+        let layout = Layout::default()
+            .state(VALUES, None, false)
+            .state(LIST, None, true)
+            .timer_service("user-timers");
+        let backend = StateBackend::open_for(&dir.path().join("db"), &profile, &layout).unwrap();
+        let names = backend.column_families().to_vec();
+        let at = |name: &str| names.iter().position(|n| n == name).unwrap();
+        let mut state = StateAccess::new(&backend);
+        let values = backend.cf(VALUES).unwrap();
+        let list = backend.cf(LIST).unwrap();
+        let timers = backend.cf(TIMERS).unwrap();
+        for i in 0..10u32 {
+            let key = i.to_be_bytes();
+            state.get(values, &key, |v| Ok(v.len())).unwrap();
+            state.put(values, &key, b"value").unwrap();
+        }
+        state.delete(values, &3u32.to_be_bytes()).unwrap();
+        state.merge(list, b"k", b"a").unwrap();
+        state.merge(list, b"k", b"b").unwrap();
+        state.get(list, b"k", |v| Ok(v.len())).unwrap();
+        // A batch over two column families, and an empty one (no column family's).
+        let mut batch = WriteBatch::default();
+        batch.put_cf(timers, b"t1", []);
+        batch.put_cf(timers, b"t2", []);
+        batch.delete_cf(timers, b"t0");
+        batch.put_cf(list, b"x", b"yz");
+        state.write_batch(batch).unwrap();
+        state.write_batch(WriteBatch::default()).unwrap();
+        state.scan_prefix(timers, b"t", b"t", 10, |_| {}).unwrap();
+        state
+            .iterate_prefix(values, b"", b"", 4, |_, _| Ok(()))
+            .unwrap();
+        state.for_each(list, |_, _| Ok(())).unwrap();
+
+        let c = &state.counters;
+        let per_cf = &state.column_families;
+        assert_eq!(per_cf.len(), names.len());
+        for (total, sum) in sums(c, per_cf) {
+            assert_eq!(total, sum);
+        }
+        let values_ops = per_cf[at(VALUES)];
+        assert_eq!(
+            (values_ops.gets, values_ops.puts, values_ops.deletes),
+            (10, 10, 1)
+        );
+        assert_eq!(
+            (values_ops.iterator_seeks, values_ops.iterator_nexts),
+            (1, 4)
+        );
+        assert_eq!(values_ops.put_bytes, 10 * 9);
+        let list_ops = per_cf[at(LIST)];
+        assert_eq!(
+            (
+                list_ops.merges,
+                list_ops.gets,
+                list_ops.batch_entries,
+                list_ops.iterator_seeks
+            ),
+            (2, 1, 1, 1)
+        );
+        let timer_ops = per_cf[at(TIMERS)];
+        assert_eq!((timer_ops.batch_entries, timer_ops.iterator_seeks), (3, 1));
+        assert_eq!(c.total(), per_cf.iter().map(CfOps::total).sum::<u64>());
+
+        // A restarted attempt's counters add column family by column family.
+        let twice = plus_cf_ops(per_cf, per_cf);
+        for (total, sum) in sums(&c.plus(c), &twice) {
+            assert_eq!(total, sum);
+        }
+        assert_eq!(twice[at(TIMERS)].batch_entries, 6);
+        assert_eq!(plus_cf_ops(&[], per_cf), per_cf.to_vec());
     }
 }

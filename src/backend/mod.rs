@@ -20,7 +20,7 @@ use rocksdb::{ColumnFamily, DB, Options, ReadOptions, WriteOptions};
 
 use crate::config::Profile;
 use crate::config::profile::{Knob, Live};
-pub use access::{AccessCounters, ChangeLog, StateAccess, replay_changelog};
+pub use access::{AccessCounters, CfOps, ChangeLog, StateAccess, plus_cf_ops, replay_changelog};
 use memory::SharedMemory;
 
 /// `MapState<String window, Stats>` of the reference job.

@@ -152,8 +152,12 @@ fn measure_with(
         ..EngineConfig::new(workload, profile, dir.path())
     };
     setup(&mut config);
+    let job = Summary::default().for_job(&config.workload).job;
     let outcome = crate::engine::run_to_completion(config)?;
-    Ok(Summary::new(&outcome))
+    Ok(Summary {
+        job,
+        ..Summary::new(&outcome)
+    })
 }
 
 fn temp_dir() -> anyhow::Result<tempfile::TempDir> {

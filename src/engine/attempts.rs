@@ -25,6 +25,9 @@ pub struct Attempts {
     pub ops: AccessCounters,
     /// Of those, each operator's (a chain's; empty before the first attempt ended).
     pub op_ops: Vec<AccessCounters>,
+    /// Each operator's operations per column family (`StateAccess::column_families`), in
+    /// chain order.
+    pub cf_ops: Vec<Vec<crate::backend::CfOps>>,
     /// Latencies recorded (the run-long histograms go on).
     pub latency: Option<LatencyRecorder>,
     /// The first attempt's start, in the run's running time.
@@ -82,6 +85,7 @@ impl JobRunner<'_> {
             replayed: self.records_replayed(),
             ops: self.ops(),
             op_ops: self.op_ops(),
+            cf_ops: self.cf_ops(),
             latency: Some(std::mem::take(&mut self.ctx.state.latency)),
             started_at: Some(self.started_at),
             records_before: Some(self.earlier.records_before.unwrap_or(self.start_processed)),

@@ -265,6 +265,23 @@ impl<'a> JobRunner<'a> {
             .plus(&self.chain.ops())
     }
 
+    /// Each operator's operations per column family over every attempt, in chain order.
+    pub(super) fn cf_ops(&self) -> Vec<Vec<crate::backend::CfOps>> {
+        std::iter::once(&self.ctx.state.column_families)
+            .chain(
+                self.chain
+                    .stages
+                    .iter()
+                    .map(|s| &s.ctx.state.column_families),
+            )
+            .enumerate()
+            .map(|(i, here)| {
+                let earlier = self.earlier.cf_ops.get(i).map_or(&[][..], Vec::as_slice);
+                crate::backend::plus_cf_ops(earlier, here)
+            })
+            .collect()
+    }
+
     /// Each operator's RocksDB operations over every attempt, in chain order.
     pub(super) fn op_ops(&self) -> Vec<AccessCounters> {
         std::iter::once(&self.ctx.state.counters)

@@ -74,6 +74,8 @@ impl JobRunner<'_> {
         let records_replayed = self.records_replayed();
         let ops = self.ops();
         let timer_counts = self.timer_counts();
+        let cf_ops = self.cf_ops();
+        let backends = self.backends;
         let mut checkpoints = self.checkpoint_sample();
         if let (Some(sample), Some(c)) = (&mut checkpoints, &self.checkpointer) {
             sample.recent = c.history[self.reported_checkpoints.min(c.history.len())..].to_vec();
@@ -123,7 +125,12 @@ impl JobRunner<'_> {
                 ops,
                 changes: live.take_unreported(),
                 pipeline,
-                rocksdb: interval.rocksdb,
+                rocksdb: cf_ops.iter().zip(backends).enumerate().fold(
+                    interval.rocksdb,
+                    |sample, (operator, (ops, backend))| {
+                        sample.with_state_ops(operator, backend.column_families(), ops)
+                    },
+                ),
                 cpu,
             }
         });

@@ -134,7 +134,7 @@ impl<'a> Report<'a> {
                 .iter()
                 .map(|s| {
                     let profile = &s.outcome.profile;
-                    let summary = Summary::new(&s.outcome);
+                    let summary = Summary::new(&s.outcome).for_job(workload);
                     let derived = profile.derived(summary.state_cf_count());
                     let findings =
                         Segment::advise(profile, &derived, &summary, &s.outcome.snapshots);

@@ -154,13 +154,26 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
         } else {
             format!("state '{}'", cf.name)
         };
+        if cf.ops_only {
+            let name = if chain {
+                format!("op{} '{}'", cf.operator, cf.name)
+            } else {
+                format!("'{}'", cf.name)
+            };
+            line(
+                &name,
+                format!("{} (holds no data)", cf.ops_text(s.records())),
+            );
+            continue;
+        }
         line(
             &name,
             format!(
-                "{} in {} SST files + {} in memtables, ~{} keys",
-                crate::config::units::human_bytes(cf.live_sst_bytes as f64),
+                "{}; {} in {} SST files + {} in memtables, ~{} keys",
+                cf.ops_text(s.records()),
+                human_bytes(cf.live_sst_bytes as f64),
                 cf.sst_files,
-                crate::config::units::human_bytes(cf.memtable_bytes as f64),
+                human_bytes(cf.memtable_bytes as f64),
                 cf.estimated_keys
             ),
         );

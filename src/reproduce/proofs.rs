@@ -306,8 +306,12 @@ pub struct Outcome {
 /// Runs `workload` on `profile` in a temporary directory and asks the advisor (`tune` too).
 pub fn measure(config: EngineConfig) -> anyhow::Result<(Summary, Vec<Finding>)> {
     let profile = config.profile.clone();
+    let job = Summary::default().for_job(&config.workload).job;
     let outcome = engine::run_to_completion(config).context("the run failed")?;
-    let summary = Summary::new(&outcome);
+    let summary = Summary {
+        job,
+        ..Summary::new(&outcome)
+    };
     let derived = profile.derived(summary.state_cf_count());
     let findings = Segment::advise(&profile, &derived, &summary, &outcome.snapshots);
     Ok((summary, findings))

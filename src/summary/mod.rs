@@ -4,6 +4,7 @@ pub mod checkpoints;
 
 use serde::Serialize;
 
+use crate::backend::CfOps;
 use crate::backend::metrics::{CacheHitRates, StallCauses, Tickers};
 use crate::config::workload::SerializerKind;
 use crate::durability::checkpoint::JobWork;
@@ -37,6 +38,9 @@ pub struct CacheAccesses {
 #[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
 #[serde(default)]
 pub struct Summary {
+    /// The job's operator kinds (`frequency`, `window`, ...), one per operator of a chain, in
+    /// order. Empty in summaries written before they were kept (see `Summary::kinds`).
+    pub job: Vec<String>,
     /// The job's position at the end: records of the log its results cover.
     pub events: u64,
     /// Records processed in this process, replayed ones included (after a restore the records
@@ -159,13 +163,102 @@ pub struct StateColumnFamily {
     /// The state's TTL (ms), if it has one, and whether Flink's compaction filter cleans it.
     pub ttl_ms: Option<i64>,
     pub ttl_compaction_filter: bool,
+    /// The job's operations on this column family over the run (in this process: every attempt
+    /// of the job). Zero in reports written before they were counted.
+    pub ops: CfOps,
+    /// A column family that holds no data (a processing-time timer queue), listed for its
+    /// operations alone: not one of the states that share the WriteBufferManager.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ops_only: bool,
+}
+
+impl StateColumnFamily {
+    /// Its operations per record, by kind of operation, and the bytes written: "1.00 ops/event
+    /// (0.50 get, 0.50 put), 24 B/event written". Kinds with none are left out.
+    pub fn ops_text(&self, records: u64) -> String {
+        let o = &self.ops;
+        let per = |n: u64| {
+            if records == 0 {
+                0.0
+            } else {
+                n as f64 / records as f64
+            }
+        };
+        let kinds: Vec<String> = [
+            ("get", o.gets),
+            ("put", o.puts),
+            ("delete", o.deletes),
+            ("merge", o.merges),
+            ("batched", o.batch_entries),
+            ("seek", o.iterator_seeks),
+            ("next", o.iterator_nexts),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{} {k}", per_event(per(*n))))
+        .collect();
+        let mut text = format!("{} ops/event", per_event(per(o.total())));
+        if !kinds.is_empty() {
+            text.push_str(&format!(" ({})", kinds.join(", ")));
+        }
+        if o.put_bytes > 0 {
+            text.push_str(&format!(
+                ", {}/event written",
+                crate::config::units::human_bytes(per(o.put_bytes))
+            ));
+        }
+        text
+    }
+}
+
+/// Operations per event: two decimals, four below 0.01 (a scan per thousand events is not 0).
+fn per_event(v: f64) -> String {
+    if v > 0.0 && v < 0.01 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 impl Summary {
+    /// The job's operator kinds. A summary that does not keep them: one written before operator
+    /// kinds (no state column families listed) was the frequency counter's; one written after
+    /// them does not say (empty: the advisor's kind-specific rules then judge by the numbers).
+    pub fn kinds(&self) -> Vec<&str> {
+        if !self.job.is_empty() {
+            self.job.iter().map(String::as_str).collect()
+        } else if self.state_column_families.is_empty() {
+            vec!["frequency"]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether the job runs an operator of `kind`; None when the summary does not say.
+    pub fn runs(&self, kind: &str) -> Option<bool> {
+        let kinds = self.kinds();
+        (!kinds.is_empty()).then(|| kinds.contains(&kind))
+    }
+
+    /// The summary of a run of `workload`'s job: with its operator kinds.
+    pub fn for_job(mut self, workload: &crate::config::Workload) -> Summary {
+        self.job = workload
+            .operators()
+            .iter()
+            .map(|o| o.kind().to_string())
+            .collect();
+        self
+    }
+
     /// How many column families share the WriteBufferManager (Flink's memory math divides
     /// its budget among them).
     pub fn state_cf_count(&self) -> usize {
-        match self.state_column_families.len() {
+        match self
+            .state_column_families
+            .iter()
+            .filter(|c| !c.ops_only)
+            .count()
+        {
             // A report that does not list them: the frequency counter's.
             0 => crate::pipeline::operators::frequency::data_column_families(),
             n => n,
@@ -279,6 +372,7 @@ impl Summary {
         let io = last.map(|s| s.rocksdb.io).unwrap_or_default();
         let total_ops = ops.total();
         Summary {
+            job: Vec::new(),
             events,
             records_processed: records,
             records_replayed: last.map_or(0, |s| s.records_replayed),
@@ -382,6 +476,8 @@ impl Summary {
                         estimated_keys: c.estimated_keys,
                         ttl_ms: c.ttl_ms,
                         ttl_compaction_filter: c.ttl_compaction_filter,
+                        ops: c.ops,
+                        ops_only: c.ops_only,
                     })
                     .collect()
             }),
@@ -392,5 +488,53 @@ impl Summary {
             get_bytes_read: tickers.bytes_read,
             operators: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_states_line_gives_its_operations_per_event_by_kind() {
+        let cf = StateColumnFamily {
+            ops: CfOps {
+                gets: 1_000,
+                puts: 500,
+                iterator_seeks: 3,
+                put_bytes: 12_000,
+                ..CfOps::default()
+            },
+            ..StateColumnFamily::default()
+        };
+        assert_eq!(
+            cf.ops_text(1_000),
+            "1.50 ops/event (1.00 get, 0.50 put, 0.0030 seek), 12 B/event written"
+        );
+        assert_eq!(StateColumnFamily::default().ops_text(0), "0.00 ops/event");
+    }
+
+    #[test]
+    fn the_jobs_kinds_are_kept_and_old_summaries_fall_back() {
+        let s = Summary {
+            job: vec!["dedup".to_string(), "window".to_string()],
+            ..Summary::default()
+        };
+        assert_eq!(s.kinds(), ["dedup", "window"]);
+        assert_eq!(s.runs("window"), Some(true));
+        assert_eq!(s.runs("frequency"), Some(false));
+        // Kept in a saved summary; one saved without it reads as empty.
+        let back: Summary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back.job, s.job);
+        let old: Summary = serde_json::from_str(r#"{"events": 5}"#).unwrap();
+        assert!(old.job.is_empty());
+        // Written before operator kinds (no states listed): the frequency counter.
+        assert_eq!(old.kinds(), ["frequency"]);
+        // Written with states but without kinds: unknown.
+        let unknown = Summary {
+            state_column_families: vec![StateColumnFamily::default()],
+            ..Summary::default()
+        };
+        assert_eq!(unknown.runs("window"), None);
     }
 }

@@ -31,6 +31,15 @@ fn check(input: &Input) -> Option<Finding> {
     if merges_per_record < MERGES_PER_RECORD || bytes_per_read < BYTES_PER_READ {
         return None;
     }
+    // The fix is a window's function: a job that says its kinds must run a window (a process
+    // function's ListState has no aggregate function to switch to). In a chain, the window's key.
+    let kinds = s.kinds();
+    let function_key = match kinds.iter().position(|k| *k == "window") {
+        Some(i) if kinds.len() > 1 => format!("job[{i}].function"),
+        Some(_) => "job.function".to_string(),
+        None if kinds.is_empty() => "job.function".to_string(),
+        None => return None,
+    };
     let per_fire = (s.timers_fired > 0).then(|| s.get_bytes_read as f64 / s.timers_fired as f64);
     let (from, to) = input.whole_run();
     let mut evidence = vec![
@@ -63,7 +72,7 @@ fn check(input: &Input) -> Option<Finding> {
         to_secs: to,
         recommendation: Vec::new(),
         memory_cost: 0,
-        job_changes: vec![crate::advisor::Change::new("job.function", "aggregate")],
+        job_changes: vec![crate::advisor::Change::new(&function_key, "aggregate")],
         effect: Some(format!(
             "the fire reads one accumulator instead of the window's elements: bytes read per state read from {bytes_per_read:.0} to about an accumulator's size; no merges (a get and a put per element instead of a merge)"
         )),
@@ -79,6 +88,10 @@ mod tests {
     use crate::advisor::testing::{Run, profile};
 
     fn run(merges: u64, get_bytes: u64) -> Run {
+        run_of(&["window"], merges, get_bytes)
+    }
+
+    fn run_of(kinds: &[&str], merges: u64, get_bytes: u64) -> Run {
         Run::new(
             profile("flink-default", &[]),
             5,
@@ -89,6 +102,7 @@ mod tests {
                 s.gets = 5_000;
                 s.get_bytes_read = get_bytes;
                 s.timers_fired = 2_000;
+                s.job = kinds.iter().map(|k| k.to_string()).collect();
             },
         )
     }
@@ -100,6 +114,29 @@ mod tests {
         assert_eq!(f.job_changes[0].key, "job.function");
         assert_eq!(f.job_changes[0].value, "aggregate");
         assert_eq!(f.evidence[0].value, "1.00");
+    }
+
+    #[test]
+    fn only_a_window_gets_the_aggregate_function() {
+        // A process function's ListState: merges and whole reads, but no window to change.
+        assert!(
+            run_of(&["process"], 5_000, 5_000 * 184)
+                .findings("list-state-merges")
+                .is_empty()
+        );
+        // In a chain, the window's own key.
+        let f = &run_of(&["dedup", "window"], 5_000, 5_000 * 184).findings("list-state-merges")[0];
+        assert_eq!(f.job_changes[0].key, "job[1].function");
+        // A summary written with states listed but before kinds were kept: judged by the numbers.
+        let mut unknown = run_of(&[], 5_000, 5_000 * 184);
+        unknown.summary.state_column_families = vec![Default::default()];
+        assert_eq!(unknown.findings("list-state-merges").len(), 1);
+        // One written before operator kinds: the frequency counter, which has no window.
+        assert!(
+            run_of(&[], 5_000, 5_000 * 184)
+                .findings("list-state-merges")
+                .is_empty()
+        );
     }
 
     #[test]

@@ -20,7 +20,12 @@ const BYTES_PER_EVENT: f64 = 64.0;
 
 fn check(input: &Input) -> Option<Finding> {
     let s = input.summary;
-    if s.serializer != SerializerKind::Generic || s.records() == 0 {
+    // Only the frequency counter's state values go through the workload's `serializer` (the
+    // other kinds write their values as Flink's own serializers for their types do).
+    if s.serializer != SerializerKind::Generic
+        || s.records() == 0
+        || s.runs("frequency") == Some(false)
+    {
         return None;
     }
     let last = input.snapshots.last()?;
@@ -90,6 +95,18 @@ mod tests {
         assert_eq!(f.job_changes[0].value, "compact");
         assert!(f.recommendation.is_empty(), "not a profile change");
         assert_eq!(f.evidence[1].value, "300");
+    }
+
+    #[test]
+    fn only_the_frequency_counters_values_take_the_serializer() {
+        let with_job = |kinds: &[&str]| {
+            let mut r = run(SerializerKind::Generic, 300_000);
+            r.summary.job = kinds.iter().map(|k| k.to_string()).collect();
+            r.findings("generic-serializer")
+        };
+        assert_eq!(with_job(&["frequency"]).len(), 1);
+        assert!(with_job(&["dedup"]).is_empty());
+        assert!(with_job(&["window", "aggregate"]).is_empty());
     }
 
     #[test]

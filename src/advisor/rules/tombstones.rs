@@ -36,12 +36,18 @@ fn check(input: &Input) -> Option<Finding> {
         return None;
     }
     let steps = s.iterator_seeks + s.iterator_nexts;
+    // Whose entries they are: an interval join's buffers when the job runs one (or does not say).
+    let whose = if s.runs("interval-join") == Some(false) {
+        "a map state's entries put and removed one by one"
+    } else {
+        "entries put and removed one by one (an interval join's buffers, removed per timestamp by its cleanup timers)"
+    };
     let (from, to) = input.whole_run();
     Some(Finding {
         id: RULE.id,
         severity: Severity::Warning,
         diagnosis: format!(
-            "Map iteration steps over {skips_per_record:.0} deleted or overwritten entries per record ({:.1} per seek or next it returns from): entries put and removed one by one (an interval join's buffers, removed per timestamp by its cleanup timers) leave their tombstones in the {} memtable and in files until a compaction drops them, and every seek on the key walks them.",
+            "Map iteration steps over {skips_per_record:.0} deleted or overwritten entries per record ({:.1} per seek or next it returns from): {whose} leave their tombstones in the {} memtable and in files until a compaction drops them, and every seek on the key walks them.",
             s.iterator_skips as f64 / steps as f64,
             human_bytes(current as f64)
         ),
@@ -93,6 +99,20 @@ mod tests {
         assert_eq!(f.recommendation[0].key, "writebuffer.size");
         assert_eq!(f.recommendation[0].value, "1mb");
         assert_eq!(f.evidence[0].value, "177");
+    }
+
+    #[test]
+    fn the_diagnosis_names_an_interval_joins_buffers_only_when_the_job_runs_one() {
+        let diagnosis = |kinds: &[&str]| {
+            let mut r = run(5_000 * 177, "64mb");
+            r.summary.job = kinds.iter().map(|k| k.to_string()).collect();
+            r.findings("iterator-tombstones")[0].diagnosis.clone()
+        };
+        assert!(diagnosis(&["interval-join"]).contains("interval join's buffers"));
+        assert!(diagnosis(&["interval-join", "aggregate"]).contains("interval join's buffers"));
+        let process = diagnosis(&["process"]);
+        assert!(!process.contains("interval join"), "{process}");
+        assert!(process.contains("a map state's entries"), "{process}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Per-interval samples of a job's RocksDB instances (a chain has one per operator).
 
+use crate::backend::CfOps;
 use std::sync::Arc;
 
 use super::{
@@ -313,6 +314,8 @@ fn sample_instance(
             estimated_keys: cf_int("rocksdb.estimate-num-keys"),
             ttl_ms: backend.ttl_of(name).map(|t| t.0),
             ttl_compaction_filter: backend.ttl_of(name).is_some_and(|t| t.1),
+            ops: CfOps::default(),
+            ops_only: false,
         });
     }
 }

@@ -184,7 +184,8 @@ impl Side {
             .filter(|s| s.state != RunState::Paused)
             .map(|s| s.interval_secs)
             .sum();
-        let summary = Summary::of_snapshots(snapshots, running_secs, workload.spec.serializer);
+        let summary = Summary::of_snapshots(snapshots, running_secs, workload.spec.serializer)
+            .for_job(workload);
         let derived = self.profile.derived(summary.state_cf_count());
         self.findings = Segment::advise(&self.profile, &derived, &summary, snapshots);
     }

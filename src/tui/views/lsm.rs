@@ -7,6 +7,9 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Row, Table};
 
 use super::{bytes, latest, panel, short};
+use crate::backend::CfOps;
+use crate::backend::metrics::ColumnFamilyLsm;
+use crate::engine::MetricsSnapshot;
 use crate::tui::app::App;
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
@@ -14,8 +17,30 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         Layout::horizontal([Constraint::Percentage(58), Constraint::Percentage(42)]).areas(area);
     let side = app.focused();
     let s = latest(side);
+    // The snapshot before it, for each state's operations per second.
+    let before = side
+        .segment()
+        .rev()
+        .find(|p| p.elapsed_secs < s.elapsed_secs);
     let mut rows = Vec::new();
     for cf in &s.rocksdb.lsm.column_families {
+        let ops = ops_row(cf, before.map(|b| (b, s)));
+        if cf.ops_only {
+            // Holds no data: its operations alone.
+            if let Some(text) = ops {
+                rows.push(
+                    Row::new(vec![
+                        short_cf(&cf.name),
+                        "ops".to_string(),
+                        String::new(),
+                        String::new(),
+                        text,
+                    ])
+                    .dark_gray(),
+                );
+            }
+            continue;
+        }
         rows.push(
             Row::new(vec![
                 short_cf(&cf.name),
@@ -51,6 +76,19 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             } else {
                 row
             });
+        }
+        if let Some(text) = ops {
+            // The state's whole live size and its operations.
+            rows.push(
+                Row::new(vec![
+                    String::new(),
+                    "all".to_string(),
+                    cf.levels.iter().map(|l| l.files).sum::<u64>().to_string(),
+                    bytes(cf.levels.iter().map(|l| l.bytes).sum()),
+                    text,
+                ])
+                .cyan(),
+            );
         }
     }
     let lsm = &s.rocksdb.lsm;
@@ -138,12 +176,123 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     );
 }
 
+/// A state's operations per second since the snapshot before (`span`: it and the latest),
+/// by kind ("1.2K ops/s: 600 get, 600 put"); None when the job issued none on it so far.
+fn ops_row(
+    cf: &ColumnFamilyLsm,
+    span: Option<(&MetricsSnapshot, &MetricsSnapshot)>,
+) -> Option<String> {
+    if cf.ops == CfOps::default() {
+        return None;
+    }
+    let (delta, secs) = match span {
+        Some((before, now)) => {
+            let earlier = before
+                .rocksdb
+                .lsm
+                .column_families
+                .iter()
+                .find(|c| c.name == cf.name)
+                .map(|c| c.ops)
+                .unwrap_or_default();
+            (
+                cf.ops.since(&earlier),
+                now.elapsed_secs - before.elapsed_secs,
+            )
+        }
+        // No interval to divide by yet.
+        None => (cf.ops, 0.0),
+    };
+    let rate = |n: u64| {
+        if secs > 0.0 {
+            short((n as f64 / secs).round() as u64)
+        } else {
+            "-".to_string()
+        }
+    };
+    let kinds: Vec<String> = [
+        ("get", delta.gets),
+        ("put", delta.puts),
+        ("del", delta.deletes),
+        ("merge", delta.merges),
+        ("batched", delta.batch_entries),
+        ("seek", delta.iterator_seeks),
+        ("next", delta.iterator_nexts),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(k, n)| format!("{} {k}", rate(*n)))
+    .collect();
+    Some(format!(
+        "{} ops/s: {}",
+        rate(delta.total()),
+        if kinds.is_empty() {
+            "idle".to_string()
+        } else {
+            kinds.join(", ")
+        }
+    ))
+}
+
 /// Column family names fit 13 cells: Flink's timer column families have long ones
 /// (`_timer_state/event_user-timers` is `timers`, another service's `timers:<service>`).
 fn short_cf(name: &str) -> String {
+    if let Some(service) = name.strip_prefix("_timer_state/processing_") {
+        return match service {
+            "user-timers" => "proc-timers".to_string(),
+            s => format!("proc:{s}").chars().take(13).collect(),
+        };
+    }
     match name.strip_prefix("_timer_state/event_") {
         Some("user-timers") => "timers".to_string(),
         Some(service) => format!("timers:{service}").chars().take(13).collect(),
         None => name.chars().take(13).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: f64, gets: u64, puts: u64) -> MetricsSnapshot {
+        let mut s = MetricsSnapshot {
+            elapsed_secs: secs,
+            ..MetricsSnapshot::default()
+        };
+        s.rocksdb.lsm.column_families = vec![ColumnFamilyLsm {
+            name: "seen".to_string(),
+            ops: CfOps {
+                gets,
+                puts,
+                ..CfOps::default()
+            },
+            ..ColumnFamilyLsm::default()
+        }];
+        s
+    }
+
+    #[test]
+    fn a_states_operations_per_second_come_from_the_snapshot_before() {
+        let (before, now) = (at(1.0, 1_000, 500), at(3.0, 31_000, 500));
+        let cf = &now.rocksdb.lsm.column_families[0];
+        assert_eq!(
+            ops_row(cf, Some((&before, &now))).unwrap(),
+            "15.0K ops/s: 15.0K get"
+        );
+        // No interval yet: no rate. No operations at all: no row.
+        assert_eq!(ops_row(cf, None).unwrap(), "- ops/s: - get, - put");
+        let none = &at(1.0, 0, 0).rocksdb.lsm.column_families[0];
+        assert_eq!(ops_row(none, None), None);
+        // Nothing since the snapshot before.
+        assert_eq!(ops_row(cf, Some((&now, &now))).unwrap(), "- ops/s: idle");
+    }
+
+    #[test]
+    fn timer_queue_names_are_shortened() {
+        assert_eq!(short_cf("_timer_state/event_user-timers"), "timers");
+        assert_eq!(
+            short_cf("_timer_state/processing_user-timers"),
+            "proc-timers"
+        );
     }
 }

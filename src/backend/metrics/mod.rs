@@ -5,11 +5,12 @@ use serde::Serialize;
 
 use rocksdb::statistics::{Histogram, Ticker};
 
-use super::StateBackend;
-use super::perf::PerfCounts;
-
 mod sampler;
+
 pub use sampler::RocksDbSampler;
+
+use super::perf::PerfCounts;
+use super::{CfOps, StateBackend};
 
 /// RocksDB's cumulative tickers that statebench reads.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq, serde::Deserialize)]
@@ -361,6 +362,13 @@ pub struct ColumnFamilyLsm {
     /// The state's TTL (ms), if it has one, and whether Flink's compaction filter cleans it.
     pub ttl_ms: Option<i64>,
     pub ttl_compaction_filter: bool,
+    /// The job's cumulative operations on this column family (`AccessCounters`'s, every
+    /// attempt of the job in this process).
+    pub ops: CfOps,
+    /// A column family that holds no data (a processing-time timer queue nothing registers in),
+    /// listed for the operations on it alone: not one of the states sharing the WBM.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ops_only: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]
@@ -410,6 +418,39 @@ pub struct RocksDbSample {
     pub tickers: Tickers,
     /// Bloom bits per key measured in window-stats' SST files (None: no SSTs or no filter).
     pub measured_bloom_bits_per_key: Option<f64>,
+}
+
+impl RocksDbSample {
+    /// The sample with each column family's operations: `ops[i]` are those on `names[i]`
+    /// (`StateAccess::column_families` and `StateBackend::column_families`). A column family
+    /// that holds no data but was operated on (a scanned empty timer queue) is listed after the
+    /// others, `ops_only`, so that the listed operations are all of the job's.
+    /// `operator`: the chain's operator whose instance holds them (0 for a single operator).
+    pub fn with_state_ops(
+        mut self,
+        operator: usize,
+        names: &[String],
+        ops: &[CfOps],
+    ) -> RocksDbSample {
+        for (name, o) in names.iter().zip(ops) {
+            let cfs = &mut self.lsm.column_families;
+            match cfs
+                .iter_mut()
+                .find(|c| c.operator == operator && c.name == *name)
+            {
+                Some(cf) => cf.ops = *o,
+                None if *o != CfOps::default() => cfs.push(ColumnFamilyLsm {
+                    operator,
+                    name: name.clone(),
+                    ops: *o,
+                    ops_only: true,
+                    ..ColumnFamilyLsm::default()
+                }),
+                None => {}
+            }
+        }
+        self
+    }
 }
 
 /// Bits per key of the bloom filters described by RocksDB's table-properties text
