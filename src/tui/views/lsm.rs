@@ -23,6 +23,18 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         .rev()
         .find(|p| p.elapsed_secs < s.elapsed_secs);
     let mut rows = Vec::new();
+    // A chain: each state names its operator (`1:window-con`), one RocksDB instance each.
+    let chain = s.rocksdb.lsm.column_families.iter().any(|c| c.operator > 0);
+    let label = |cf: &ColumnFamilyLsm| {
+        if chain {
+            format!("{}:{}", cf.operator, short_cf(&cf.name))
+                .chars()
+                .take(13)
+                .collect()
+        } else {
+            short_cf(&cf.name)
+        }
+    };
     for cf in &s.rocksdb.lsm.column_families {
         let ops = ops_row(cf, before.map(|b| (b, s)));
         if cf.ops_only {
@@ -30,7 +42,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             if let Some(text) = ops {
                 rows.push(
                     Row::new(vec![
-                        short_cf(&cf.name),
+                        label(cf),
                         "ops".to_string(),
                         String::new(),
                         String::new(),
@@ -43,7 +55,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         }
         rows.push(
             Row::new(vec![
-                short_cf(&cf.name),
+                label(cf),
                 "mem".to_string(),
                 String::new(),
                 bytes(cf.memtable_bytes),
@@ -192,7 +204,7 @@ fn ops_row(
                 .lsm
                 .column_families
                 .iter()
-                .find(|c| c.name == cf.name)
+                .find(|c| c.operator == cf.operator && c.name == cf.name)
                 .map(|c| c.ops)
                 .unwrap_or_default();
             (
