@@ -341,6 +341,41 @@ fn the_ttl_compaction_filter_sits_on_the_timer_state_only() {
     assert_eq!(factory(CF_WINDOW_STATS), "nullptr");
 }
 
+/// Flink attaches its factory to every TTL state, and configures it (with its 30-day periodic
+/// compaction) only for the compaction-filter cleanup: a `cleanup: none` state names the factory
+/// too. (Its periodic compaction then is RocksDB's own default for a column family with a filter.)
+#[test]
+fn a_ttl_state_without_compaction_cleanup_names_flinks_factory_unconfigured() {
+    use statebench::pipeline::operators;
+    for cleanup in ["compaction", "none"] {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = dir.path().join("w.yaml");
+        std::fs::write(
+            &yaml,
+            format!("keys:\n  count: 100\nevent-time:\n  span: 1h\n  out-of-orderness: 1s\nevents: 1000\npartitions: 1\njob:\n  kind: dedup\n  ttl: 10m\n  cleanup: {cleanup}\n"),
+        )
+        .unwrap();
+        let workload = statebench::config::Workload::load(yaml.to_str().unwrap()).unwrap();
+        let layout = operators::layout(&workload.operator());
+        let profile = Profile::load("flink-default").unwrap();
+        let db = dir.path().join("db");
+        let backend = StateBackend::open_for(&db, &profile, &layout).unwrap();
+        let path = backend.latest_options_file().unwrap().unwrap();
+        let file = OptionsFile::parse(&std::fs::read_to_string(path).unwrap());
+        assert_eq!(
+            file.cf("seen", "compaction_filter_factory"),
+            Some("FlinkCompactionFilterFactory"),
+            "cleanup: {cleanup}"
+        );
+        if cleanup == "compaction" {
+            assert_eq!(
+                file.cf("seen", "periodic_compaction_seconds"),
+                Some("2592000")
+            );
+        }
+    }
+}
+
 /// Expired timerState entries leave the SST files at compaction; live ones stay.
 #[test]
 fn compaction_drops_expired_timer_state() {

@@ -183,13 +183,19 @@ impl StateBackend {
                     CfRole::State { ttl, .. } => ttl,
                     _ => None,
                 });
-            if let Some(ttl) = ttl.filter(|t| t.compaction_filter && target.ttl_compaction_filter) {
-                let config = ttl_filter::TtlFilterConfig {
-                    ttl_ms: ttl.ttl_ms,
-                    query_time_after: ttl.query_time_after,
-                    layout: ttl.layout,
-                };
-                ttl_filter::install(&mut opts, config, clock.clone());
+            match ttl.filter(|_| target.ttl_compaction_filter) {
+                Some(ttl) if ttl.compaction_filter => {
+                    let config = ttl_filter::TtlFilterConfig {
+                        ttl_ms: ttl.ttl_ms,
+                        query_time_after: ttl.query_time_after,
+                        layout: ttl.layout,
+                    };
+                    ttl_filter::install(&mut opts, config, clock.clone());
+                }
+                // Flink attaches the factory to every TTL state and configures it only for the
+                // compaction-filter cleanup (RocksDbTtlCompactFiltersManager).
+                Some(_) => ttl_filter::install_unconfigured(&mut opts),
+                None => {}
             }
             Ok(opts)
         };

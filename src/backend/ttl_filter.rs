@@ -73,10 +73,30 @@ pub fn install(opts: &mut Options, config: TtlFilterConfig, clock: TtlClock) {
     opts.set_periodic_compaction_seconds(PERIODIC_COMPACTION_SECONDS);
 }
 
+/// Flink's factory on a TTL state without the compaction-filter cleanup: attached, never
+/// configured (`RocksDbTtlCompactFiltersManager.setAndRegisterCompactFilterIfStateTtl` attaches
+/// it to every TTL state, `configCompactFilter` configures it only for
+/// `cleanupInRocksdbCompactFilter`), so FRocksDB's `FlinkCompactionFilter` keeps every entry and
+/// no periodic compaction is set.
+pub fn install_unconfigured(opts: &mut Options) {
+    let mut factory = TtlFilterFactory::with_config(
+        TtlFilterConfig {
+            ttl_ms: i64::MAX,
+            query_time_after: QUERY_TIME_AFTER_NUM_ENTRIES,
+            layout: TtlLayout::Value,
+        },
+        TtlClock::default(),
+    );
+    factory.configured = false;
+    opts.set_compaction_filter_factory(factory);
+}
+
 pub struct TtlFilterFactory {
     config: TtlFilterConfig,
     clock: TtlClock,
     name: CString,
+    /// False: attached but never configured, the filter keeps every entry.
+    configured: bool,
 }
 
 impl TtlFilterFactory {
@@ -97,6 +117,7 @@ impl TtlFilterFactory {
             config,
             clock,
             name: c"FlinkCompactionFilterFactory".to_owned(),
+            configured: true,
         }
     }
 }
@@ -112,6 +133,7 @@ impl CompactionFilterFactory for TtlFilterFactory {
             now: i64::MAX,
             seen: u64::MAX,
             name: c"FlinkCompactionFilter".to_owned(),
+            configured: self.configured,
         }
     }
 
@@ -127,6 +149,8 @@ pub struct TtlFilter {
     now: i64,
     seen: u64,
     name: CString,
+    /// False: FRocksDB's filter without a config keeps every entry.
+    configured: bool,
 }
 
 /// FRocksDB's `Decide` (and Flink's `TtlUtils.expired`): `ts + min(ttl, MAX - ts) <= now`
@@ -161,7 +185,7 @@ impl CompactionFilter for TtlFilter {
     // RocksDB's C API hands only plain values (no merge operands) to this filter, which is
     // what FRocksDB decides on for Value-type configs (value and map states) too.
     fn filter(&mut self, _level: u32, _key: &[u8], value: &[u8]) -> Decision {
-        if self.expired(value) {
+        if self.configured && self.expired(value) {
             Decision::Remove
         } else {
             Decision::Keep
@@ -189,6 +213,31 @@ mod tests {
             is_full_compaction: false,
             is_manual_compaction: false,
         })
+    }
+
+    #[test]
+    fn an_unconfigured_filter_keeps_even_expired_entries() {
+        let mut opts = Options::default();
+        install_unconfigured(&mut opts);
+        let clock = TtlClock::default();
+        clock.set(10_000);
+        let config = TtlFilterConfig {
+            ttl_ms: 1_000,
+            query_time_after: 1,
+            layout: TtlLayout::Map,
+        };
+        let mut factory = TtlFilterFactory::with_config(config, clock.clone());
+        factory.configured = false;
+        let mut f = factory.create(CompactionFilterContext {
+            is_full_compaction: true,
+            is_manual_compaction: true,
+        });
+        assert!(matches!(f.filter(1, b"k", &map_value(1)), Decision::Keep));
+        let mut configured = filter(config, &clock);
+        assert!(matches!(
+            configured.filter(1, b"k", &map_value(1)),
+            Decision::Remove
+        ));
     }
 
     #[test]
