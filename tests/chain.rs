@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
 
 use serde_json::Value;
 use statebench::config::{Profile, Workload};
@@ -328,20 +330,6 @@ fn a_chain_checkpoint_does_not_restore_into_a_single_operator_job() {
     );
 }
 
-fn completed_checkpoints(dir: &Path) -> usize {
-    std::fs::read_dir(dir.join("checkpoints"))
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| {
-                    let name = e.file_name().to_string_lossy().to_string();
-                    name.starts_with("chk-") && !name.ends_with(".inprogress")
-                })
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 #[test]
 fn kill_9_of_a_chain_then_restore_latest_is_exact() {
     let tmp = tempfile::tempdir().unwrap();
@@ -380,18 +368,7 @@ fn kill_9_of_a_chain_then_restore_latest_is_exact() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while completed_checkpoints(&data) < 2 || !data.join("broker.json").exists() {
-        assert!(Instant::now() < deadline, "no checkpoint completed in 60 s");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before it could be killed"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    child.kill().unwrap(); // SIGKILL
-    assert!(!child.wait().unwrap().success());
+    common::kill_once_checkpointed(&mut child, &data, Duration::from_millis(100));
     let restored = Command::new(bin)
         .args(args(&[
             "--restore",

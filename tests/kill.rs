@@ -2,7 +2,9 @@
 //! nothing committed is lost, nothing is counted twice in a read_committed view.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
 
 use serde_json::Value;
 
@@ -17,20 +19,6 @@ fn profile(mode_edits: &str) -> String {
          sink.reader-isolation: read_committed\n\
          {mode_edits}"
     )
-}
-
-fn completed_checkpoints(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir.join("checkpoints"))
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| {
-                    let name = e.file_name().to_string_lossy().to_string();
-                    name.starts_with("chk-") && !name.ends_with(".inprogress")
-                })
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 fn kill_then_restore(mode_edits: &str) {
@@ -66,19 +54,7 @@ fn kill_then_restore(mode_edits: &str) {
         .spawn()
         .unwrap();
     // Kill once a few checkpoints completed, well before the 4 s the run would take.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while completed_checkpoints(&data) < 2 || !data.join("broker.json").exists() {
-        assert!(Instant::now() < deadline, "no checkpoint completed in 60 s");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before it could be killed"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(150));
-    child.kill().unwrap(); // SIGKILL
-    let status = child.wait().unwrap();
-    assert!(!status.success());
+    common::kill_once_checkpointed(&mut child, &data, Duration::from_millis(150));
     // How far the killed process got, as it marked it.
     let mark: u64 = std::fs::read_to_string(data.join("progress"))
         .unwrap()
