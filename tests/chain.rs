@@ -207,19 +207,36 @@ fn a_chain_runs_exact_on_two_instances_sharing_one_cache_and_write_buffer_manage
 
 #[test]
 fn a_chain_restored_after_injected_failures_is_exact_incremental() {
-    restored_after_failures(INCREMENTAL);
+    restored_after_failures(INCREMENTAL, tempfile::tempdir().unwrap().path());
 }
 
 #[test]
 fn a_chain_restored_after_injected_failures_is_exact_full() {
-    restored_after_failures(FULL);
+    restored_after_failures(FULL, tempfile::tempdir().unwrap().path());
 }
 
-fn restored_after_failures(edits: &[(&str, &str)]) {
+/// HEAP timers (the session window's, operator 1's) leave RocksDB and go into each
+/// checkpoint as that operator's raw keyed state, in its `op1/`; restored from there, every
+/// window still fires once.
+#[test]
+fn a_chain_with_heap_timers_restored_after_injected_failures_is_exact() {
+    let heap = [INCREMENTAL, &[("timer-service.factory", "HEAP")]].concat();
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
+    let chk = restored_after_failures(&heap, tmp.path());
+    let raw = chk.join("op1").join("timers.raw-keyed-state");
+    assert!(
+        std::fs::metadata(&raw).unwrap().len() > 0,
+        "{}",
+        raw.display()
+    );
+}
+
+/// Runs the durable chain with two injected failures under `edits`: exact, restored from a
+/// checkpoint at least once, in folder `tmp`. Returns the newest checkpoint's folder.
+fn restored_after_failures(edits: &[(&str, &str)], tmp: &Path) -> PathBuf {
+    let data = tmp.join("data");
     let outcome = run(
-        workload(tmp.path(), &durable_chain()),
+        workload(tmp, &durable_chain()),
         profile(edits),
         &data,
         20_000,
@@ -263,15 +280,26 @@ fn restored_after_failures(edits: &[(&str, &str)]) {
     assert_eq!(operators.len(), 1, "{meta}");
     assert_eq!(operators[0]["index"], 1);
     assert!(operators[0]["records_in"].as_u64().unwrap() > 0, "{meta}");
+    chk
 }
 
 #[test]
 fn a_savepoint_of_a_chain_restores_exact_canonical_and_native() {
+    savepoints_restore_exact(&[]);
+}
+
+#[test]
+fn a_savepoint_of_a_chain_with_heap_timers_restores_exact() {
+    savepoints_restore_exact(&[("timer-service.factory", "HEAP")]);
+}
+
+fn savepoints_restore_exact(edits: &[(&str, &str)]) {
     use statebench::engine::SavepointFormat;
+    let heap = !edits.is_empty();
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let w = workload(tmp.path(), &durable_chain());
-    let p = profile(&[]);
+    let p = profile(edits);
     let first = engine::run_to_completion(EngineConfig {
         events: 12_000,
         savepoints: vec![
@@ -286,6 +314,12 @@ fn a_savepoint_of_a_chain_restores_exact_canonical_and_native() {
     for sp in &c.savepoints {
         let path = PathBuf::from(&sp.path);
         assert!(path.join("op1").is_dir(), "{}", path.display());
+        assert_eq!(
+            path.join("op1/timers.raw-keyed-state").exists(),
+            heap,
+            "{}",
+            path.display()
+        );
         let again = run(
             w.clone(),
             p.clone(),

@@ -42,6 +42,20 @@ impl JobRunner<'_> {
         }
     }
 
+    /// Each operator's HEAP timers as its raw keyed state stream, with the operator's index
+    /// (operators with ROCKSDB timers, or none, have none).
+    fn raw_keyed_states(&self) -> Vec<(usize, Vec<u8>)> {
+        let first = self.ctx.timers.as_ref().and_then(|t| t.raw_keyed_state());
+        let stages = self.chain.stages.iter().map(|s| {
+            let raw = s.ctx.timers.as_ref().and_then(|t| t.raw_keyed_state());
+            (s.index, raw)
+        });
+        std::iter::once((0, first))
+            .chain(stages)
+            .filter_map(|(op, raw)| Some((op, raw?)))
+            .collect()
+    }
+
     /// The synchronous part of a checkpoint: pending timers into RocksDB, the sink's
     /// transaction pre-committed, then the state snapshot and the upload's start.
     pub(super) fn checkpoint(&mut self, run: &Run, barrier: Instant) -> Result<(), EngineError> {
@@ -62,7 +76,7 @@ impl JobRunner<'_> {
         let secs = run.clock.wall(barrier).as_secs_f64();
         let changes = self.ctx.state.take_changelog();
         // HEAP timers: written as raw keyed state in the synchronous part, as Flink does.
-        let raw = self.ctx.timers.as_ref().and_then(|t| t.raw_keyed_state());
+        let raw = self.raw_keyed_states();
         let Some(checkpointer) = &mut self.checkpointer else {
             return Ok(());
         };
@@ -71,7 +85,7 @@ impl JobRunner<'_> {
         // next completed checkpoint commits it. A changelog checkpoint's failure may have lost
         // the changes it took: that one ends the run.
         let changelog = changes.is_some();
-        match checkpointer.trigger(job, changes, raw.as_deref(), barrier, secs) {
+        match checkpointer.trigger(job, changes, &raw, barrier, secs) {
             Ok(_) => {}
             Err(e) if !changelog => checkpointer.decline(id, secs, e.to_string()),
             Err(e) => return Err(PipelineError::from(e).into()),
@@ -215,9 +229,9 @@ impl JobRunner<'_> {
         let (kind, mut files) =
             savepoint_files(&backends, format == SavepointFormat::Canonical, &scratch)
                 .map_err(PipelineError::from)?;
-        if let Some(raw) = self.ctx.timers.as_ref().and_then(|t| t.raw_keyed_state()) {
+        for (op, raw) in self.raw_keyed_states() {
             files.push(
-                crate::pipeline::timers::raw::write_file(&scratch, &raw).map_err(|e| {
+                crate::pipeline::timers::raw::write_file(&scratch, op, &raw).map_err(|e| {
                     EngineError::Restore(format!("cannot write the savepoint's heap timers: {e}"))
                 })?,
             );

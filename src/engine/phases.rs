@@ -121,10 +121,6 @@ fn unsupported_in_a_chain(config: &EngineConfig, recovers: bool) -> Result<(), E
         "phases (backfill and catch-up) run the frequency counter alone"
     } else if recovers && k.changelog_enabled {
         "checkpoints of a chain of operators with 'state.changelog.enabled: true' are not supported yet; turn the changelog off"
-    } else if recovers
-        && k.timer_service_factory == crate::config::timer_service::TimerFactory::Heap
-    {
-        "checkpoints and savepoints of a chain of operators with 'timer-service.factory: HEAP' are not supported yet; use ROCKSDB timers"
     } else {
         return Ok(());
     };

@@ -221,11 +221,20 @@ pub(super) fn recoverable(
             resume,
         };
         let mut job = JobRunner::new(&backends, run, log, spec, sink, truth)?;
-        if let (Some(dir), Some(_), Some(timers)) = (&from, metadata, &mut job.ctx.timers) {
-            // HEAP timers come back from the checkpoint's raw keyed state.
-            timers
-                .restore_raw_keyed_state(dir, &db_dir(data))
-                .map_err(EngineError::Restore)?;
+        if let (Some(dir), Some(_)) = (&from, metadata) {
+            // HEAP timers come back from the checkpoint's raw keyed state: the first operator's
+            // at its root, operator i's in its `op<i>/`.
+            let dbs = db_dirs(run, &db_dir(data));
+            let first = job.ctx.timers.as_mut().map(|t| (t, dir.clone(), &dbs[0]));
+            let stages = job.chain.stages.iter_mut().filter_map(|s| {
+                let own = dir.join(format!("op{}", s.index));
+                Some((s.ctx.timers.as_mut()?, own, dbs.get(s.index)?))
+            });
+            for (timers, own, db) in first.into_iter().chain(stages) {
+                timers
+                    .restore_raw_keyed_state(&own, db)
+                    .map_err(EngineError::Restore)?;
+            }
         }
         job.continue_from(attempts, replay_until);
         job.mark_progress(ProgressMark::create(data).map_err(|e| {

@@ -19,14 +19,15 @@ use crate::config::profile::CheckpointKind;
 
 impl Checkpointer {
     /// The synchronous part of checkpoint `next_id()`, after the caller flushed its timers and
-    /// pre-committed its sink: writes its raw keyed state (HEAP timers), takes the RocksDB
+    /// pre-committed its sink: writes its raw keyed states (HEAP timers: each such operator's
+    /// index and stream), takes the RocksDB
     /// snapshot (full) or native checkpoint (incremental) and starts the upload. `barrier` is
     /// when the caller's part began.
     pub fn trigger(
         &mut self,
         job: JobMeta,
         changes: Option<Vec<u8>>,
-        raw_keyed_state: Option<&[u8]>,
+        raw_keyed_state: &[(usize, Vec<u8>)],
         barrier: Instant,
         run_secs: f64,
     ) -> Result<u64, CheckpointError> {

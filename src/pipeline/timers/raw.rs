@@ -112,24 +112,37 @@ pub fn snapshot(timers: &HeapTimers) -> Vec<u8> {
     out
 }
 
-/// Writes a checkpoint's raw keyed state (if any) into its upload, synchronously: Flink writes
-/// the legacy timer snapshot in the checkpoint's synchronous part.
+/// Where operator `op`'s raw keyed state is in a checkpoint or savepoint: the first operator's
+/// at its root, operator i's in its `op<i>/` beside that operator's other private files.
+pub fn file_name(op: usize) -> String {
+    match op {
+        0 => RAW_KEYED_STATE.to_string(),
+        i => format!("op{i}/{RAW_KEYED_STATE}"),
+    }
+}
+
+/// Writes a checkpoint's raw keyed states (each operator with HEAP timers: its index and its
+/// stream) into its upload, synchronously: Flink writes the legacy timer snapshot in the
+/// checkpoint's synchronous part.
 pub fn put(
     upload: &mut crate::durability::checkpoint::store::Upload,
-    raw: Option<&[u8]>,
+    raw: &[(usize, Vec<u8>)],
 ) -> Result<(), crate::durability::checkpoint::store::StoreError> {
-    if let Some(raw) = raw {
-        upload.put_private_bytes(RAW_KEYED_STATE, raw)?;
+    for (op, bytes) in raw {
+        upload.put_private_bytes(&file_name(*op), bytes)?;
     }
     Ok(())
 }
 
-/// Writes `raw` into folder `dir` for a savepoint; the file and its name there.
-pub fn write_file(dir: &Path, raw: &[u8]) -> std::io::Result<(PathBuf, String)> {
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join(RAW_KEYED_STATE);
+/// Writes operator `op`'s `raw` into folder `dir` for a savepoint; the file and its name there.
+pub fn write_file(dir: &Path, op: usize, raw: &[u8]) -> std::io::Result<(PathBuf, String)> {
+    let name = file_name(op);
+    let path = dir.join(&name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
     std::fs::write(&path, raw)?;
-    Ok((path, RAW_KEYED_STATE.to_string()))
+    Ok((path, name))
 }
 
 /// A reader over the stream; every error names what it was reading.
