@@ -1,6 +1,7 @@
-# Sourced by parity/run and parity/export-check (from the repository root, `repo` set): installs
-# a JDK if javac is missing, brings Flink 1.20.1's lib/ into $PARITY_CACHE, compiles the parity
-# job, builds statebench and generates the trace. Sets: step, cache, target, work, lib, classpath,
+# Sourced by parity/run, parity/run-kinds and parity/export-check (from the repository root,
+# `repo` set): installs a JDK if javac is missing, brings Flink 1.20.1's lib/ into
+# $PARITY_CACHE, compiles the parity job, builds statebench (unless PARITY_STATEBENCH names a
+# binary) and generates the trace. Sets: step, cache, target, work, lib, classpath,
 # bash_java_utils, classes, statebench, java_opts. Each step is skipped when its output is current.
 
 FLINK_VERSION=1.20.1
@@ -80,9 +81,21 @@ if [ ! -f "$classes/.built" ] || [ -n "$(find "${sources[@]}" -newer "$classes/.
 fi
 
 # --- statebench --------------------------------------------------------------------------------
-step "building statebench (cargo build --release, target $target)"
-CARGO_TARGET_DIR="$target" cargo build --release --quiet
-statebench="$target/release/statebench"
+# PARITY_STATEBENCH: a statebench binary already built (.ci/run passes the one `cargo test
+# --release` built and tested; `cargo build` would compile it again, as the dev-dependencies
+# unify some dependencies' features differently).
+if [ -n "${PARITY_STATEBENCH:-}" ]; then
+  statebench="$PARITY_STATEBENCH"
+  if [ ! -x "$statebench" ]; then
+    echo "PARITY_STATEBENCH=$statebench is not an executable statebench binary" >&2
+    exit 2
+  fi
+  step "using statebench $statebench (PARITY_STATEBENCH)"
+else
+  step "building statebench (cargo build --release, target $target)"
+  CARGO_TARGET_DIR="$target" cargo build --release --quiet
+  statebench="$target/release/statebench"
+fi
 
 # --- the trace ---------------------------------------------------------------------------------
 mkdir -p "$work"

@@ -78,12 +78,12 @@ proptest! {
     fn repeated_failures_leave_no_result_error(
         mode in prop::sample::select(vec!["full", "incremental", "changelog"]),
         idempotent in any::<bool>(),
-        points in prop::collection::btree_set(2_000u64..38_000, 1..4),
+        points in prop::collection::btree_set(2_000u64..22_000, 1..4),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let sink = if idempotent { IDEMPOTENT } else { EXACTLY_ONCE };
         let failures = FailureSpec { at_events: points.iter().copied().collect(), every: None };
-        let outcome = run(profile(mode, "60ms", sink), 40_000, dir.path(), failures, None);
+        let outcome = run(profile(mode, "60ms", sink), 24_000, dir.path(), failures, None);
         let c = outcome.checkpoints.as_ref().unwrap();
         prop_assert_eq!(c.restores.len(), points.len());
         // At least the later failures restart from a checkpoint, not from scratch.

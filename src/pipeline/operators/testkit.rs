@@ -13,11 +13,14 @@ use crate::durability::sink::MemorySink;
 use crate::pipeline::oracle::{Oracle, ResultError};
 use crate::pipeline::source::{Event, Generator};
 
+/// A backend in a temporary folder. Fields drop in order: the database closes (and flushes)
+/// before its folder goes; the other way round its closing flush fails and RocksDB waits a
+/// second after a failed background flush, in every test.
 pub struct Rig {
-    pub _dir: TempDir,
     pub backend: StateBackend,
     pub layout: Layout,
     pub workload: Workload,
+    pub _dir: TempDir,
 }
 
 /// The smoke workload with `job` (YAML of the `job:` section) and `keys` keys.
