@@ -35,23 +35,32 @@ fn unknown_traps_are_usage_errors() {
 /// evidence the way the case study says. `filter-reads` is left to `statebench reproduce`:
 /// whether a monolithic filter stays in the block cache depends on which filters compete for
 /// a cache shard when, which varies from run to run (tests/perf.rs measures the filter reads
-/// themselves deterministically).
+/// themselves deterministically). One test per case study, so that they run side by side (each
+/// takes 10-50 s).
 #[test]
-fn the_advisor_names_each_case_studys_cause_and_its_fix_moves_the_evidence() {
-    for (name, events) in [
-        // Its own 60,000 events: at 30,000 a run can end before a snapshot catches the
-        // WriteBufferManager full while the memtables are small (seen once in CI).
-        ("wbm-stall", None),
-        ("serializer", Some(20_000)),
-        ("level-sizing", None),
-    ] {
-        let proof = reproduce::proofs::find(name).unwrap();
-        let outcome = reproduce::proofs::run(proof, events).unwrap();
-        let text = reproduce::proofs::render(proof, &outcome);
-        assert!(outcome.ok, "{text}");
-        assert_eq!(outcome.named.as_ref().map(|f| f.id), Some(proof.finding));
-        assert!(!outcome.checks.is_empty(), "{text}");
-    }
+fn the_advisor_names_the_wbm_stalls_cause_and_its_fix_moves_the_evidence() {
+    // Its own 60,000 events: at 30,000 a run can end before a snapshot catches the
+    // WriteBufferManager full while the memtables are small (seen once in CI).
+    advisor_solves("wbm-stall", None);
+}
+
+#[test]
+fn the_advisor_names_the_serializers_cause_and_its_fix_moves_the_evidence() {
+    advisor_solves("serializer", Some(20_000));
+}
+
+#[test]
+fn the_advisor_names_the_level_sizings_cause_and_its_fix_moves_the_evidence() {
+    advisor_solves("level-sizing", None);
+}
+
+fn advisor_solves(name: &str, events: Option<u64>) {
+    let proof = reproduce::proofs::find(name).unwrap();
+    let outcome = reproduce::proofs::run(proof, events).unwrap();
+    let text = reproduce::proofs::render(proof, &outcome);
+    assert!(outcome.ok, "{text}");
+    assert_eq!(outcome.named.as_ref().map(|f| f.id), Some(proof.finding));
+    assert!(!outcome.checks.is_empty(), "{text}");
 }
 
 /// The operator kinds' cases at their own sizes (5-10 s each; at 20,000 events sessions-process's
