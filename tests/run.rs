@@ -57,6 +57,18 @@ fn smoke_run_writes_a_report_consistent_with_rocksdbs_statistics() {
     assert_eq!(num("events"), 60_000.0);
     assert!(num("events_per_sec") > 0.0);
     assert!(num("p99_event_latency_us") > 0.0);
+    // Memory beside the budget: the process holds RocksDB's memory and more; the starved
+    // profile's WriteBufferManager fills the cache it charges.
+    let (rss, rocksdb, budget) = (
+        num("process_rss_peak_bytes"),
+        num("rocksdb_memory_max_bytes"),
+        num("rocksdb_memory_budget_bytes"),
+    );
+    assert!(budget > 0.0 && rocksdb > 0.0, "{s}");
+    assert!(
+        rss > rocksdb,
+        "peak RSS {rss} below RocksDB's own {rocksdb}"
+    );
     // A rate where there were lookups, null where there were none (no bloom filter here: no
     // filter block is ever looked up).
     for key in ["overall", "filter", "index", "data"] {

@@ -248,6 +248,17 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
         ),
     );
     line("live SST size", human_bytes(s.live_sst_bytes as f64));
+    if s.process_rss_peak_bytes > 0 {
+        line(
+            "memory (peak)",
+            format!(
+                "process RSS {}; RocksDB {} (block cache with the memtables charged to it, table readers) of its {} budget",
+                human_bytes(s.process_rss_peak_bytes as f64),
+                human_bytes(s.rocksdb_memory_max_bytes as f64),
+                human_bytes(s.rocksdb_memory_budget_bytes as f64)
+            ),
+        );
+    }
     for job in &s.jobs {
         line(
             &format!("{} job", job.phase.name()),

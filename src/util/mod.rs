@@ -4,4 +4,5 @@
 pub mod bits;
 pub mod fs;
 pub mod hash;
+pub mod process_memory;
 pub mod worker;

@@ -296,9 +296,16 @@ pub struct MemorySample {
     pub memtable_bytes: u64,
     pub wbm_usage: u64,
     pub wbm_capacity: u64,
+    /// Includes the memtables the WriteBufferManager charges to the cache.
     pub block_cache_usage: u64,
     pub block_cache_capacity: u64,
     pub block_cache_pinned: u64,
+    /// `rocksdb.estimate-table-readers-mem`, summed over column families: index and filter
+    /// blocks held outside the block cache (with Flink's managed memory they are in it, and
+    /// this stays small).
+    pub table_readers_bytes: u64,
+    /// The whole process's memory: what a container limit sees.
+    pub process: crate::util::process_memory::ProcessMemory,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]

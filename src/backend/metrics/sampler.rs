@@ -110,6 +110,7 @@ impl RocksDbSampler {
         let mut column_families = Vec::new();
         let mut memtable_bytes = 0;
         let (mut live_sst_bytes, mut pending_compaction_bytes) = (0, 0);
+        let mut table_readers_bytes = 0;
         let mut scores = Vec::new();
         let mut levels: Vec<LevelSample> = Vec::new();
         for (operator, backend) in backends.iter().enumerate() {
@@ -124,12 +125,14 @@ impl RocksDbSampler {
                     &mut memtable_bytes,
                     &mut live_sst_bytes,
                     &mut pending_compaction_bytes,
+                    &mut table_readers_bytes,
                 ],
             );
             level_files(backend, &mut column_families[first_cf..], &mut levels);
         }
         let totals = Totals {
             memtable_bytes,
+            table_readers_bytes,
             live_sst_bytes,
             pending_compaction_bytes,
             write_stopped: max_prop("rocksdb.is-write-stopped") != 0,
@@ -242,6 +245,8 @@ impl RocksDbSampler {
                 block_cache_usage: totals.block_cache_usage,
                 block_cache_capacity: totals.block_cache_capacity,
                 block_cache_pinned: totals.block_cache_pinned,
+                table_readers_bytes: totals.table_readers_bytes,
+                process: crate::util::process_memory::read(),
             },
             lsm: LsmSample {
                 levels,
@@ -277,16 +282,21 @@ impl RocksDbSampler {
 }
 
 /// One instance's column families: their stall counts, scores, memtables and sizes
-/// (`sizes`: memtable, live SST and pending compaction bytes, added to).
+/// (`sizes`: memtable, live SST, pending compaction and table reader bytes, added to).
 fn sample_instance(
     operator: usize,
     backend: &StateBackend,
     causes: &mut StallCauses,
     column_families: &mut Vec<ColumnFamilyLsm>,
     scores: &mut Vec<CfScores>,
-    sizes: [&mut u64; 3],
+    sizes: [&mut u64; 4],
 ) {
-    let [memtable_bytes, live_sst_bytes, pending_compaction_bytes] = sizes;
+    let [
+        memtable_bytes,
+        live_sst_bytes,
+        pending_compaction_bytes,
+        table_readers,
+    ] = sizes;
     let db = backend.db();
     for name in backend.data_column_families() {
         let name = name.as_str();
@@ -306,6 +316,8 @@ fn sample_instance(
         // These two are per column family: the DB-level call reports the default one only.
         *live_sst_bytes += cf_int("rocksdb.live-sst-files-size");
         *pending_compaction_bytes += cf_int("rocksdb.estimate-pending-compaction-bytes");
+        // Index and filter blocks the table readers hold outside the block cache.
+        *table_readers += cf_int("rocksdb.estimate-table-readers-mem");
         column_families.push(ColumnFamilyLsm {
             name: name.to_string(),
             operator,
@@ -360,6 +372,7 @@ fn level_files(
 /// Figures summed (or read once) over a job's instances.
 struct Totals {
     memtable_bytes: u64,
+    table_readers_bytes: u64,
     live_sst_bytes: u64,
     pending_compaction_bytes: u64,
     write_stopped: bool,

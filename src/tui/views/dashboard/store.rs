@@ -154,10 +154,12 @@ pub(super) fn render_memory(side: &Side, frame: &mut Frame, area: Rect) {
         fill_line("WBM use", m.wbm_usage, m.wbm_capacity, width),
         fill_line("cache", m.block_cache_usage, m.block_cache_capacity, width),
     ];
-    frame.render_widget(
-        Paragraph::new(lines).block(panel("Memory (WBM, block cache)")),
-        area,
-    );
+    // The process's resident memory beside RocksDB's budget: what a container limit sees.
+    let title = match m.process.rss_bytes {
+        0 => "Memory (WBM, block cache)".to_string(),
+        rss => format!("Memory (WBM, block cache) · process RSS {}", bytes(rss)),
+    };
+    frame.render_widget(Paragraph::new(lines).block(panel(&title)), area);
 }
 
 pub(super) fn render_lsm(side: &Side, frame: &mut Frame, area: Rect) {
