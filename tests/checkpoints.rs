@@ -86,8 +86,12 @@ proptest! {
         let outcome = run(profile(mode, "60ms", sink), 24_000, dir.path(), failures, None);
         let c = outcome.checkpoints.as_ref().unwrap();
         prop_assert_eq!(c.restores.len(), points.len());
-        // At least the later failures restart from a checkpoint, not from scratch.
-        prop_assert!(c.restores.iter().any(|r| r.checkpoint.is_some()), "{:?}", c.restores);
+        // A failure late enough restarts from a checkpoint, not from scratch (one within the
+        // first few thousand records can come before the first checkpoint completed: 2,000
+        // records took 65 ms once, under the 60 ms interval plus the upload).
+        if points.iter().any(|p| *p >= 10_000) {
+            prop_assert!(c.restores.iter().any(|r| r.checkpoint.is_some()), "{:?}", c.restores);
+        }
         prop_assert!(outcome.result_error.is_exact(), "{mode}: {:?}", outcome.result_error);
         prop_assert!(outcome.state_error.is_exact(), "{mode}: {:?}", outcome.state_error);
         prop_assert!(outcome.result_error.compared > 0);

@@ -44,7 +44,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         .areas(right);
         render_cache(side, frame, cache);
         render_lookups(side, frame, lookups);
-        render_memory(side, frame, memory);
+        render_memory(side, app.b.is_some(), frame, memory);
         render_lsm(side, frame, lsm);
         return;
     };
@@ -63,7 +63,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         .areas(right);
         render_cache(side, frame, cache);
         render_lookups(side, frame, lookups);
-        render_memory(side, frame, memory);
+        render_memory(side, app.b.is_some(), frame, memory);
         render_checkpoints(lines, frame, checkpoints);
         render_lsm(side, frame, lsm);
     } else {

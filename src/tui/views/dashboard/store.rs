@@ -134,7 +134,8 @@ fn fill_line(label: &str, used: u64, capacity: u64, width: usize) -> Line<'stati
     ])
 }
 
-pub(super) fn render_memory(side: &Side, frame: &mut Frame, area: Rect) {
+/// `shared`: both runs of an A/B share this process, so its resident memory is theirs together.
+pub(super) fn render_memory(side: &Side, shared: bool, frame: &mut Frame, area: Rect) {
     let s = latest(side);
     let m = &s.rocksdb.memory;
     let width = (area.width as usize).saturating_sub(34).max(4);
@@ -157,7 +158,11 @@ pub(super) fn render_memory(side: &Side, frame: &mut Frame, area: Rect) {
     // The process's resident memory beside RocksDB's budget: what a container limit sees.
     let title = match m.process.rss_bytes {
         0 => "Memory (WBM, block cache)".to_string(),
-        rss => format!("Memory (WBM, block cache) · process RSS {}", bytes(rss)),
+        rss => format!(
+            "Memory (WBM, block cache) · process RSS {}{}",
+            bytes(rss),
+            if shared { " (A and B together)" } else { "" }
+        ),
     };
     frame.render_widget(Paragraph::new(lines).block(panel(&title)), area);
 }
