@@ -217,8 +217,6 @@ mod tests {
 
     #[test]
     fn an_unconfigured_filter_keeps_even_expired_entries() {
-        let mut opts = Options::default();
-        install_unconfigured(&mut opts);
         let clock = TtlClock::default();
         clock.set(10_000);
         let config = TtlFilterConfig {

@@ -82,8 +82,8 @@ pub struct Summary {
     pub l0_files_max: u64,
     pub active_levels_max: u32,
     pub live_sst_bytes: u64,
-    /// Memory beyond the budget (what gets a Flink container killed): the process's peak
-    /// resident memory, RocksDB's own accounting at its largest (block cache usage, which holds
+    /// Memory beyond the budget (what gets a Flink container killed): the process's resident
+    /// memory at its largest over the run's samples, RocksDB's own accounting at its largest (block cache usage, which holds
     /// the memtables the WriteBufferManager charges to it, plus table readers outside the
     /// cache) and the budget it was given (the block cache's capacity: the managed memory).
     /// Zero in reports written before they were measured.
@@ -441,7 +441,7 @@ impl Summary {
             l0_files_max: max(&|s| s.rocksdb.lsm.l0_files),
             active_levels_max: max(&|s| u64::from(s.rocksdb.lsm.active_levels)) as u32,
             live_sst_bytes: last.map_or(0, |s| s.rocksdb.lsm.live_sst_bytes),
-            process_rss_peak_bytes: max(&|s| s.rocksdb.memory.process.rss_peak_bytes),
+            process_rss_peak_bytes: max(&|s| s.rocksdb.memory.process.rss_bytes),
             rocksdb_memory_max_bytes: max(&|s| {
                 s.rocksdb.memory.block_cache_usage + s.rocksdb.memory.table_readers_bytes
             }),

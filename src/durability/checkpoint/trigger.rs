@@ -20,9 +20,8 @@ use crate::config::profile::CheckpointKind;
 impl Checkpointer {
     /// The synchronous part of checkpoint `next_id()`, after the caller flushed its timers and
     /// pre-committed its sink: writes its raw keyed states (HEAP timers: each such operator's
-    /// index and stream), takes the RocksDB
-    /// snapshot (full) or native checkpoint (incremental) and starts the upload. `barrier` is
-    /// when the caller's part began.
+    /// index and stream), takes the RocksDB snapshot (full) or native checkpoint (incremental)
+    /// and starts the upload. `barrier` is when the caller's part began.
     pub fn trigger(
         &mut self,
         job: JobMeta,
