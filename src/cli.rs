@@ -270,9 +270,34 @@ pub struct RunArgs {
     #[arg(long, requires = "data_dir", value_name = "latest|DIR")]
     pub restore: Option<String>,
     #[command(flatten)]
+    pub preload: PreloadArgs,
+    #[command(flatten)]
     pub failures: FailureArgs,
     #[command(flatten)]
     pub cpu: CpuArgs,
+}
+
+/// A preloaded steady state to start from (`run --preload`).
+#[derive(Debug, Args)]
+pub struct PreloadArgs {
+    /// Start from the state the job holds after a history of the log: `events=N` (its first N
+    /// records), `span=DURATION` (its first e.g. 24h of event time) or `size=BYTES` (as long as
+    /// it takes the state to reach e.g. 10GiB), optionally `,memory=BYTES` (what the build may
+    /// hold in memory at once; default 1GiB). Without a value: the workload's `preload:`
+    /// section. The state is built in memory by the job's own operator, written as SST files
+    /// into the level an LSM tree of that size keeps its data in, and kept under
+    /// --preload-dir; later runs of the same workload, profile and amount clone it (hard
+    /// links) in seconds. The run's events follow the history; its results are checked
+    /// against the truth of the whole log.
+    #[arg(long, value_name = "SPEC", num_args = 0..=1, default_missing_value = "")]
+    pub preload: Option<String>,
+    /// Where preloaded bases are kept. Default: $XDG_CACHE_HOME/statebench/preload (or
+    /// ~/.cache/statebench/preload).
+    #[arg(long, value_name = "DIR", requires = "preload")]
+    pub preload_dir: Option<PathBuf>,
+    /// Build the base again even if one is kept.
+    #[arg(long, requires = "preload")]
+    pub preload_rebuild: bool,
 }
 
 /// Failure injection, for `run` and `tui`.

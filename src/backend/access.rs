@@ -3,6 +3,7 @@
 
 use rocksdb::{AsColumnFamilyRef, ColumnFamily, ReadOptions, WriteBatch, WriteBatchIteratorCf};
 
+use super::memstore::MemStore;
 use super::{BackendError, StateBackend, latency, oplog, perf};
 
 /// Counted, timed state access: every get/put the job does goes through here (each counted,
@@ -22,6 +23,8 @@ pub struct StateAccess<'a> {
     /// The job's column families (`StateBackend::column_families`, in that order): each one's
     /// handle address and RocksDB id, to count operations per column family by index.
     cf_index: CfIndex,
+    /// A preload's warm-up: the state lives here, not in RocksDB (see `in_memory`).
+    mem: Option<MemStore>,
 }
 
 /// Finds a column family's index among the job's from its handle (a few pointer compares: a
@@ -128,6 +131,32 @@ impl BatchByCf<'_> {
             ops.put_bytes += bytes as u64;
             self.bytes += bytes as u64;
             self.first.get_or_insert(i);
+        }
+    }
+}
+
+/// Applies a write batch to a preload's in-memory state.
+struct BatchIntoMemory<'a> {
+    index: &'a CfIndex,
+    mem: &'a mut MemStore,
+}
+
+impl WriteBatchIteratorCf for BatchIntoMemory<'_> {
+    fn put_cf(&mut self, cf_id: u32, key: &[u8], value: &[u8]) {
+        if let Some(i) = self.index.of_id(cf_id) {
+            self.mem.put(i, key, value);
+        }
+    }
+
+    fn delete_cf(&mut self, cf_id: u32, key: &[u8]) {
+        if let Some(i) = self.index.of_id(cf_id) {
+            self.mem.delete(i, key);
+        }
+    }
+
+    fn merge_cf(&mut self, cf_id: u32, key: &[u8], value: &[u8]) {
+        if let Some(i) = self.index.of_id(cf_id) {
+            self.mem.merge(i, key, value);
         }
     }
 }
@@ -280,7 +309,34 @@ impl<'a> StateAccess<'a> {
             latency: latency::LatencyRecorder::default(),
             recorder: None,
             changelog: None,
+            mem: None,
         }
+    }
+
+    /// State access whose state lives in memory, not in `backend`'s RocksDB (a preload's
+    /// warm-up: `MemStore`); `backend` only names the column families. Counted as RocksDB's.
+    pub fn in_memory(backend: &'a StateBackend) -> Self {
+        let mut access = StateAccess::new(backend);
+        access.mem = Some(MemStore::new(access.cf_index.handles.len()));
+        access
+    }
+
+    /// The in-memory state (None: this access works on RocksDB).
+    pub fn memory(&self) -> Option<&MemStore> {
+        self.mem.as_ref()
+    }
+
+    /// Takes the in-memory state, leaving an empty one (None: this access works on RocksDB).
+    pub fn take_memory(&mut self) -> Option<MemStore> {
+        let fresh = MemStore::new(self.cf_index.handles.len());
+        self.mem.as_mut().map(|m| std::mem::replace(m, fresh))
+    }
+
+    /// `cf`'s index, for the in-memory state.
+    fn mem_index(&self, cf: &ColumnFamily) -> Result<usize, BackendError> {
+        self.cf_index
+            .of(cf)
+            .ok_or_else(|| BackendError::MissingColumnFamily(format!("{:p}", cf.inner())))
     }
 
     /// Column family `cf`'s counters (`cf` an index into `StateBackend::column_families`).
@@ -342,6 +398,19 @@ impl<'a> StateAccess<'a> {
         if let Some(r) = &mut self.recorder {
             r.get(cf, key)?;
         }
+        if self.mem.is_some() {
+            let at = self.mem_index(cf)?;
+            self.counters.gets += 1;
+            if let Some(c) = self.column_families.get_mut(at) {
+                c.gets += 1;
+            }
+            return self
+                .mem
+                .as_ref()
+                .and_then(|m| m.get(at, key))
+                .map(f)
+                .transpose();
+        }
         let start = self.latency.start_sampled();
         let value = self
             .backend
@@ -369,12 +438,19 @@ impl<'a> StateAccess<'a> {
         if let Some(log) = &mut self.changelog {
             log.current.put_cf(cf, key, value);
         }
-        let start = self.latency.start_sampled();
-        self.before_write();
-        self.backend
-            .db
-            .put_cf_opt(cf, key, value, &self.backend.write_opts)?;
-        self.latency.stop_sampled(latency::Op::Put, start);
+        if self.mem.is_some() {
+            let at = self.mem_index(cf)?;
+            if let Some(m) = &mut self.mem {
+                m.put(at, key, value);
+            }
+        } else {
+            let start = self.latency.start_sampled();
+            self.before_write();
+            self.backend
+                .db
+                .put_cf_opt(cf, key, value, &self.backend.write_opts)?;
+            self.latency.stop_sampled(latency::Op::Put, start);
+        }
         self.counters.puts += 1;
         self.counters.put_bytes += (key.len() + value.len()) as u64;
         if let Some(c) = self.cf(self.cf_index.of(cf)) {
@@ -391,12 +467,19 @@ impl<'a> StateAccess<'a> {
         if let Some(log) = &mut self.changelog {
             log.current.delete_cf(cf, key);
         }
-        let start = self.latency.start_sampled();
-        self.before_write();
-        self.backend
-            .db
-            .delete_cf_opt(cf, key, &self.backend.write_opts)?;
-        self.latency.stop_sampled(latency::Op::Put, start);
+        if self.mem.is_some() {
+            let at = self.mem_index(cf)?;
+            if let Some(m) = &mut self.mem {
+                m.delete(at, key);
+            }
+        } else {
+            let start = self.latency.start_sampled();
+            self.before_write();
+            self.backend
+                .db
+                .delete_cf_opt(cf, key, &self.backend.write_opts)?;
+            self.latency.stop_sampled(latency::Op::Put, start);
+        }
         self.counters.deletes += 1;
         if let Some(c) = self.cf(self.cf_index.of(cf)) {
             c.deletes += 1;
@@ -418,12 +501,19 @@ impl<'a> StateAccess<'a> {
         if let Some(log) = &mut self.changelog {
             log.current.merge_cf(cf, key, value);
         }
-        let start = self.latency.start_sampled();
-        self.before_write();
-        self.backend
-            .db
-            .merge_cf_opt(cf, key, value, &self.backend.write_opts)?;
-        self.latency.stop_sampled(latency::Op::Put, start);
+        if self.mem.is_some() {
+            let at = self.mem_index(cf)?;
+            if let Some(m) = &mut self.mem {
+                m.merge(at, key, value);
+            }
+        } else {
+            let start = self.latency.start_sampled();
+            self.before_write();
+            self.backend
+                .db
+                .merge_cf_opt(cf, key, value, &self.backend.write_opts)?;
+            self.latency.stop_sampled(latency::Op::Put, start);
+        }
         self.counters.merges += 1;
         self.counters.put_bytes += (key.len() + value.len()) as u64;
         if let Some(c) = self.cf(self.cf_index.of(cf)) {
@@ -451,6 +541,17 @@ impl<'a> StateAccess<'a> {
         self.counters.iterator_seeks += 1;
         if let Some(c) = self.cf(at) {
             c.iterator_seeks += 1;
+        }
+        if let Some(mem) = &self.mem {
+            let (seen, more) =
+                scan_memory(mem, self.mem_index(cf)?, prefix, seek_to, limit, |k, v| {
+                    each(k, v)
+                })?;
+            self.counters.iterator_nexts += seen;
+            if let Some(c) = self.cf(at) {
+                c.iterator_nexts += seen;
+            }
+            return Ok(more);
         }
         let mut iter = self
             .backend
@@ -491,6 +592,20 @@ impl<'a> StateAccess<'a> {
         {
             log.seal();
             log.push(batch.data());
+        }
+        if let Some(mem) = &mut self.mem {
+            let entries = batch.len() as u64;
+            batch.iterate_cf(&mut BatchIntoMemory {
+                index: &self.cf_index,
+                mem,
+            });
+            if entries == 0 {
+                self.counters.empty_batch_writes += 1;
+            } else {
+                self.counters.batch_writes += 1;
+                self.counters.batch_entries += entries;
+            }
+            return Ok(());
         }
         if batch.is_empty() {
             self.before_write();
@@ -534,6 +649,12 @@ impl<'a> StateAccess<'a> {
         if let Some(c) = self.cf(self.cf_index.of(cf)) {
             c.iterator_seeks += 1;
         }
+        if let Some(mem) = &self.mem {
+            for (k, v) in mem.range_from(self.mem_index(cf)?, &[]) {
+                f(k, v)?;
+            }
+            return Ok(());
+        }
         let mut iter = self.backend.db.raw_iterator_cf(cf);
         iter.seek_to_first();
         while iter.valid() {
@@ -564,6 +685,14 @@ impl<'a> StateAccess<'a> {
         if let Some(c) = self.cf(self.cf_index.of(cf)) {
             c.iterator_seeks += 1;
         }
+        if let Some(mem) = &self.mem {
+            let at = self.mem_index(cf)?;
+            let (_, more) = scan_memory(mem, at, prefix, seek_to, limit, |k, _| {
+                each(k);
+                Ok(())
+            })?;
+            return Ok(more);
+        }
         let mut iter = self.backend.db.raw_iterator_cf(cf);
         iter.seek(seek_to);
         let mut seen = 0;
@@ -582,6 +711,30 @@ impl<'a> StateAccess<'a> {
         iter.status()?;
         Ok(false)
     }
+}
+
+/// Up to `limit` entries of the in-memory column family `cf` from `seek_to` on that start with
+/// `prefix`, each to `each`: how many it saw, and whether more follow (as `iterate_prefix`).
+fn scan_memory(
+    mem: &MemStore,
+    cf: usize,
+    prefix: &[u8],
+    seek_to: &[u8],
+    limit: usize,
+    mut each: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
+) -> Result<(u64, bool), BackendError> {
+    let mut seen = 0;
+    for (k, v) in mem.range_from(cf, seek_to) {
+        if !k.starts_with(prefix) {
+            break;
+        }
+        if seen == limit {
+            return Ok((seen as u64, true));
+        }
+        each(k, v)?;
+        seen += 1;
+    }
+    Ok((seen as u64, false))
 }
 
 #[cfg(test)]

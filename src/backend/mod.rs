@@ -5,6 +5,7 @@ pub mod access;
 pub mod keys;
 pub mod latency;
 pub mod memory;
+pub mod memstore;
 pub mod metrics;
 mod open;
 pub mod oplog;
@@ -132,6 +133,9 @@ pub struct StateBackend {
     timers: (crate::config::timer_service::TimerFactory, usize),
     /// TTL states: column family, TTL (ms), cleaned by the compaction filter.
     ttl_states: Vec<(String, i64, bool)>,
+    /// Every column family's options as the database was opened with them (SST files written
+    /// outside it, by a preload, use them).
+    sst_options: Vec<(String, Options)>,
 }
 
 impl StateBackend {
@@ -149,6 +153,14 @@ impl StateBackend {
     }
 
     /// The job's column families (not RocksDB's default one), in creation order.
+    /// Column family `name`'s options as the database was opened with them.
+    pub fn cf_options(&self, name: &str) -> Option<&Options> {
+        self.sst_options
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, o)| o)
+    }
+
     pub fn column_families(&self) -> &[String] {
         &self.cf_names
     }

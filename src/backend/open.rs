@@ -223,6 +223,11 @@ impl StateBackend {
             .chain(cf_names.iter().map(String::as_str))
             .map(|name| Ok(ColumnFamilyDescriptor::new(name, cf_options(name)?)))
             .collect::<Result<Vec<_>, BackendError>>()?;
+        // Each state's options again, for SST files written outside the database (a preload).
+        let sst_options = cf_names
+            .iter()
+            .map(|name| Ok((name.clone(), cf_options(name)?)))
+            .collect::<Result<Vec<_>, BackendError>>()?;
         let db = DB::open_cf_descriptors(&opts, path, descriptors).map_err(|e| {
             // RocksDB's words for a LOCK file another process ("While lock file: …/LOCK: …")
             // or this one ("lock hold by current process … /LOCK: …") holds.
@@ -262,6 +267,7 @@ impl StateBackend {
                 k.timer_service_cache_size.max(1) as usize,
             ),
             ttl_states,
+            sst_options,
         })
     }
 }

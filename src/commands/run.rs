@@ -64,6 +64,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::Error::new(crate::UsageError(e.to_string())))?,
         _ => {}
     }
+    let preload = preload_config(&args.preload, &workload, !args.quiet)?;
     // A restore runs on the data directory's state: it is reused by definition.
     let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse || restore.is_some())?;
     let sink = match args.sink {
@@ -116,6 +117,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         restore,
         failures: args.failures.spec(),
         savepoints: args.failures.savepoints(),
+        preload,
         ..EngineConfig::new(
             workload.clone(),
             profile.clone(),
@@ -222,4 +224,55 @@ fn write_final_counts(
         .collect();
     lines.sort();
     write_atomically(path, lines.concat().as_bytes())
+}
+
+/// The run's preload from `--preload[=SPEC]` and the workload's `preload:` section.
+pub fn preload_config(
+    args: &crate::cli::PreloadArgs,
+    workload: &Workload,
+    progress: bool,
+) -> anyhow::Result<Option<engine::preload::PreloadConfig>> {
+    let Some(given) = args.preload.as_deref() else {
+        return Ok(None);
+    };
+    let usage = |e: String| anyhow::Error::new(crate::UsageError(e));
+    let spec = if given.trim().is_empty() {
+        workload.spec.preload.ok_or_else(|| {
+            usage(format!(
+                "--preload without a value uses the workload's 'preload:' section, and {} has none: give --preload events=N, span=DURATION or size=BYTES",
+                workload.name
+            ))
+        })?
+    } else {
+        let mut spec = crate::config::workload::PreloadSpec::parse(given)
+            .map_err(|e| usage(format!("--preload {given}: {e}")))?;
+        // The workload's memory bound holds unless the flag gives one.
+        if spec.memory.is_none() {
+            spec.memory = workload.spec.preload.and_then(|p| p.memory);
+        }
+        spec
+    };
+    let dir = match &args.preload_dir {
+        Some(dir) => dir.clone(),
+        None => {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(std::path::PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+                .ok_or_else(|| {
+                    usage(
+                        "--preload: neither XDG_CACHE_HOME nor HOME is set; give --preload-dir"
+                            .to_string(),
+                    )
+                })?;
+            cache.join("statebench").join("preload")
+        }
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the preload folder {}", dir.display()))?;
+    Ok(Some(engine::preload::PreloadConfig {
+        spec,
+        dir,
+        rebuild: args.preload_rebuild,
+        progress,
+    }))
 }

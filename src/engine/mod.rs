@@ -18,6 +18,7 @@ pub mod identity;
 mod job;
 mod live;
 mod phases;
+pub mod preload;
 mod progress;
 mod publish;
 mod recover;
@@ -137,6 +138,8 @@ pub struct EngineConfig {
     pub failures: FailureSpec,
     /// Savepoints to take once the job has processed so many records.
     pub savepoints: Vec<(u64, SavepointFormat)>,
+    /// Start from a preloaded steady state (`run --preload`).
+    pub preload: Option<preload::PreloadConfig>,
 }
 
 /// Where `--restore` starts from.
@@ -182,6 +185,7 @@ impl EngineConfig {
             restore: None,
             failures: FailureSpec::default(),
             savepoints: Vec::new(),
+            preload: None,
         }
     }
 }

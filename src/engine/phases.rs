@@ -8,8 +8,9 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Instant;
 
 use super::clock::RunClock;
-use super::job::{End, JobRunner, JobSpec};
+use super::job::{End, JobRunner, JobSpec, Resume};
 use super::live::LiveProfile;
+use super::preload;
 use super::run::{Failures, Run};
 use super::sampler::Sampler;
 use super::snapshot::{JobSource, MetricsSnapshot, Phase, RunOutcome, RunState};
@@ -54,11 +55,41 @@ pub fn run(
     snapshots: SyncSender<Box<MetricsSnapshot>>,
     now: Instant,
 ) -> Result<RunOutcome, EngineError> {
-    // The log holds the workload's events, or more if the run asks for more.
+    let recovers = CheckpointConfig::from_knobs(&config.profile.knobs).is_some()
+        || config.restore.is_some()
+        || config.failures.any();
+    // A preload's base is found or built first: the log holds its history too.
+    let base = match &config.preload {
+        None => None,
+        Some(p) => {
+            let why = preload::refusal(&config.workload, &config.profile).or_else(|| {
+                (recovers || !config.savepoints.is_empty() || config.record_ops.is_some()).then(|| {
+                    "checkpoints, --restore, injected failures, savepoints and --record-ops cannot start from a preload yet".to_string()
+                })
+            });
+            if let Some(why) = why {
+                return Err(EngineError::Source(format!(
+                    "{}: --preload: {why}",
+                    config.workload.name
+                )));
+            }
+            let scratch = scratch_dir(&config.data_dir).join("preload-scratch");
+            Some(preload::find_or_build(
+                p,
+                &config.workload,
+                &config.profile,
+                config.trace.clone(),
+                &scratch,
+            )?)
+        }
+    };
+    let history = base.as_ref().map_or(0, |b| b.manifest.records);
+    // The log holds the workload's events, or more if the run asks for more (after a
+    // preload's history).
     let log = Log::new(
         &config.workload,
         config.trace.clone(),
-        config.events.max(config.workload.spec.events),
+        config.events.max(config.workload.spec.events) + history,
     );
     let broker = OffsetStore::open(&broker_file(&config.data_dir)).map_err(EngineError::Broker)?;
     let sink = open_sink(&config)?;
@@ -79,9 +110,6 @@ pub fn run(
         failures: Failures::new(&config.failures, now),
     };
     run.sampler.attach_cpu(cpu);
-    let recovers = CheckpointConfig::from_knobs(&config.profile.knobs).is_some()
-        || config.restore.is_some()
-        || config.failures.any();
     unsupported_in_a_chain(&config, recovers || !config.savepoints.is_empty())?;
     match config.workload.spec.phases.clone() {
         // Savepoints alone need no recovery, but the recoverable job reports them.
@@ -100,7 +128,7 @@ pub fn run(
         None if recovers || !config.savepoints.is_empty() => {
             super::recover::recoverable(&mut run, &log, sink)
         }
-        None => streaming(&mut run, &log, sink),
+        None => streaming(&mut run, &log, sink, base),
         Some(_) if recovers => Err(EngineError::Source(
             "checkpoints, --restore and injected failures need a workload without phases"
                 .to_string(),
@@ -182,22 +210,66 @@ pub(super) fn open_backends(run: &Run, dir: &Path) -> Result<Vec<Arc<StateBacken
         .collect()
 }
 
-/// The one streaming job of a workload without phases, checkpointing off.
-fn streaming(run: &mut Run, log: &Log, sink: Box<dyn Sink>) -> Result<RunOutcome, EngineError> {
+/// The one streaming job of a workload without phases, checkpointing off; from a preload's
+/// base when `base` is one.
+fn streaming(
+    run: &mut Run,
+    log: &Log,
+    sink: Box<dyn Sink>,
+    base: Option<preload::Base>,
+) -> Result<RunOutcome, EngineError> {
     let backends = open_backends(run, &db_dir(&run.config.data_dir))?;
-    let plan = ReadPlan::from_workload(log, &run.broker).map_err(EngineError::Source)?;
+    let mut plan = ReadPlan::from_workload(log, &run.broker).map_err(EngineError::Source)?;
+    let fresh_state = state_is_empty(&backends);
+    let mut sink = Delivery::passthrough(sink);
+    let (mut resume, mut truth, mut report) = (None, None, None);
+    if let Some(base) = base {
+        let Some(backend) = backends.first().filter(|_| fresh_state) else {
+            return Err(EngineError::Source(
+                "--preload starts from its own state: give an empty --data-dir (not --reuse of one with state)"
+                    .to_string(),
+            ));
+        };
+        let staging = scratch_dir(&run.config.data_dir).join("preload-ingest");
+        let pre = preload::load(base, backend, &staging, &run.config.workload, log, &plan)?;
+        // The live job reads on from the record after the history, whose results the
+        // serving store holds and whose truth the oracle has seen.
+        let after = pre.manifest.offsets.clone();
+        plan.start_reason = format!(
+            "after the preloaded history ({} records)",
+            pre.manifest.records
+        );
+        plan.start.clone_from(&after);
+        plan.truth_start.clone_from(&after);
+        plan.covered = Some(after);
+        for (key, slot, value) in &pre.sink_results {
+            sink.sink_mut()
+                .write(*key, *slot, *value)
+                .map_err(PipelineError::from)?;
+        }
+        sink.sink_mut().flush().map_err(PipelineError::from)?;
+        resume = Some(Resume {
+            processed: 0,
+            counters: Default::default(),
+            results: pre.own_results,
+            truth_origin: vec![0; log.partitions()],
+            operators: Vec::new(),
+        });
+        truth = Some((pre.oracle, pre.oracle_watermark));
+        report = Some(pre.report);
+    }
     let spec = JobSpec {
         phase: Phase::Streaming,
         mode: JobMode::Streaming,
         plan,
         restored: false,
-        resume: None,
+        resume,
     };
-    let fresh_state = state_is_empty(&backends);
-    let sink = Delivery::passthrough(sink);
-    let mut job = JobRunner::new(&backends, run, log, spec, sink, None)?;
+    let mut job = JobRunner::new(&backends, run, log, spec, sink, truth)?;
     job.savepoint_store = Some(checkpoint_dir(&run.config.data_dir));
-    finish(run, job, &backends, Vec::new(), fresh_state, None)
+    let mut outcome = finish(run, job, &backends, Vec::new(), fresh_state, None)?;
+    outcome.preload = report;
+    Ok(outcome)
 }
 
 /// The shared folder of checkpoint `dir`: its store's (`<store>/chk-N` -> `<store>/shared`);
@@ -448,6 +520,7 @@ pub(super) fn finish(
         cpu_profile: run.sampler.take_cpu_profile(),
         checkpoints: None,
         operators,
+        preload: None,
     })
 }
 

@@ -291,6 +291,8 @@ pub struct RunOutcome {
     pub checkpoints: Option<CheckpointOutcome>,
     /// Each operator of the last job, in chain order (one for a single operator).
     pub operators: Vec<OperatorSummary>,
+    /// What `run --preload` loaded before the job started.
+    pub preload: Option<super::preload::PreloadReport>,
 }
 
 /// One operator of a job: what it read, emitted and did to its RocksDB instance.

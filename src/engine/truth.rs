@@ -27,6 +27,8 @@ enum Request {
     CompareChanges(Vec<Count>),
     Compare(Vec<Count>),
     CompareAllExpired(Vec<Count>),
+    /// Answers once everything sent before it is handled.
+    Sync,
 }
 
 /// The oracle on its own thread, and what the job has noted for it since the last batch.
@@ -51,6 +53,7 @@ fn handle(oracle: &mut Oracle, request: Request) -> Option<Option<ResultError>> 
         Request::CompareChanges(changes) => oracle.compare_changes(changes),
         Request::Compare(all) => Some(oracle.compare(all)),
         Request::CompareAllExpired(all) => Some(oracle.all_expired().compare(all)),
+        Request::Sync => None,
     })
 }
 
@@ -104,6 +107,11 @@ impl OracleThread {
             what: "oracle",
             why: "gave no comparison".to_string(),
         })
+    }
+
+    /// Waits until the oracle has handled everything noted so far.
+    pub fn sync(&mut self) -> Result<(), WorkerGone> {
+        self.ask(Request::Sync).map(|_| ())
     }
 
     /// Whether a baseline for [`OracleThread::compare_changes`] exists.

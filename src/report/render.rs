@@ -259,6 +259,24 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
             ),
         );
     }
+    if let Some(p) = &s.preload {
+        line(
+            "preloaded state",
+            format!(
+                "{} records of history: {} in {} entries, {} in {} SST files at L{} ({} in {:.1} s; cloned in {:.2} s; oracle fed in {:.1} s)",
+                p.records,
+                human_bytes(p.state_bytes as f64),
+                p.entries,
+                human_bytes(p.file_bytes as f64),
+                p.files,
+                p.level,
+                if p.built { "built" } else { "kept base" },
+                p.build_secs,
+                p.clone_secs,
+                p.oracle_secs
+            ),
+        );
+    }
     for job in &s.jobs {
         line(
             &format!("{} job", job.phase.name()),

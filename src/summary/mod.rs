@@ -148,6 +148,9 @@ pub struct Summary {
     /// its own instance. Empty in reports written before chains and in live findings.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub operators: Vec<OperatorSummary>,
+    /// The preloaded steady state the run started from (`run --preload`); None: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preload: Option<crate::engine::preload::PreloadReport>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -335,6 +338,7 @@ impl Summary {
                 .as_ref()
                 .map(|c| checkpoints::CheckpointSummary::new(c, outcome.processing_secs)),
             operators: outcome.operators.clone(),
+            preload: outcome.preload.clone(),
             ..Summary::of_snapshots(
                 &outcome.snapshots,
                 outcome.processing_secs,
@@ -500,6 +504,7 @@ impl Summary {
             iterator_skips: tickers.iter_skips,
             get_bytes_read: tickers.bytes_read,
             operators: Vec::new(),
+            preload: None,
         }
     }
 }

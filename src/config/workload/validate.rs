@@ -10,6 +10,11 @@ use super::{
 
 pub(super) fn validate(spec: &WorkloadSpec) -> Result<(), String> {
     let mut problems = Vec::new();
+    if let Some(preload) = &spec.preload
+        && let Err(e) = preload.check()
+    {
+        problems.push(e);
+    }
     let keys = &spec.keys;
     if keys.count == 0 || keys.count > MAX_KEYS {
         problems.push(format!(

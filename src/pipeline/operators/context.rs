@@ -51,6 +51,25 @@ impl<'a> Context<'a> {
         if let Some(r) = recorder {
             state.record_to(r);
         }
+        Self::with_state(backend, layout, sink, state)
+    }
+
+    /// The context of an operator whose state lives in memory (`StateAccess::in_memory`): a
+    /// preload's warm-up.
+    pub fn in_memory(
+        backend: &'a StateBackend,
+        layout: &Layout,
+        sink: Delivery,
+    ) -> Result<Self, PipelineError> {
+        Self::with_state(backend, layout, sink, StateAccess::in_memory(backend))
+    }
+
+    fn with_state(
+        backend: &'a StateBackend,
+        layout: &Layout,
+        sink: Delivery,
+        mut state: StateAccess<'a>,
+    ) -> Result<Self, PipelineError> {
         // ROCKSDB or HEAP timers, as the backend's profile says.
         let timers = match layout.event_timers() {
             Some(cf) => Some(TimerService::open(

@@ -1,0 +1,149 @@
+//! The state of a preload's warm-up (`run --preload`): every column family's keys and values in
+//! key order in memory, with RocksDB's semantics for what the operators do (a merge joins with
+//! Flink's list merge operator at once, as a compaction would), so the result can be written
+//! out sorted as SST files.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// One column family's entries, in RocksDB's bytewise key order.
+pub type Entries = BTreeMap<Box<[u8]>, Box<[u8]>>;
+
+/// Every column family's entries, by the column family's index in
+/// `StateBackend::column_families`.
+#[derive(Debug, Default)]
+pub struct MemStore {
+    cfs: Vec<Entries>,
+    /// Bytes of the keys and values held (what the SST files will hold, before encoding).
+    bytes: u64,
+}
+
+impl MemStore {
+    pub fn new(column_families: usize) -> MemStore {
+        MemStore {
+            cfs: (0..column_families).map(|_| Entries::new()).collect(),
+            bytes: 0,
+        }
+    }
+
+    /// Keys and values held, in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Entries held over every column family.
+    pub fn len(&self) -> usize {
+        self.cfs.iter().map(BTreeMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cfs.iter().all(BTreeMap::is_empty)
+    }
+
+    /// Column family `cf`'s entries (empty for an index past the last).
+    pub fn entries(&self, cf: usize) -> Option<&Entries> {
+        self.cfs.get(cf)
+    }
+
+    /// Takes every column family's entries, leaving the store empty.
+    pub fn take(&mut self) -> Vec<Entries> {
+        self.bytes = 0;
+        self.cfs.iter_mut().map(std::mem::take).collect()
+    }
+
+    pub fn get(&self, cf: usize, key: &[u8]) -> Option<&[u8]> {
+        self.cfs.get(cf)?.get(key).map(|v| &**v)
+    }
+
+    pub fn put(&mut self, cf: usize, key: &[u8], value: &[u8]) {
+        let Some(map) = self.cfs.get_mut(cf) else {
+            return;
+        };
+        self.bytes += value.len() as u64;
+        match map.get_mut(key) {
+            Some(old) => {
+                self.bytes -= old.len() as u64;
+                *old = value.into();
+            }
+            None => {
+                self.bytes += key.len() as u64;
+                map.insert(key.into(), value.into());
+            }
+        }
+    }
+
+    pub fn delete(&mut self, cf: usize, key: &[u8]) {
+        if let Some(old) = self.cfs.get_mut(cf).and_then(|m| m.remove(key)) {
+            self.bytes -= (key.len() + old.len()) as u64;
+        }
+    }
+
+    /// Flink's list merge (`StringAppendTESTOperator`, as `backend::string_append` does it):
+    /// the value so far, then `operand`, joined by ',' unless the value so far is empty.
+    pub fn merge(&mut self, cf: usize, key: &[u8], operand: &[u8]) {
+        let joined = match self.get(cf, key) {
+            Some(old) => {
+                let mut v = Vec::with_capacity(old.len() + 1 + operand.len());
+                v.extend_from_slice(old);
+                if !v.is_empty() {
+                    v.push(b',');
+                }
+                v.extend_from_slice(operand);
+                v
+            }
+            None => operand.to_vec(),
+        };
+        self.put(cf, key, &joined);
+    }
+
+    /// Entries of `cf` from `seek_to` on, in key order.
+    pub fn range_from<'s>(
+        &'s self,
+        cf: usize,
+        seek_to: &'s [u8],
+    ) -> impl Iterator<Item = (&'s [u8], &'s [u8])> + 's {
+        self.cfs
+            .get(cf)
+            .into_iter()
+            .flat_map(move |m| m.range::<[u8], _>((Bound::Included(seek_to), Bound::Unbounded)))
+            .map(|(k, v)| (&**k, &**v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn puts_deletes_and_merges_keep_the_byte_count_and_the_order() {
+        let mut s = MemStore::new(2);
+        s.put(0, b"b", b"22");
+        s.put(0, b"a", b"1");
+        s.put(1, b"a", b"x");
+        assert_eq!(s.bytes(), 2 + 3 + 2 + 2);
+        s.put(0, b"b", b"2");
+        assert_eq!(s.bytes(), 2 + 2 + 2 + 2);
+        s.merge(0, b"a", b"9");
+        assert_eq!(s.get(0, b"a"), Some(&b"1,9"[..]));
+        s.merge(0, b"c", b"7");
+        assert_eq!(s.get(0, b"c"), Some(&b"7"[..]));
+        let keys: Vec<&[u8]> = s.range_from(0, b"a\0").map(|(k, _)| k).collect();
+        assert_eq!(keys, vec![&b"b"[..], &b"c"[..]]);
+        s.delete(0, b"a");
+        s.delete(0, b"nothing");
+        assert_eq!(s.get(0, b"a"), None);
+        assert_eq!(s.bytes(), 2 + 2 + 2 + 2);
+        assert_eq!(s.len(), 3);
+        let taken = s.take();
+        assert_eq!(taken[0].len(), 2);
+        assert!(s.is_empty() && s.bytes() == 0);
+    }
+
+    #[test]
+    fn a_merge_onto_an_empty_value_adds_no_separator_as_rocksdb_does() {
+        let mut s = MemStore::new(1);
+        s.put(0, b"k", b"");
+        s.merge(0, b"k", b"x");
+        assert_eq!(s.get(0, b"k"), Some(&b"x"[..]));
+    }
+}

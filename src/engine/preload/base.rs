@@ -1,0 +1,325 @@
+//! A preload's base on disk, and its clone into a run's database.
+//!
+//! A base is a folder: `base.json` (what history it holds and where the log stands after it),
+//! each state's SST files (`<cf index>-<n>.sst`, written with the column family's own options,
+//! key-sorted and cut at the size the level they go to cuts its files at), and `results.bin`
+//! (the serving store's results and the operator's own after that history). It is built in a
+//! temporary folder beside it and renamed into place when complete, so a crash never leaves a
+//! half-built base that a later run would use.
+//!
+//! A clone hard-links the files into the run's data directory and ingests them
+//! (`IngestExternalFile` with `move_files`): RocksDB adopts the links, nothing is copied, and
+//! the base stays as it was for the next run.
+
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use rocksdb::{BottommostLevelCompaction, CompactOptions, IngestExternalFileOptions, Options};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{BackendError, StateBackend};
+use crate::engine::EngineError;
+use crate::pipeline::source::Offsets;
+
+/// The base's description (`base.json`).
+pub const MANIFEST: &str = "base.json";
+/// Results after the history: the serving store's, then the operator's own.
+pub const RESULTS: &str = "results.bin";
+/// Levels of the LSM tree: RocksDB's default, which neither Flink nor statebench changes.
+pub const NUM_LEVELS: u32 = 7;
+/// Bumped when what a base holds changes meaning: older bases are rebuilt, not misread.
+pub const FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: u32,
+    /// The hash of everything that decides the base's bytes (its folder's name).
+    pub key: String,
+    pub workload: String,
+    pub profile: String,
+    /// Records of history the state holds (the log's first).
+    pub records: u64,
+    /// Where the log stands after them: the live job starts here.
+    pub offsets: Offsets,
+    /// The watermark the history ended at.
+    pub watermark: i64,
+    /// Keys and values, in bytes, before SST encoding; and entries.
+    pub state_bytes: u64,
+    pub entries: u64,
+    /// The level the files go to (the last level of an LSM tree of this size).
+    pub level: u32,
+    /// Key-group batches the warm-up ran in.
+    pub batches: u32,
+    /// Each state's files, in key order.
+    pub column_families: Vec<CfFiles>,
+    /// Seconds: finding the history's length and size, the warm-up, writing the files.
+    pub sizing_secs: f64,
+    pub warm_up_secs: f64,
+    pub write_secs: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CfFiles {
+    pub name: String,
+    pub files: Vec<String>,
+    /// Bytes of the files, and entries in them.
+    pub bytes: u64,
+    pub entries: u64,
+}
+
+impl Manifest {
+    pub fn file_bytes(&self) -> u64 {
+        self.column_families.iter().map(|c| c.bytes).sum()
+    }
+
+    pub fn files(&self) -> usize {
+        self.column_families.iter().map(|c| c.files.len()).sum()
+    }
+
+    /// The complete base in `dir`, if there is one of this format.
+    pub fn read(dir: &Path) -> Option<Manifest> {
+        let bytes = std::fs::read(dir.join(MANIFEST)).ok()?;
+        serde_json::from_slice::<Manifest>(&bytes)
+            .ok()
+            .filter(|m| m.format == FORMAT)
+    }
+}
+
+fn io(what: String) -> impl FnOnce(std::io::Error) -> EngineError {
+    move |e| EngineError::Source(format!("preload: cannot {what}: {e}"))
+}
+
+/// The level a leveled LSM tree of `bytes` keeps its last data in: the last level with
+/// `level_compaction_dynamic_level_bytes` (RocksDB fills the tree from the bottom), else the
+/// first level whose target size (`max_bytes_for_level_base` times the multiplier per level
+/// from L1) with the ones above it holds `bytes`.
+pub fn last_level(bytes: u64, dynamic: bool, base: u64, multiplier: f64, num_levels: u32) -> u32 {
+    let bottom = num_levels.saturating_sub(1).max(1);
+    if dynamic {
+        return bottom;
+    }
+    let mut capacity = 0.0;
+    let mut target = base.max(1) as f64;
+    for level in 1..bottom {
+        capacity += target;
+        if capacity >= bytes as f64 {
+            return level;
+        }
+        target *= multiplier.max(1.0);
+    }
+    bottom
+}
+
+/// Sorted entries of one column family into SST files of about `target` bytes each.
+pub struct SstOut<'o> {
+    dir: PathBuf,
+    index: usize,
+    options: &'o Options,
+    target: u64,
+    writer: Option<rocksdb::SstFileWriter<'o>>,
+    pub files: CfFiles,
+}
+
+impl<'o> SstOut<'o> {
+    pub fn new(dir: &Path, index: usize, name: &str, options: &'o Options, target: u64) -> Self {
+        SstOut {
+            dir: dir.to_path_buf(),
+            index,
+            options,
+            target: target.max(1 << 20),
+            writer: None,
+            files: CfFiles {
+                name: name.to_string(),
+                files: Vec::new(),
+                bytes: 0,
+                entries: 0,
+            },
+        }
+    }
+
+    /// Adds an entry; keys must come in ascending order.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), BackendError> {
+        let writer = match &mut self.writer {
+            Some(w) => w,
+            None => {
+                let name = format!("{}-{:06}.sst", self.index, self.files.files.len() + 1);
+                let w = rocksdb::SstFileWriter::create(self.options);
+                w.open(self.dir.join(&name))?;
+                self.files.files.push(name);
+                self.writer.insert(w)
+            }
+        };
+        writer.put(key, value)?;
+        self.files.entries += 1;
+        if writer.file_size() >= self.target {
+            self.finish_file()?;
+        }
+        Ok(())
+    }
+
+    fn finish_file(&mut self) -> Result<(), BackendError> {
+        if let Some(mut w) = self.writer.take() {
+            w.finish()?;
+            self.files.bytes += w.file_size();
+        }
+        Ok(())
+    }
+
+    /// Closes the last file.
+    pub fn finish(mut self) -> Result<CfFiles, BackendError> {
+        self.finish_file()?;
+        Ok(self.files)
+    }
+}
+
+/// Writes the results (serving store's, then the operator's own) to `dir/results.bin`.
+pub fn write_results(
+    dir: &Path,
+    sink: &[(u64, usize, i64)],
+    own: &[(u64, usize, i64)],
+) -> Result<(), EngineError> {
+    let mut out = Vec::with_capacity(16 + (sink.len() + own.len()) * 20);
+    for list in [sink, own] {
+        out.extend_from_slice(&(list.len() as u64).to_le_bytes());
+        for (key, slot, value) in list {
+            out.extend_from_slice(&key.to_le_bytes());
+            out.extend_from_slice(&(*slot as u32).to_le_bytes());
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+    let path = dir.join(RESULTS);
+    let mut f = std::fs::File::create(&path).map_err(io(format!("create {}", path.display())))?;
+    f.write_all(&out)
+        .and_then(|()| f.sync_all())
+        .map_err(io(format!("write {}", path.display())))
+}
+
+/// The serving store's results and the operator's own, as `write_results` wrote them.
+pub type Results = (Vec<(u64, usize, i64)>, Vec<(u64, usize, i64)>);
+
+pub fn read_results(dir: &Path) -> Result<Results, EngineError> {
+    let path = dir.join(RESULTS);
+    let mut bytes = Vec::new();
+    std::fs::File::open(&path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(io(format!("read {}", path.display())))?;
+    let corrupt = || EngineError::Source(format!("preload: {} is damaged", path.display()));
+    let mut at = 0usize;
+    let mut take = |n: usize| -> Result<&[u8], EngineError> {
+        let part = bytes.get(at..at + n).ok_or_else(corrupt)?;
+        at += n;
+        Ok(part)
+    };
+    let mut lists = Vec::new();
+    for _ in 0..2 {
+        let n = u64::from_le_bytes(take(8)?.try_into().map_err(|_| corrupt())?);
+        let mut list = Vec::with_capacity(n.min(1 << 24) as usize);
+        for _ in 0..n {
+            let key = u64::from_le_bytes(take(8)?.try_into().map_err(|_| corrupt())?);
+            let slot = u32::from_le_bytes(take(4)?.try_into().map_err(|_| corrupt())?);
+            let value = i64::from_le_bytes(take(8)?.try_into().map_err(|_| corrupt())?);
+            list.push((key, slot as usize, value));
+        }
+        lists.push(list);
+    }
+    let own = lists.pop().unwrap_or_default();
+    let sink = lists.pop().unwrap_or_default();
+    Ok((sink, own))
+}
+
+/// Loads base `dir` into `backend` (a fresh database opened with the base's column families):
+/// each state's files hard-linked into `staging` and ingested, then moved to the base's level.
+pub fn clone_into(
+    dir: &Path,
+    manifest: &Manifest,
+    backend: &StateBackend,
+    staging: &Path,
+) -> Result<(), EngineError> {
+    std::fs::create_dir_all(staging).map_err(io(format!("create {}", staging.display())))?;
+    for cf in &manifest.column_families {
+        if cf.files.is_empty() {
+            continue;
+        }
+        let mut links = Vec::with_capacity(cf.files.len());
+        for file in &cf.files {
+            let link = staging.join(file);
+            // A link left by an interrupted clone is replaced.
+            let _ = std::fs::remove_file(&link);
+            std::fs::hard_link(dir.join(file), &link)
+                .or_else(|_| std::fs::copy(dir.join(file), &link).map(|_| ()))
+                .map_err(io(format!("link {} into {}", file, staging.display())))?;
+            links.push(link);
+        }
+        let handle = backend.cf(&cf.name)?;
+        let mut opts = IngestExternalFileOptions::default();
+        opts.set_move_files(true);
+        backend
+            .db()
+            .ingest_external_file_cf_opts(handle, &opts, links)
+            .map_err(BackendError::from)?;
+        move_to_level(backend, &cf.name, manifest.level)?;
+    }
+    let _ = std::fs::remove_dir_all(staging);
+    Ok(())
+}
+
+/// Moves column family `name`'s files (all in the last level after an ingest into an empty
+/// database) to `level` without rewriting them: a manual compaction that skips the bottommost
+/// level and then refits its files to the target level.
+fn move_to_level(backend: &StateBackend, name: &str, level: u32) -> Result<(), EngineError> {
+    let handle = backend.cf(name)?;
+    if level >= NUM_LEVELS - 1 {
+        return Ok(());
+    }
+    let mut opts = CompactOptions::default();
+    opts.set_change_level(true);
+    opts.set_target_level(level as i32);
+    opts.set_bottommost_level_compaction(BottommostLevelCompaction::Skip);
+    opts.set_exclusive_manual_compaction(true);
+    backend
+        .db()
+        .compact_range_cf_opt(handle, None::<&[u8]>, None::<&[u8]>, &opts);
+    Ok(())
+}
+
+/// Files per level of column family `name` (L0 first).
+pub fn files_per_level(backend: &StateBackend, name: &str) -> Result<Vec<u64>, EngineError> {
+    let handle = backend.cf(name)?;
+    (0..NUM_LEVELS)
+        .map(|l| {
+            Ok(backend
+                .db()
+                .property_int_value_cf(handle, &format!("rocksdb.num-files-at-level{l}"))
+                .map_err(BackendError::from)?
+                .unwrap_or(0))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_level_is_where_a_tree_of_that_size_ends() {
+        const MB: u64 = 1 << 20;
+        // Flink's defaults: 256 MB at L1, x10 per level, 7 levels, not dynamic.
+        assert_eq!(last_level(100 * MB, false, 256 * MB, 10.0, 7), 1);
+        assert_eq!(last_level(300 * MB, false, 256 * MB, 10.0, 7), 2);
+        assert_eq!(last_level(10 * 1024 * MB, false, 256 * MB, 10.0, 7), 3);
+        assert_eq!(last_level(u64::MAX, false, 256 * MB, 10.0, 7), 6);
+        assert_eq!(last_level(100 * MB, true, 256 * MB, 10.0, 7), 6);
+    }
+
+    #[test]
+    fn results_come_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = vec![(7, 0, 3), (u64::MAX, 2, -5)];
+        let own = vec![(1, 1, 1)];
+        write_results(dir.path(), &sink, &own).unwrap();
+        assert_eq!(read_results(dir.path()).unwrap(), (sink, own));
+        std::fs::write(dir.path().join(RESULTS), [1, 2, 3]).unwrap();
+        let e = read_results(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("damaged"), "{e}");
+    }
+}

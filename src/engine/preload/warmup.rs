@@ -1,0 +1,189 @@
+//! A preload's warm-up: the job's own operator reads the log's first records with its state in
+//! memory (`StateAccess::in_memory`), the keys of a range of key groups at a time, while every
+//! record moves the watermark as the live job's do. The operator does to its in-memory state
+//! exactly what it does to RocksDB, so the state it leaves is the state a job that read that
+//! history holds (timers, TTL timestamps and merged lists included).
+
+use std::ops::Range;
+
+use crate::backend::StateBackend;
+use crate::backend::keys::key_group;
+use crate::backend::memstore::MemStore;
+use crate::config::Workload;
+use crate::durability::delivery::Delivery;
+use crate::engine::truth::OracleThread;
+use crate::engine::{EngineError, WATERMARK_EVERY_EVENTS};
+use crate::pipeline::PipelineError;
+use crate::pipeline::operators::{self, Context, JobMode};
+use crate::pipeline::source::{Consumer, KeyNames, Log, Offsets, ReadPlan};
+use crate::pipeline::watermark::WatermarkValve;
+
+/// How far a warm-up pass reads.
+#[derive(Debug, Clone, Copy)]
+pub enum Until {
+    /// The log's first N records.
+    Records(u64),
+    /// Until the state held reaches this many bytes, scaled by the share of key groups the
+    /// pass holds (a sizing pass), or `cap` records.
+    StateBytes { bytes: u64, cap: u64 },
+}
+
+/// What one pass leaves.
+pub struct Pass {
+    /// The state of the pass's key groups.
+    pub state: MemStore,
+    /// Records read (of every key group).
+    pub records: u64,
+    /// Records the operator processed (its key groups').
+    pub processed: u64,
+    /// Where the log stands after them.
+    pub offsets: Offsets,
+    /// Results the operator keeps outside its state.
+    pub results: Vec<(u64, usize, i64)>,
+    /// True when `Until::StateBytes` stopped at its cap rather than at the size.
+    pub capped: bool,
+}
+
+/// The plan a warm-up reads the log with: from its first record, with the processing time the
+/// live job's plan has.
+pub fn plan(log: &Log, live: &ReadPlan, stop_time: Option<i64>) -> ReadPlan {
+    ReadPlan {
+        group: live.group.clone(),
+        start: vec![0; log.partitions()],
+        start_reason: "a preload's history".to_string(),
+        stop_time,
+        deployed_at: live.deployed_at,
+        truth_start: vec![0; log.partitions()],
+        covered: None,
+    }
+}
+
+/// A watermark valve set up as `JobRunner`'s.
+pub fn valve(workload: &Workload, now: i64) -> WatermarkValve {
+    let partitions = workload.spec.partitions as usize;
+    WatermarkValve::with_readers(
+        partitions,
+        workload
+            .spec
+            .source
+            .readers
+            .map_or(partitions, |r| r as usize),
+        workload.spec.event_time.out_of_orderness.0 as i64,
+        workload.spec.idleness.map(|i| i.0 as i64),
+        now,
+    )
+}
+
+/// One pass over the log (`plan`) for the keys in key groups `groups`: the operator built on
+/// `backend` (whose column families name the state) processes them into memory; results go to
+/// `sink`, which comes back.
+pub fn pass(
+    backend: &StateBackend,
+    workload: &Workload,
+    log: &Log,
+    plan: ReadPlan,
+    until: Until,
+    groups: Range<u16>,
+    sink: Delivery,
+) -> Result<(Pass, Delivery), EngineError> {
+    let layout = operators::layout(&workload.operator());
+    let mut ctx = Context::in_memory(backend, &layout, sink)?;
+    let mut job = operators::build(backend, workload, 0, JobMode::Streaming)?;
+    let names = KeyNames::of(workload);
+    let mut consumer = Consumer::new(log, plan);
+    let mut watermark = valve(workload, consumer.now());
+    let scale = 256.0 / f64::from((groups.end - groups.start).max(1));
+    let mut key = String::new();
+    let mut forwarded = i64::MIN;
+    let (mut records, mut processed, mut capped) = (0u64, 0u64, false);
+    loop {
+        match until {
+            Until::Records(n) if records >= n => break,
+            Until::StateBytes { bytes, cap } if records.is_multiple_of(1024) => {
+                let held = ctx.state.memory().map_or(0, MemStore::bytes) as f64 * scale;
+                if held >= bytes as f64 {
+                    break;
+                }
+                if records >= cap {
+                    capped = true;
+                    break;
+                }
+            }
+            _ => {}
+        }
+        let Some(event) = consumer.next(|_| {}) else {
+            break;
+        };
+        let now = consumer.now();
+        ctx.set_now(now);
+        names.write(event.user, &mut key);
+        if groups.contains(&key_group(&key)) {
+            job.on_event(&event, &mut ctx)?;
+            ctx.emitted.clear();
+            processed += 1;
+        }
+        watermark.on_record(event.partition as usize, event.event_time, now);
+        records += 1;
+        if records.is_multiple_of(WATERMARK_EVERY_EVENTS) {
+            let wm = watermark.advance(now);
+            if wm > forwarded {
+                forwarded = wm;
+                ctx.advance_watermark(job.as_mut(), wm)?;
+                ctx.emitted.clear();
+            }
+        }
+    }
+    ctx.flush_timers()?;
+    ctx.sink.flush().map_err(PipelineError::from)?;
+    let state = ctx.state.take_memory().unwrap_or_default();
+    let results = job.results_snapshot();
+    Ok((
+        Pass {
+            state,
+            records,
+            processed,
+            offsets: consumer.position().clone(),
+            results,
+            capped,
+        },
+        ctx.sink,
+    ))
+}
+
+/// Feeds `oracle` the log's first `records` records and the watermarks a job reading them
+/// emits, as the live job would have: the truth of the preloaded history. Returns the last
+/// watermark it saw.
+pub fn prime_oracle(
+    oracle: &mut OracleThread,
+    workload: &Workload,
+    log: &Log,
+    plan: ReadPlan,
+    records: u64,
+) -> Result<i64, EngineError> {
+    let mut consumer = Consumer::new(log, plan);
+    let mut watermark = valve(workload, consumer.now());
+    let mut forwarded = i64::MIN;
+    for read in 1..=records {
+        let mut gone = Ok(());
+        let mut now = consumer.now();
+        let next = consumer.next(|e| {
+            now = now.max(e.append_time);
+            if gone.is_ok() {
+                gone = oracle.on_event(e, now);
+            }
+        });
+        gone?;
+        let Some(event) = next else { break };
+        let now = consumer.now();
+        watermark.on_record(event.partition as usize, event.event_time, now);
+        if read.is_multiple_of(WATERMARK_EVERY_EVENTS) {
+            let wm = watermark.advance(now);
+            if wm > forwarded {
+                forwarded = wm;
+                oracle.on_watermark(wm)?;
+            }
+        }
+    }
+    oracle.sync()?;
+    Ok(forwarded)
+}
