@@ -282,7 +282,7 @@ pub struct RunArgs {
 pub struct PreloadArgs {
     /// Start from the state the job holds after a history of the log: `events=N` (its first N
     /// records), `span=DURATION` (its first e.g. 24h of event time) or `size=BYTES` (as long as
-    /// it takes the state to reach e.g. 10GiB), optionally `,memory=BYTES` (what the build may
+    /// it takes the state's SST files to reach e.g. 10GiB), optionally `,memory=BYTES` (what the build may
     /// hold in memory at once; default 1GiB). Without a value: the workload's `preload:`
     /// section. The state is built in memory by the job's own operator, written as SST files
     /// into the level an LSM tree of that size keeps its data in, and kept under

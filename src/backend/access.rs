@@ -542,11 +542,12 @@ impl<'a> StateAccess<'a> {
         if let Some(c) = self.cf(at) {
             c.iterator_seeks += 1;
         }
-        if let Some(mem) = &self.mem {
-            let (seen, more) =
-                scan_memory(mem, self.mem_index(cf)?, prefix, seek_to, limit, |k, v| {
-                    each(k, v)
-                })?;
+        if self.mem.is_some() {
+            let index = self.mem_index(cf)?;
+            let Some(mem) = &mut self.mem else {
+                return Ok(false);
+            };
+            let (seen, more) = scan_memory(mem, index, prefix, seek_to, limit, each)?;
             self.counters.iterator_nexts += seen;
             if let Some(c) = self.cf(at) {
                 c.iterator_nexts += seen;
@@ -649,8 +650,12 @@ impl<'a> StateAccess<'a> {
         if let Some(c) = self.cf(self.cf_index.of(cf)) {
             c.iterator_seeks += 1;
         }
-        if let Some(mem) = &self.mem {
-            for (k, v) in mem.range_from(self.mem_index(cf)?, &[]) {
+        if self.mem.is_some() {
+            let index = self.mem_index(cf)?;
+            let Some(mem) = &mut self.mem else {
+                return Ok(());
+            };
+            for (k, v) in mem.range_from(index, &[]) {
                 f(k, v)?;
             }
             return Ok(());
@@ -685,8 +690,11 @@ impl<'a> StateAccess<'a> {
         if let Some(c) = self.cf(self.cf_index.of(cf)) {
             c.iterator_seeks += 1;
         }
-        if let Some(mem) = &self.mem {
+        if self.mem.is_some() {
             let at = self.mem_index(cf)?;
+            let Some(mem) = &mut self.mem else {
+                return Ok(false);
+            };
             let (_, more) = scan_memory(mem, at, prefix, seek_to, limit, |k, _| {
                 each(k);
                 Ok(())
@@ -716,7 +724,7 @@ impl<'a> StateAccess<'a> {
 /// Up to `limit` entries of the in-memory column family `cf` from `seek_to` on that start with
 /// `prefix`, each to `each`: how many it saw, and whether more follow (as `iterate_prefix`).
 fn scan_memory(
-    mem: &MemStore,
+    mem: &mut MemStore,
     cf: usize,
     prefix: &[u8],
     seek_to: &[u8],

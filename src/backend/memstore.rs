@@ -6,14 +6,96 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use crate::util::hash::FastMap;
+
 /// One column family's entries, in RocksDB's bytewise key order.
-pub type Entries = BTreeMap<Box<[u8]>, Box<[u8]>>;
+pub type Entries = Vec<(Box<[u8]>, Box<[u8]>)>;
+
+/// One column family: hashed while only point operations reach it (most states: a B-tree's
+/// byte-wise compares of keys with long common prefixes cost several times a hash lookup),
+/// ordered from the first scan on (timer queues, map iteration).
+#[derive(Debug)]
+enum Cf {
+    Hashed(FastMap<Box<[u8]>, Box<[u8]>>),
+    Ordered(BTreeMap<Box<[u8]>, Box<[u8]>>),
+}
+
+impl Default for Cf {
+    fn default() -> Self {
+        Cf::Hashed(FastMap::default())
+    }
+}
+
+impl Cf {
+    fn len(&self) -> usize {
+        match self {
+            Cf::Hashed(m) => m.len(),
+            Cf::Ordered(m) => m.len(),
+        }
+    }
+
+    fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        match self {
+            Cf::Hashed(m) => m.get(key).map(|v| &**v),
+            Cf::Ordered(m) => m.get(key).map(|v| &**v),
+        }
+    }
+
+    fn get_mut(&mut self, key: &[u8]) -> Option<&mut Box<[u8]>> {
+        match self {
+            Cf::Hashed(m) => m.get_mut(key),
+            Cf::Ordered(m) => m.get_mut(key),
+        }
+    }
+
+    fn insert(&mut self, key: Box<[u8]>, value: Box<[u8]>) {
+        match self {
+            Cf::Hashed(m) => {
+                m.insert(key, value);
+            }
+            Cf::Ordered(m) => {
+                m.insert(key, value);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &[u8]) -> Option<Box<[u8]>> {
+        match self {
+            Cf::Hashed(m) => m.remove(key),
+            Cf::Ordered(m) => m.remove(key),
+        }
+    }
+
+    /// The entries in an ordered map from now on.
+    fn ordered(&mut self) -> &BTreeMap<Box<[u8]>, Box<[u8]>> {
+        if let Cf::Hashed(m) = self {
+            *self = Cf::Ordered(std::mem::take(m).into_iter().collect());
+        }
+        match self {
+            Cf::Ordered(m) => m,
+            // Just made ordered above.
+            Cf::Hashed(_) => unreachable!("a column family made ordered is ordered"),
+        }
+    }
+
+    /// Every entry in key order.
+    fn into_sorted(self) -> Entries {
+        match self {
+            Cf::Hashed(m) => {
+                let mut v: Entries = m.into_iter().collect();
+                v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                v
+            }
+            Cf::Ordered(m) => m.into_iter().collect(),
+        }
+    }
+}
 
 /// Every column family's entries, by the column family's index in
 /// `StateBackend::column_families`.
 #[derive(Debug, Default)]
 pub struct MemStore {
-    cfs: Vec<Entries>,
+    cfs: Vec<Cf>,
     /// Bytes of the keys and values held (what the SST files will hold, before encoding).
     bytes: u64,
 }
@@ -21,7 +103,7 @@ pub struct MemStore {
 impl MemStore {
     pub fn new(column_families: usize) -> MemStore {
         MemStore {
-            cfs: (0..column_families).map(|_| Entries::new()).collect(),
+            cfs: (0..column_families).map(|_| Cf::default()).collect(),
             bytes: 0,
         }
     }
@@ -33,26 +115,24 @@ impl MemStore {
 
     /// Entries held over every column family.
     pub fn len(&self) -> usize {
-        self.cfs.iter().map(BTreeMap::len).sum()
+        self.cfs.iter().map(Cf::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cfs.iter().all(BTreeMap::is_empty)
+        self.len() == 0
     }
 
-    /// Column family `cf`'s entries (empty for an index past the last).
-    pub fn entries(&self, cf: usize) -> Option<&Entries> {
-        self.cfs.get(cf)
-    }
-
-    /// Takes every column family's entries, leaving the store empty.
+    /// Takes every column family's entries in key order, leaving the store empty.
     pub fn take(&mut self) -> Vec<Entries> {
         self.bytes = 0;
-        self.cfs.iter_mut().map(std::mem::take).collect()
+        self.cfs
+            .iter_mut()
+            .map(|cf| std::mem::take(cf).into_sorted())
+            .collect()
     }
 
     pub fn get(&self, cf: usize, key: &[u8]) -> Option<&[u8]> {
-        self.cfs.get(cf)?.get(key).map(|v| &**v)
+        self.cfs.get(cf)?.get(key)
     }
 
     pub fn put(&mut self, cf: usize, key: &[u8], value: &[u8]) {
@@ -96,14 +176,15 @@ impl MemStore {
         self.put(cf, key, &joined);
     }
 
-    /// Entries of `cf` from `seek_to` on, in key order.
+    /// Entries of `cf` from `seek_to` on, in key order (the column family stays ordered).
     pub fn range_from<'s>(
-        &'s self,
+        &'s mut self,
         cf: usize,
         seek_to: &'s [u8],
     ) -> impl Iterator<Item = (&'s [u8], &'s [u8])> + 's {
         self.cfs
-            .get(cf)
+            .get_mut(cf)
+            .map(Cf::ordered)
             .into_iter()
             .flat_map(move |m| m.range::<[u8], _>((Bound::Included(seek_to), Bound::Unbounded)))
             .map(|(k, v)| (&**k, &**v))
@@ -134,8 +215,13 @@ mod tests {
         assert_eq!(s.get(0, b"a"), None);
         assert_eq!(s.bytes(), 2 + 2 + 2 + 2);
         assert_eq!(s.len(), 3);
+        // Still answers point lookups once ordered.
+        assert_eq!(s.get(0, b"b"), Some(&b"2"[..]));
+        s.put(1, b"0", b"y");
         let taken = s.take();
         assert_eq!(taken[0].len(), 2);
+        let keys: Vec<&[u8]> = taken[1].iter().map(|(k, _)| &**k).collect();
+        assert_eq!(keys, vec![&b"0"[..], &b"a"[..]], "sorted on the way out");
         assert!(s.is_empty() && s.bytes() == 0);
     }
 

@@ -65,6 +65,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         _ => {}
     }
     let preload = preload_config(&args.preload, &workload, !args.quiet)?;
+    if preload.is_some() {
+        let others = args.restore.is_some()
+            || args.failures.spec().any()
+            || !args.failures.savepoints().is_empty()
+            || args.record_ops.is_some();
+        if let Some(why) = engine::preload::refusal(&workload, &profile, others) {
+            anyhow::bail!(crate::UsageError(format!(
+                "--preload on {} with {}: {why}",
+                workload.name, profile.name
+            )));
+        }
+    }
     // A restore runs on the data directory's state: it is reused by definition.
     let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse || restore.is_some())?;
     let sink = match args.sink {

@@ -234,8 +234,9 @@ pub struct WorkloadSpec {
 }
 
 /// How much history a preload builds the state from: the log's first `events` records, its
-/// first `span` of event time, or as many records as it takes the state to reach `size` bytes
-/// (keys and values, before SST encoding). One of them; the run's own `events` follow.
+/// first `span` of event time, or as many records as it takes the state's SST files to reach
+/// `size` bytes (RocksDB's live SST size, as Flink's `total-sst-files-size` metric shows it).
+/// One of them; the run's own `events` follow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PreloadSpec {

@@ -102,6 +102,8 @@ pub enum EngineError {
     Broker(String),
     #[error("cannot restore: {0}")]
     Restore(String),
+    #[error("preload: {0}")]
+    Preload(String),
 }
 
 /// Where the job's results go.

@@ -62,14 +62,10 @@ pub fn run(
     let base = match &config.preload {
         None => None,
         Some(p) => {
-            let why = preload::refusal(&config.workload, &config.profile).or_else(|| {
-                (recovers || !config.savepoints.is_empty() || config.record_ops.is_some()).then(|| {
-                    "checkpoints, --restore, injected failures, savepoints and --record-ops cannot start from a preload yet".to_string()
-                })
-            });
-            if let Some(why) = why {
-                return Err(EngineError::Source(format!(
-                    "{}: --preload: {why}",
+            let others = recovers || !config.savepoints.is_empty() || config.record_ops.is_some();
+            if let Some(why) = preload::refusal(&config.workload, &config.profile, others) {
+                return Err(EngineError::Preload(format!(
+                    "{}: {why}",
                     config.workload.name
                 )));
             }

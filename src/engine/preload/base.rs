@@ -86,7 +86,7 @@ impl Manifest {
 }
 
 fn io(what: String) -> impl FnOnce(std::io::Error) -> EngineError {
-    move |e| EngineError::Source(format!("preload: cannot {what}: {e}"))
+    move |e| EngineError::Preload(format!("cannot {what}: {e}"))
 }
 
 /// The level a leveled LSM tree of `bytes` keeps its last data in: the last level with
@@ -203,7 +203,7 @@ pub fn read_results(dir: &Path) -> Result<Results, EngineError> {
     std::fs::File::open(&path)
         .and_then(|mut f| f.read_to_end(&mut bytes))
         .map_err(io(format!("read {}", path.display())))?;
-    let corrupt = || EngineError::Source(format!("preload: {} is damaged", path.display()));
+    let corrupt = || EngineError::Preload(format!("{} is damaged", path.display()));
     let mut at = 0usize;
     let mut take = |n: usize| -> Result<&[u8], EngineError> {
         let part = bytes.get(at..at + n).ok_or_else(corrupt)?;

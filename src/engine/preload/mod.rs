@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::EngineError;
 use super::truth::OracleThread;
 use crate::backend::memory::SharedMemory;
+use crate::backend::memstore::MemStore;
 use crate::backend::{StateBackend, keys::MAX_PARALLELISM};
 use crate::config::timer_service::TimerFactory;
 use crate::config::workload::PreloadSpec;
@@ -95,8 +96,17 @@ pub struct Preloaded {
     pub oracle_watermark: i64,
 }
 
-/// Why a run cannot preload (said before anything is built).
-pub fn refusal(workload: &Workload, profile: &Profile) -> Option<String> {
+/// Why a run cannot preload (said before anything is built): `recovers` when it checkpoints,
+/// restores, injects failures, takes savepoints or records its operations.
+pub fn refusal(workload: &Workload, profile: &Profile, recovers: bool) -> Option<String> {
+    if recovers
+        || crate::durability::checkpoint::CheckpointConfig::from_knobs(&profile.knobs).is_some()
+    {
+        return Some(
+            "checkpoints, --restore, injected failures, savepoints and --record-ops cannot start from a preload yet"
+                .into(),
+        );
+    }
     if workload.operators().len() > 1 {
         return Some("a chain of operators cannot be preloaded yet (one operator only)".into());
     }
@@ -135,9 +145,8 @@ pub fn find_or_build(
     let tmp = config
         .dir
         .join(format!(".{key}.building-{}", std::process::id()));
-    let io = |what: String| {
-        move |e: std::io::Error| EngineError::Source(format!("preload: cannot {what}: {e}"))
-    };
+    let io =
+        |what: String| move |e: std::io::Error| EngineError::Preload(format!("cannot {what}: {e}"));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(io(format!("create {}", tmp.display())))?;
     let built = build(config, workload, profile, trace, &tmp, scratch, &key);
@@ -165,8 +174,8 @@ fn base_key(
     workload: &Workload,
     profile: &Profile,
 ) -> Result<String, EngineError> {
-    let mut spec = serde_json::to_value(&workload.spec)
-        .map_err(|e| EngineError::Source(format!("preload: {e}")))?;
+    let mut spec =
+        serde_json::to_value(&workload.spec).map_err(|e| EngineError::Preload(format!("{e}")))?;
     if let Some(map) = spec.as_object_mut() {
         for timing_only in [
             "rate",
@@ -252,7 +261,7 @@ fn build(
     let log = Log::new(workload, trace, u64::MAX);
     let live = ReadPlan::from_workload(&log, &Default::default()).map_err(EngineError::Source)?;
     if live.start.iter().any(|o| *o > 0) {
-        return Err(EngineError::Source(format!(
+        return Err(EngineError::Preload(format!(
             "a preload builds the history the job read from the log's start; this job starts at {} (source.starting-offsets: earliest)",
             live.start_reason
         )));
@@ -278,35 +287,55 @@ fn build(
             None,
         ),
         _ => {
-            return Err(EngineError::Source(
+            return Err(EngineError::Preload(
                 PreloadSpec::default().check().err().unwrap_or_default(),
             ));
         }
     };
     say(format!("sizing the history ({})", describe(&config.spec)));
     let sink = || Delivery::passthrough(Box::new(MemorySink::new(workload.result_labels())));
-    let (sizing, _) = warmup::pass(
-        &backend,
-        workload,
-        &log,
-        warmup::plan(&log, &live, stop_time),
-        until,
-        0..SIZING_GROUPS,
-        sink(),
-    )?;
+    let sizing_pass = |until| {
+        warmup::pass(
+            &backend,
+            workload,
+            &log,
+            warmup::plan(&log, &live, stop_time),
+            until,
+            0..SIZING_GROUPS,
+            sink(),
+        )
+        .map(|(pass, _)| pass)
+    };
+    let trial = dir.join("trial");
+    let mut sizing = sizing_pass(until)?;
+    let (mut raw, mut held) = (sizing.state.bytes(), sizing.state.len());
+    let mut ratio = sst_ratio(&backend, &mut sizing.state, &trial)?;
+    if let (Until::StateBytes { cap, .. }, Some(target)) = (until, config.spec.size)
+        && ratio < 0.95
+        && !sizing.capped
+    {
+        // `size` is the SST files' size: they hold less than the keys and values (shared
+        // key prefixes, compression), so size the history again for `size / ratio` of them.
+        sizing = sizing_pass(Until::StateBytes {
+            bytes: (target.0 as f64 / ratio) as u64,
+            cap,
+        })?;
+        (raw, held) = (sizing.state.bytes(), sizing.state.len());
+        ratio = sst_ratio(&backend, &mut sizing.state, &trial)?;
+    }
     let records = sizing.records;
     if records == 0 {
-        return Err(EngineError::Source(
-            "preload: the history is empty (the log has no record before the preload's end)"
-                .to_string(),
+        return Err(EngineError::Preload(
+            "the history is empty (the log has no record before the preload's end)".to_string(),
         ));
     }
     let scale = f64::from(MAX_PARALLELISM) / f64::from(SIZING_GROUPS);
-    let est_bytes = (sizing.state.bytes() as f64 * scale) as u64;
-    let est_entries = (sizing.state.len() as f64 * scale) as u64;
+    let est_bytes = (raw as f64 * scale) as u64;
+    let est_entries = (held as f64 * scale) as u64;
+    let est_sst = (est_bytes as f64 * ratio) as u64;
     if sizing.capped {
-        return Err(EngineError::Source(format!(
-            "preload: after {records} records the state holds about {} and grows no further toward {}: the job's windows and TTL keep no more of {} keys; lower 'size' or raise 'keys.count'",
+        return Err(EngineError::Preload(format!(
+            "after {records} records the state holds about {} and grows no further toward {}: the job's windows and TTL keep no more of {} keys; lower 'size' or raise 'keys.count'",
             crate::config::units::human_bytes(est_bytes as f64),
             config
                 .spec
@@ -324,14 +353,15 @@ fn build(
         .clamp(1, u64::from(MAX_PARALLELISM)) as u16;
     let sizing_secs = started.elapsed().as_secs_f64();
     say(format!(
-        "{records} records of history, about {} of state in {est_entries} entries: {batches} batch(es) of key groups",
+        "{records} records of history, about {} of state in {est_entries} entries ({} of SST files): {batches} batch(es) of key groups",
         crate::config::units::human_bytes(est_bytes as f64),
+        crate::config::units::human_bytes(est_sst as f64),
     ));
 
     // The level the files go to, and the size its files are cut at.
     let k = &profile.knobs;
     let level = base::last_level(
-        est_bytes,
+        est_sst,
         k.dynamic_level_bytes,
         k.max_bytes_for_level_base.0,
         k.max_bytes_for_level_multiplier,
@@ -343,7 +373,7 @@ fn build(
         .enumerate()
         .map(|(i, name)| {
             let options = backend.cf_options(name).ok_or_else(|| {
-                EngineError::Source(format!("preload: no options for column family '{name}'"))
+                EngineError::Preload(format!("no options for column family '{name}'"))
             })?;
             Ok(SstOut::new(
                 dir,
@@ -430,11 +460,10 @@ fn build(
         warm_up_secs,
         write_secs,
     };
-    let text = serde_json::to_vec_pretty(&manifest)
-        .map_err(|e| EngineError::Source(format!("preload: {e}")))?;
-    crate::util::fs::write_atomically(&dir.join(base::MANIFEST), &text).map_err(|e| {
-        EngineError::Source(format!("preload: cannot write {}: {e}", base::MANIFEST))
-    })?;
+    let text =
+        serde_json::to_vec_pretty(&manifest).map_err(|e| EngineError::Preload(format!("{e}")))?;
+    crate::util::fs::write_atomically(&dir.join(base::MANIFEST), &text)
+        .map_err(|e| EngineError::Preload(format!("cannot write {}: {e}", base::MANIFEST)))?;
     say(format!(
         "base {key}: {} of state, {} in {} SST files for L{level}, in {:.1} s",
         crate::config::units::human_bytes(state_bytes as f64),
@@ -443,6 +472,35 @@ fn build(
         started.elapsed().as_secs_f64()
     ));
     Ok(manifest)
+}
+
+/// SST file bytes per byte of keys and values, from `state` written out with the column
+/// families' options into `dir` (removed after); 1 for an empty state.
+fn sst_ratio(backend: &StateBackend, state: &mut MemStore, dir: &Path) -> Result<f64, EngineError> {
+    let raw = state.bytes();
+    if raw == 0 {
+        return Ok(1.0);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)
+        .map_err(|e| EngineError::Preload(format!("cannot create {}: {e}", dir.display())))?;
+    let mut files = 0;
+    for (i, entries) in state.take().into_iter().enumerate() {
+        let Some(options) = backend
+            .column_families()
+            .get(i)
+            .and_then(|name| backend.cf_options(name))
+        else {
+            continue;
+        };
+        let mut out = SstOut::new(dir, i, "trial", options, u64::MAX);
+        for (key, value) in &entries {
+            out.put(key, value)?;
+        }
+        files += out.finish()?.bytes;
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    Ok((files as f64 / raw as f64).clamp(0.01, 4.0))
 }
 
 fn describe(spec: &PreloadSpec) -> String {

@@ -1,0 +1,267 @@
+//! `run --preload`: a run that starts from a preloaded history ends where a run that read the
+//! whole log does, its base is kept and cloned, its files are where an LSM tree of that size
+//! keeps them, and what it cannot do is refused with why.
+
+use std::path::Path;
+
+use clap::Parser;
+use serde_json::Value;
+use statebench::cli::Cli;
+
+fn run(args: &[&str]) -> anyhow::Result<()> {
+    let mut argv = vec!["statebench"];
+    argv.extend_from_slice(args);
+    statebench::run(Cli::try_parse_from(argv)?)
+}
+
+fn summary(report: &Path) -> Value {
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    json["segments"][0]["summary"].clone()
+}
+
+/// `workload` run for `history` records preloaded and `live` read, or (history 0) for `live`
+/// records from the start: its final counts and summary.
+fn final_counts(
+    dir: &Path,
+    name: &str,
+    workload: &str,
+    history: u64,
+    live: u64,
+    bases: &Path,
+) -> (String, Value) {
+    let counts = dir.join(format!("{name}.csv"));
+    let report = dir.join(format!("{name}.json"));
+    let preload = format!("events={history}");
+    let live = live.to_string();
+    let mut args = vec![
+        "run",
+        "-q",
+        "-w",
+        workload,
+        "-p",
+        "flink-default",
+        "--events",
+        &live,
+        "--final-counts",
+        counts.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    if history > 0 {
+        args.extend([
+            "--preload",
+            &preload,
+            "--preload-dir",
+            bases.to_str().unwrap(),
+        ]);
+    }
+    run(&args).unwrap();
+    (std::fs::read_to_string(&counts).unwrap(), summary(&report))
+}
+
+/// Every kind's state after a preloaded history and the live records equals, key by key, the
+/// state of one run that read them all (the history a multiple of the 64 records between
+/// watermarks, so both emit their watermarks at the same records), and its results equal the
+/// oracle's truth of the whole log.
+#[test]
+fn a_preloaded_history_and_the_live_records_end_where_one_run_of_them_all_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let bases = dir.path().join("bases");
+    for workload in ["smoke", "dedup-24h", "sessions-process", "interval-join"] {
+        let (whole, _) = final_counts(
+            dir.path(),
+            &format!("{workload}-whole"),
+            workload,
+            0,
+            12_000,
+            &bases,
+        );
+        let (preloaded, s) = final_counts(
+            dir.path(),
+            &format!("{workload}-preloaded"),
+            workload,
+            7_680,
+            4_320,
+            &bases,
+        );
+        assert!(whole.lines().count() > 100, "{workload}: {whole:.200}");
+        assert!(
+            whole == preloaded,
+            "{workload}: the preloaded run's final state differs from the whole run's"
+        );
+        let p = &s["preload"];
+        assert_eq!(p["records"], 7_680, "{workload}: {p}");
+        assert_eq!(p["built"], true);
+        assert!(p["files"].as_u64().unwrap() >= 1 && p["file_bytes"].as_u64().unwrap() > 0);
+        assert_eq!(
+            s["records_processed"], 4_320,
+            "{workload}: the live records only"
+        );
+        let e = &s["result_error"];
+        assert!(
+            e["over"] == 0 && e["under"] == 0 && e["missing"] == 0,
+            "{workload}: {e}"
+        );
+        assert!(e["compared"].as_u64().unwrap() > 0, "{workload}: {e}");
+    }
+}
+
+/// The base is built once and cloned by the next run of the same workload, profile and amount
+/// (hard links: the base's files keep a second name while the run holds them); another amount
+/// builds another base; a half-built base (no manifest) is never used.
+#[test]
+fn a_base_is_kept_and_cloned_and_another_amount_builds_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let bases = dir.path().join("bases");
+    let go = |name: &str, amount: &str, data: Option<&Path>| -> Value {
+        let report = dir.path().join(format!("{name}.json"));
+        let mut args = vec![
+            "run",
+            "-q",
+            "-w",
+            "smoke",
+            "--events",
+            "2000",
+            "--preload",
+            amount,
+            "--preload-dir",
+            bases.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        if let Some(d) = data {
+            args.extend(["--data-dir", d.to_str().unwrap()]);
+        }
+        run(&args).unwrap();
+        summary(&report)["preload"].clone()
+    };
+    let first = go("first", "events=6400", None);
+    assert_eq!(first["built"], true);
+    let data = dir.path().join("data");
+    let second = go("second", "events=6400", Some(&data));
+    assert_eq!(second["built"], false, "{second}");
+    assert_eq!(second["base"], first["base"]);
+    assert_eq!(second["file_bytes"], first["file_bytes"]);
+    // The kept run's database holds the base's files as links (RocksDB renames nothing it
+    // ingests by move), and the base is whole for the next run.
+    let base = Path::new(second["base"].as_str().unwrap());
+    assert!(base.join("base.json").is_file());
+    let linked = std::fs::read_dir(base)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+        .filter(|e| {
+            use std::os::unix::fs::MetadataExt;
+            e.metadata().unwrap().nlink() >= 2
+        })
+        .count();
+    assert!(
+        linked as u64 >= 1 && linked as u64 <= second["files"].as_u64().unwrap(),
+        "the run's database shares the base's files: {linked} linked"
+    );
+    let other = go("other", "events=3200", None);
+    assert_eq!(other["built"], true);
+    assert_ne!(other["base"], first["base"]);
+    // A base whose manifest is missing (a build that died) is built again.
+    std::fs::remove_file(base.join("base.json")).unwrap();
+    assert_eq!(go("again", "events=6400", None)["built"], true);
+}
+
+/// An LSM tree of the base's size keeps its data in the level the profile's level sizing
+/// gives: with level_compaction_dynamic_level_bytes off and 1 MiB at L1, a few MiB of SST
+/// files go to L2, and the run's database has them there (not in L6, where an ingest into an
+/// empty database puts them).
+#[test]
+fn the_files_go_to_the_level_a_tree_of_that_size_ends_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("small-levels.yaml");
+    std::fs::write(
+        &profile,
+        "extends: flink-default\ncompaction.level.max-size-level-base: 1mb\ncompaction.level.target-file-size-base: 1mb\ncompaction.level.use-dynamic-size: false\n",
+    )
+    .unwrap();
+    let report = dir.path().join("r.json");
+    let data = dir.path().join("data");
+    run(&[
+        "run",
+        "-q",
+        "-w",
+        "smoke",
+        "-p",
+        profile.to_str().unwrap(),
+        "--events",
+        "64",
+        "--preload",
+        "events=40000",
+        "--preload-dir",
+        dir.path().join("bases").to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ])
+    .unwrap();
+    let p = summary(&report)["preload"].clone();
+    assert_eq!(p["level"], 2, "{p}");
+    // RocksDB's own record: the last MANIFEST edit names level 2 for the ingested files.
+    let db = data.join("db");
+    let mut levels = std::collections::BTreeSet::new();
+    for line in std::fs::read_to_string(db.join("LOG")).unwrap().lines() {
+        if let Some(rest) = line.split("\"lsm_state\": [").nth(1) {
+            let state: Vec<u64> = rest
+                .split(']')
+                .next()
+                .unwrap()
+                .split(',')
+                .filter_map(|n| n.trim().parse().ok())
+                .collect();
+            if let Some(level) = state.iter().rposition(|n| *n > 0) {
+                levels.insert(level);
+            }
+        }
+    }
+    assert!(levels.contains(&2), "the LOG's LSM states: {levels:?}");
+}
+
+#[test]
+fn what_a_preload_cannot_do_is_refused_with_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let bases = dir.path().join("bases");
+    let err = |args: &[&str]| {
+        let mut all = vec!["run", "-q", "--events", "100"];
+        all.extend_from_slice(args);
+        all.extend(["--preload-dir", bases.to_str().unwrap()]);
+        format!("{:#}", run(&all).unwrap_err())
+    };
+    let e = err(&["-w", "smoke", "--preload", "size=lots"]);
+    assert!(e.contains("size must be a size such as"), "{e}");
+    let e = err(&["-w", "smoke", "--preload", "events=10,span=1h"]);
+    assert!(e.contains("exactly one of"), "{e}");
+    let e = err(&["-w", "smoke", "--preload"]);
+    assert!(e.contains("has none: give --preload events=N"), "{e}");
+    let e = err(&["-w", "dedup-then-sessions", "--preload", "events=1000"]);
+    assert!(
+        e.contains("a chain of operators cannot be preloaded"),
+        "{e}"
+    );
+    let heap = dir.path().join("heap.yaml");
+    std::fs::write(
+        &heap,
+        "extends: flink-default\ntimer-service.factory: HEAP\n",
+    )
+    .unwrap();
+    let e = err(&[
+        "-w",
+        "smoke",
+        "-p",
+        heap.to_str().unwrap(),
+        "--preload",
+        "events=1000",
+    ]);
+    assert!(e.contains("HEAP timers"), "{e}");
+    // Nothing was built for a refused run.
+    assert!(
+        !bases.exists() || std::fs::read_dir(&bases).unwrap().next().is_none(),
+        "a refused preload left a base"
+    );
+}
