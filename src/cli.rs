@@ -121,7 +121,9 @@ after y), s saves the edited profile as <name>-tuned.yaml."
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// ci: four cases, under a minute (what CI runs); full: more cases and events; overhead:
-    /// statebench's own overhead against its budgets (a few minutes; no baseline).
+    /// statebench's own overhead against its budgets (a few minutes; no baseline); scale: one
+    /// workload from 0.5, 5 and 20 GiB of preloaded state (tens of minutes and ~30 GiB of disk
+    /// the first time; the bases are kept for the next).
     #[arg(long, value_enum, default_value = "ci")]
     pub suite: crate::bench::Suite,
     /// Run every case on this profile (YAML file or built-in) instead of its own: the
@@ -158,6 +160,9 @@ pub struct BenchArgs {
     /// sampling off; the median of the run / replay pairs is judged.
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
+    /// The scale suite: where its preloaded bases are kept (default: as `run --preload`).
+    #[arg(long, value_name = "DIR")]
+    pub preload_dir: Option<PathBuf>,
 }
 
 /// What `export` writes: the format, and for `--format flink` the Flink release.
@@ -298,6 +303,10 @@ pub struct PreloadArgs {
     /// Build the base again even if one is kept.
     #[arg(long, requires = "preload")]
     pub preload_rebuild: bool,
+    /// Check the results of the keys of one in N (a deterministic sample by key hash) instead
+    /// of the automatic choice (every key up to about a million results, then a sample).
+    #[arg(long, value_name = "N", requires = "preload", value_parser = clap::value_parser!(u64).range(1..))]
+    pub check_sample: Option<u64>,
 }
 
 /// Failure injection, for `run` and `tui`.

@@ -265,3 +265,53 @@ fn what_a_preload_cannot_do_is_refused_with_why() {
         "a refused preload left a base"
     );
 }
+
+/// At scale the oracle and the in-process store check a deterministic sample of the keys: the
+/// same run checked on one key in four compares about a quarter of the results, still exactly,
+/// and says so.
+#[test]
+fn a_sampled_check_compares_a_share_of_the_keys_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let bases = dir.path().join("bases");
+    let go = |name: &str, sample: Option<&str>| -> Value {
+        let report = dir.path().join(format!("{name}.json"));
+        let mut args = vec![
+            "run",
+            "-q",
+            "-w",
+            "dedup-24h",
+            "--events",
+            "4320",
+            "--preload",
+            "events=7680",
+            "--preload-dir",
+            bases.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        if let Some(n) = sample {
+            args.extend(["--check-sample", n]);
+        }
+        run(&args).unwrap();
+        summary(&report)
+    };
+    let whole = go("whole", None);
+    let sampled = go("sampled", Some("4"));
+    assert_eq!(whole["preload"]["check_sample"], 1);
+    assert_eq!(sampled["preload"]["check_sample"], 4);
+    let compared = |s: &Value| s["result_error"]["compared"].as_u64().unwrap();
+    let (all, share) = (compared(&whole), compared(&sampled));
+    assert!(
+        share * 5 > all && share * 3 < all,
+        "one key in four: {share} of {all} results compared"
+    );
+    for s in [&whole, &sampled] {
+        let e = &s["result_error"];
+        assert!(
+            e["over"] == 0 && e["under"] == 0 && e["missing"] == 0,
+            "{e}"
+        );
+    }
+    // Every write still reaches the store's counters: the job's work is the same.
+    assert_eq!(whole["sink"]["writes"], sampled["sink"]["writes"]);
+}

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ConfigError, Profile};
 pub use gate::{Gate, Row, Verdict, compare, render};
 pub use metrics::{Better, Kind, METRICS, Metric};
+pub mod scale;
 pub use results::{CaseResult, Results, SCHEMA_VERSION, render_results};
 
 /// Which cases to run.
@@ -32,6 +33,11 @@ pub enum Suite {
     /// statebench's own overhead against its budgets (a few minutes): its CPU share, the run
     /// against a replay of its RocksDB operations, and the cost of metrics sampling.
     Overhead,
+    /// How cost grows with state: one workload from 0.5, 5 and 20 GiB of preloaded state
+    /// (`run --preload`; the bases are built once and kept), its RocksDB work per event, cache
+    /// hit rates and memory at each size, and the ratios between sizes. Needs about 30 GiB of
+    /// disk and tens of minutes the first time; no baseline.
+    Scale,
 }
 
 /// A workload on a profile for a number of events. Its name is what baselines match on, so a
@@ -45,6 +51,8 @@ pub struct Case {
     /// Managed memory per slot for this case, whatever the profile's: a block cache smaller
     /// than the case's working set, so that its lookups read from storage on every run.
     pub memory: Option<&'static str>,
+    /// Start from a preloaded state of this live SST size (`run --preload size=...`).
+    pub preload: Option<&'static str>,
 }
 
 impl Case {
@@ -67,8 +75,12 @@ impl Case {
             .memory
             .map(|m| format!(" with memory.managed-size {m}"))
             .unwrap_or_default();
+        let preload = self
+            .preload
+            .map(|p| format!(" from {p} of preloaded state"))
+            .unwrap_or_default();
         format!(
-            "{} on {profile}{memory}, {} events",
+            "{} on {profile}{memory}{preload}, {} events",
             self.workload, self.events
         )
     }
@@ -82,6 +94,7 @@ const CI: &[Case] = &[
         profile: "flink-default",
         events: 30_000,
         memory: None,
+        preload: None,
     },
     Case {
         name: "minutes-sized",
@@ -89,6 +102,7 @@ const CI: &[Case] = &[
         profile: "minutes-wbm-sized",
         events: 30_000,
         memory: None,
+        preload: None,
     },
     // A block cache (8 MB of managed memory) smaller than the filter, index and data blocks
     // lookups need, so they read filter partitions from storage on every run: 0.034-0.041
@@ -102,6 +116,7 @@ const CI: &[Case] = &[
         profile: "hours-partitioned-filter",
         events: 30_000,
         memory: Some("8mb"),
+        preload: None,
     },
     Case {
         name: "hours-levels",
@@ -109,6 +124,7 @@ const CI: &[Case] = &[
         profile: "hours-levels-sized",
         events: 100_000,
         memory: None,
+        preload: None,
     },
     // One case per operator kind beyond the frequency counter (issue 19), each a few seconds:
     // their RocksDB calls per event (merges, iterator steps) and exact results are gated.
@@ -118,6 +134,7 @@ const CI: &[Case] = &[
         profile: "flink-default",
         events: 30_000,
         memory: None,
+        preload: None,
     },
     Case {
         name: "aggregate",
@@ -125,6 +142,7 @@ const CI: &[Case] = &[
         profile: "flink-default",
         events: 30_000,
         memory: None,
+        preload: None,
     },
     Case {
         name: "process",
@@ -132,6 +150,7 @@ const CI: &[Case] = &[
         profile: "flink-default",
         events: 20_000,
         memory: None,
+        preload: None,
     },
     Case {
         name: "window-sessions",
@@ -139,6 +158,7 @@ const CI: &[Case] = &[
         profile: "flink-default",
         events: 20_000,
         memory: None,
+        preload: None,
     },
     Case {
         name: "interval-join",
@@ -146,6 +166,7 @@ const CI: &[Case] = &[
         profile: "flink-default",
         events: 20_000,
         memory: None,
+        preload: None,
     },
 ];
 
@@ -156,6 +177,7 @@ const FULL: &[Case] = &[
         profile: "flink-default",
         events: 100_000,
         memory: None,
+        preload: None,
     },
     Case {
         name: "minutes-sized",
@@ -163,6 +185,7 @@ const FULL: &[Case] = &[
         profile: "minutes-wbm-sized",
         events: 150_000,
         memory: None,
+        preload: None,
     },
     Case {
         name: "hours-filter",
@@ -170,6 +193,7 @@ const FULL: &[Case] = &[
         profile: "hours-partitioned-filter",
         events: 120_000,
         memory: None,
+        preload: None,
     },
     Case {
         name: "hours-levels",
@@ -177,6 +201,7 @@ const FULL: &[Case] = &[
         profile: "hours-levels-sized",
         events: 250_000,
         memory: None,
+        preload: None,
     },
     Case {
         name: "hours-levels-static",
@@ -184,6 +209,7 @@ const FULL: &[Case] = &[
         profile: "hours-levels-default",
         events: 250_000,
         memory: None,
+        preload: None,
     },
     Case {
         name: "days",
@@ -191,6 +217,36 @@ const FULL: &[Case] = &[
         profile: "flink-default",
         events: 150_000,
         memory: None,
+        preload: None,
+    },
+];
+
+/// The scale suite: user profiles of 1 KiB, each read per record and rewritten on one in
+/// four, from three sizes of preloaded state on Flink's defaults (64 MiB of managed memory).
+const SCALE: &[Case] = &[
+    Case {
+        name: "scale-0.5g",
+        workload: "profiles-1k",
+        profile: "flink-default",
+        events: 200_000,
+        memory: None,
+        preload: Some("512MiB"),
+    },
+    Case {
+        name: "scale-5g",
+        workload: "profiles-1k",
+        profile: "flink-default",
+        events: 200_000,
+        memory: None,
+        preload: Some("5GiB"),
+    },
+    Case {
+        name: "scale-20g",
+        workload: "profiles-1k",
+        profile: "flink-default",
+        events: 200_000,
+        memory: None,
+        preload: Some("20GiB"),
     },
 ];
 
@@ -201,6 +257,7 @@ const OVERHEAD: &[Case] = &[Case {
     profile: "flink-default",
     events: 100_000,
     memory: None,
+    preload: None,
 }];
 
 impl Suite {
@@ -209,6 +266,7 @@ impl Suite {
             Suite::Ci => CI,
             Suite::Full => FULL,
             Suite::Overhead => OVERHEAD,
+            Suite::Scale => SCALE,
         }
     }
 
@@ -217,6 +275,7 @@ impl Suite {
             Suite::Ci => "ci",
             Suite::Full => "full",
             Suite::Overhead => "overhead",
+            Suite::Scale => "scale",
         }
     }
 }

@@ -35,6 +35,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.suite == Suite::Overhead {
         return overhead(&args);
     }
+    if args.suite == Suite::Scale {
+        return scale(&args);
+    }
     if !(args.max_regression >= 0.0 && args.max_regression.is_finite()) {
         bail!(UsageError(format!(
             "--max-regression {}: give a percentage of 0 or more (e.g. 5)",
@@ -165,6 +168,64 @@ fn temp_dir() -> anyhow::Result<tempfile::TempDir> {
         .prefix("statebench-bench-")
         .tempdir()
         .context("cannot create a temporary data directory")
+}
+
+/// The scale suite: each case from its preloaded state (the bases built once and kept under
+/// --preload-dir), then the table of figures per size and their ratios.
+fn scale(args: &BenchArgs) -> anyhow::Result<()> {
+    if args.baseline.is_some() || args.save_baseline.is_some() || args.timings {
+        bail!(UsageError(
+            "the scale suite shows how cost grows with state, not a regression: drop --baseline, --save-baseline and --timings"
+                .to_string()
+        ));
+    }
+    let dir = match &args.preload_dir {
+        Some(d) => d.clone(),
+        None => super::run::default_preload_dir()?,
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the preload folder {}", dir.display()))?;
+    let override_profile = args
+        .profile
+        .as_deref()
+        .map(super::load_profile)
+        .transpose()?;
+    let cases: Vec<_> = Suite::Scale
+        .cases()
+        .iter()
+        .filter(|c| args.case.is_empty() || args.case.iter().any(|n| n == c.name))
+        .collect();
+    let mut rows = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let profile = case.profile(override_profile.as_ref())?;
+        let workload = Workload::load(case.workload)?;
+        let size = case.preload.unwrap_or("512MiB");
+        eprintln!(
+            "bench {}/{}: {} ({}) ...",
+            i + 1,
+            cases.len(),
+            case.name,
+            case.describe(&profile.name)
+        );
+        let spec = crate::config::workload::PreloadSpec::parse(&format!("size={size},memory=4GiB"))
+            .map_err(|e| anyhow::anyhow!("bench case {}: {e}", case.name))?;
+        let summary = measure_with(workload, profile, case.events, |config| {
+            config.preload = Some(crate::engine::preload::PreloadConfig {
+                spec,
+                dir: dir.clone(),
+                rebuild: false,
+                progress: true,
+                check_sample: None,
+            });
+        })
+        .with_context(|| format!("bench case {} failed", case.name))?;
+        rows.push(bench::scale::ScaleRow::new(case.name, size, &summary));
+    }
+    print!("{}", bench::scale::render(&rows));
+    if let Some(path) = &args.json {
+        write_json(path, &serde_json::to_value(&rows)?)?;
+    }
+    Ok(())
 }
 
 /// Profiled runs whose CPU samples (a) is read from.

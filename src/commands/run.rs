@@ -266,18 +266,7 @@ pub fn preload_config(
     };
     let dir = match &args.preload_dir {
         Some(dir) => dir.clone(),
-        None => {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(std::path::PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-                .ok_or_else(|| {
-                    usage(
-                        "--preload: neither XDG_CACHE_HOME nor HOME is set; give --preload-dir"
-                            .to_string(),
-                    )
-                })?;
-            cache.join("statebench").join("preload")
-        }
+        None => default_preload_dir()?,
     };
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create the preload folder {}", dir.display()))?;
@@ -286,5 +275,20 @@ pub fn preload_config(
         dir,
         rebuild: args.preload_rebuild,
         progress,
+        check_sample: args.check_sample,
     }))
+}
+
+/// Where preloaded bases are kept by default: $XDG_CACHE_HOME/statebench/preload, or
+/// ~/.cache/statebench/preload.
+pub fn default_preload_dir() -> anyhow::Result<std::path::PathBuf> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+        .ok_or_else(|| {
+            anyhow::Error::new(crate::UsageError(
+                "neither XDG_CACHE_HOME nor HOME is set: give --preload-dir".to_string(),
+            ))
+        })?;
+    Ok(cache.join("statebench").join("preload"))
 }

@@ -37,6 +37,13 @@ pub trait Sink: Send {
 
     /// Writes and bytes sent so far.
     fn counters(&self) -> SinkCounters;
+
+    /// Keeps the results of only the keys of one in `sample` (`engine::truth::checked`: the
+    /// keys a sampled oracle checks), counting every write as before; None when this store
+    /// keeps everything it is sent (a real one).
+    fn keep_only(&mut self, _sample: u64) -> Option<u64> {
+        None
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -164,6 +171,8 @@ pub struct ThreadedMemorySink {
     labels: Vec<String>,
     counters: SinkCounters,
     worker: Worker<StoreRequest, Vec<Count>>,
+    /// Keeps the results of the keys of one in `sample` (1: all); see `Sink::keep_only`.
+    sample: u64,
 }
 
 impl From<WorkerGone> for SinkError {
@@ -194,6 +203,7 @@ impl ThreadedMemorySink {
             labels,
             counters: SinkCounters::default(),
             worker: Worker::spawn("store", STORE_IN_FLIGHT, store, serve)?,
+            sample: 1,
         })
     }
 
@@ -215,6 +225,9 @@ impl ThreadedMemorySink {
 impl Sink for ThreadedMemorySink {
     fn write(&mut self, user: u64, window: usize, count: i64) -> Result<(), SinkError> {
         self.counters.count_write(&self.labels, user, window, count);
+        if !crate::engine::truth::checked(user, self.sample) {
+            return Ok(());
+        }
         self.pending.push((user, window, count));
         if self.pending.len() >= STORE_BATCH {
             self.send_pending()?;
@@ -237,6 +250,11 @@ impl Sink for ThreadedMemorySink {
 
     fn counters(&self) -> SinkCounters {
         self.counters
+    }
+
+    fn keep_only(&mut self, sample: u64) -> Option<u64> {
+        self.sample = sample.max(1);
+        Some(self.sample)
     }
 }
 

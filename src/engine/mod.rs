@@ -25,7 +25,7 @@ mod recover;
 mod run;
 mod sampler;
 pub mod snapshot;
-mod truth;
+pub mod truth;
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};

@@ -227,7 +227,14 @@ fn streaming(
             ));
         };
         let staging = scratch_dir(&run.config.data_dir).join("preload-ingest");
-        let pre = preload::load(base, backend, &staging, &run.config.workload, log, &plan)?;
+        let pre = preload::load(
+            base,
+            backend,
+            &staging,
+            (&run.config.workload, log, &plan),
+            &mut sink,
+            run.config.preload.as_ref().and_then(|p| p.check_sample),
+        )?;
         // The live job reads on from the record after the history, whose results the
         // serving store holds and whose truth the oracle has seen.
         let after = pre.manifest.offsets.clone();
@@ -238,12 +245,6 @@ fn streaming(
         plan.start.clone_from(&after);
         plan.truth_start.clone_from(&after);
         plan.covered = Some(after);
-        for (key, slot, value) in &pre.sink_results {
-            sink.sink_mut()
-                .write(*key, *slot, *value)
-                .map_err(PipelineError::from)?;
-        }
-        sink.sink_mut().flush().map_err(PipelineError::from)?;
         resume = Some(Resume {
             processed: 0,
             counters: Default::default(),

@@ -313,15 +313,19 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
         ),
     );
     let e = &s.result_error;
+    let sampled = match s.preload.as_ref().map_or(1, |p| p.check_sample) {
+        n if n > 1 => format!(" (the keys of 1 in {n}: a deterministic sample, docs/preload.md)"),
+        _ => String::new(),
+    };
     line(
         "result error (sink vs oracle)",
         if !s.result_error_applies {
             "n/a: the run did not start from empty state or never wrote its results".to_string()
         } else if e.is_exact() {
-            format!("none: {} counts exact", e.compared)
+            format!("none: {} counts exact{sampled}", e.compared)
         } else {
             format!(
-                "{} over, {} under, {} missing of {}; max |error| {}",
+                "{} over, {} under, {} missing of {}; max |error| {}{sampled}",
                 e.over, e.under, e.missing, e.compared, e.max_abs
             )
         },

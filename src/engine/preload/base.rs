@@ -28,7 +28,7 @@ pub const RESULTS: &str = "results.bin";
 /// Levels of the LSM tree: RocksDB's default, which neither Flink nor statebench changes.
 pub const NUM_LEVELS: u32 = 7;
 /// Bumped when what a base holds changes meaning: older bases are rebuilt, not misread.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
@@ -46,6 +46,8 @@ pub struct Manifest {
     /// Keys and values, in bytes, before SST encoding; and entries.
     pub state_bytes: u64,
     pub entries: u64,
+    /// Results the serving store holds after the history (one per key and result slot).
+    pub results: u64,
     /// The level the files go to (the last level of an LSM tree of this size).
     pub level: u32,
     /// Key-group batches the warm-up ran in.
@@ -194,37 +196,37 @@ pub fn write_results(
         .map_err(io(format!("write {}", path.display())))
 }
 
-/// The serving store's results and the operator's own, as `write_results` wrote them.
-pub type Results = (Vec<(u64, usize, i64)>, Vec<(u64, usize, i64)>);
-
-pub fn read_results(dir: &Path) -> Result<Results, EngineError> {
+/// Reads `dir/results.bin` as `write_results` wrote it: each of the serving store's results
+/// to `sink` as it is read (millions of them at scale are never held at once), the operator's
+/// own returned.
+pub fn read_results(
+    dir: &Path,
+    mut sink: impl FnMut(u64, usize, i64) -> Result<(), EngineError>,
+) -> Result<Vec<(u64, usize, i64)>, EngineError> {
     let path = dir.join(RESULTS);
-    let mut bytes = Vec::new();
-    std::fs::File::open(&path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(io(format!("read {}", path.display())))?;
+    let file = std::fs::File::open(&path).map_err(io(format!("read {}", path.display())))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
     let corrupt = || EngineError::Preload(format!("{} is damaged", path.display()));
-    let mut at = 0usize;
-    let mut take = |n: usize| -> Result<&[u8], EngineError> {
-        let part = bytes.get(at..at + n).ok_or_else(corrupt)?;
-        at += n;
-        Ok(part)
+    let mut word = |n: usize| -> Result<u64, EngineError> {
+        let mut buf = [0u8; 8];
+        reader.read_exact(&mut buf[..n]).map_err(|_| corrupt())?;
+        Ok(u64::from_le_bytes(buf))
     };
-    let mut lists = Vec::new();
-    for _ in 0..2 {
-        let n = u64::from_le_bytes(take(8)?.try_into().map_err(|_| corrupt())?);
-        let mut list = Vec::with_capacity(n.min(1 << 24) as usize);
+    let mut own = Vec::new();
+    for list in 0..2 {
+        let n = word(8)?;
         for _ in 0..n {
-            let key = u64::from_le_bytes(take(8)?.try_into().map_err(|_| corrupt())?);
-            let slot = u32::from_le_bytes(take(4)?.try_into().map_err(|_| corrupt())?);
-            let value = i64::from_le_bytes(take(8)?.try_into().map_err(|_| corrupt())?);
-            list.push((key, slot as usize, value));
+            let key = word(8)?;
+            let slot = word(4)? as usize;
+            let value = word(8)? as i64;
+            if list == 0 {
+                sink(key, slot, value)?;
+            } else {
+                own.push((key, slot, value));
+            }
         }
-        lists.push(list);
     }
-    let own = lists.pop().unwrap_or_default();
-    let sink = lists.pop().unwrap_or_default();
-    Ok((sink, own))
+    Ok(own)
 }
 
 /// Loads base `dir` into `backend` (a fresh database opened with the base's column families):
@@ -317,9 +319,17 @@ mod tests {
         let sink = vec![(7, 0, 3), (u64::MAX, 2, -5)];
         let own = vec![(1, 1, 1)];
         write_results(dir.path(), &sink, &own).unwrap();
-        assert_eq!(read_results(dir.path()).unwrap(), (sink, own));
+        let mut read = Vec::new();
+        let own_read = read_results(dir.path(), |k, s, v| {
+            read.push((k, s, v));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((read, own_read), (sink, own));
         std::fs::write(dir.path().join(RESULTS), [1, 2, 3]).unwrap();
-        let e = read_results(dir.path()).unwrap_err().to_string();
+        let e = read_results(dir.path(), |_, _, _| Ok(()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("damaged"), "{e}");
     }
 }

@@ -54,6 +54,8 @@ pub struct PreloadConfig {
     pub rebuild: bool,
     /// Print what the build does to stderr (a headless run; not the TUI).
     pub progress: bool,
+    /// Check the keys of one in this many, not `check_sample`'s choice.
+    pub check_sample: Option<u64>,
 }
 
 /// What a run's preload did (in the run's outcome and report).
@@ -76,6 +78,8 @@ pub struct PreloadReport {
     pub clone_secs: f64,
     /// Feeding the history to the oracle.
     pub oracle_secs: f64,
+    /// The oracle and the in-process store checked the keys of one in this many (1: all).
+    pub check_sample: u64,
 }
 
 /// A base found or built for a run.
@@ -90,10 +94,22 @@ pub struct Base {
 pub struct Preloaded {
     pub manifest: Manifest,
     pub report: PreloadReport,
-    pub sink_results: Vec<(u64, usize, i64)>,
     pub own_results: Vec<(u64, usize, i64)>,
     pub oracle: OracleThread,
     pub oracle_watermark: i64,
+    /// The oracle checks the keys of one in this many (1: all): see [`check_sample`].
+    pub sample: u64,
+}
+
+/// Results a run's oracle and in-process store keep at most (about): above, they keep a
+/// deterministic sample of the keys (`engine::truth::checked`), so that their memory stays
+/// bounded whatever the state's size.
+pub const CHECKED_RESULTS: u64 = 1 << 20;
+
+/// One key in how many a run whose history left `results` results checks: 1 up to
+/// `CHECKED_RESULTS`, then the power of two that brings it under.
+pub fn check_sample(results: u64) -> u64 {
+    results.div_ceil(CHECKED_RESULTS).max(1).next_power_of_two()
 }
 
 /// Why a run cannot preload (said before anything is built): `recovers` when it checkpoints,
@@ -453,6 +469,7 @@ fn build(
         watermark: i64::MIN,
         state_bytes,
         entries,
+        results: sink_results.len() as u64,
         level,
         batches: u32::from(batches),
         column_families,
@@ -515,16 +532,17 @@ fn describe(spec: &PreloadSpec) -> String {
     }
 }
 
-/// Loads `dir`'s base into `backend` (the run's fresh database), and feeds its history to a
-/// new oracle.
+/// Loads `base` into `backend` (the run's fresh database), its results into `sink`, and its
+/// history into a new oracle (`run`: the workload, its log and the live job's plan).
 pub fn load(
     base: Base,
     backend: &StateBackend,
     staging: &Path,
-    workload: &Workload,
-    log: &Log,
-    live: &ReadPlan,
+    run: (&Workload, &Log, &ReadPlan),
+    sink: &mut Delivery,
+    sample: Option<u64>,
 ) -> Result<Preloaded, EngineError> {
+    let (workload, log, live) = run;
     let Base {
         dir,
         manifest,
@@ -534,10 +552,22 @@ pub fn load(
     let t = Instant::now();
     base::clone_into(dir, &manifest, backend, staging)?;
     let clone_secs = t.elapsed().as_secs_f64();
-    let (sink_results, own_results) = base::read_results(dir)?;
+    // The serving store gets the history's results (at scale it keeps only the checked
+    // keys': a real store keeps all; the oracle checks the same sample either way).
+    let sample = sample.unwrap_or_else(|| check_sample(manifest.results));
+    sink.sink_mut().keep_only(sample);
+    let own_results = base::read_results(dir, |key, slot, value| {
+        sink.sink_mut()
+            .write(key, slot, value)
+            .map_err(|e| EngineError::Pipeline(e.into()))
+    })?;
+    sink.sink_mut()
+        .flush()
+        .map_err(|e| EngineError::Pipeline(e.into()))?;
     let t = Instant::now();
-    let mut oracle =
-        OracleThread::start(operators::oracle(workload)).map_err(EngineError::Spawn)?;
+    let mut oracle = OracleThread::start(operators::oracle(workload))
+        .map_err(EngineError::Spawn)?
+        .sampled(sample);
     let oracle_watermark = warmup::prime_oracle(
         &mut oracle,
         workload,
@@ -559,13 +589,36 @@ pub fn load(
         build_secs: build_secs.unwrap_or(0.0),
         clone_secs,
         oracle_secs,
+        check_sample: sample,
     };
     Ok(Preloaded {
         manifest,
         report,
-        sink_results,
         own_results,
         oracle,
         oracle_watermark,
+        sample,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_histories_are_checked_whole_and_large_ones_on_a_sample_under_the_bound() {
+        assert_eq!(check_sample(0), 1);
+        assert_eq!(check_sample(CHECKED_RESULTS), 1);
+        assert_eq!(check_sample(CHECKED_RESULTS + 1), 2);
+        assert_eq!(check_sample(20_900_000), 32);
+        for results in [3_000_000u64, 20_900_000, 400_000_000] {
+            assert!(results / check_sample(results) <= CHECKED_RESULTS);
+        }
+        // The sample is a fixed share of the keys, chosen by their hash.
+        let sample = 16;
+        let kept = (0..160_000u64)
+            .filter(|k| crate::engine::truth::checked(*k, sample))
+            .count();
+        assert!((9_000..11_000).contains(&kept), "{kept}");
+    }
 }
