@@ -153,6 +153,20 @@ impl StateBackend {
     }
 
     /// The job's column families (not RocksDB's default one), in creation order.
+    /// Bytes of index blocks and of filter blocks in the SST files of the job's states
+    /// (RocksDB's aggregated table properties of each column family that holds state).
+    pub fn sst_index_and_filter_bytes(&self) -> Result<(u64, u64), BackendError> {
+        let mut total = (0, 0);
+        for name in &self.data_cfs {
+            let text = self
+                .db
+                .property_value_cf(self.cf(name)?, "rocksdb.aggregated-table-properties")?;
+            let (index, filter) = metrics::index_and_filter_bytes(&text.unwrap_or_default());
+            total = (total.0 + index, total.1 + filter);
+        }
+        Ok(total)
+    }
+
     /// Column family `name`'s options as the database was opened with them.
     pub fn cf_options(&self, name: &str) -> Option<&Options> {
         self.sst_options

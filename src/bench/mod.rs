@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ConfigError, Profile};
 pub use gate::{Gate, Row, Verdict, compare, render};
 pub use metrics::{Better, Kind, METRICS, Metric};
+pub mod fidelity;
 pub mod scale;
 pub use results::{CaseResult, Results, SCHEMA_VERSION, render_results};
 
@@ -38,6 +39,11 @@ pub enum Suite {
     /// hit rates and memory at each size, and the ratios between sizes. Needs about 30 GiB of
     /// disk and tens of minutes the first time; no baseline.
     Scale,
+    /// Is a preloaded state faithful? 1 GiB preloaded plus 300,000 records against the same
+    /// 3.3 M records all read through RocksDB: the LSM tree, index and filter bytes, cache hit
+    /// rates and flush and compaction work per record over the last 300,000, within stated
+    /// tolerances (exit 1 beyond). A few minutes.
+    Fidelity,
 }
 
 /// A workload on a profile for a number of events. Its name is what baselines match on, so a
@@ -51,7 +57,7 @@ pub struct Case {
     /// Managed memory per slot for this case, whatever the profile's: a block cache smaller
     /// than the case's working set, so that its lookups read from storage on every run.
     pub memory: Option<&'static str>,
-    /// Start from a preloaded state of this live SST size (`run --preload size=...`).
+    /// Start from a preloaded state (`run --preload`'s value: `size=...`, `events=...`).
     pub preload: Option<&'static str>,
 }
 
@@ -77,7 +83,7 @@ impl Case {
             .unwrap_or_default();
         let preload = self
             .preload
-            .map(|p| format!(" from {p} of preloaded state"))
+            .map(|p| format!(" from a preloaded state ({p})"))
             .unwrap_or_default();
         format!(
             "{} on {profile}{memory}{preload}, {} events",
@@ -221,34 +227,45 @@ const FULL: &[Case] = &[
     },
 ];
 
-/// The scale suite: user profiles of 1 KiB, each read per record and rewritten on one in
-/// four, from three sizes of preloaded state on Flink's defaults (64 MiB of managed memory).
+/// The scale suite: the latest 1 KiB value per key, read and rewritten per record, from three
+/// sizes of preloaded state on Flink's defaults (64 MiB of managed memory).
 const SCALE: &[Case] = &[
     Case {
         name: "scale-0.5g",
-        workload: "profiles-1k",
+        workload: "latest-1k",
         profile: "flink-default",
         events: 200_000,
         memory: None,
-        preload: Some("512MiB"),
+        preload: Some("size=512MiB"),
     },
     Case {
         name: "scale-5g",
-        workload: "profiles-1k",
+        workload: "latest-1k",
         profile: "flink-default",
         events: 200_000,
         memory: None,
-        preload: Some("5GiB"),
+        preload: Some("size=5GiB"),
     },
     Case {
         name: "scale-20g",
-        workload: "profiles-1k",
+        workload: "latest-1k",
         profile: "flink-default",
         events: 200_000,
         memory: None,
-        preload: Some("20GiB"),
+        preload: Some("size=20GiB"),
     },
 ];
+
+/// The fidelity suite's one case: 1 M keys of the scale suite's workload (about 1 GiB),
+/// 3 M records of history, on Flink's defaults with bloom filters (so filter bytes count).
+const FIDELITY: &[Case] = &[Case {
+    name: "fidelity-1g",
+    workload: "latest-1k",
+    profile: "flink-default",
+    events: 300_000,
+    memory: None,
+    preload: Some("events=3000000"),
+}];
 
 /// The overhead suite's one case: the workload and profile the budget was set on.
 const OVERHEAD: &[Case] = &[Case {
@@ -267,6 +284,7 @@ impl Suite {
             Suite::Full => FULL,
             Suite::Overhead => OVERHEAD,
             Suite::Scale => SCALE,
+            Suite::Fidelity => FIDELITY,
         }
     }
 
@@ -276,6 +294,7 @@ impl Suite {
             Suite::Full => "full",
             Suite::Overhead => "overhead",
             Suite::Scale => "scale",
+            Suite::Fidelity => "fidelity",
         }
     }
 }

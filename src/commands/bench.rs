@@ -38,6 +38,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.suite == Suite::Scale {
         return scale(&args);
     }
+    if args.suite == Suite::Fidelity {
+        return fidelity(&args);
+    }
     if !(args.max_regression >= 0.0 && args.max_regression.is_finite()) {
         bail!(UsageError(format!(
             "--max-regression {}: give a percentage of 0 or more (e.g. 5)",
@@ -149,6 +152,16 @@ fn measure_with(
     events: u64,
     setup: impl FnOnce(&mut EngineConfig),
 ) -> anyhow::Result<Summary> {
+    measure_snapshots(workload, profile, events, setup).map(|(summary, _)| summary)
+}
+
+/// `measure_with`, and the run's snapshots.
+fn measure_snapshots(
+    workload: Workload,
+    profile: Profile,
+    events: u64,
+    setup: impl FnOnce(&mut EngineConfig),
+) -> anyhow::Result<(Summary, Vec<crate::engine::MetricsSnapshot>)> {
     let dir = temp_dir()?;
     let mut config = EngineConfig {
         events,
@@ -157,10 +170,11 @@ fn measure_with(
     setup(&mut config);
     let job = Summary::default().for_job(&config.workload).job;
     let outcome = crate::engine::run_to_completion(config)?;
-    Ok(Summary {
+    let summary = Summary {
         job,
         ..Summary::new(&outcome)
-    })
+    };
+    Ok((summary, outcome.snapshots))
 }
 
 fn temp_dir() -> anyhow::Result<tempfile::TempDir> {
@@ -199,7 +213,7 @@ fn scale(args: &BenchArgs) -> anyhow::Result<()> {
     for (i, case) in cases.iter().enumerate() {
         let profile = case.profile(override_profile.as_ref())?;
         let workload = Workload::load(case.workload)?;
-        let size = case.preload.unwrap_or("512MiB");
+        let size = case.preload.unwrap_or("size=512MiB");
         eprintln!(
             "bench {}/{}: {} ({}) ...",
             i + 1,
@@ -207,7 +221,7 @@ fn scale(args: &BenchArgs) -> anyhow::Result<()> {
             case.name,
             case.describe(&profile.name)
         );
-        let spec = crate::config::workload::PreloadSpec::parse(&format!("size={size},memory=4GiB"))
+        let spec = crate::config::workload::PreloadSpec::parse(&format!("{size},memory=4GiB"))
             .map_err(|e| anyhow::anyhow!("bench case {}: {e}", case.name))?;
         let summary = measure_with(workload, profile, case.events, |config| {
             config.preload = Some(crate::engine::preload::PreloadConfig {
@@ -225,6 +239,76 @@ fn scale(args: &BenchArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.json {
         write_json(path, &serde_json::to_value(&rows)?)?;
     }
+    Ok(())
+}
+
+/// The fidelity suite: its case's history preloaded and its records read live, against the
+/// history and the records all read through RocksDB; the table, exit 1 beyond a tolerance.
+fn fidelity(args: &BenchArgs) -> anyhow::Result<()> {
+    use crate::bench::fidelity::{Tree, Window, compare, render};
+    if args.baseline.is_some() || args.save_baseline.is_some() || args.timings {
+        bail!(UsageError(
+            "the fidelity suite judges a preloaded state against one built by records, not a baseline: drop --baseline, --save-baseline and --timings"
+                .to_string()
+        ));
+    }
+    let Some(case) = Suite::Fidelity.cases().first() else {
+        return Ok(());
+    };
+    let dir = match &args.preload_dir {
+        Some(d) => d.clone(),
+        None => super::run::default_preload_dir()?,
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the preload folder {}", dir.display()))?;
+    let profile = match args.profile.as_deref() {
+        Some(p) => super::load_profile(p)?,
+        // Bloom filters on, so that filter bytes and filter cache hits are compared too.
+        None => Profile::load(case.profile)?.edited("use-bloom-filter", "true")?,
+    };
+    let mut workload = Workload::load(case.workload)?;
+    // 1 M keys of 1 KiB: about 1 GiB. Samples every 100 ms, to find where the history ends.
+    workload.spec.keys.count = 1_000_000;
+    workload.spec.sample_interval = Millis(100);
+    let amount = case.preload.unwrap_or("events=3000000");
+    let spec = crate::config::workload::PreloadSpec::parse(&format!("{amount},memory=4GiB"))
+        .map_err(|e| anyhow::anyhow!("bench case {}: {e}", case.name))?;
+    let history = spec.events.unwrap_or(0);
+    eprintln!(
+        "fidelity 1/2: {} from {history} records preloaded, then {} records",
+        case.workload, case.events
+    );
+    let (pre, pre_snaps) = measure_snapshots(workload.clone(), profile.clone(), case.events, |c| {
+        c.preload = Some(crate::engine::preload::PreloadConfig {
+            spec,
+            dir: dir.clone(),
+            rebuild: false,
+            progress: true,
+            check_sample: None,
+        });
+    })
+    .context("the preloaded run failed")?;
+    eprintln!(
+        "fidelity 2/2: {} with all {} records read through RocksDB",
+        case.workload,
+        history + case.events
+    );
+    let (built, built_snaps) = measure_snapshots(workload, profile, history + case.events, |_| {})
+        .context("the run built by records failed")?;
+    let (Some(pw), Some(bw)) = (Window::of(&pre_snaps, 0), Window::of(&built_snaps, history))
+    else {
+        bail!("a run ended before its snapshots covered the compared records");
+    };
+    let rows = compare(
+        (&Tree::of(&pre, &pre_snaps), &pw),
+        (&Tree::of(&built, &built_snaps), &bw),
+    );
+    let (table, ok) = render(&rows);
+    print!("{table}");
+    if !ok {
+        bail!("the preloaded state differs from the one built by records beyond a tolerance");
+    }
+    println!("fidelity: every judged figure within its tolerance");
     Ok(())
 }
 

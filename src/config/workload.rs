@@ -57,10 +57,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "dedup-then-sessions",
         include_str!("../../workloads/dedup-then-sessions.yaml"),
     ),
-    (
-        "profiles-1k",
-        include_str!("../../workloads/profiles-1k.yaml"),
-    ),
+    ("latest-1k", include_str!("../../workloads/latest-1k.yaml")),
 ];
 
 /// 2026-01-01T00:00:00Z, the default start of event time.

@@ -495,6 +495,12 @@ pub(super) fn finish(
         None => None,
     };
     let operators = job.operator_summaries();
+    let (mut sst_index_bytes, mut sst_filter_bytes) = (0, 0);
+    for backend in backends {
+        let (index, filter) = backend.sst_index_and_filter_bytes()?;
+        sst_index_bytes += index;
+        sst_filter_bytes += filter;
+    }
     if job.phase != Phase::Backfill {
         jobs.push(job.job_source(false));
     }
@@ -518,6 +524,8 @@ pub(super) fn finish(
         checkpoints: None,
         operators,
         preload: None,
+        sst_index_bytes,
+        sst_filter_bytes,
     })
 }
 

@@ -293,6 +293,9 @@ pub struct RunOutcome {
     pub operators: Vec<OperatorSummary>,
     /// What `run --preload` loaded before the job started.
     pub preload: Option<super::preload::PreloadReport>,
+    /// Bytes of index and of filter blocks in the states' SST files at the end.
+    pub sst_index_bytes: u64,
+    pub sst_filter_bytes: u64,
 }
 
 /// One operator of a job: what it read, emitted and did to its RocksDB instance.

@@ -148,6 +148,10 @@ pub struct Summary {
     /// its own instance. Empty in reports written before chains and in live findings.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub operators: Vec<OperatorSummary>,
+    /// Bytes of index and of filter blocks in the states' SST files at the end of the run
+    /// (RocksDB's aggregated table properties).
+    pub sst_index_bytes: u64,
+    pub sst_filter_bytes: u64,
     /// The preloaded steady state the run started from (`run --preload`); None: none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preload: Option<crate::engine::preload::PreloadReport>,
@@ -339,6 +343,8 @@ impl Summary {
                 .map(|c| checkpoints::CheckpointSummary::new(c, outcome.processing_secs)),
             operators: outcome.operators.clone(),
             preload: outcome.preload.clone(),
+            sst_index_bytes: outcome.sst_index_bytes,
+            sst_filter_bytes: outcome.sst_filter_bytes,
             ..Summary::of_snapshots(
                 &outcome.snapshots,
                 outcome.processing_secs,
@@ -505,6 +511,8 @@ impl Summary {
             get_bytes_read: tickers.bytes_read,
             operators: Vec::new(),
             preload: None,
+            sst_index_bytes: 0,
+            sst_filter_bytes: 0,
         }
     }
 }

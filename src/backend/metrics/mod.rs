@@ -468,6 +468,23 @@ pub fn bloom_bits_from_table_properties(text: &str) -> Option<f64> {
     (size > 0.0 && entries > 0.0).then(|| size * 8.0 / entries)
 }
 
+/// Bytes of index blocks and of filter blocks in table-properties text (the index's name
+/// carries its format in parentheses: `index block size (user-key? 1, delta-value? 1)=...`).
+pub fn index_and_filter_bytes(text: &str) -> (u64, u64) {
+    let index = text
+        .split(';')
+        .find_map(|item| {
+            let (k, v) = item.split_once('=')?;
+            k.trim()
+                .starts_with("index block size")
+                .then(|| v.trim().parse::<f64>().ok())
+                .flatten()
+        })
+        .unwrap_or(0.0);
+    let filter = table_property(text, "filter block size").unwrap_or(0.0);
+    (index as u64, filter as u64)
+}
+
 /// One numeric field of RocksDB's table-properties text (`name=value; ...`).
 pub fn table_property(text: &str, name: &str) -> Option<f64> {
     text.split(';').find_map(|item| {
@@ -487,6 +504,13 @@ mod tests {
         let cfstats = "\n** Compaction Stats [window-stats] **\nLevel    Files   Size     Score Read(GB)\n-----\n  L0      2/1    7.91 MB   0.5      0.0\n  L1      1/0   20.00 KB   1.2      0.0\n Sum      3/0   27.91 MB   0.0      0.0\n\n** Compaction Stats [window-stats] **\nPriority    Files   Size     Score\n Low      0/0    0.00 KB   0.0\n";
         // L0: 2 files, 1 of them being compacted.
         assert_eq!(level_scores(cfstats), vec![(0, 0.5, 1), (1, 1.2, 0)]);
+    }
+
+    #[test]
+    fn index_and_filter_bytes_come_from_the_table_properties() {
+        let text = "# data blocks=10; # entries=1000; index block size (user-key? 1, delta-value? 1)=4096; filter block size=1750; ";
+        assert_eq!(index_and_filter_bytes(text), (4096, 1750));
+        assert_eq!(index_and_filter_bytes("# entries=0; "), (0, 0));
     }
 
     #[test]
