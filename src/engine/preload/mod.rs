@@ -555,12 +555,18 @@ pub fn load(
     // The serving store gets the history's results (at scale it keeps only the checked
     // keys': a real store keeps all; the oracle checks the same sample either way).
     let sample = sample.unwrap_or_else(|| check_sample(manifest.results));
-    sink.sink_mut().keep_only(sample);
-    let own_results = base::read_results(dir, |key, slot, value| {
+    let sampled_store = sink.sink_mut().keep_only(sample).is_some_and(|n| n > 1);
+    let mut own_results = base::read_results(dir, |key, slot, value| {
         sink.sink_mut()
             .write(key, slot, value)
             .map_err(|e| EngineError::Pipeline(e.into()))
     })?;
+    // The operator's own totals (what Flink keeps downstream) go on only for the checked keys
+    // when the store keeps only theirs: the others' results are counted, never stored or
+    // compared, and a total per key of the history would be most of statebench's memory.
+    if sampled_store {
+        own_results.retain(|(key, _, _)| crate::engine::truth::checked(*key, sample));
+    }
     sink.sink_mut()
         .flush()
         .map_err(|e| EngineError::Pipeline(e.into()))?;
