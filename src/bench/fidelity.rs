@@ -114,6 +114,15 @@ fn within(a: f64, b: f64, tol: f64) -> (String, Option<bool>) {
     (format!("{r:.3}x"), Some((r - 1.0).abs() <= tol))
 }
 
+/// `a` within a factor of `f` of `b` either way.
+fn factor(a: f64, b: f64, f: f64) -> (String, Option<bool>) {
+    if a <= 0.0 || b <= 0.0 {
+        return within(a, b, 0.0);
+    }
+    let r = a / b;
+    (format!("{r:.3}x"), Some(r <= f && r >= 1.0 / f))
+}
+
 /// Percentage points between two rates, within `pp`.
 fn points(a: Option<f64>, b: Option<f64>, pp: f64) -> (String, Option<bool>) {
     match (a, b) {
@@ -199,12 +208,32 @@ pub fn compare(pre: (&Tree, &Window), built: (&Tree, &Window)) -> Vec<Row> {
         "15 %",
         within(pt.filter_bytes as f64, bt.filter_bytes as f64, 0.15),
     );
-    for (metric, a, b) in [
-        ("cache hit: data blocks", pw.hit_data, bw.hit_data),
-        ("cache hit: index blocks", pw.hit_index, bw.hit_index),
-        ("cache hit: filter blocks", pw.hit_filter, bw.hit_filter),
+    // Index blocks: a few hundred lookups of index partitions a window; the run built by
+    // records alone read 61.5 % and 52.9 % in two runs.
+    for (metric, a, b, tolerance, pp) in [
+        (
+            "cache hit: data blocks",
+            pw.hit_data,
+            bw.hit_data,
+            "5 pp",
+            5.0,
+        ),
+        (
+            "cache hit: index blocks",
+            pw.hit_index,
+            bw.hit_index,
+            "10 pp",
+            10.0,
+        ),
+        (
+            "cache hit: filter blocks",
+            pw.hit_filter,
+            bw.hit_filter,
+            "5 pp",
+            5.0,
+        ),
     ] {
-        row(metric, pct(a), pct(b), "5 pp", points(a, b, 5.0));
+        row(metric, pct(a), pct(b), tolerance, points(a, b, pp));
     }
     row(
         "flushes per 1,000 records",
@@ -239,15 +268,17 @@ pub fn compare(pre: (&Tree, &Window), built: (&Tree, &Window)) -> Vec<Row> {
             None,
         ),
     );
+    // Three or four compactions in a window of 300,000 records: lumpy. The run built by
+    // records alone wrote 1.8 and 2.7 KiB per record in two runs.
     row(
         "compaction bytes per record",
         human_bytes(pw.per_record(pw.compaction_bytes)),
         human_bytes(bw.per_record(bw.compaction_bytes)),
-        "50 %",
-        within(
+        "factor 2",
+        factor(
             pw.per_record(pw.compaction_bytes),
             bw.per_record(bw.compaction_bytes),
-            0.50,
+            2.0,
         ),
     );
     rows
