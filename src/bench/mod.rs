@@ -228,13 +228,13 @@ const FULL: &[Case] = &[
 ];
 
 /// The scale suite: the latest 1 KiB value per key, read and rewritten per record, from three
-/// sizes of preloaded state on Flink's defaults (64 MiB of managed memory).
+/// sizes of preloaded state on Flink's defaults (64 MiB of managed memory), 300,000 records.
 const SCALE: &[Case] = &[
     Case {
         name: "scale-0.5g",
         workload: "latest-1k",
         profile: "flink-default",
-        events: 200_000,
+        events: 300_000,
         memory: None,
         preload: Some("size=512MiB"),
     },
@@ -242,7 +242,7 @@ const SCALE: &[Case] = &[
         name: "scale-5g",
         workload: "latest-1k",
         profile: "flink-default",
-        events: 200_000,
+        events: 300_000,
         memory: None,
         preload: Some("size=5GiB"),
     },
@@ -250,7 +250,7 @@ const SCALE: &[Case] = &[
         name: "scale-20g",
         workload: "latest-1k",
         profile: "flink-default",
-        events: 200_000,
+        events: 300_000,
         memory: None,
         preload: Some("size=20GiB"),
     },

@@ -244,6 +244,8 @@ fn scale(args: &BenchArgs) -> anyhow::Result<()> {
 
 /// Records per second both fidelity runs are capped at.
 const FIDELITY_RATE: u64 = 15_000;
+/// Bytes each record of the fidelity case writes (its state's value size).
+const FIDELITY_RECORD_BYTES: u64 = 1024;
 
 /// The fidelity suite: its case's history preloaded and its records read live, against the
 /// history and the records all read through RocksDB; the table, exit 1 beyond a tolerance.
@@ -284,9 +286,9 @@ fn fidelity(args: &BenchArgs) -> anyhow::Result<()> {
     // The preloaded run's history ends one L1 of writes earlier and it reads those records
     // live first: the levels above the base fill from live writes, and only then does its
     // compaction work per record settle (measured: 0.27x of the built run's without them).
-    let k = &profile.knobs;
-    let value = workload.spec.value_size.map_or(1, |v| v.bounds().1).max(1);
-    let settle = (k.max_bytes_for_level_base.0 / u64::from(value)).min(history / 2);
+    // One L1 (256 MiB at Flink's default max-size-level-base) of 1 KiB records.
+    let settle =
+        (profile.knobs.max_bytes_for_level_base.0 / FIDELITY_RECORD_BYTES).min(history / 2);
     let mut spec = spec;
     spec.events = Some(history - settle);
     eprintln!(
