@@ -6,6 +6,7 @@ mod cache;
 mod filter_reads;
 mod levels;
 mod list_state;
+mod memory_overshoot;
 mod overrides;
 mod serializer;
 mod stalls;
@@ -35,4 +36,5 @@ pub const RULES: &[Rule] = &[
     list_state::RULE,
     ttl_cleanup::RULE,
     tombstones::RULE,
+    memory_overshoot::RULE,
 ];
