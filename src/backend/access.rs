@@ -6,6 +6,11 @@ use rocksdb::{AsColumnFamilyRef, ColumnFamily, ReadOptions, WriteBatch, WriteBat
 use super::memstore::MemStore;
 use super::{BackendError, StateBackend, latency, oplog, perf};
 
+mod changelog;
+mod counters;
+pub use changelog::{ChangeLog, replay_changelog};
+pub use counters::{AccessCounters, CfOps, plus_cf_ops};
+
 /// Counted, timed state access: every get/put the job does goes through here (each counted,
 /// one in four timed: see `latency::TIME_ONE_ACCESS_IN`).
 pub struct StateAccess<'a> {
@@ -58,58 +63,6 @@ impl CfIndex {
 
     fn of_id(&self, id: u32) -> Option<usize> {
         self.ids.iter().position(|i| *i == id)
-    }
-}
-
-/// RocksDB operations on one column family (cumulative): `StateAccess::column_families`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct CfOps {
-    pub gets: u64,
-    pub puts: u64,
-    pub deletes: u64,
-    pub merges: u64,
-    /// Write-batch entries (puts, deletes, merges) into this column family.
-    pub batch_entries: u64,
-    pub iterator_seeks: u64,
-    pub iterator_nexts: u64,
-    /// Bytes written: keys and values of puts and merges, and the write batches' bytes (a
-    /// batch's header and record framing go to the column family of its first entry).
-    pub put_bytes: u64,
-}
-
-impl CfOps {
-    /// The state operations (`AccessCounters::total` of this column family).
-    pub fn total(&self) -> u64 {
-        self.gets + self.puts + self.deletes + self.merges + self.batch_entries
-    }
-
-    /// Field by field sum.
-    pub fn plus(&self, o: &CfOps) -> CfOps {
-        CfOps {
-            gets: self.gets + o.gets,
-            puts: self.puts + o.puts,
-            deletes: self.deletes + o.deletes,
-            merges: self.merges + o.merges,
-            batch_entries: self.batch_entries + o.batch_entries,
-            iterator_seeks: self.iterator_seeks + o.iterator_seeks,
-            iterator_nexts: self.iterator_nexts + o.iterator_nexts,
-            put_bytes: self.put_bytes + o.put_bytes,
-        }
-    }
-
-    /// Field by field `self - before` (at least 0): the operations of an interval.
-    pub fn since(&self, before: &CfOps) -> CfOps {
-        CfOps {
-            gets: self.gets.saturating_sub(before.gets),
-            puts: self.puts.saturating_sub(before.puts),
-            deletes: self.deletes.saturating_sub(before.deletes),
-            merges: self.merges.saturating_sub(before.merges),
-            batch_entries: self.batch_entries.saturating_sub(before.batch_entries),
-            iterator_seeks: self.iterator_seeks.saturating_sub(before.iterator_seeks),
-            iterator_nexts: self.iterator_nexts.saturating_sub(before.iterator_nexts),
-            put_bytes: self.put_bytes.saturating_sub(before.put_bytes),
-        }
     }
 }
 
@@ -175,129 +128,6 @@ impl WriteBatchIteratorCf for BatchByCf<'_> {
     }
 }
 
-/// State changes logged for the changelog state backend (Flink's DSTL): each entry is a RocksDB
-/// write batch as RocksDB serializes it (column family ids are creation order, the same in a
-/// restored database), with a u32 length before it. Puts and deletes gather in one batch until
-/// the next timer batch or the checkpoint that takes the log.
-#[derive(Default)]
-pub struct ChangeLog {
-    current: WriteBatch,
-    segment: Vec<u8>,
-    /// Bytes logged since the log was enabled.
-    pub total_bytes: u64,
-}
-
-impl ChangeLog {
-    fn seal(&mut self) {
-        if !self.current.is_empty() {
-            let batch = std::mem::take(&mut self.current);
-            self.push(batch.data());
-        }
-    }
-
-    fn push(&mut self, data: &[u8]) {
-        self.segment
-            .extend_from_slice(&(data.len() as u32).to_le_bytes());
-        self.segment.extend_from_slice(data);
-        self.total_bytes += 4 + data.len() as u64;
-    }
-
-    /// The changes logged since the last call.
-    pub fn take(&mut self) -> Vec<u8> {
-        self.seal();
-        std::mem::take(&mut self.segment)
-    }
-}
-
-/// Applies a changelog segment (see [`ChangeLog`]) to `backend`; returns the batches applied.
-pub fn replay_changelog(backend: &StateBackend, segment: &[u8]) -> Result<u64, BackendError> {
-    let mut rest = segment;
-    let mut batches = 0;
-    while !rest.is_empty() {
-        let Some((len, tail)) = rest.split_first_chunk::<4>() else {
-            return Err(BackendError::Changelog(format!(
-                "{} stray bytes at the end of a segment",
-                rest.len()
-            )));
-        };
-        let len = u32::from_le_bytes(*len) as usize;
-        if tail.len() < len {
-            return Err(BackendError::Changelog(format!(
-                "an entry of {len} bytes with {} left",
-                tail.len()
-            )));
-        }
-        let (data, next) = tail.split_at(len);
-        backend
-            .db
-            .write_opt(WriteBatch::from_data(data), &backend.write_opts)?;
-        batches += 1;
-        rest = next;
-    }
-    Ok(batches)
-}
-
-/// RocksDB operations issued by the job (cumulative).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct AccessCounters {
-    pub gets: u64,
-    pub puts: u64,
-    pub deletes: u64,
-    /// Write batches committed (the timer service batches its writes like Flink's).
-    pub batch_writes: u64,
-    /// Empty batches written before timer-queue scans (as Flink's batch wrapper does).
-    pub empty_batch_writes: u64,
-    /// Entries written through batches (puts + deletes).
-    pub batch_entries: u64,
-    pub iterator_seeks: u64,
-    /// Iterator steps after a seek (map iteration).
-    pub iterator_nexts: u64,
-    /// RocksDB merges (a ListState's appends).
-    pub merges: u64,
-    /// Bytes of keys and values the job handed to RocksDB in puts.
-    pub put_bytes: u64,
-    /// Memtables switched before a write because FRocksDB 6.20's WriteBufferManager would
-    /// switch a column family whose flush is pending (RocksDB 11 skips it); target flink-1.20.
-    pub pending_flush_switches: u64,
-}
-
-impl AccessCounters {
-    /// The state operations a job issued: gets, puts, deletes and batched writes (what
-    /// "RocksDB ops per event" counts).
-    pub fn total(&self) -> u64 {
-        self.gets + self.puts + self.deletes + self.merges + self.batch_entries
-    }
-
-    /// Field by field sum: a restarted job's operations on top of its earlier attempts'.
-    pub fn plus(&self, o: &AccessCounters) -> AccessCounters {
-        AccessCounters {
-            gets: self.gets + o.gets,
-            puts: self.puts + o.puts,
-            deletes: self.deletes + o.deletes,
-            batch_writes: self.batch_writes + o.batch_writes,
-            empty_batch_writes: self.empty_batch_writes + o.empty_batch_writes,
-            batch_entries: self.batch_entries + o.batch_entries,
-            iterator_seeks: self.iterator_seeks + o.iterator_seeks,
-            iterator_nexts: self.iterator_nexts + o.iterator_nexts,
-            merges: self.merges + o.merges,
-            put_bytes: self.put_bytes + o.put_bytes,
-            pending_flush_switches: self.pending_flush_switches + o.pending_flush_switches,
-        }
-    }
-}
-
-/// Operations per column family (`StateAccess::column_families`): the job's `a` and `b`
-/// (a restarted job's attempts), column family by column family.
-pub fn plus_cf_ops(a: &[CfOps], b: &[CfOps]) -> Vec<CfOps> {
-    (0..a.len().max(b.len()))
-        .map(|i| {
-            let at = |c: &[CfOps]| c.get(i).copied().unwrap_or_default();
-            at(a).plus(&at(b))
-        })
-        .collect()
-}
-
 impl<'a> StateAccess<'a> {
     pub fn new(backend: &'a StateBackend) -> Self {
         let cf_index = CfIndex::new(backend);
@@ -332,11 +162,19 @@ impl<'a> StateAccess<'a> {
         self.mem.as_mut().map(|m| std::mem::replace(m, fresh))
     }
 
-    /// `cf`'s index, for the in-memory state.
-    fn mem_index(&self, cf: &ColumnFamily) -> Result<usize, BackendError> {
-        self.cf_index
+    /// The in-memory state and `cf`'s index in it; None when this access works on RocksDB.
+    fn mem_at(
+        &mut self,
+        cf: &ColumnFamily,
+    ) -> Result<Option<(usize, &mut MemStore)>, BackendError> {
+        let Some(mem) = &mut self.mem else {
+            return Ok(None);
+        };
+        let at = self
+            .cf_index
             .of(cf)
-            .ok_or_else(|| BackendError::MissingColumnFamily(format!("{:p}", cf.inner())))
+            .ok_or_else(|| BackendError::MissingColumnFamily(format!("{:p}", cf.inner())))?;
+        Ok(Some((at, mem)))
     }
 
     /// Column family `cf`'s counters (`cf` an index into `StateBackend::column_families`).
@@ -398,18 +236,13 @@ impl<'a> StateAccess<'a> {
         if let Some(r) = &mut self.recorder {
             r.get(cf, key)?;
         }
-        if self.mem.is_some() {
-            let at = self.mem_index(cf)?;
+        if let Some((at, mem)) = self.mem_at(cf)? {
+            let value = mem.get(at, key).map(f).transpose();
             self.counters.gets += 1;
             if let Some(c) = self.column_families.get_mut(at) {
                 c.gets += 1;
             }
-            return self
-                .mem
-                .as_ref()
-                .and_then(|m| m.get(at, key))
-                .map(f)
-                .transpose();
+            return value;
         }
         let start = self.latency.start_sampled();
         let value = self
@@ -438,11 +271,8 @@ impl<'a> StateAccess<'a> {
         if let Some(log) = &mut self.changelog {
             log.current.put_cf(cf, key, value);
         }
-        if self.mem.is_some() {
-            let at = self.mem_index(cf)?;
-            if let Some(m) = &mut self.mem {
-                m.put(at, key, value);
-            }
+        if let Some((at, m)) = self.mem_at(cf)? {
+            m.put(at, key, value);
         } else {
             let start = self.latency.start_sampled();
             self.before_write();
@@ -467,11 +297,8 @@ impl<'a> StateAccess<'a> {
         if let Some(log) = &mut self.changelog {
             log.current.delete_cf(cf, key);
         }
-        if self.mem.is_some() {
-            let at = self.mem_index(cf)?;
-            if let Some(m) = &mut self.mem {
-                m.delete(at, key);
-            }
+        if let Some((at, m)) = self.mem_at(cf)? {
+            m.delete(at, key);
         } else {
             let start = self.latency.start_sampled();
             self.before_write();
@@ -501,11 +328,8 @@ impl<'a> StateAccess<'a> {
         if let Some(log) = &mut self.changelog {
             log.current.merge_cf(cf, key, value);
         }
-        if self.mem.is_some() {
-            let at = self.mem_index(cf)?;
-            if let Some(m) = &mut self.mem {
-                m.merge(at, key, value);
-            }
+        if let Some((at, m)) = self.mem_at(cf)? {
+            m.merge(at, key, value);
         } else {
             let start = self.latency.start_sampled();
             self.before_write();
@@ -542,12 +366,8 @@ impl<'a> StateAccess<'a> {
         if let Some(c) = self.cf(at) {
             c.iterator_seeks += 1;
         }
-        if self.mem.is_some() {
-            let index = self.mem_index(cf)?;
-            let Some(mem) = &mut self.mem else {
-                return Ok(false);
-            };
-            let (seen, more) = scan_memory(mem, index, prefix, seek_to, limit, each)?;
+        if let Some((index, mem)) = self.mem_at(cf)? {
+            let (seen, more) = mem.scan(index, prefix, seek_to, limit, each)?;
             self.counters.iterator_nexts += seen;
             if let Some(c) = self.cf(at) {
                 c.iterator_nexts += seen;
@@ -650,11 +470,7 @@ impl<'a> StateAccess<'a> {
         if let Some(c) = self.cf(self.cf_index.of(cf)) {
             c.iterator_seeks += 1;
         }
-        if self.mem.is_some() {
-            let index = self.mem_index(cf)?;
-            let Some(mem) = &mut self.mem else {
-                return Ok(());
-            };
+        if let Some((index, mem)) = self.mem_at(cf)? {
             for (k, v) in mem.range_from(index, &[]) {
                 f(k, v)?;
             }
@@ -690,14 +506,10 @@ impl<'a> StateAccess<'a> {
         if let Some(c) = self.cf(self.cf_index.of(cf)) {
             c.iterator_seeks += 1;
         }
-        if self.mem.is_some() {
-            let at = self.mem_index(cf)?;
-            let Some(mem) = &mut self.mem else {
-                return Ok(false);
-            };
-            let (_, more) = scan_memory(mem, at, prefix, seek_to, limit, |k, _| {
+        if let Some((at, mem)) = self.mem_at(cf)? {
+            let (_, more) = mem.scan(at, prefix, seek_to, limit, |k, _| {
                 each(k);
-                Ok(())
+                Ok::<(), BackendError>(())
             })?;
             return Ok(more);
         }
@@ -719,30 +531,6 @@ impl<'a> StateAccess<'a> {
         iter.status()?;
         Ok(false)
     }
-}
-
-/// Up to `limit` entries of the in-memory column family `cf` from `seek_to` on that start with
-/// `prefix`, each to `each`: how many it saw, and whether more follow (as `iterate_prefix`).
-fn scan_memory(
-    mem: &mut MemStore,
-    cf: usize,
-    prefix: &[u8],
-    seek_to: &[u8],
-    limit: usize,
-    mut each: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
-) -> Result<(u64, bool), BackendError> {
-    let mut seen = 0;
-    for (k, v) in mem.range_from(cf, seek_to) {
-        if !k.starts_with(prefix) {
-            break;
-        }
-        if seen == limit {
-            return Ok((seen as u64, true));
-        }
-        each(k, v)?;
-        seen += 1;
-    }
-    Ok((seen as u64, false))
 }
 
 #[cfg(test)]

@@ -176,6 +176,30 @@ impl MemStore {
         self.put(cf, key, &joined);
     }
 
+    /// Up to `limit` entries of `cf` from `seek_to` on that start with `prefix`, each to `each`:
+    /// how many it saw, and whether more follow (as `StateAccess::iterate_prefix`).
+    pub fn scan<E>(
+        &mut self,
+        cf: usize,
+        prefix: &[u8],
+        seek_to: &[u8],
+        limit: usize,
+        mut each: impl FnMut(&[u8], &[u8]) -> Result<(), E>,
+    ) -> Result<(u64, bool), E> {
+        let mut seen = 0;
+        for (k, v) in self.range_from(cf, seek_to) {
+            if !k.starts_with(prefix) {
+                break;
+            }
+            if seen == limit {
+                return Ok((seen as u64, true));
+            }
+            each(k, v)?;
+            seen += 1;
+        }
+        Ok((seen as u64, false))
+    }
+
     /// Entries of `cf` from `seek_to` on, in key order (the column family stays ordered).
     pub fn range_from<'s>(
         &'s mut self,

@@ -219,15 +219,21 @@ impl StateBackend {
         opts.set_stats_dump_period_sec(0);
         // Flink gives every column family, the unused default one included, the same options.
         let cf_names = layout.names();
-        let descriptors = std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
-            .chain(cf_names.iter().map(String::as_str))
-            .map(|name| Ok(ColumnFamilyDescriptor::new(name, cf_options(name)?)))
-            .collect::<Result<Vec<_>, BackendError>>()?;
-        // Each state's options again, for SST files written outside the database (a preload).
+        // Each state's options, kept for SST files written outside the database (a preload).
         let sst_options = cf_names
             .iter()
             .map(|name| Ok((name.clone(), cf_options(name)?)))
             .collect::<Result<Vec<_>, BackendError>>()?;
+        let descriptors = std::iter::once(ColumnFamilyDescriptor::new(
+            rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
+            cf_options(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)?,
+        ))
+        .chain(
+            sst_options
+                .iter()
+                .map(|(name, o)| ColumnFamilyDescriptor::new(name, o.clone())),
+        )
+        .collect::<Vec<_>>();
         let db = DB::open_cf_descriptors(&opts, path, descriptors).map_err(|e| {
             // RocksDB's words for a LOCK file another process ("While lock file: …/LOCK: …")
             // or this one ("lock hold by current process … /LOCK: …") holds.

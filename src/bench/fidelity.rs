@@ -294,9 +294,9 @@ pub fn render(rows: &[Row]) -> (String, bool) {
         "tolerance",
         "",
     ];
-    let mut lines: Vec<[String; 6]> = vec![head.map(String::from)];
+    let mut lines: Vec<Vec<String>> = vec![head.map(String::from).to_vec()];
     for r in rows {
-        lines.push([
+        lines.push(vec![
             r.metric.to_string(),
             r.preloaded.clone(),
             r.built.clone(),
@@ -309,25 +309,7 @@ pub fn render(rows: &[Row]) -> (String, bool) {
             },
         ]);
     }
-    let widths: Vec<usize> = (0..6)
-        .map(|c| {
-            lines
-                .iter()
-                .map(|l| l[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for l in &lines {
-        let cells: Vec<String> = l
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c}{}", " ".repeat(w - c.chars().count())))
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
+    let out = super::table::render(&lines, usize::MAX);
     (out, rows.iter().all(|r| r.ok != Some(false)))
 }
 

@@ -19,6 +19,7 @@ pub use gate::{Gate, Row, Verdict, compare, render};
 pub use metrics::{Better, Kind, METRICS, Metric};
 pub mod fidelity;
 pub mod scale;
+mod table;
 pub use results::{CaseResult, Results, SCHEMA_VERSION, render_results};
 
 /// Which cases to run.

@@ -163,28 +163,7 @@ pub fn render(rows: &[ScaleRow]) -> String {
         line.extend(rows.iter().skip(1).map(|r| ratio(cell(r).1, base)));
         table.push(line);
     }
-    let widths: Vec<usize> = (0..table[0].len())
-        .map(|c| {
-            table
-                .iter()
-                .map(|l| l[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for line in table {
-        for (c, cell) in line.iter().enumerate() {
-            let pad = widths[c] - cell.chars().count();
-            if c == 0 {
-                out.push_str(&format!("{cell}{}", " ".repeat(pad)));
-            } else {
-                out.push_str(&format!("  {}{cell}", " ".repeat(pad)));
-            }
-        }
-        out.push('\n');
-    }
-    out
+    super::table::render(&table, 1)
 }
 
 #[cfg(test)]

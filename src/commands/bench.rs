@@ -60,10 +60,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(super::load_profile)
         .transpose()?;
-    let cases: Vec<_> = all
-        .iter()
-        .filter(|c| args.case.is_empty() || args.case.iter().any(|n| n == c.name))
-        .collect();
+    let cases = selected(all, &args);
     let mut measured = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         let profile = case.profile(override_profile.as_ref())?;
@@ -193,22 +190,13 @@ fn scale(args: &BenchArgs) -> anyhow::Result<()> {
                 .to_string()
         ));
     }
-    let dir = match &args.preload_dir {
-        Some(d) => d.clone(),
-        None => super::run::default_preload_dir()?,
-    };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the preload folder {}", dir.display()))?;
+    let dir = super::run::preload_dir(args.preload_dir.as_deref())?;
     let override_profile = args
         .profile
         .as_deref()
         .map(super::load_profile)
         .transpose()?;
-    let cases: Vec<_> = Suite::Scale
-        .cases()
-        .iter()
-        .filter(|c| args.case.is_empty() || args.case.iter().any(|n| n == c.name))
-        .collect();
+    let cases = selected(Suite::Scale.cases(), args);
     let mut rows = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         let profile = case.profile(override_profile.as_ref())?;
@@ -224,13 +212,7 @@ fn scale(args: &BenchArgs) -> anyhow::Result<()> {
         let spec = crate::config::workload::PreloadSpec::parse(&format!("{size},memory=4GiB"))
             .map_err(|e| anyhow::anyhow!("bench case {}: {e}", case.name))?;
         let summary = measure_with(workload, profile, case.events, |config| {
-            config.preload = Some(crate::engine::preload::PreloadConfig {
-                spec,
-                dir: dir.clone(),
-                rebuild: false,
-                progress: true,
-                check_sample: None,
-            });
+            config.preload = Some(preload(spec, &dir));
         })
         .with_context(|| format!("bench case {} failed", case.name))?;
         rows.push(bench::scale::ScaleRow::new(case.name, size, &summary));
@@ -240,6 +222,27 @@ fn scale(args: &BenchArgs) -> anyhow::Result<()> {
         write_json(path, &serde_json::to_value(&rows)?)?;
     }
     Ok(())
+}
+
+/// The cases of `all` that --case names (all of them without it).
+fn selected<'c>(all: &'c [bench::Case], args: &BenchArgs) -> Vec<&'c bench::Case> {
+    all.iter()
+        .filter(|c| args.case.is_empty() || args.case.iter().any(|n| n == c.name))
+        .collect()
+}
+
+/// A bench run's preload: bases kept in `dir`, its build's progress shown.
+fn preload(
+    spec: crate::config::workload::PreloadSpec,
+    dir: &Path,
+) -> crate::engine::preload::PreloadConfig {
+    crate::engine::preload::PreloadConfig {
+        spec,
+        dir: dir.to_path_buf(),
+        rebuild: false,
+        progress: true,
+        check_sample: None,
+    }
 }
 
 /// Records per second both fidelity runs are capped at.
@@ -260,12 +263,7 @@ fn fidelity(args: &BenchArgs) -> anyhow::Result<()> {
     let Some(case) = Suite::Fidelity.cases().first() else {
         return Ok(());
     };
-    let dir = match &args.preload_dir {
-        Some(d) => d.clone(),
-        None => super::run::default_preload_dir()?,
-    };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the preload folder {}", dir.display()))?;
+    let dir = super::run::preload_dir(args.preload_dir.as_deref())?;
     let profile = match args.profile.as_deref() {
         Some(p) => super::load_profile(p)?,
         // Bloom filters on, so that filter bytes and filter cache hits are compared too.
@@ -302,13 +300,7 @@ fn fidelity(args: &BenchArgs) -> anyhow::Result<()> {
         profile.clone(),
         settle + case.events,
         |c| {
-            c.preload = Some(crate::engine::preload::PreloadConfig {
-                spec,
-                dir: dir.clone(),
-                rebuild: false,
-                progress: true,
-                check_sample: None,
-            });
+            c.preload = Some(preload(spec, &dir));
         },
     )
     .context("the preloaded run failed")?;

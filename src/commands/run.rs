@@ -264,24 +264,28 @@ pub fn preload_config(
         }
         spec
     };
-    let dir = match &args.preload_dir {
-        Some(dir) => dir.clone(),
-        None => default_preload_dir()?,
-    };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the preload folder {}", dir.display()))?;
     Ok(Some(engine::preload::PreloadConfig {
         spec,
-        dir,
+        dir: preload_dir(args.preload_dir.as_deref())?,
         rebuild: args.preload_rebuild,
         progress,
         check_sample: args.check_sample,
     }))
 }
 
-/// Where preloaded bases are kept by default: $XDG_CACHE_HOME/statebench/preload, or
-/// ~/.cache/statebench/preload.
-pub fn default_preload_dir() -> anyhow::Result<std::path::PathBuf> {
+/// The folder preloaded bases are kept in, created if need be: `given`, or by default
+/// $XDG_CACHE_HOME/statebench/preload (or ~/.cache/statebench/preload).
+pub fn preload_dir(given: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
+    let dir = match given {
+        Some(dir) => dir.to_path_buf(),
+        None => default_preload_dir()?,
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the preload folder {}", dir.display()))?;
+    Ok(dir)
+}
+
+fn default_preload_dir() -> anyhow::Result<std::path::PathBuf> {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))

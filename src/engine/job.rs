@@ -146,18 +146,7 @@ impl<'a> JobRunner<'a> {
             .as_ref()
             .map_or_else(|| spec.plan.truth_start.clone(), |r| r.truth_origin.clone());
         let consumer = Consumer::new(log, spec.plan);
-        let partitions = workload.spec.partitions as usize;
-        let watermark = WatermarkValve::with_readers(
-            partitions,
-            workload
-                .spec
-                .source
-                .readers
-                .map_or(partitions, |r| r as usize),
-            workload.spec.event_time.out_of_orderness.0 as i64,
-            workload.spec.idleness.map(|i| i.0 as i64),
-            consumer.now(),
-        );
+        let watermark = WatermarkValve::for_workload(workload, consumer.now());
         let sink_base = sink.sink().counters();
         let backend: &'a StateBackend = backends
             .first()

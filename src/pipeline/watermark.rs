@@ -97,6 +97,20 @@ impl WatermarkValve {
         Self::with_readers(partitions, partitions, out_of_orderness_ms, idleness, now)
     }
 
+    /// The valve of a job reading `workload`'s log: its partitions, source readers,
+    /// out-of-orderness bound and idleness.
+    pub fn for_workload(workload: &crate::config::Workload, now: i64) -> Self {
+        let spec = &workload.spec;
+        let partitions = spec.partitions as usize;
+        Self::with_readers(
+            partitions,
+            spec.source.readers.map_or(partitions, |r| r as usize),
+            spec.event_time.out_of_orderness.0 as i64,
+            spec.idleness.map(|i| i.0 as i64),
+            now,
+        )
+    }
+
     /// `readers` parallel source readers share the partitions as Flink assigns them; readers
     /// beyond the partition count get none.
     pub fn with_readers(

@@ -41,8 +41,6 @@ pub struct Manifest {
     pub records: u64,
     /// Where the log stands after them: the live job starts here.
     pub offsets: Offsets,
-    /// The watermark the history ended at.
-    pub watermark: i64,
     /// Keys and values, in bytes, before SST encoding; and entries.
     pub state_bytes: u64,
     pub entries: u64,
@@ -282,20 +280,6 @@ fn move_to_level(backend: &StateBackend, name: &str, level: u32) -> Result<(), E
         .db()
         .compact_range_cf_opt(handle, None::<&[u8]>, None::<&[u8]>, &opts);
     Ok(())
-}
-
-/// Files per level of column family `name` (L0 first).
-pub fn files_per_level(backend: &StateBackend, name: &str) -> Result<Vec<u64>, EngineError> {
-    let handle = backend.cf(name)?;
-    (0..NUM_LEVELS)
-        .map(|l| {
-            Ok(backend
-                .db()
-                .property_int_value_cf(handle, &format!("rocksdb.num-files-at-level{l}"))
-                .map_err(BackendError::from)?
-                .unwrap_or(0))
-        })
-        .collect()
 }
 
 #[cfg(test)]

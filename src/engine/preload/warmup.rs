@@ -58,22 +58,6 @@ pub fn plan(log: &Log, live: &ReadPlan, stop_time: Option<i64>) -> ReadPlan {
     }
 }
 
-/// A watermark valve set up as `JobRunner`'s.
-pub fn valve(workload: &Workload, now: i64) -> WatermarkValve {
-    let partitions = workload.spec.partitions as usize;
-    WatermarkValve::with_readers(
-        partitions,
-        workload
-            .spec
-            .source
-            .readers
-            .map_or(partitions, |r| r as usize),
-        workload.spec.event_time.out_of_orderness.0 as i64,
-        workload.spec.idleness.map(|i| i.0 as i64),
-        now,
-    )
-}
-
 /// One pass over the log (`plan`) for the keys in key groups `groups`: the operator built on
 /// `backend` (whose column families name the state) processes them into memory; results go to
 /// `sink`, which comes back.
@@ -91,7 +75,7 @@ pub fn pass(
     let mut job = operators::build(backend, workload, 0, JobMode::Streaming)?;
     let names = KeyNames::of(workload);
     let mut consumer = Consumer::new(log, plan);
-    let mut watermark = valve(workload, consumer.now());
+    let mut watermark = WatermarkValve::for_workload(workload, consumer.now());
     let scale = 256.0 / f64::from((groups.end - groups.start).max(1));
     let mut key = String::new();
     let mut forwarded = i64::MIN;
@@ -161,7 +145,7 @@ pub fn prime_oracle(
     records: u64,
 ) -> Result<i64, EngineError> {
     let mut consumer = Consumer::new(log, plan);
-    let mut watermark = valve(workload, consumer.now());
+    let mut watermark = WatermarkValve::for_workload(workload, consumer.now());
     let mut forwarded = i64::MIN;
     for read in 1..=records {
         let mut gone = Ok(());

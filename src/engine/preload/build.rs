@@ -1,0 +1,393 @@
+//! Building a base: how long a history, the warm-up in key-group batches, the SST files.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::base::{self, Manifest, SstOut};
+use super::warmup::{self, Until};
+use super::{EngineError, PreloadConfig};
+use crate::backend::memory::SharedMemory;
+use crate::backend::memstore::MemStore;
+use crate::backend::{StateBackend, keys::MAX_PARALLELISM};
+use crate::config::workload::PreloadSpec;
+use crate::config::{Profile, Workload};
+use crate::durability::delivery::Delivery;
+use crate::durability::sink::MemorySink;
+use crate::pipeline::operators;
+use crate::pipeline::source::{Log, ReadPlan};
+
+/// Memory the warm-up holds state in at once, unless `preload.memory` says otherwise.
+const DEFAULT_MEMORY: u64 = 1 << 30;
+/// Key groups a sizing pass holds (of 256): its state times 256/8 estimates the whole.
+const SIZING_GROUPS: u16 = 8;
+/// Bytes of memory an entry of the warm-up's state takes besides its key and value (a B-tree
+/// slot, two boxed slices and the allocator's rounding), measured as RSS on this machine.
+const ENTRY_OVERHEAD: u64 = 96;
+
+/// The name of the base: a hash of everything that decides its bytes (the workload's job,
+/// keys, event time, partitions, values, seed and source; how much history; every knob of the
+/// profile; the trace's identity; the base format).
+pub(super) fn base_key(
+    config: &PreloadConfig,
+    workload: &Workload,
+    profile: &Profile,
+) -> Result<String, EngineError> {
+    let mut spec =
+        serde_json::to_value(&workload.spec).map_err(|e| EngineError::Preload(format!("{e}")))?;
+    if let Some(map) = spec.as_object_mut() {
+        for timing_only in [
+            "rate",
+            "duration",
+            "sample-interval",
+            "description",
+            "preload",
+        ] {
+            map.remove(timing_only);
+        }
+    }
+    let amount = PreloadSpec {
+        memory: None,
+        ..config.spec
+    };
+    let trace = match &workload.spec.trace {
+        Some(path) => {
+            let meta = std::fs::metadata(path).ok();
+            format!(
+                "{} {:?} {:?}",
+                path.display(),
+                meta.as_ref().map(std::fs::Metadata::len),
+                meta.and_then(|m| m.modified().ok())
+            )
+        }
+        None => String::new(),
+    };
+    let text = serde_json::json!({
+        "format": base::FORMAT,
+        "workload": spec,
+        "amount": amount,
+        "knobs": profile.knobs,
+        "trace": trace,
+    })
+    .to_string();
+    let hash = |seed: u64| {
+        text.bytes().fold(seed, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    };
+    Ok(format!(
+        "{}-{:016x}{:016x}",
+        sanitize(&workload.name),
+        hash(0xcbf2_9ce4_8422_2325),
+        hash(0x8422_2325_cbf2_9ce4)
+    ))
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect()
+}
+
+/// Builds a base in `dir`: sizes the history, runs the warm-up in key-group batches and writes
+/// each batch's state into the SST files.
+pub(super) fn build(
+    config: &PreloadConfig,
+    workload: &Workload,
+    profile: &Profile,
+    trace: Option<Arc<Vec<crate::pipeline::source::Event>>>,
+    dir: &Path,
+    scratch: &Path,
+    key: &str,
+) -> Result<Manifest, EngineError> {
+    let say = |line: String| {
+        if config.progress {
+            eprintln!("preload: {line}");
+        }
+    };
+    // A database for the column families' handles and options; the state stays in memory.
+    let memory = Arc::new(SharedMemory::for_profile(profile)?);
+    let layout = operators::layout(&workload.operator());
+    let _ = std::fs::remove_dir_all(scratch);
+    let backend = StateBackend::open_shared(scratch, profile, &layout, &memory)?;
+    let log = Log::new(workload, trace, u64::MAX);
+    let live = ReadPlan::from_workload(&log, &Default::default()).map_err(EngineError::Source)?;
+    if live.start.iter().any(|o| *o > 0) {
+        return Err(EngineError::Preload(format!(
+            "a preload builds the history the job read from the log's start; this job starts at {} (source.starting-offsets: earliest)",
+            live.start_reason
+        )));
+    }
+
+    // Sizing: the history's length, and the state's size from 8 of the 256 key groups.
+    let started = Instant::now();
+    let (until, stop_time) = match config.spec {
+        PreloadSpec {
+            events: Some(n), ..
+        } => (Until::Records(n), None),
+        PreloadSpec { span: Some(s), .. } => (
+            Until::Records(u64::MAX),
+            Some(log.start_time().saturating_add(s.0 as i64)),
+        ),
+        PreloadSpec {
+            size: Some(bytes), ..
+        } => (
+            Until::StateBytes {
+                bytes: bytes.0,
+                cap: workload.spec.keys.count.saturating_mul(64).max(10_000_000),
+            },
+            None,
+        ),
+        _ => {
+            return Err(EngineError::Preload(
+                PreloadSpec::default().check().err().unwrap_or_default(),
+            ));
+        }
+    };
+    say(format!("sizing the history ({})", describe(&config.spec)));
+    let sink = || Delivery::passthrough(Box::new(MemorySink::new(workload.result_labels())));
+    let sizing_pass = |until| {
+        warmup::pass(
+            &backend,
+            workload,
+            &log,
+            warmup::plan(&log, &live, stop_time),
+            until,
+            0..SIZING_GROUPS,
+            sink(),
+        )
+        .map(|(pass, _)| pass)
+    };
+    let trial = dir.join("trial");
+    let mut sizing = sizing_pass(until)?;
+    let (mut raw, mut held) = (sizing.state.bytes(), sizing.state.len());
+    let mut ratio = sst_ratio(&backend, &mut sizing.state, &trial)?;
+    if let (Until::StateBytes { cap, .. }, Some(target)) = (until, config.spec.size)
+        && ratio < 0.95
+        && !sizing.capped
+    {
+        // `size` is the SST files' size: they hold less than the keys and values (shared
+        // key prefixes, compression), so size the history again for `size / ratio` of them.
+        sizing = sizing_pass(Until::StateBytes {
+            bytes: (target.0 as f64 / ratio) as u64,
+            cap,
+        })?;
+        (raw, held) = (sizing.state.bytes(), sizing.state.len());
+        ratio = sst_ratio(&backend, &mut sizing.state, &trial)?;
+    }
+    let records = sizing.records;
+    if records == 0 {
+        return Err(EngineError::Preload(
+            "the history is empty (the log has no record before the preload's end)".to_string(),
+        ));
+    }
+    let scale = f64::from(MAX_PARALLELISM) / f64::from(SIZING_GROUPS);
+    let est_bytes = (raw as f64 * scale) as u64;
+    let est_entries = (held as f64 * scale) as u64;
+    let est_sst = (est_bytes as f64 * ratio) as u64;
+    if sizing.capped {
+        return Err(EngineError::Preload(format!(
+            "after {records} records the state holds about {} and grows no further toward {}: the job's windows and TTL keep no more of {} keys; lower 'size' or raise 'keys.count'",
+            crate::config::units::human_bytes(est_bytes as f64),
+            config
+                .spec
+                .size
+                .map_or(String::new(), |s| crate::config::units::human_bytes(
+                    s.0 as f64
+                )),
+            workload.spec.keys.count
+        )));
+    }
+    let budget = config.spec.memory.map_or(DEFAULT_MEMORY, |m| m.0);
+    let need = est_bytes + est_entries * ENTRY_OVERHEAD;
+    let batches = need
+        .div_ceil(budget.max(1))
+        .clamp(1, u64::from(MAX_PARALLELISM)) as u16;
+    let sizing_secs = started.elapsed().as_secs_f64();
+    say(format!(
+        "{records} records of history, about {} of state in {est_entries} entries ({} of SST files): {batches} batch(es) of key groups",
+        crate::config::units::human_bytes(est_bytes as f64),
+        crate::config::units::human_bytes(est_sst as f64),
+    ));
+
+    // The level the files go to, and the size its files are cut at.
+    let k = &profile.knobs;
+    let level = base::last_level(
+        est_sst,
+        k.dynamic_level_bytes,
+        k.max_bytes_for_level_base.0,
+        k.max_bytes_for_level_multiplier,
+        base::NUM_LEVELS,
+    );
+    let names: Vec<String> = backend.column_families().to_vec();
+    let mut outs = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let options = backend.cf_options(name).ok_or_else(|| {
+                EngineError::Preload(format!("no options for column family '{name}'"))
+            })?;
+            Ok(SstOut::new(
+                dir,
+                i,
+                name,
+                options,
+                k.target_file_size_base.0,
+            ))
+        })
+        .collect::<Result<Vec<_>, EngineError>>()?;
+
+    let (mut warm_up_secs, mut write_secs) = (0.0, 0.0);
+    let mut delivery = sink();
+    let mut own_results = Vec::new();
+    let (mut state_bytes, mut entries) = (0u64, 0u64);
+    let mut offsets = Vec::new();
+    let per = MAX_PARALLELISM.div_ceil(batches);
+    for b in 0..batches {
+        let groups = (b * per)..((b + 1) * per).min(MAX_PARALLELISM);
+        if groups.is_empty() {
+            continue;
+        }
+        let t = Instant::now();
+        let (mut pass, back) = warmup::pass(
+            &backend,
+            workload,
+            &log,
+            warmup::plan(&log, &live, None),
+            Until::Records(records),
+            groups.clone(),
+            delivery,
+        )?;
+        delivery = back;
+        warm_up_secs += t.elapsed().as_secs_f64();
+        offsets = pass.offsets.clone();
+        own_results.append(&mut pass.results);
+        state_bytes += pass.state.bytes();
+        entries += pass.state.len() as u64;
+        let t = Instant::now();
+        for (cf, map) in pass.state.take().into_iter().enumerate() {
+            if let Some(out) = outs.get_mut(cf) {
+                for (key, value) in &map {
+                    out.put(key, value)?;
+                }
+            }
+        }
+        write_secs += t.elapsed().as_secs_f64();
+        say(format!(
+            "batch {}/{batches}: key groups {}..{}, {} records processed ({:.1} s so far)",
+            b + 1,
+            groups.start,
+            groups.end,
+            pass.processed,
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    let t = Instant::now();
+    let column_families = outs
+        .into_iter()
+        .map(SstOut::finish)
+        .collect::<Result<Vec<_>, _>>()?;
+    let sink_results = delivery
+        .sink_mut()
+        .read_all()
+        .map_err(crate::pipeline::PipelineError::from)?;
+    base::write_results(dir, &sink_results, &own_results)?;
+    write_secs += t.elapsed().as_secs_f64();
+    drop(backend);
+    let _ = std::fs::remove_dir_all(scratch);
+    release_freed_memory();
+    let manifest = Manifest {
+        format: base::FORMAT,
+        key: key.to_string(),
+        workload: workload.name.clone(),
+        profile: profile.name.clone(),
+        records,
+        offsets,
+        state_bytes,
+        entries,
+        results: sink_results.len() as u64,
+        level,
+        batches: u32::from(batches),
+        column_families,
+        sizing_secs,
+        warm_up_secs,
+        write_secs,
+    };
+    let text =
+        serde_json::to_vec_pretty(&manifest).map_err(|e| EngineError::Preload(format!("{e}")))?;
+    crate::util::fs::write_atomically(&dir.join(base::MANIFEST), &text)
+        .map_err(|e| EngineError::Preload(format!("cannot write {}: {e}", base::MANIFEST)))?;
+    say(format!(
+        "base {key}: {} of state, {} in {} SST files for L{level}, in {:.1} s",
+        crate::config::units::human_bytes(state_bytes as f64),
+        crate::config::units::human_bytes(manifest.file_bytes() as f64),
+        manifest.files(),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(manifest)
+}
+
+/// SST file bytes per byte of keys and values, from `state` written out with the column
+/// families' options into `dir` (removed after); 1 for an empty state.
+fn sst_ratio(backend: &StateBackend, state: &mut MemStore, dir: &Path) -> Result<f64, EngineError> {
+    let raw = state.bytes();
+    if raw == 0 {
+        return Ok(1.0);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)
+        .map_err(|e| EngineError::Preload(format!("cannot create {}: {e}", dir.display())))?;
+    let mut files = 0;
+    for (i, entries) in state.take().into_iter().enumerate() {
+        let Some(options) = backend
+            .column_families()
+            .get(i)
+            .and_then(|name| backend.cf_options(name))
+        else {
+            continue;
+        };
+        let mut out = SstOut::new(dir, i, "trial", options, u64::MAX);
+        for (key, value) in &entries {
+            out.put(key, value)?;
+        }
+        files += out.finish()?.bytes;
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    Ok((files as f64 / raw as f64).clamp(0.01, 4.0))
+}
+
+/// Hands the memory the build freed back to the system: glibc keeps freed small blocks (the
+/// warm-up's millions of keys and values) in its heap, where they would count in the run's
+/// resident memory for its whole life.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: glibc's malloc_trim takes a byte count and only returns free heap pages to
+        // the kernel; it touches no memory the program holds.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+fn describe(spec: &PreloadSpec) -> String {
+    match (spec.events, spec.span, spec.size) {
+        (Some(n), _, _) => format!("the first {n} records"),
+        (_, Some(s), _) => format!("the first {s} of event time"),
+        (_, _, Some(b)) => format!(
+            "until the state holds {}",
+            crate::config::units::human_bytes(b.0 as f64)
+        ),
+        _ => "nothing".to_string(),
+    }
+}
