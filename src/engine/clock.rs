@@ -32,6 +32,12 @@ impl RunClock {
         self.wall(now).saturating_sub(self.paused + current)
     }
 
+    /// Everything up to `now` was preparation (a preload's build and load), not running time:
+    /// --duration and the rates count from here.
+    pub fn prepared(&mut self, now: Instant) {
+        self.paused += self.running(now);
+    }
+
     pub fn pause(&mut self, now: Instant) {
         if self.paused_since.is_none() {
             self.paused_since = Some(now);
@@ -64,5 +70,11 @@ mod tests {
         // Resuming a running clock changes nothing.
         clock.resume(t0 + s(11));
         assert_eq!(clock.running(t0 + s(12)), s(7));
+        clock.prepared(t0 + s(13));
+        assert_eq!(
+            clock.running(t0 + s(15)),
+            s(2),
+            "preparation is not running time"
+        );
     }
 }

@@ -254,6 +254,8 @@ fn streaming(
         });
         truth = Some((pre.oracle, pre.oracle_watermark));
         report = Some(pre.report);
+        // The build and the load are not the run: --duration counts from the first live record.
+        run.clock.prepared(Instant::now());
     }
     let spec = JobSpec {
         phase: Phase::Streaming,

@@ -205,7 +205,9 @@ pub(super) fn build(
             workload.spec.keys.count
         )));
     }
-    let budget = config.spec.memory.map_or(DEFAULT_MEMORY, |m| m.0);
+    // Batches run side by side, one per core, each in its share of the memory.
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get) as u64;
+    let budget = config.spec.memory.map_or(DEFAULT_MEMORY, |m| m.0) / workers;
     let need = est_bytes + est_entries * ENTRY_OVERHEAD;
     let batches = need
         .div_ceil(budget.max(1))
@@ -245,59 +247,84 @@ pub(super) fn build(
         .collect::<Result<Vec<_>, EngineError>>()?;
 
     let (mut warm_up_secs, mut write_secs) = (0.0, 0.0);
-    let mut delivery = sink();
-    let mut own_results = Vec::new();
+    let (mut own_results, mut sink_results) = (Vec::new(), Vec::new());
     let (mut state_bytes, mut entries) = (0u64, 0u64);
     let mut offsets = Vec::new();
     let per = MAX_PARALLELISM.div_ceil(batches);
-    for b in 0..batches {
-        let groups = (b * per)..((b + 1) * per).min(MAX_PARALLELISM);
-        if groups.is_empty() {
-            continue;
-        }
+    let all: Vec<_> = (0..batches)
+        .map(|b| (b * per)..((b + 1) * per).min(MAX_PARALLELISM))
+        .filter(|g| !g.is_empty())
+        .collect();
+    let mut done = 0;
+    for round in all.chunks(workers as usize) {
         let t = Instant::now();
-        let (mut pass, back) = warmup::pass(
-            &backend,
-            workload,
-            &log,
-            warmup::plan(&log, &live, None),
-            Until::Records(records),
-            groups.clone(),
-            delivery,
-        )?;
-        delivery = back;
+        // Each batch's warm-up reads the whole log for its own key groups; their states are
+        // disjoint and are written out in key-group order below.
+        let passes = std::thread::scope(|scope| {
+            let handles: Vec<_> = round
+                .iter()
+                .map(|groups| {
+                    let plan = warmup::plan(&log, &live, None);
+                    let (backend, log, groups) = (&backend, &log, groups.clone());
+                    scope.spawn(move || {
+                        warmup::pass(
+                            backend,
+                            workload,
+                            log,
+                            plan,
+                            Until::Records(records),
+                            groups,
+                            sink(),
+                        )
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(EngineError::Preload("a warm-up thread panicked".into()))
+                    })
+                })
+                .collect::<Result<Vec<_>, EngineError>>()
+        })?;
         warm_up_secs += t.elapsed().as_secs_f64();
-        offsets = pass.offsets.clone();
-        own_results.append(&mut pass.results);
-        state_bytes += pass.state.bytes();
-        entries += pass.state.len() as u64;
         let t = Instant::now();
-        for (cf, map) in pass.state.take().into_iter().enumerate() {
-            if let Some(out) = outs.get_mut(cf) {
-                for (key, value) in &map {
-                    out.put(key, value)?;
+        for (groups, (mut pass, mut delivery)) in round.iter().zip(passes) {
+            offsets = pass.offsets.clone();
+            own_results.append(&mut pass.results);
+            sink_results.append(
+                &mut delivery
+                    .sink_mut()
+                    .read_all()
+                    .map_err(crate::pipeline::PipelineError::from)?,
+            );
+            state_bytes += pass.state.bytes();
+            entries += pass.state.len() as u64;
+            for (cf, map) in pass.state.take().into_iter().enumerate() {
+                if let Some(out) = outs.get_mut(cf) {
+                    for (key, value) in &map {
+                        out.put(key, value)?;
+                    }
                 }
             }
+            done += 1;
+            say(format!(
+                "batch {done}/{}: key groups {}..{}, {} records processed ({:.1} s so far)",
+                all.len(),
+                groups.start,
+                groups.end,
+                pass.processed,
+                started.elapsed().as_secs_f64()
+            ));
         }
         write_secs += t.elapsed().as_secs_f64();
-        say(format!(
-            "batch {}/{batches}: key groups {}..{}, {} records processed ({:.1} s so far)",
-            b + 1,
-            groups.start,
-            groups.end,
-            pass.processed,
-            started.elapsed().as_secs_f64()
-        ));
     }
     let t = Instant::now();
     let column_families = outs
         .into_iter()
         .map(SstOut::finish)
         .collect::<Result<Vec<_>, _>>()?;
-    let sink_results = delivery
-        .sink_mut()
-        .read_all()
-        .map_err(crate::pipeline::PipelineError::from)?;
     base::write_results(dir, &sink_results, &own_results)?;
     write_secs += t.elapsed().as_secs_f64();
     drop(backend);
