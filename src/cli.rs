@@ -206,6 +206,16 @@ pub struct ReproduceArgs {
     /// workload's.
     #[arg(long, value_parser = parse_events)]
     pub events: Option<u64>,
+    /// miniature: memory and data scaled down together (about two minutes a case).
+    /// production: the case study at the seed's own sizes (write buffers, target files,
+    /// filters, memory), both sides starting from a preloaded steady state of the seed's
+    /// size (built once, up to a few minutes, and kept under --preload-dir; see
+    /// docs/preload.md); then --events caps the live records
+    #[arg(long, value_enum, default_value_t)]
+    pub scale: crate::reproduce::proofs::Scale,
+    /// Where --scale production keeps its preloaded bases (default: as `run --preload`'s)
+    #[arg(long)]
+    pub preload_dir: Option<std::path::PathBuf>,
 }
 
 /// What to run and how far: shared by `run` and `tui`.

@@ -167,6 +167,82 @@ fn a_base_is_kept_and_cloned_and_another_amount_builds_another() {
     assert_eq!(go("again", "events=6400", None)["built"], true);
 }
 
+/// A profile whose files differ (partitioned index and bloom filters; static levels from a
+/// 1 MiB L1) but whose history is the same starts from a base written from the kept one, with
+/// no warm-up of its own: the same entries, encoded and placed as that profile's, and the run
+/// ends exactly where a run from a base warmed up for that profile does.
+#[test]
+fn another_profile_with_the_same_history_is_written_from_the_kept_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let bases = dir.path().join("bases");
+    let profile = dir.path().join("other.yaml");
+    std::fs::write(
+        &profile,
+        "extends: flink-default\ncompaction.level.max-size-level-base: 1mb\ncompaction.level.target-file-size-base: 1mb\ncompaction.level.use-dynamic-size: false\nuse-bloom-filter: true\nmemory.partitioned-index-filters: true\n",
+    )
+    .unwrap();
+    let go = |name: &str, profile: &str, rebuild: bool| -> (String, Value) {
+        let counts = dir.path().join(format!("{name}.csv"));
+        let report = dir.path().join(format!("{name}.json"));
+        let mut args = vec![
+            "run",
+            "-q",
+            "-w",
+            "smoke",
+            "-p",
+            profile,
+            "--events",
+            "3000",
+            "--preload",
+            "events=40000",
+            "--preload-dir",
+            bases.to_str().unwrap(),
+            "--final-counts",
+            counts.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        if rebuild {
+            args.push("--preload-rebuild");
+        }
+        run(&args).unwrap();
+        let s = summary(&report);
+        let e = &s["result_error"];
+        assert!(
+            e["over"] == 0 && e["under"] == 0 && e["missing"] == 0,
+            "{name}: {e}"
+        );
+        (
+            std::fs::read_to_string(&counts).unwrap(),
+            s["preload"].clone(),
+        )
+    };
+    let (_, first) = go("first", "flink-default", false);
+    assert_eq!(
+        (first["built"].clone(), first["derived"].clone()),
+        (true.into(), false.into())
+    );
+    let other = profile.to_str().unwrap();
+    let (derived_counts, derived) = go("derived", other, false);
+    assert_eq!(derived["built"], true, "{derived}");
+    assert_eq!(derived["derived"], true, "{derived}");
+    assert_ne!(derived["base"], first["base"]);
+    assert_eq!(derived["entries"], first["entries"]);
+    assert_eq!(derived["level"], 2, "{derived}");
+    // Its files carry partitioned index and filters (the first's have neither filters nor a
+    // two-level index), and sit at L2 where the first's sit at L1.
+    assert!(
+        derived["file_bytes"].as_u64() > first["file_bytes"].as_u64(),
+        "{derived} against {first}"
+    );
+    assert_eq!(first["level"], 1, "{first}");
+    let (warmed_counts, warmed) = go("warmed", other, true);
+    assert_eq!(warmed["derived"], false, "{warmed}");
+    assert_eq!(warmed["entries"], derived["entries"]);
+    assert_eq!(warmed["files"], derived["files"]);
+    assert_eq!(warmed_counts, derived_counts);
+}
+
 /// An LSM tree of the base's size keeps its data in the level the profile's level sizing
 /// gives: with level_compaction_dynamic_level_bytes off and 1 MiB at L1, a few MiB of SST
 /// files go to L2, and the run's database has them there (not in L6, where an ingest into an

@@ -56,7 +56,9 @@ fn the_advisor_names_the_level_sizings_cause_and_its_fix_moves_the_evidence() {
 
 fn advisor_solves(name: &str, events: Option<u64>) {
     let proof = reproduce::proofs::find(name).unwrap();
-    let outcome = reproduce::proofs::run(proof, events).unwrap();
+    let outcome =
+        reproduce::proofs::run(proof, events, Default::default(), std::path::Path::new(""))
+            .unwrap();
     let text = reproduce::proofs::render(proof, &outcome);
     assert!(outcome.ok, "{text}");
     assert_eq!(outcome.named.as_ref().map(|f| f.id), Some(proof.finding));
@@ -74,7 +76,9 @@ fn the_operator_kinds_cases_reproduce_and_the_fix_clears_the_finding() {
         ("join-tombstones", None),
     ] {
         let proof = reproduce::proofs::find(name).unwrap();
-        let outcome = reproduce::proofs::run(proof, events).unwrap();
+        let outcome =
+            reproduce::proofs::run(proof, events, Default::default(), std::path::Path::new(""))
+                .unwrap();
         let text = reproduce::proofs::render(proof, &outcome);
         assert!(outcome.ok, "{text}");
         assert_eq!(outcome.named.as_ref().map(|f| f.id), Some(proof.finding));
@@ -90,7 +94,13 @@ fn a_case_whose_cause_the_advisor_does_not_find_does_not_reproduce() {
     // 2,000 events of ads-minutes on the starved profile: too short for the WriteBufferManager
     // to fill, so no wbm-budget finding, and no claim that the fix worked.
     let proof = reproduce::proofs::find("wbm-stall").unwrap();
-    let outcome = reproduce::proofs::run(proof, Some(2_000)).unwrap();
+    let outcome = reproduce::proofs::run(
+        proof,
+        Some(2_000),
+        Default::default(),
+        std::path::Path::new(""),
+    )
+    .unwrap();
     assert!(!outcome.ok);
     assert!(outcome.named.is_none() && outcome.after.is_none());
     assert!(
@@ -109,4 +119,55 @@ fn heap_timers_take_their_operations_out_of_rocksdb_and_into_every_checkpoint() 
         table.contains("HEAP timers, incremental checkpoints"),
         "{table}"
     );
+}
+
+/// Every case study's workload and profile load at both scales (edits are checked one by one:
+/// a production size that a miniature profile's level base cannot hold is refused), and every
+/// production-size case preloads a job bigger than the miniature's, on the seed's buffers.
+#[test]
+fn every_case_studys_sizes_load() {
+    use reproduce::proofs::{PROOFS, Scale, prepare};
+    for proof in PROOFS {
+        let (mini, _, none) = prepare(proof, Scale::Miniature).unwrap();
+        assert!(none.is_none());
+        if proof.production.is_none() {
+            continue;
+        }
+        let (workload, profile, production) =
+            prepare(proof, Scale::Production).unwrap_or_else(|e| panic!("{}: {e:#}", proof.name));
+        let production = production.unwrap();
+        production.preload_spec().unwrap();
+        assert!(
+            workload.spec.keys.count > mini.spec.keys.count,
+            "{}",
+            proof.name
+        );
+        assert!(!production.checks.is_empty(), "{}", proof.name);
+        assert!(
+            profile.knobs.write_buffer_size.0 >= 64 << 20,
+            "{}",
+            proof.name
+        );
+    }
+}
+
+/// `--scale production` runs the case studies that have a production-size case; for a trap, a
+/// failure case, or a case study without one, it says which have one before anything runs.
+#[test]
+fn production_scale_is_refused_where_a_case_has_none() {
+    use clap::Parser;
+    let run = |name: &str| {
+        statebench::run(statebench::cli::Cli::parse_from([
+            "statebench",
+            "reproduce",
+            name,
+            "--scale",
+            "production",
+        ]))
+    };
+    for name in ["ttl-too-short", "serializer", "exactly-once"] {
+        let err = run(name).unwrap_err();
+        assert!(err.is::<statebench::UsageError>(), "{name}: {err:#}");
+        assert!(err.to_string().contains("wbm-stall"), "{name}: {err}");
+    }
 }

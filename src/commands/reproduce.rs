@@ -23,6 +23,17 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     };
+    if args.scale == proofs::Scale::Production && proofs::find(&name).is_none() {
+        bail!(UsageError(format!(
+            "'{name}' runs in miniature only: --scale production is for the case studies {}",
+            proofs::PROOFS
+                .iter()
+                .filter(|p| p.production.is_some())
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     if let Some(case) = recovery::find(&name) {
         let (table, ok) = recovery::run(case, args.events)?;
         print!("{table}");
@@ -32,7 +43,11 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if let Some(proof) = proofs::find(&name) {
-        let outcome = proofs::run(proof, args.events)?;
+        let preload_dir = match args.scale {
+            proofs::Scale::Production => super::run::preload_dir(args.preload_dir.as_deref())?,
+            proofs::Scale::Miniature => std::path::PathBuf::new(),
+        };
+        let outcome = proofs::run(proof, args.events, args.scale, &preload_dir)?;
         print!("{}", proofs::render(proof, &outcome));
         if !outcome.ok {
             bail!("'{}' did not reproduce", proof.name);

@@ -1,8 +1,10 @@
 //! `statebench reproduce NAME`: the field reports' cases in miniature. Traps (`traps`) run a
 //! broken and a fixed configuration side by side; proofs (`proofs`) run a case study's "before"
-//! profile, ask the advisor, apply its recommendation and show the metric move.
+//! profile, ask the advisor, apply its recommendation and show the metric move; some of them
+//! also at the seed's own size (`production`), from a preloaded steady state.
 
 mod heap_timers;
+pub mod production;
 pub mod proofs;
 pub mod recovery;
 mod traps;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use super::production::{self, Production};
 use crate::advisor::Finding;
 use crate::config::job::OperatorSpec;
 use crate::config::job::dedup::Cleanup;
@@ -14,6 +15,7 @@ use crate::config::job::window::FunctionKind;
 use crate::config::units::human_bytes;
 use crate::config::workload::SerializerKind;
 use crate::config::{Profile, Workload};
+use crate::engine::preload::PreloadConfig;
 use crate::engine::{self, EngineConfig};
 use crate::report::{self, Segment};
 use crate::summary::Summary;
@@ -40,18 +42,31 @@ pub struct Proof {
     checks: &'static [Check],
     /// What the miniature does not show as the seed did, said with the verdict.
     pub caveat: Option<&'static str>,
+    /// The case at the seed's own size (`--scale production`), if it has one.
+    pub production: Option<&'static Production>,
+}
+
+/// How big a case runs: in miniature (memory and data scaled down together) or at the seed's
+/// own size from a preloaded steady state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Scale {
+    #[default]
+    Miniature,
+    Production,
 }
 
 /// A metric the case study cites and the way it must move.
-struct Check {
-    metric: &'static str,
-    read: fn(&Summary) -> f64,
-    must: Move,
+pub struct Check {
+    pub metric: &'static str,
+    pub read: fn(&Summary) -> f64,
+    pub must: Move,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Move {
+pub enum Move {
     Down,
+    /// Up by at least this much (percentage points for a rate).
+    UpBy(f64),
     /// Down by at least this factor (before / after).
     DownBy(f64),
     /// Up, or down by less than this much: a figure the miniature cannot move far.
@@ -62,6 +77,7 @@ impl Move {
     fn holds(self, before: f64, after: f64) -> bool {
         match self {
             Move::Down => after < before,
+            Move::UpBy(d) => after >= before + d,
             Move::DownBy(f) => before > 0.0 && after * f <= before,
             Move::UpOrWithin(tol) => after > before - tol,
         }
@@ -70,6 +86,7 @@ impl Move {
     fn describe(self) -> String {
         match self {
             Move::Down => "down".to_string(),
+            Move::UpBy(d) => format!("up {d} or more"),
             Move::DownBy(f) => format!("down {f:.0}x or more"),
             Move::UpOrWithin(tol) => format!("up, or down < {tol}"),
         }
@@ -108,6 +125,7 @@ pub const PROOFS: &[Proof] = &[
             },
         ],
         caveat: None,
+        production: Some(&production::WBM_STALL),
     },
     Proof {
         name: "filter-reads",
@@ -126,6 +144,7 @@ pub const PROOFS: &[Proof] = &[
             must: Move::DownBy(100.0),
         }],
         caveat: None,
+        production: Some(&production::FILTER_READS),
     },
     Proof {
         name: "level-sizing",
@@ -154,6 +173,7 @@ pub const PROOFS: &[Proof] = &[
         caveat: Some(
             "measured write amplification (in the table) is shown, not gated: at this scale it rises with the fix, because every L0 compaction rewrites the whole base level and the fix makes that level bigger; the seed's 20 -> 10 is its estimate from the active levels",
         ),
+        production: None,
     },
     Proof {
         name: "serializer",
@@ -174,6 +194,7 @@ pub const PROOFS: &[Proof] = &[
         caveat: Some(
             "the JVM's CPU cost of Kryo (the seed's 20 % -> 12 %) is not modelled: statebench's Kryo-format writer costs about what its compact one does",
         ),
+        production: None,
     },
     Proof {
         name: "list-state-merges",
@@ -206,6 +227,7 @@ pub const PROOFS: &[Proof] = &[
         caveat: Some(
             "the aggregate does a get and a put per element where the list did one merge, so RocksDB operations per event rise; the bytes read (and the JVM's deserialization of every element at each fire, not modelled) fall",
         ),
+        production: None,
     },
     Proof {
         name: "ttl-without-cleanup",
@@ -243,6 +265,7 @@ pub const PROOFS: &[Proof] = &[
         caveat: Some(
             "the compactions are the run's own (small write buffers), not a manual one, so how much they drop depends on which files they reach in time (measured 1.55x to 2.55x fewer keys on this 2-core machine); keys are RocksDB's estimate",
         ),
+        production: None,
     },
     Proof {
         name: "join-tombstones",
@@ -263,6 +286,7 @@ pub const PROOFS: &[Proof] = &[
         caveat: Some(
             "how many tombstones the fix moves out depends on when its flushes and compactions run (177.5 -> 71.1 entries skipped per record unloaded, -> 115.4 under load; the case asks 1.25x); more flushes and compactions are the price; the JVM side (deserializing each returned entry) is the same on both sides",
         ),
+        production: None,
     },
 ];
 
@@ -290,6 +314,8 @@ pub fn find(name: &str) -> Option<&'static Proof> {
 pub struct Outcome {
     /// Events each side was to read (the "before" run may stop at its time limit first).
     pub requested: u64,
+    /// The production-size case it ran, None: the miniature.
+    pub production: Option<&'static Production>,
     pub before: Summary,
     /// Every finding for the "before" run.
     pub findings: Vec<Finding>,
@@ -326,6 +352,7 @@ fn measure_in_temp(
     profile: &Profile,
     events: u64,
     duration: Option<Duration>,
+    preload: Option<&PreloadConfig>,
 ) -> anyhow::Result<(Summary, Vec<Finding>)> {
     let dir = tempfile::Builder::new()
         .prefix("statebench-reproduce-")
@@ -334,32 +361,93 @@ fn measure_in_temp(
     measure(EngineConfig {
         events,
         duration,
+        preload: preload.cloned(),
         ..EngineConfig::new(workload.clone(), profile.clone(), dir.path())
     })
 }
 
-/// Runs the proof on `events` events (None: its own count): before, advise, apply, after.
-pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
-    let events = events.unwrap_or(proof.events);
+/// The proof's "before" workload and profile at `scale` (its production-size case, if it has
+/// one and `scale` asks for it).
+pub fn prepare(
+    proof: &Proof,
+    scale: Scale,
+) -> anyhow::Result<(Workload, Profile, Option<&'static Production>)> {
+    let production = match scale {
+        Scale::Miniature => None,
+        Scale::Production => Some(proof.production.ok_or_else(|| {
+            let have: Vec<&str> = PROOFS
+                .iter()
+                .filter(|p| p.production.is_some())
+                .map(|p| p.name)
+                .collect();
+            crate::UsageError(format!(
+                "'{}' has no production-size case (these have: {})",
+                proof.name,
+                have.join(", ")
+            ))
+        })?),
+    };
     let mut workload = Workload::load(proof.workload)?;
     (proof.edit)(&mut workload);
+    if let Some(p) = production {
+        (p.edit)(&mut workload);
+    }
     let workload = Workload::from_spec(&workload.name, &workload.source, workload.spec)?;
     let mut profile = Profile::load(proof.profile)?;
-    for (key, value) in proof.profile_edits {
+    let edits = production.map_or(&[][..], |p| p.profile_edits);
+    for (key, value) in proof.profile_edits.iter().chain(edits) {
         profile = profile
             .edited(key, value)
             .with_context(|| format!("{}: {key} = {value}", proof.name))?;
     }
+    Ok((workload, profile, production))
+}
+
+/// Runs the proof on `events` events (None: its own count): before, advise, apply, after. At
+/// `Scale::Production` both sides start from a preloaded steady state kept in `preload_dir`.
+pub fn run(
+    proof: &Proof,
+    events: Option<u64>,
+    scale: Scale,
+    preload_dir: &std::path::Path,
+) -> anyhow::Result<Outcome> {
+    let (workload, profile, production) = prepare(proof, scale)?;
+    let preload = production
+        .map(|p| {
+            anyhow::Ok(PreloadConfig {
+                spec: p.preload_spec()?,
+                dir: preload_dir.to_path_buf(),
+                rebuild: false,
+                progress: true,
+                check_sample: None,
+            })
+        })
+        .transpose()?;
+    let (events, limit) = match production {
+        Some(p) => (events.unwrap_or(workload.spec.events), Some(p.duration)),
+        None => (events.unwrap_or(proof.events), proof.limit),
+    };
     eprintln!(
-        "{}: running {} on {} ({events} events) ...",
-        proof.name, proof.profile, proof.workload
+        "{}: running {} on {} ({}) ...",
+        proof.name,
+        proof.profile,
+        proof.workload,
+        match (production, limit) {
+            (Some(p), Some(limit)) => format!(
+                "at the seed's size: --preload {}, then {} s live",
+                p.preload,
+                limit.as_secs()
+            ),
+            _ => format!("{events} events"),
+        }
     );
-    let (before, findings) = measure_in_temp(&workload, &profile, events, proof.limit)
+    let (before, findings) = measure_in_temp(&workload, &profile, events, limit, preload.as_ref())
         .with_context(|| format!("{} (before) failed", proof.name))?;
     let named = findings.iter().find(|f| f.id == proof.finding).cloned();
     let Some(finding) = &named else {
         return Ok(Outcome {
             requested: events,
+            production,
             before,
             findings,
             named,
@@ -416,10 +504,20 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
     )?;
     eprintln!("{}: re-running with {} ...", proof.name, applied.join(", "));
     // As many events as the "before" run read (all of them, unless its time limit stopped it).
-    let (after, after_findings) = measure_in_temp(&fixed_workload, &tuned, before.events, None)
-        .with_context(|| format!("{} (after) failed", proof.name))?;
-    let checks: Vec<_> = proof
-        .checks
+    let (after_events, after_limit) = match production {
+        Some(p) if p.after_as_long => (events, limit),
+        _ => (before.events, None),
+    };
+    let (after, after_findings) = measure_in_temp(
+        &fixed_workload,
+        &tuned,
+        after_events,
+        after_limit,
+        preload.as_ref(),
+    )
+    .with_context(|| format!("{} (after) failed", proof.name))?;
+    let checks: Vec<_> = production
+        .map_or(proof.checks, |p| p.checks)
         .iter()
         .map(|c| {
             let (b, a) = ((c.read)(&before), (c.read)(&after));
@@ -434,6 +532,7 @@ pub fn run(proof: &Proof, events: Option<u64>) -> anyhow::Result<Outcome> {
         .saturating_sub(profile.knobs.managed_memory.0);
     Ok(Outcome {
         requested: events,
+        production,
         before,
         findings,
         named,
@@ -469,16 +568,34 @@ fn apply_job_change(workload: &mut Workload, key: &str, value: &str) -> anyhow::
 pub fn render(proof: &Proof, outcome: &Outcome) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}: {}\n", proof.name, proof.story);
+    let history = outcome.before.preload.as_ref().map_or(0, |p| p.records);
+    let limit = match outcome.production {
+        Some(p) => {
+            let _ = writeln!(out, "  at the seed's size: {}\n", p.story);
+            Some(p.duration)
+        }
+        None => proof.limit,
+    };
     let _ = writeln!(
         out,
-        "  before: {} on {}, {} events{}",
+        "  before: {} on {}, {} events{}{}",
         proof.profile,
         proof.workload,
         outcome.before.events,
-        match proof.limit {
+        if history > 0 {
+            format!(" after {history} records of preloaded history")
+        } else {
+            String::new()
+        },
+        match limit {
             Some(limit) if outcome.before.events < outcome.requested => format!(
-                " (stopped at its {} s limit; the after run reads as many)",
-                limit.as_secs()
+                " (stopped at its {} s limit; the after run {})",
+                limit.as_secs(),
+                if outcome.production.is_some_and(|p| p.after_as_long) {
+                    "runs as long: the checks are per lookup"
+                } else {
+                    "reads as many"
+                }
             ),
             _ => String::new(),
         }
@@ -518,7 +635,7 @@ pub fn render(proof: &Proof, outcome: &Outcome) -> String {
             if *held { "yes" } else { "NO" }
         );
     }
-    if let Some(caveat) = proof.caveat {
+    if let Some(caveat) = proof.caveat.filter(|_| outcome.production.is_none()) {
         let _ = writeln!(out, "\n  note: {caveat}");
     }
     let _ = writeln!(

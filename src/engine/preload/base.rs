@@ -56,6 +56,13 @@ pub struct Manifest {
     pub sizing_secs: f64,
     pub warm_up_secs: f64,
     pub write_secs: f64,
+    /// The name of its history whatever the profile (empty for a `size=` amount): a base of
+    /// another profile with the same history is derived from this one, not warmed up again.
+    #[serde(default)]
+    pub history: String,
+    /// The base whose state it was written from, if it was derived rather than warmed up.
+    #[serde(default)]
+    pub derived_from: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -83,9 +90,17 @@ impl Manifest {
             .ok()
             .filter(|m| m.format == FORMAT)
     }
+
+    /// Writes the manifest into `dir`, last: a base is complete once it has one.
+    pub fn write(&self, dir: &Path) -> Result<(), EngineError> {
+        let text =
+            serde_json::to_vec_pretty(self).map_err(|e| EngineError::Preload(format!("{e}")))?;
+        crate::util::fs::write_atomically(&dir.join(MANIFEST), &text)
+            .map_err(io(format!("write {}", MANIFEST)))
+    }
 }
 
-fn io(what: String) -> impl FnOnce(std::io::Error) -> EngineError {
+pub(super) fn io(what: String) -> impl FnOnce(std::io::Error) -> EngineError {
     move |e| EngineError::Preload(format!("cannot {what}: {e}"))
 }
 

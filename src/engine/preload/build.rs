@@ -10,6 +10,7 @@ use super::{EngineError, PreloadConfig};
 use crate::backend::memory::SharedMemory;
 use crate::backend::memstore::MemStore;
 use crate::backend::{StateBackend, keys::MAX_PARALLELISM};
+use crate::config::profile::{KNOBS, Live};
 use crate::config::workload::PreloadSpec;
 use crate::config::{Profile, Workload};
 use crate::durability::delivery::Delivery;
@@ -26,12 +27,33 @@ const SIZING_GROUPS: u16 = 8;
 const ENTRY_OVERHEAD: u64 = 96;
 
 /// The name of the base: a hash of everything that decides its bytes (the workload's job,
-/// keys, event time, partitions, values, seed and source; how much history; every knob of the
-/// profile; the trace's identity; the base format).
+/// keys, event time, partitions, values, seed and source; how much history; the profile's knobs
+/// but its memory split; the trace's identity; the base format).
 pub(super) fn base_key(
     config: &PreloadConfig,
     workload: &Workload,
     profile: &Profile,
+) -> Result<String, EngineError> {
+    key_of(config, workload, Some(profile))
+}
+
+/// The name of the history a base holds, whatever the profile: the same as [`base_key`]'s
+/// without the knobs, for the amounts whose history does not depend on them (`events`, `span`;
+/// not `size`, whose history is as long as the profile's files take to reach the size).
+pub(super) fn history_key(
+    config: &PreloadConfig,
+    workload: &Workload,
+) -> Result<Option<String>, EngineError> {
+    if config.spec.size.is_some() {
+        return Ok(None);
+    }
+    key_of(config, workload, None).map(Some)
+}
+
+fn key_of(
+    config: &PreloadConfig,
+    workload: &Workload,
+    profile: Option<&Profile>,
 ) -> Result<String, EngineError> {
     let mut spec =
         serde_json::to_value(&workload.spec).map_err(|e| EngineError::Preload(format!("{e}")))?;
@@ -66,7 +88,7 @@ pub(super) fn base_key(
         "format": base::FORMAT,
         "workload": spec,
         "amount": amount,
-        "knobs": profile.knobs,
+        "knobs": profile.map(file_knobs),
         "trace": trace,
     })
     .to_string();
@@ -81,6 +103,23 @@ pub(super) fn base_key(
         hash(0xcbf2_9ce4_8422_2325),
         hash(0x8422_2325_cbf2_9ce4)
     ))
+}
+
+/// The knobs that decide a base's files: all but the memory split (managed memory, the write
+/// buffer ratio, which resize the cache and the WriteBufferManager of a run, never an SST), so
+/// a fix of memory alone starts from the same base.
+fn file_knobs(profile: &Profile) -> Vec<(&'static str, String)> {
+    profile
+        .knobs
+        .values()
+        .into_iter()
+        .filter(|(key, _)| {
+            KNOBS
+                .iter()
+                .find(|k| k.key == *key)
+                .is_none_or(|k| k.live != Live::Memory)
+        })
+        .collect()
 }
 
 fn sanitize(name: &str) -> String {
@@ -346,11 +385,10 @@ pub(super) fn build(
         sizing_secs,
         warm_up_secs,
         write_secs,
+        history: history_key(config, workload)?.unwrap_or_default(),
+        derived_from: None,
     };
-    let text =
-        serde_json::to_vec_pretty(&manifest).map_err(|e| EngineError::Preload(format!("{e}")))?;
-    crate::util::fs::write_atomically(&dir.join(base::MANIFEST), &text)
-        .map_err(|e| EngineError::Preload(format!("cannot write {}: {e}", base::MANIFEST)))?;
+    manifest.write(dir)?;
     say(format!(
         "base {key}: {} of state, {} in {} SST files for L{level}, in {:.1} s",
         crate::config::units::human_bytes(state_bytes as f64),

@@ -14,6 +14,7 @@
 
 pub mod base;
 mod build;
+mod derive;
 mod warmup;
 
 use std::path::{Path, PathBuf};
@@ -55,6 +56,9 @@ pub struct PreloadReport {
     pub base: String,
     /// Built by this run (false: an earlier run's base, cloned).
     pub built: bool,
+    /// Its files were written from a base of the same history for another profile (no
+    /// warm-up of its own).
+    pub derived: bool,
     /// Records of history in the state.
     pub records: u64,
     pub state_bytes: u64,
@@ -152,7 +156,33 @@ pub fn find_or_build(
         |what: String| move |e: std::io::Error| EngineError::Preload(format!("cannot {what}: {e}"));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(io(format!("create {}", tmp.display())))?;
-    let built = build::build(config, workload, profile, trace, &tmp, scratch, &key);
+    // The same history kept for another profile: its state is written again, not warmed up.
+    let sibling = match build::history_key(config, workload)? {
+        Some(history) if !config.rebuild => derive::find(&config.dir, &history),
+        _ => None,
+    };
+    let built = match &sibling {
+        Some((from_dir, from)) => {
+            if config.progress {
+                eprintln!(
+                    "preload: the same history is kept as {} ({}): writing its state again with {}'s options",
+                    from.key, from.profile, profile.name
+                );
+            }
+            let derived = derive::derive((from_dir, from), workload, profile, &tmp, scratch, &key);
+            if let (Ok(m), true) = (&derived, config.progress) {
+                eprintln!(
+                    "preload: base {key}: {} in {} SST files for L{}, written in {:.1} s",
+                    crate::config::units::human_bytes(m.file_bytes() as f64),
+                    m.files(),
+                    m.level,
+                    m.write_secs
+                );
+            }
+            derived
+        }
+        None => build::build(config, workload, profile, trace, &tmp, scratch, &key),
+    };
     let manifest = match built {
         Ok(m) => m,
         Err(e) => {
@@ -222,6 +252,7 @@ pub fn load(
     let report = PreloadReport {
         base: dir.display().to_string(),
         built: build_secs.is_some(),
+        derived: manifest.derived_from.is_some(),
         records: manifest.records,
         state_bytes: manifest.state_bytes,
         entries: manifest.entries,
