@@ -140,6 +140,24 @@ fn a_knob_rocksdb_did_not_apply_is_reported() {
     assert!(options.contains(&"write_buffer_size"), "{options:?}");
 }
 
+/// Puts `count` keys (big-endian 0..count) of `size` pseudo-random bytes each into `cf`.
+fn put_incompressible(db: &rocksdb::DB, cf: &rocksdb::ColumnFamily, count: u32, size: usize) {
+    let mut write = rocksdb::WriteOptions::default();
+    write.disable_wal(true);
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..count {
+        let value: Vec<u8> = (0..size)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        db.put_cf_opt(cf, i.to_be_bytes(), value, &write).unwrap();
+    }
+}
+
 /// Seconds a blocking flush of ~3 MB of incompressible data takes under `profile` with `limit`.
 fn flush_secs(limit: statebench::config::ByteSize) -> f64 {
     let dir = tempfile::tempdir().unwrap();
@@ -148,18 +166,7 @@ fn flush_secs(limit: statebench::config::ByteSize) -> f64 {
     let profile = Profile::from_knobs("rate-limited", knobs).unwrap();
     let backend = StateBackend::open(dir.path(), &profile).unwrap();
     let cf = backend.cf(CF_WINDOW_STATS).unwrap();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    for i in 0..3_000u32 {
-        let value: Vec<u8> = (0..1024)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
-        backend.db().put_cf(cf, i.to_be_bytes(), value).unwrap();
-    }
+    put_incompressible(backend.db(), cf, 3_000, 1024);
     let start = std::time::Instant::now();
     backend.db().flush_cf(cf).unwrap();
     start.elapsed().as_secs_f64()
@@ -446,4 +453,57 @@ fn flink_s_write_buffer_manager_also_switches_a_column_family_whose_flush_is_pen
     // RocksDB 11.8's own choice skips those column families.
     let (ours, _) = run(starved.edited("target", "rocksdb-11.8").unwrap());
     assert_eq!(ours, 0);
+}
+
+/// SST files of `db` this process holds open now.
+fn open_sst_files(db: &std::path::Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|target| target.starts_with(db) && target.extension().is_some_and(|x| x == "sst"))
+        .count()
+}
+
+/// `files.open` is RocksDB's max_open_files: with -1 (Flink's default) every SST file stays open
+/// with its table reader (154 of 40 MB in 256 KB files, measured); with 20 the table cache's
+/// capacity is 20 - 10 (RocksDB reserves 10 descriptors), split over its 64 shards, each of
+/// which keeps at least one file: at most 64 stay open (58 measured), and a read of a closed
+/// file opens it again.
+#[test]
+fn files_open_bounds_the_sst_files_rocksdb_holds_open() {
+    use rocksdb::CompactOptions;
+    let open_after_reads = |limit: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::load("flink-default")
+            .unwrap()
+            .edited("compaction.level.target-file-size-base", "256kb")
+            .unwrap()
+            .edited("compression.per.level", "[none]")
+            .unwrap()
+            .edited("files.open", limit)
+            .unwrap();
+        let backend = StateBackend::open(dir.path(), &profile).unwrap();
+        let options = backend.latest_options_file().unwrap().unwrap();
+        let file = OptionsFile::parse(&std::fs::read_to_string(options).unwrap());
+        assert_eq!(file.db("max_open_files"), Some(limit));
+        let (db, cf) = (backend.db(), backend.cf(CF_WINDOW_STATS).unwrap());
+        // 40 MB of incompressible values, compacted into files of about 256 KB.
+        put_incompressible(db, cf, 10_000, 4096);
+        db.flush_cf(cf).unwrap();
+        let mut compact = CompactOptions::default();
+        compact.set_change_level(false);
+        db.compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &compact);
+        for i in (0..10_000u32).step_by(50) {
+            assert!(db.get_cf(cf, i.to_be_bytes()).unwrap().is_some());
+        }
+        open_sst_files(dir.path())
+    };
+    let all = open_after_reads("-1");
+    let bounded = open_after_reads("20");
+    assert!(all >= 140, "with -1 every file stays open: {all}");
+    assert!(
+        bounded <= 64 && bounded * 2 < all,
+        "with 20, at most one per table-cache shard: {bounded} of {all}"
+    );
 }

@@ -211,7 +211,7 @@ impl StateBackend {
         if let Some(choice) = &flush_choice {
             choice.track_seals(&mut opts);
         }
-        opts.set_max_open_files(-1);
+        opts.set_max_open_files(k.max_open_files);
         if k.io_rate_limit.0 > 0 {
             // RocksDB's defaults: 100 ms refill period, fairness 10; limits flush and compaction writes.
             opts.set_ratelimiter(k.io_rate_limit.0 as i64, 100_000, 10);

@@ -199,6 +199,7 @@ pub fn verify(profile: &Profile, file: &OptionsFile, column_families: &[&str]) -
             k.use_direct_io_for_flush_and_compaction.to_string(),
         ),
         ("max_background_jobs", k.background_jobs.to_string()),
+        ("max_open_files", k.max_open_files.to_string()),
     ] {
         let found = db(option);
         check(

@@ -47,10 +47,6 @@ const NOT_APPLIED: &[(&str, &str)] = &[
         "statebench keeps timers in RocksDB, Flink's default",
     ),
     (
-        "state.backend.rocksdb.files.open",
-        "statebench leaves RocksDB's max_open_files at Flink's default",
-    ),
-    (
         "state.backend.rocksdb.compaction.filter.query-time-after-num-entries",
         "statebench's TTL compaction filter has Flink's default, 1000",
     ),

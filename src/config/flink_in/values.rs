@@ -119,6 +119,17 @@ impl FromFlink for u32 {
     }
 }
 
+impl FromFlink for i32 {
+    fn from_flink(value: &FlinkValue) -> Result<String, String> {
+        value
+            .scalar()
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+            .map(|n| n.to_string())
+            .ok_or_else(|| expected(value, "a whole number such as 5000, or -1"))
+    }
+}
+
 impl FromFlink for crate::config::profile::MemoryMode {
     fn from_flink(value: &FlinkValue) -> Result<String, String> {
         match value.scalar().map(str::to_ascii_lowercase).as_deref() {

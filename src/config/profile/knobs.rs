@@ -188,6 +188,8 @@ knobs! {
     CompressionPerLevel compression_per_level: Vec<Compression> = vec![Compression::Snappy], "compression.per.level", Some("state.backend.rocksdb.compression.per.level"), Live::No;
     /// Background flush + compaction threads (max_background_jobs).
     BackgroundJobs background_jobs: u32 = 2, "thread.num", Some("state.backend.rocksdb.thread.num"), Live::No;
+    /// SST files RocksDB keeps open, each with its table reader (max_open_files; -1: every file, Flink's default). A closed file is opened again on its next read, its index and filter read again unless the block cache holds them.
+    MaxOpenFiles max_open_files: i32 = -1, "files.open", Some("state.backend.rocksdb.files.open"), Live::No;
     /// L0 file count at which writes are slowed down.
     Level0SlowdownWritesTrigger level0_slowdown_writes_trigger: u32 = 20, "compaction.level0-slowdown-writes-trigger", None, Live::ColumnFamily;
     /// L0 file count at which writes stop.

@@ -134,6 +134,14 @@ impl Profile {
                 k.background_jobs
             ));
         }
+        // RocksDB raises a limit below 20 to 20 (SanitizeOptions): the profile would say what
+        // RocksDB does not do.
+        if k.max_open_files != -1 && k.max_open_files < 20 {
+            problems.push(format!(
+                "'files.open' is {} but must be -1 (every file open, Flink's default) or at least 20 (RocksDB raises smaller limits to 20)",
+                k.max_open_files
+            ));
+        }
         if k.level0_slowdown_writes_trigger > k.level0_stop_writes_trigger {
             problems.push(format!(
                 "'compaction.level0-slowdown-writes-trigger' ({}) is above 'compaction.level0-stop-writes-trigger' ({}): writes would stop before they slow down",

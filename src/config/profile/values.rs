@@ -67,6 +67,12 @@ impl KnobValue for u32 {
         self.to_string()
     }
 }
+impl KnobValue for i32 {
+    const EXPECTS: &'static str = "a whole number such as 5000, or -1 for no limit";
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
 impl KnobValue for f64 {
     const EXPECTS: &'static str = "a number such as 0.5";
     fn show(&self) -> String {

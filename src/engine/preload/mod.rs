@@ -165,8 +165,8 @@ pub fn find_or_build(
         Some((from_dir, from)) => {
             if config.progress {
                 eprintln!(
-                    "preload: the same history is kept as {} ({}): writing its state again with {}'s options",
-                    from.key, from.profile, profile.name
+                    "preload: the same history is kept as {}: writing its state again with this profile's options",
+                    from.key
                 );
             }
             let derived = derive::derive((from_dir, from), workload, profile, &tmp, scratch, &key);
@@ -190,6 +190,19 @@ pub fn find_or_build(
             return Err(e);
         }
     };
+    // Another run may have finished the same base meanwhile, and be cloning it: keep its (the
+    // same bytes) rather than replace files under it. Only a folder without a manifest (a
+    // build that died, or --preload-rebuild's old base) is replaced.
+    if !config.rebuild
+        && let Some(theirs) = Manifest::read(&dir)
+    {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Ok(Base {
+            dir,
+            manifest: theirs,
+            build_secs: Some(started.elapsed().as_secs_f64()),
+        });
+    }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::rename(&tmp, &dir).map_err(io(format!("move the base to {}", dir.display())))?;
     Ok(Base {
