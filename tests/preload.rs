@@ -335,6 +335,8 @@ fn what_a_preload_cannot_do_is_refused_with_why() {
         "events=1000",
     ]);
     assert!(e.contains("HEAP timers"), "{e}");
+    let e = err(&["-w", "smoke", "--preload", "events=1000", "--fail-at", "50"]);
+    assert!(e.contains("injected failures"), "{e}");
     // Nothing was built for a refused run.
     assert!(
         !bases.exists() || std::fs::read_dir(&bases).unwrap().next().is_none(),
@@ -390,4 +392,79 @@ fn a_sampled_check_compares_a_share_of_the_keys_exactly() {
     }
     // Every write still reaches the store's counters: the job's work is the same.
     assert_eq!(whole["sink"]["writes"], sampled["sink"]["writes"]);
+}
+
+/// A preloaded run checkpoints (incrementally: its first checkpoint holds the base's files) and
+/// takes a canonical savepoint of the whole state, history included, with results exact; a
+/// restore of its checkpoint in a new process is refused with why (it cannot rebuild the
+/// history's log and truth), not run against a truth without the history.
+#[test]
+fn a_preloaded_run_checkpoints_and_its_restore_is_refused_with_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("incremental.yaml");
+    std::fs::write(
+        &profile,
+        "extends: flink-default\nexecution.checkpointing.interval: 200ms\nexecution.checkpointing.incremental: true\n",
+    )
+    .unwrap();
+    let (data, report) = (dir.path().join("data"), dir.path().join("r.json"));
+    let args = |more: &[&'static str]| {
+        let mut all: Vec<String> = [
+            "run",
+            "-q",
+            "-w",
+            "smoke",
+            "-p",
+            profile.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ]
+        .map(str::to_string)
+        .to_vec();
+        all.extend(more.iter().map(|s| s.to_string()));
+        all
+    };
+    let bases = dir.path().join("bases");
+    let mut first = args(&[
+        "--events",
+        "20000",
+        "--preload",
+        "events=40000",
+        "--savepoint-at",
+        "10000",
+    ]);
+    first.extend([
+        "--preload-dir".to_string(),
+        bases.to_string_lossy().into_owned(),
+    ]);
+    run(&first.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+    let s = summary(&report);
+    let e = &s["result_error"];
+    assert!(
+        e["over"] == 0 && e["under"] == 0 && e["missing"] == 0,
+        "{e}"
+    );
+    let p = &s["preload"];
+    assert_eq!(p["records"], 40_000, "{p}");
+    let c = &s["checkpoints"];
+    assert!(c["completed"].as_u64().unwrap() >= 1, "{c}");
+    let uploaded = c["upload_bytes"]["max"].as_f64().unwrap();
+    assert!(
+        uploaded >= p["file_bytes"].as_f64().unwrap(),
+        "the first incremental checkpoint uploads the base's files: {uploaded} against {p}"
+    );
+    // The canonical savepoint holds every key of the state, the history's too, uncompressed.
+    let savepoint = &c["savepoints"][0];
+    assert!(
+        savepoint["bytes"].as_u64().unwrap() > p["file_bytes"].as_u64().unwrap(),
+        "{savepoint} against {p}"
+    );
+    let again = args(&["--events", "30000", "--restore", "latest"]);
+    let e = format!(
+        "{:#}",
+        run(&again.iter().map(String::as_str).collect::<Vec<_>>()).unwrap_err()
+    );
+    assert!(e.contains("preloaded history"), "{e}");
 }

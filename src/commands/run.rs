@@ -66,10 +66,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let preload = preload_config(&args.preload, &workload, !args.quiet)?;
     if preload.is_some() {
-        let others = args.restore.is_some()
-            || args.failures.spec().any()
-            || !args.failures.savepoints().is_empty()
-            || args.record_ops.is_some();
+        let others =
+            args.restore.is_some() || args.failures.spec().any() || args.record_ops.is_some();
         if let Some(why) = engine::preload::refusal(&workload, &profile, others) {
             anyhow::bail!(crate::UsageError(format!(
                 "--preload on {} with {}: {why}",

@@ -39,6 +39,7 @@ impl JobRunner<'_> {
             results: self.job.results_snapshot(),
             work: self.work(run),
             operators: self.chain.meta(),
+            preloaded: self.preloaded,
         }
     }
 

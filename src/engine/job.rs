@@ -109,6 +109,8 @@ pub struct JobRunner<'a> {
     pub savepoints: Vec<SavepointRecord>,
     /// The store savepoints go to when the run does not checkpoint.
     pub savepoint_store: Option<std::path::PathBuf>,
+    /// Records of preloaded history the job started after (0: none), for its checkpoints.
+    pub preloaded: u64,
     /// Where the run's truth counts from.
     pub(super) truth_origin: Offsets,
     /// The shared serving store's counters when this job started (its own are the rest).
@@ -198,6 +200,7 @@ impl<'a> JobRunner<'a> {
             recent_positions: std::collections::VecDeque::new(),
             savepoints: Vec::new(),
             savepoint_store: None,
+            preloaded: 0,
             truth_origin,
             sink_base,
             restored: spec.restored,

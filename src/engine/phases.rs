@@ -10,10 +10,11 @@ use std::time::Instant;
 use super::clock::RunClock;
 use super::job::{End, JobRunner, JobSpec, Resume};
 use super::live::LiveProfile;
-use super::preload;
+use super::preload::{self, PreloadReport};
 use super::run::{Failures, Run};
 use super::sampler::Sampler;
 use super::snapshot::{JobSource, MetricsSnapshot, Phase, RunOutcome, RunState};
+use super::truth::OracleThread;
 use super::{EngineCommand, EngineConfig, EngineError, SinkConfig};
 use crate::backend::StateBackend;
 use crate::backend::memory::SharedMemory;
@@ -62,7 +63,8 @@ pub fn run(
     let base = match &config.preload {
         None => None,
         Some(p) => {
-            let others = recovers || !config.savepoints.is_empty() || config.record_ops.is_some();
+            let others =
+                config.restore.is_some() || config.failures.any() || config.record_ops.is_some();
             if let Some(why) = preload::refusal(&config.workload, &config.profile, others) {
                 return Err(EngineError::Preload(format!(
                     "{}: {why}",
@@ -122,7 +124,7 @@ pub fn run(
             ))
         }
         None if recovers || !config.savepoints.is_empty() => {
-            super::recover::recoverable(&mut run, &log, sink)
+            super::recover::recoverable(&mut run, &log, sink, base)
         }
         None => streaming(&mut run, &log, sink, base),
         Some(_) if recovers => Err(EngineError::Source(
@@ -220,42 +222,9 @@ fn streaming(
     let mut sink = Delivery::passthrough(sink);
     let (mut resume, mut truth, mut report) = (None, None, None);
     if let Some(base) = base {
-        let Some(backend) = backends.first().filter(|_| fresh_state) else {
-            return Err(EngineError::Source(
-                "--preload starts from its own state: give an empty --data-dir (not --reuse of one with state)"
-                    .to_string(),
-            ));
-        };
-        let staging = scratch_dir(&run.config.data_dir).join("preload-ingest");
-        let pre = preload::load(
-            base,
-            backend,
-            &staging,
-            (&run.config.workload, log, &plan),
-            &mut sink,
-            run.config.preload.as_ref().and_then(|p| p.check_sample),
-        )?;
-        // The live job reads on from the record after the history, whose results the
-        // serving store holds and whose truth the oracle has seen.
-        let after = pre.manifest.offsets.clone();
-        plan.start_reason = format!(
-            "after the preloaded history ({} records)",
-            pre.manifest.records
-        );
-        plan.start.clone_from(&after);
-        plan.truth_start.clone_from(&after);
-        plan.covered = Some(after);
-        resume = Some(Resume {
-            processed: 0,
-            counters: Default::default(),
-            results: pre.own_results,
-            truth_origin: vec![0; log.partitions()],
-            operators: Vec::new(),
-        });
-        truth = Some((pre.oracle, pre.oracle_watermark));
-        report = Some(pre.report);
-        // The build and the load are not the run: --duration counts from the first live record.
-        run.clock.prepared(Instant::now());
+        let started =
+            start_from_base(run, base, &backends, log, &mut plan, &mut sink, fresh_state)?;
+        (resume, truth, report) = (Some(started.0), Some(started.1), Some(started.2));
     }
     let spec = JobSpec {
         phase: Phase::Streaming,
@@ -266,9 +235,59 @@ fn streaming(
     };
     let mut job = JobRunner::new(&backends, run, log, spec, sink, truth)?;
     job.savepoint_store = Some(checkpoint_dir(&run.config.data_dir));
+    job.preloaded = report.as_ref().map_or(0, |r| r.records);
     let mut outcome = finish(run, job, &backends, Vec::new(), fresh_state, None)?;
     outcome.preload = report;
     Ok(outcome)
+}
+
+/// Loads a preload's `base` into the job's fresh database (`fresh_state`): `plan` reads on
+/// from the record after the history, whose results (in `sink` and the job's own) and truth
+/// (a primed oracle) the job resumes with. The build and the load are not running time.
+pub(super) fn start_from_base(
+    run: &mut Run,
+    base: preload::Base,
+    backends: &[Arc<StateBackend>],
+    log: &Log,
+    plan: &mut ReadPlan,
+    sink: &mut Delivery,
+    fresh_state: bool,
+) -> Result<(Resume, (OracleThread, i64), PreloadReport), EngineError> {
+    let Some(backend) = backends.first().filter(|_| fresh_state) else {
+        return Err(EngineError::Source(
+            "--preload starts from its own state: give an empty --data-dir (not --reuse of one with state)"
+                .to_string(),
+        ));
+    };
+    let staging = scratch_dir(&run.config.data_dir).join("preload-ingest");
+    let pre = preload::load(
+        base,
+        backend,
+        &staging,
+        (&run.config.workload, log, plan),
+        sink,
+        run.config.preload.as_ref().and_then(|p| p.check_sample),
+    )?;
+    // The live job reads on from the record after the history, whose results the serving
+    // store holds and whose truth the oracle has seen; a checkpoint's truth counts from the
+    // log's start (`truth_origin`), so a restore rebuilds the history's truth too.
+    let after = pre.manifest.offsets.clone();
+    plan.start_reason = format!(
+        "after the preloaded history ({} records)",
+        pre.manifest.records
+    );
+    plan.start.clone_from(&after);
+    plan.truth_start.clone_from(&after);
+    plan.covered = Some(after);
+    let resume = Resume {
+        processed: 0,
+        counters: Default::default(),
+        results: pre.own_results,
+        truth_origin: vec![0; log.partitions()],
+        operators: Vec::new(),
+    };
+    run.clock.prepared(Instant::now());
+    Ok((resume, (pre.oracle, pre.oracle_watermark), pre.report))
 }
 
 /// The shared folder of checkpoint `dir`: its store's (`<store>/chk-N` -> `<store>/shared`);

@@ -7,8 +7,9 @@ use std::time::Instant;
 use super::job::{Attempts, End, JobRunner, JobSpec, Resume, Survivors};
 use super::phases::{
     checkpoint_dir, db_dir, db_dirs, delivery_config, finish, open_backends, restore_dir,
-    scratch_dir, shared_of, sink_dir, state_is_empty,
+    scratch_dir, shared_of, sink_dir, start_from_base, state_is_empty,
 };
+use super::preload;
 use super::progress::ProgressMark;
 use super::run::Run;
 use super::snapshot::{CheckpointOutcome, Phase, RestoreRecord, RunOutcome, RunState};
@@ -31,6 +32,7 @@ pub(super) fn recoverable(
     run: &mut Run,
     log: &Log,
     sink: Box<dyn Sink>,
+    mut base: Option<preload::Base>,
 ) -> Result<RunOutcome, EngineError> {
     let config = run.config;
     let knobs = run.live.profile().knobs.clone();
@@ -79,6 +81,8 @@ pub(super) fn recoverable(
     // The truth is rebuilt from the log for a restored job too; only state left in the data
     // directory by an earlier run (--reuse, no restore) makes the comparison moot.
     let mut fresh_state = None;
+    let mut preloaded = None;
+    let mut history = 0;
     loop {
         let failed_at = run.clock.wall(Instant::now()).as_secs_f64();
         let began = Instant::now();
@@ -132,6 +136,15 @@ pub(super) fn recoverable(
             let _ = std::fs::remove_dir_all(restore_dir(data));
         }
         let metadata: Option<&Metadata> = restored.as_ref().map(|r| &r.metadata);
+        if let (Some(m), Some(dir)) = (metadata, &from)
+            && m.job.preloaded > 0
+        {
+            return Err(EngineError::Restore(format!(
+                "{}: taken by a run that started from {} records of preloaded history (run --preload); a restore cannot rebuild that history's log and truth yet: run again with --preload",
+                dir.display(),
+                m.job.preloaded
+            )));
+        }
         let fresh_state =
             *fresh_state.get_or_insert(metadata.is_some() || state_is_empty(&backends));
         let mut plan = ReadPlan::from_workload(log, &run.broker).map_err(EngineError::Source)?;
@@ -156,6 +169,16 @@ pub(super) fn recoverable(
                 truth_origin: m.job.truth_start.clone(),
                 operators: m.job.operators.clone(),
             });
+        }
+        // A preload (never with a restore or failures): the job starts after its history.
+        let mut truth_from_base = None;
+        if let Some(b) = base.take() {
+            let (r, truth, report) =
+                start_from_base(run, b, &backends, log, &mut plan, &mut sink, fresh_state)?;
+            resume = Some(r);
+            truth_from_base = Some(truth);
+            history = report.records;
+            preloaded = Some(report);
         }
         let mut replayed = 0;
         let mut attempts = Attempts::default();
@@ -199,7 +222,7 @@ pub(super) fn recoverable(
                 sink = s.sink;
                 Some((s.oracle, s.oracle_watermark))
             }
-            None => None,
+            None => truth_from_base,
         };
         sink.recover(metadata.map(|m| m.id), clock_ms(run))
             .map_err(PipelineError::from)?;
@@ -255,6 +278,7 @@ pub(super) fn recoverable(
         job.restores = restores.clone();
         job.savepoints = std::mem::take(&mut savepoints);
         job.savepoint_store = Some(checkpoint_dir(data));
+        job.preloaded = history;
         run.failures.restarted(Instant::now());
         let end = job.drive(run, Some(config.events))?;
         if end == End::Failed {
@@ -292,6 +316,7 @@ pub(super) fn recoverable(
             .as_ref()
             .and_then(Checkpointer::changelog_status);
         let mut outcome = finish(run, job, &backends, Vec::new(), fresh_state, Some(end))?;
+        outcome.preload = preloaded;
         outcome.checkpoints = Some(CheckpointOutcome {
             kind: checkpointing.map_or("off", |c| c.kind.name()).to_string(),
             history,

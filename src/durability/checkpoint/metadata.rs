@@ -36,6 +36,14 @@ pub struct JobMeta {
     /// A chain's operators after the first, where each stood (absent: a single operator).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operators: Vec<OperatorMeta>,
+    /// Records of preloaded history the job started after (`run --preload`; 0: none): its
+    /// offsets are past them, its `processed` counts only the records after.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub preloaded: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where a chain's operator `index` >= 1 stood at a barrier.

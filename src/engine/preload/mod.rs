@@ -103,14 +103,20 @@ pub fn check_sample(results: u64) -> u64 {
     results.div_ceil(CHECKED_RESULTS).max(1).next_power_of_two()
 }
 
-/// Why a run cannot preload (said before anything is built): `recovers` when it checkpoints,
-/// restores, injects failures, takes savepoints or records its operations.
-pub fn refusal(workload: &Workload, profile: &Profile, recovers: bool) -> Option<String> {
-    if recovers
-        || crate::durability::checkpoint::CheckpointConfig::from_knobs(&profile.knobs).is_some()
+/// Why a run cannot preload (said before anything is built): `restarts` when it restores,
+/// injects failures or records its operations. Checkpoints and savepoints it may take.
+pub fn refusal(workload: &Workload, profile: &Profile, restarts: bool) -> Option<String> {
+    if restarts {
+        return Some(
+            "--restore, injected failures and --record-ops cannot start from a preload yet (checkpoints and savepoints can)"
+                .into(),
+        );
+    }
+    if profile.knobs.changelog_enabled
+        && crate::durability::checkpoint::CheckpointConfig::from_knobs(&profile.knobs).is_some()
     {
         return Some(
-            "checkpoints, --restore, injected failures, savepoints and --record-ops cannot start from a preload yet"
+            "the changelog logs state changes from the job's start; a preloaded state was never logged: turn 'state.changelog.enabled' off"
                 .into(),
         );
     }
