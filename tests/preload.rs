@@ -19,6 +19,15 @@ fn summary(report: &Path) -> Value {
     json["segments"][0]["summary"].clone()
 }
 
+/// The run's results equal the truth's: none over, under or missing.
+fn assert_exact(summary: &Value, what: &str) {
+    let e = &summary["result_error"];
+    assert!(
+        e["over"] == 0 && e["under"] == 0 && e["missing"] == 0,
+        "{what}: {e}"
+    );
+}
+
 /// `workload` run for `history` records preloaded and `live` read, or (history 0) for `live`
 /// records from the start: its final counts and summary.
 fn final_counts(
@@ -97,11 +106,8 @@ fn a_preloaded_history_and_the_live_records_end_where_one_run_of_them_all_does()
             s["records_processed"], 4_320,
             "{workload}: the live records only"
         );
+        assert_exact(&s, workload);
         let e = &s["result_error"];
-        assert!(
-            e["over"] == 0 && e["under"] == 0 && e["missing"] == 0,
-            "{workload}: {e}"
-        );
         assert!(e["compared"].as_u64().unwrap() > 0, "{workload}: {e}");
     }
 }
@@ -207,11 +213,7 @@ fn another_profile_with_the_same_history_is_written_from_the_kept_base() {
         }
         run(&args).unwrap();
         let s = summary(&report);
-        let e = &s["result_error"];
-        assert!(
-            e["over"] == 0 && e["under"] == 0 && e["missing"] == 0,
-            "{name}: {e}"
-        );
+        assert_exact(&s, name);
         (
             std::fs::read_to_string(&counts).unwrap(),
             s["preload"].clone(),
@@ -384,11 +386,7 @@ fn a_sampled_check_compares_a_share_of_the_keys_exactly() {
         "one key in four: {share} of {all} results compared"
     );
     for s in [&whole, &sampled] {
-        let e = &s["result_error"];
-        assert!(
-            e["over"] == 0 && e["under"] == 0 && e["missing"] == 0,
-            "{e}"
-        );
+        assert_exact(s, "");
     }
     // Every write still reaches the store's counters: the job's work is the same.
     assert_eq!(whole["sink"]["writes"], sampled["sink"]["writes"]);
@@ -441,11 +439,7 @@ fn a_preloaded_run_checkpoints_and_its_restore_is_refused_with_why() {
     ]);
     run(&first.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
     let s = summary(&report);
-    let e = &s["result_error"];
-    assert!(
-        e["over"] == 0 && e["under"] == 0 && e["missing"] == 0,
-        "{e}"
-    );
+    assert_exact(&s, "smoke");
     let p = &s["preload"];
     assert_eq!(p["records"], 40_000, "{p}");
     let c = &s["checkpoints"];
