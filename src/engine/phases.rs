@@ -221,10 +221,16 @@ fn streaming(
     let fresh_state = state_is_empty(&backends);
     let mut sink = Delivery::passthrough(sink);
     let (mut resume, mut truth, mut report) = (None, None, None);
+    let mut heap_timers = Vec::new();
     if let Some(base) = base {
         let started =
             start_from_base(run, base, &backends, log, &mut plan, &mut sink, fresh_state)?;
-        (resume, truth, report) = (Some(started.0), Some(started.1), Some(started.2));
+        (resume, truth, report) = (
+            Some(started.resume),
+            Some(started.truth),
+            Some(started.report),
+        );
+        heap_timers = started.heap_timers;
     }
     let spec = JobSpec {
         phase: Phase::Streaming,
@@ -234,6 +240,7 @@ fn streaming(
         resume,
     };
     let mut job = JobRunner::new(&backends, run, log, spec, sink, truth)?;
+    StartedFromBase::add_heap_timers(&heap_timers, &mut job)?;
     job.savepoint_store = Some(checkpoint_dir(&run.config.data_dir));
     job.preloaded = report.as_ref().map_or(0, |r| r.records);
     let mut outcome = finish(run, job, &backends, Vec::new(), fresh_state, None)?;
@@ -252,7 +259,7 @@ pub(super) fn start_from_base(
     plan: &mut ReadPlan,
     sink: &mut Delivery,
     fresh_state: bool,
-) -> Result<(Resume, (OracleThread, i64), PreloadReport), EngineError> {
+) -> Result<StartedFromBase, EngineError> {
     let Some(backend) = backends.first().filter(|_| fresh_state) else {
         return Err(EngineError::Source(
             "--preload starts from its own state: give an empty --data-dir (not --reuse of one with state)"
@@ -287,7 +294,36 @@ pub(super) fn start_from_base(
         operators: Vec::new(),
     };
     run.clock.prepared(Instant::now());
-    Ok((resume, (pre.oracle, pre.oracle_watermark), pre.report))
+    Ok(StartedFromBase {
+        resume,
+        truth: (pre.oracle, pre.oracle_watermark),
+        report: pre.report,
+        heap_timers: pre.heap_timers,
+    })
+}
+
+/// What a job starting from a preload's base resumes with.
+pub(super) struct StartedFromBase {
+    pub resume: Resume,
+    pub truth: (OracleThread, i64),
+    pub report: PreloadReport,
+    /// HEAP timers pending after the history (raw keyed state streams).
+    pub heap_timers: Vec<Vec<u8>>,
+}
+
+impl StartedFromBase {
+    /// Puts the history's pending HEAP timers into `job`'s timer service.
+    pub fn add_heap_timers(
+        heap_timers: &[Vec<u8>],
+        job: &mut JobRunner,
+    ) -> Result<(), EngineError> {
+        if let Some(timers) = job.ctx.timers.as_mut() {
+            for raw in heap_timers {
+                timers.add_raw_keyed_state(raw)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The shared folder of checkpoint `dir`: its store's (`<store>/chk-N` -> `<store>/shared`);

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use super::job::{Attempts, End, JobRunner, JobSpec, Resume, Survivors};
 use super::phases::{
-    checkpoint_dir, db_dir, db_dirs, delivery_config, finish, open_backends, restore_dir,
-    scratch_dir, shared_of, sink_dir, start_from_base, state_is_empty,
+    StartedFromBase, checkpoint_dir, db_dir, db_dirs, delivery_config, finish, open_backends,
+    restore_dir, scratch_dir, shared_of, sink_dir, start_from_base, state_is_empty,
 };
 use super::preload;
 use super::progress::ProgressMark;
@@ -172,13 +172,15 @@ pub(super) fn recoverable(
         }
         // A preload (never with a restore or failures): the job starts after its history.
         let mut truth_from_base = None;
+        let mut heap_timers = Vec::new();
         if let Some(b) = base.take() {
-            let (r, truth, report) =
+            let started =
                 start_from_base(run, b, &backends, log, &mut plan, &mut sink, fresh_state)?;
-            resume = Some(r);
-            truth_from_base = Some(truth);
-            history = report.records;
-            preloaded = Some(report);
+            resume = Some(started.resume);
+            truth_from_base = Some(started.truth);
+            history = started.report.records;
+            preloaded = Some(started.report);
+            heap_timers = started.heap_timers;
         }
         let mut replayed = 0;
         let mut attempts = Attempts::default();
@@ -244,6 +246,7 @@ pub(super) fn recoverable(
             resume,
         };
         let mut job = JobRunner::new(&backends, run, log, spec, sink, truth)?;
+        StartedFromBase::add_heap_timers(&heap_timers, &mut job)?;
         if let (Some(dir), Some(_)) = (&from, metadata) {
             // HEAP timers come back from the checkpoint's raw keyed state: the first operator's
             // at its root, operator i's in its `op<i>/`.

@@ -63,6 +63,9 @@ pub struct Manifest {
     /// The base whose state it was written from, if it was derived rather than warmed up.
     #[serde(default)]
     pub derived_from: Option<String>,
+    /// HEAP timers pending after the history: one raw keyed state stream per batch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heap_timer_files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

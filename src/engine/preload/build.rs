@@ -38,16 +38,19 @@ pub(super) fn base_key(
 }
 
 /// The name of the history a base holds, whatever the profile: the same as [`base_key`]'s
-/// without the knobs, for the amounts whose history does not depend on them (`events`, `span`;
+/// without the knobs but where timers are kept, for the amounts whose history does not depend on them (`events`, `span`;
 /// not `size`, whose history is as long as the profile's files take to reach the size).
 pub(super) fn history_key(
     config: &PreloadConfig,
     workload: &Workload,
+    profile: &Profile,
 ) -> Result<Option<String>, EngineError> {
     if config.spec.size.is_some() {
         return Ok(None);
     }
-    key_of(config, workload, None).map(Some)
+    // Where the timers are is part of the history: in the state (ROCKSDB) or beside it (HEAP).
+    let timers = format!("{:?}", profile.knobs.timer_service_factory);
+    key_of(config, workload, None).map(|key| Some(format!("{key}-{}", timers.to_lowercase())))
 }
 
 fn key_of(
@@ -288,6 +291,7 @@ pub(super) fn build(
     let (mut warm_up_secs, mut write_secs) = (0.0, 0.0);
     let (mut own_results, mut sink_results) = (Vec::new(), Vec::new());
     let (mut state_bytes, mut entries) = (0u64, 0u64);
+    let mut heap_timer_files = Vec::new();
     let mut offsets = Vec::new();
     let per = MAX_PARALLELISM.div_ceil(batches);
     let all: Vec<_> = (0..batches)
@@ -340,6 +344,11 @@ pub(super) fn build(
             );
             state_bytes += pass.state.bytes();
             entries += pass.state.len() as u64;
+            if let Some(raw) = pass.heap_timers.take() {
+                let name = format!("heap-timers-{done:03}.raw");
+                std::fs::write(dir.join(&name), raw).map_err(base::io(format!("write {name}")))?;
+                heap_timer_files.push(name);
+            }
             for (cf, map) in pass.state.take().into_iter().enumerate() {
                 if let Some(out) = outs.get_mut(cf) {
                     for (key, value) in &map {
@@ -385,8 +394,9 @@ pub(super) fn build(
         sizing_secs,
         warm_up_secs,
         write_secs,
-        history: history_key(config, workload)?.unwrap_or_default(),
+        history: history_key(config, workload, profile)?.unwrap_or_default(),
         derived_from: None,
+        heap_timer_files,
     };
     manifest.write(dir)?;
     say(format!(

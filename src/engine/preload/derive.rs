@@ -76,10 +76,13 @@ pub(super) fn derive(
     }
     drop(backend);
     let _ = std::fs::remove_dir_all(scratch);
-    let results = dir.join(base::RESULTS);
-    std::fs::hard_link(from_dir.join(base::RESULTS), &results)
-        .or_else(|_| std::fs::copy(from_dir.join(base::RESULTS), &results).map(|_| ()))
-        .map_err(io(format!("link {} into {}", base::RESULTS, dir.display())))?;
+    for name in
+        std::iter::once(base::RESULTS).chain(from.heap_timer_files.iter().map(String::as_str))
+    {
+        std::fs::hard_link(from_dir.join(name), dir.join(name))
+            .or_else(|_| std::fs::copy(from_dir.join(name), dir.join(name)).map(|_| ()))
+            .map_err(io(format!("link {name} into {}", dir.display())))?;
+    }
     let file_bytes: u64 = column_families.iter().map(|c| c.bytes).sum();
     let manifest = Manifest {
         key: key.to_string(),

@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 use super::EngineError;
 use super::truth::OracleThread;
 use crate::backend::StateBackend;
-use crate::config::timer_service::TimerFactory;
 use crate::config::workload::PreloadSpec;
 use crate::config::{Profile, Workload};
 use crate::durability::delivery::Delivery;
@@ -90,6 +89,9 @@ pub struct Preloaded {
     pub own_results: Vec<(u64, usize, i64)>,
     pub oracle: OracleThread,
     pub oracle_watermark: i64,
+    /// HEAP timers pending after the history, as raw keyed state streams (for the job's timer
+    /// service once it is open).
+    pub heap_timers: Vec<Vec<u8>>,
 }
 
 /// Results a run's oracle and in-process store keep at most (about): above, they keep a
@@ -126,12 +128,6 @@ pub fn refusal(workload: &Workload, profile: &Profile, restarts: bool) -> Option
     if workload.spec.phases.is_some() {
         return Some("a workload with phases (backfill and catch-up) cannot be preloaded".into());
     }
-    if profile.knobs.timer_service_factory == TimerFactory::Heap {
-        return Some(
-            "HEAP timers live on the heap, not in RocksDB: a preload needs 'state.backend.rocksdb.timer-service.factory: ROCKSDB'"
-                .into(),
-        );
-    }
     None
 }
 
@@ -163,7 +159,7 @@ pub fn find_or_build(
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(io(format!("create {}", tmp.display())))?;
     // The same history kept for another profile: its state is written again, not warmed up.
-    let sibling = match build::history_key(config, workload)? {
+    let sibling = match build::history_key(config, workload, profile)? {
         Some(history) if !config.rebuild => derive::find(&config.dir, &history),
         _ => None,
     };
@@ -284,12 +280,22 @@ pub fn load(
         oracle_secs,
         check_sample: sample,
     };
+    let heap_timers = manifest
+        .heap_timer_files
+        .iter()
+        .map(|name| {
+            std::fs::read(dir.join(name)).map_err(|e| {
+                EngineError::Preload(format!("cannot read {}: {e}", dir.join(name).display()))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Preloaded {
         manifest,
         report,
         own_results,
         oracle,
         oracle_watermark,
+        heap_timers,
     })
 }
 

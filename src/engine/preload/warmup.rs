@@ -42,6 +42,9 @@ pub struct Pass {
     pub results: Vec<(u64, usize, i64)>,
     /// True when `Until::StateBytes` stopped at its cap rather than at the size.
     pub capped: bool,
+    /// HEAP timers pending after the history, as Flink's raw keyed state stream (None: ROCKSDB
+    /// timers, which are in `state`).
+    pub heap_timers: Option<Vec<u8>>,
 }
 
 /// The plan a warm-up reads the log with: from its first record, with the processing time the
@@ -121,6 +124,7 @@ pub fn pass(
     ctx.sink.flush().map_err(PipelineError::from)?;
     let state = ctx.state.take_memory().unwrap_or_default();
     let results = job.results_snapshot();
+    let heap_timers = ctx.timers.as_ref().and_then(|t| t.raw_keyed_state());
     Ok((
         Pass {
             state,
@@ -129,6 +133,7 @@ pub fn pass(
             offsets: consumer.position().clone(),
             results,
             capped,
+            heap_timers,
         },
         ctx.sink,
     ))

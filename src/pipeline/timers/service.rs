@@ -166,6 +166,15 @@ impl<'a> TimerService<'a> {
         }
     }
 
+    /// Adds the HEAP timers of a raw keyed state stream (a preload's); 0 for ROCKSDB timers,
+    /// which come with the state.
+    pub fn add_raw_keyed_state(&mut self, bytes: &[u8]) -> Result<u64, PipelineError> {
+        match self {
+            TimerService::Heap(t) => raw::restore(t, bytes),
+            TimerService::RocksDb(_) => Ok(0),
+        }
+    }
+
     /// Puts back the timers checkpoint (or savepoint) `dir` holds as raw keyed state, after
     /// its RocksDB state was restored; `db_dir` loses the copy a restore may have put there.
     /// Returns the timers restored. A checkpoint whose timers are kept the other way than the
