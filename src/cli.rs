@@ -207,10 +207,10 @@ pub struct ReproduceArgs {
     #[arg(long, value_parser = parse_events)]
     pub events: Option<u64>,
     /// miniature: memory and data scaled down together (about two minutes a case).
-    /// production: the case study at the seed's own sizes (write buffers, target files,
-    /// filters, memory), both sides starting from a preloaded steady state of the seed's
-    /// size (built once, up to a few minutes, and kept under --preload-dir; see
-    /// docs/preload.md); then --events caps the live records
+    /// production (wbm-stall, filter-reads): the case study at the seed's own sizes (write
+    /// buffers, target files, filters, memory), both sides starting from a preloaded steady
+    /// state of the seed's size (built once in about two minutes and kept under
+    /// --preload-dir, then cloned; see docs/correctness.md); --events caps the live records
     #[arg(long, value_enum, default_value_t)]
     pub scale: crate::reproduce::proofs::Scale,
     /// Where --scale production keeps its preloaded bases (default: as `run --preload`'s)

@@ -15,7 +15,12 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
         }
         println!("case studies (the advisor finds the cause, its fix is re-run):");
         for p in proofs::PROOFS {
-            println!("  {:<20} {}", p.name, p.story);
+            let production = if p.production.is_some() {
+                " (also at the seed's size: --scale production)"
+            } else {
+                ""
+            };
+            println!("  {:<20} {}{production}", p.name, p.story);
         }
         println!("failures, checkpoints and savepoints:");
         for c in recovery::CASES {
