@@ -50,6 +50,7 @@ KNOB_OPTIONS = {
     "compaction.level.use-dynamic-size": [(CF, "level_compaction_dynamic_level_bytes")],
     "compression.per.level": [(CF, "compression_per_level")],
     "thread.num": [(DB, "max_background_jobs")],
+    "files.open": [(DB, "max_open_files")],
     "compaction.level0-slowdown-writes-trigger": [(CF, "level0_slowdown_writes_trigger")],
     "compaction.level0-stop-writes-trigger": [(CF, "level0_stop_writes_trigger")],
     "compaction.soft-pending-compaction-bytes-limit": [(CF, "soft_pending_compaction_bytes_limit")],

@@ -445,6 +445,10 @@ fn a_preloaded_run_checkpoints_and_its_restore_is_refused_with_why() {
     assert_eq!(p["records"], 40_000, "{p}");
     let c = &s["checkpoints"];
     assert!(c["completed"].as_u64().unwrap() >= 1, "{c}");
+    assert_eq!(
+        c["restarts"], 0,
+        "starting from a base is not a restore: {c}"
+    );
     let uploaded = c["upload_bytes"]["max"].as_f64().unwrap();
     assert!(
         uploaded >= p["file_bytes"].as_f64().unwrap(),
@@ -462,4 +466,6 @@ fn a_preloaded_run_checkpoints_and_its_restore_is_refused_with_why() {
         run(&again.iter().map(String::as_str).collect::<Vec<_>>()).unwrap_err()
     );
     assert!(e.contains("preloaded history"), "{e}");
+    // Refused before the checkpoint replaced the data directory's state.
+    assert!(data.join("db").join("CURRENT").is_file());
 }

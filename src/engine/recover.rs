@@ -86,6 +86,17 @@ pub(super) fn recoverable(
     loop {
         let failed_at = run.clock.wall(Instant::now()).as_secs_f64();
         let began = Instant::now();
+        if let Some(dir) = &from
+            && let Ok(m) = Metadata::read(dir)
+            && m.job.preloaded > 0
+        {
+            // Refused before the data directory's state is replaced by the checkpoint's.
+            return Err(EngineError::Restore(format!(
+                "{}: taken by a run that started from {} records of preloaded history (run --preload); a restore cannot rebuild that history's log and truth yet: start a new run with --preload on an empty --data-dir instead",
+                dir.display(),
+                m.job.preloaded
+            )));
+        }
         let restored = match &from {
             Some(dir) => Some(
                 // A checkpoint's shared files are beside it, in its own store.
@@ -136,15 +147,6 @@ pub(super) fn recoverable(
             let _ = std::fs::remove_dir_all(restore_dir(data));
         }
         let metadata: Option<&Metadata> = restored.as_ref().map(|r| &r.metadata);
-        if let (Some(m), Some(dir)) = (metadata, &from)
-            && m.job.preloaded > 0
-        {
-            return Err(EngineError::Restore(format!(
-                "{}: taken by a run that started from {} records of preloaded history (run --preload); a restore cannot rebuild that history's log and truth yet: run again with --preload",
-                dir.display(),
-                m.job.preloaded
-            )));
-        }
         let fresh_state =
             *fresh_state.get_or_insert(metadata.is_some() || state_is_empty(&backends));
         let mut plan = ReadPlan::from_workload(log, &run.broker).map_err(EngineError::Source)?;
@@ -202,6 +204,7 @@ pub(super) fn recoverable(
         {
             attempts.earlier_processes = Some(m.job.work);
         }
+        let restarted = from.is_some() || survivors.is_some();
         let truth = match survivors.take() {
             Some(mut s) => {
                 attempts = std::mem::take(&mut s.attempts);
@@ -228,7 +231,7 @@ pub(super) fn recoverable(
         };
         sink.recover(metadata.map(|m| m.id), clock_ms(run))
             .map_err(PipelineError::from)?;
-        if from.is_some() || truth.is_some() {
+        if restarted {
             restores.push(RestoreRecord {
                 at_secs: failed_at,
                 checkpoint: metadata.map(|m| m.id),

@@ -65,7 +65,7 @@ pub struct Check {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Move {
     Down,
-    /// Up by at least this much (percentage points for a rate).
+    /// Up by at least this many points (of a percentage).
     UpBy(f64),
     /// Down by at least this factor (before / after).
     DownBy(f64),
@@ -86,7 +86,7 @@ impl Move {
     fn describe(self) -> String {
         match self {
             Move::Down => "down".to_string(),
-            Move::UpBy(d) => format!("up {d} or more"),
+            Move::UpBy(d) => format!("up {d} points or more"),
             Move::DownBy(f) => format!("down {f:.0}x or more"),
             Move::UpOrWithin(tol) => format!("up, or down < {tol}"),
         }

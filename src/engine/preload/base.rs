@@ -128,6 +128,18 @@ pub fn last_level(bytes: u64, dynamic: bool, base: u64, multiplier: f64, num_lev
     bottom
 }
 
+/// The level for a base of `column_families`' files under knobs `k` ([`last_level`] of their
+/// total size).
+pub fn level_for(column_families: &[CfFiles], k: &crate::config::profile::Knobs) -> u32 {
+    last_level(
+        column_families.iter().map(|c| c.bytes).sum(),
+        k.dynamic_level_bytes,
+        k.max_bytes_for_level_base.0,
+        k.max_bytes_for_level_multiplier,
+        NUM_LEVELS,
+    )
+}
+
 /// Sorted entries of one column family into SST files of about `target` bytes each.
 pub struct SstOut<'o> {
     dir: PathBuf,

@@ -261,15 +261,7 @@ pub(super) fn build(
         crate::config::units::human_bytes(est_sst as f64),
     ));
 
-    // The level the files go to, and the size its files are cut at.
     let k = &profile.knobs;
-    let level = base::last_level(
-        est_sst,
-        k.dynamic_level_bytes,
-        k.max_bytes_for_level_base.0,
-        k.max_bytes_for_level_multiplier,
-        base::NUM_LEVELS,
-    );
     let names: Vec<String> = backend.column_families().to_vec();
     let mut outs = names
         .iter()
@@ -322,14 +314,16 @@ pub(super) fn build(
                     })
                 })
                 .collect();
-            handles
+            // Every thread is joined before an error is looked at.
+            let joined: Vec<_> = handles
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
                         Err(EngineError::Preload("a warm-up thread panicked".into()))
                     })
                 })
-                .collect::<Result<Vec<_>, EngineError>>()
+                .collect();
+            joined.into_iter().collect::<Result<Vec<_>, EngineError>>()
         })?;
         warm_up_secs += t.elapsed().as_secs_f64();
         let t = Instant::now();
@@ -373,6 +367,9 @@ pub(super) fn build(
         .into_iter()
         .map(SstOut::finish)
         .collect::<Result<Vec<_>, _>>()?;
+    // The level an LSM tree of the files' size keeps its data in (a base derived for another
+    // profile is placed by its files' size the same way).
+    let level = base::level_for(&column_families, k);
     base::write_results(dir, &sink_results, &own_results)?;
     write_secs += t.elapsed().as_secs_f64();
     drop(backend);

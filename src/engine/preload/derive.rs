@@ -83,17 +83,11 @@ pub(super) fn derive(
             .or_else(|_| std::fs::copy(from_dir.join(name), dir.join(name)).map(|_| ()))
             .map_err(io(format!("link {name} into {}", dir.display())))?;
     }
-    let file_bytes: u64 = column_families.iter().map(|c| c.bytes).sum();
     let manifest = Manifest {
         key: key.to_string(),
         profile: profile.name.clone(),
-        level: base::last_level(
-            file_bytes,
-            k.dynamic_level_bytes,
-            k.max_bytes_for_level_base.0,
-            k.max_bytes_for_level_multiplier,
-            base::NUM_LEVELS,
-        ),
+        level: base::level_for(&column_families, k),
+        batches: 0,
         column_families,
         derived_from: Some(from.key.clone()),
         sizing_secs: 0.0,

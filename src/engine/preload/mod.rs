@@ -199,10 +199,11 @@ pub fn find_or_build(
         && let Some(theirs) = Manifest::read(&dir)
     {
         let _ = std::fs::remove_dir_all(&tmp);
+        // Reported as a kept base: this run's own build was discarded.
         return Ok(Base {
             dir,
             manifest: theirs,
-            build_secs: Some(started.elapsed().as_secs_f64()),
+            build_secs: None,
         });
     }
     let _ = std::fs::remove_dir_all(&dir);
