@@ -496,8 +496,13 @@ job:
     assert_exact(&outcome);
     let (window, aggregate) = (flushes(&data.join("db")), flushes(&data.join("db-op1")));
     assert!(window > 0, "the window's instance never flushed");
+    // Measured here, 12 runs at this commit and 12 at the one before: the aggregate's instance
+    // flushed 10-23 times against the window's 42-80, the same spread at both; its tail
+    // reaches 24-30 (against 47-50), which failed the earlier gate of half as many in 3 of 27
+    // CI and local runs. What the test guards against is the reversed order (aggregate 150,
+    // window 34, when the chain ran each operator to the end of its burst).
     assert!(
-        aggregate * 2 < window,
+        aggregate < window,
         "the aggregate's instance flushed {aggregate} times, the window's {window}"
     );
 }
