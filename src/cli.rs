@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod reproduce;
+pub use reproduce::ReproduceArgs;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "statebench",
@@ -192,30 +195,6 @@ pub struct TaskManagerArgs {
     /// taskmanager.memory.* keys and slots are what the export is sized for and checked against.
     #[arg(long, value_name = "FILE")]
     pub taskmanager_memory: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct ReproduceArgs {
-    /// Traps: ttl-too-short | idle-partition | idleness-too-short | same-consumer-group |
-    /// backfill-savepoint. Case studies the advisor solves: wbm-stall | filter-reads |
-    /// level-sizing | serializer. Failures, checkpoints and savepoints: exactly-once |
-    /// changelog-uploads | native-savepoint-changelog. Without a name: the list.
-    pub name: Option<String>,
-    /// Events per side (default: each case's own, listed by `reproduce` with no name; the
-    /// traps run 60000 of `smoke` or `backfill-catchup`). The event-time pace stays the base
-    /// workload's.
-    #[arg(long, value_parser = parse_events)]
-    pub events: Option<u64>,
-    /// miniature: memory and data scaled down together (about two minutes a case).
-    /// production (wbm-stall, filter-reads): the case study at the seed's own sizes (write
-    /// buffers, target files, filters, memory), both sides starting from a preloaded steady
-    /// state of the seed's size (built once in about two minutes and kept under
-    /// --preload-dir, then cloned; see docs/correctness.md); --events caps the live records
-    #[arg(long, value_enum, default_value_t)]
-    pub scale: crate::reproduce::proofs::Scale,
-    /// Where --scale production keeps its preloaded bases (default: as `run --preload`'s)
-    #[arg(long)]
-    pub preload_dir: Option<std::path::PathBuf>,
 }
 
 /// What to run and how far: shared by `run` and `tui`.

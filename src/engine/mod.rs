@@ -14,6 +14,7 @@ mod attempts;
 mod chain;
 mod clock;
 mod durable;
+mod from_base;
 pub mod identity;
 mod job;
 mod live;

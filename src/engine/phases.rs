@@ -8,13 +8,13 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Instant;
 
 use super::clock::RunClock;
-use super::job::{End, JobRunner, JobSpec, Resume};
+use super::from_base::{StartedFromBase, start_from_base};
+use super::job::{End, JobRunner, JobSpec};
 use super::live::LiveProfile;
-use super::preload::{self, PreloadReport};
+use super::preload;
 use super::run::{Failures, Run};
 use super::sampler::Sampler;
 use super::snapshot::{JobSource, MetricsSnapshot, Phase, RunOutcome, RunState};
-use super::truth::OracleThread;
 use super::{EngineCommand, EngineConfig, EngineError, SinkConfig};
 use crate::backend::StateBackend;
 use crate::backend::memory::SharedMemory;
@@ -246,84 +246,6 @@ fn streaming(
     let mut outcome = finish(run, job, &backends, Vec::new(), fresh_state, None)?;
     outcome.preload = report;
     Ok(outcome)
-}
-
-/// Loads a preload's `base` into the job's fresh database (`fresh_state`): `plan` reads on
-/// from the record after the history, whose results (in `sink` and the job's own) and truth
-/// (a primed oracle) the job resumes with. The build and the load are not running time.
-pub(super) fn start_from_base(
-    run: &mut Run,
-    base: preload::Base,
-    backends: &[Arc<StateBackend>],
-    log: &Log,
-    plan: &mut ReadPlan,
-    sink: &mut Delivery,
-    fresh_state: bool,
-) -> Result<StartedFromBase, EngineError> {
-    let Some(backend) = backends.first().filter(|_| fresh_state) else {
-        return Err(EngineError::Source(
-            "--preload starts from its own state: give an empty --data-dir (not --reuse of one with state)"
-                .to_string(),
-        ));
-    };
-    let staging = scratch_dir(&run.config.data_dir).join("preload-ingest");
-    let pre = preload::load(
-        base,
-        backend,
-        &staging,
-        (&run.config.workload, log, plan),
-        sink,
-        run.config.preload.as_ref().and_then(|p| p.check_sample),
-    )?;
-    // The live job reads on from the record after the history, whose results the serving
-    // store holds and whose truth the oracle has seen; a checkpoint's truth counts from the
-    // log's start (`truth_origin`), so a restore rebuilds the history's truth too.
-    let after = pre.manifest.offsets.clone();
-    plan.start_reason = format!(
-        "after the preloaded history ({} records)",
-        pre.manifest.records
-    );
-    plan.start.clone_from(&after);
-    plan.truth_start.clone_from(&after);
-    plan.covered = Some(after);
-    let resume = Resume {
-        processed: 0,
-        counters: Default::default(),
-        results: pre.own_results,
-        truth_origin: vec![0; log.partitions()],
-        operators: Vec::new(),
-    };
-    run.clock.prepared(Instant::now());
-    Ok(StartedFromBase {
-        resume,
-        truth: (pre.oracle, pre.oracle_watermark),
-        report: pre.report,
-        heap_timers: pre.heap_timers,
-    })
-}
-
-/// What a job starting from a preload's base resumes with.
-pub(super) struct StartedFromBase {
-    pub resume: Resume,
-    pub truth: (OracleThread, i64),
-    pub report: PreloadReport,
-    /// HEAP timers pending after the history (raw keyed state streams).
-    pub heap_timers: Vec<Vec<u8>>,
-}
-
-impl StartedFromBase {
-    /// Puts the history's pending HEAP timers into `job`'s timer service.
-    pub fn add_heap_timers(
-        heap_timers: &[Vec<u8>],
-        job: &mut JobRunner,
-    ) -> Result<(), EngineError> {
-        if let Some(timers) = job.ctx.timers.as_mut() {
-            for raw in heap_timers {
-                timers.add_raw_keyed_state(raw)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The shared folder of checkpoint `dir`: its store's (`<store>/chk-N` -> `<store>/shared`);

@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::from_base::{StartedFromBase, start_from_base};
 use super::job::{Attempts, End, JobRunner, JobSpec, Resume, Survivors};
 use super::phases::{
-    StartedFromBase, checkpoint_dir, db_dir, db_dirs, delivery_config, finish, open_backends,
-    restore_dir, scratch_dir, shared_of, sink_dir, start_from_base, state_is_empty,
+    checkpoint_dir, db_dir, db_dirs, delivery_config, finish, open_backends, restore_dir,
+    scratch_dir, shared_of, sink_dir, state_is_empty,
 };
 use super::preload;
 use super::progress::ProgressMark;

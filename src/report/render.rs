@@ -270,11 +270,7 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
                 human_bytes(p.file_bytes as f64),
                 p.files,
                 p.level,
-                match (p.built, p.derived) {
-                    (true, true) => "written from the same history's base",
-                    (true, false) => "built",
-                    (false, _) => "kept base",
-                },
+                p.origin(),
                 p.build_secs,
                 p.clone_secs,
                 p.oracle_secs

@@ -5,6 +5,7 @@
 
 mod heap_timers;
 pub mod production;
+mod proof_render;
 pub mod proofs;
 pub mod recovery;
 mod traps;

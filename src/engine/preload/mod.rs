@@ -74,6 +74,17 @@ pub struct PreloadReport {
     pub check_sample: u64,
 }
 
+impl PreloadReport {
+    /// Where the run's base came from, as the summary says it.
+    pub fn origin(&self) -> &'static str {
+        match (self.built, self.derived) {
+            (true, true) => "written from the same history's base",
+            (true, false) => "built",
+            (false, _) => "kept base",
+        }
+    }
+}
+
 /// A base found or built for a run.
 pub struct Base {
     pub dir: PathBuf,
