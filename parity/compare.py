@@ -38,19 +38,27 @@ BYTES_TOLERANCE = 0.05
 #     0.77 since parity/run caps statebench at the event rate Flink's run reached, an open
 #     difference):
 #     within 30 %, which still catches the regimes above;
-#   - flushes, bytes flushed and bytes compacted (write amplification): within a factor of 2
+#   - flushes and bytes flushed: within a factor of 2
 #     of the range Flink's runs span (statebench 0.90-1.38 of Flink's side by side; before the
 #     6.20 flush choice was modelled, 0.48 and 0.56 under load). 1.5 until 2 December 2026, when
 #     Flink's own median flush count on this machine moved from 7,305-7,720 to 8,927-9,938
 #     within an hour (flink-default-64mb POJO) while statebench, paced at Flink's rate, made
 #     5,303: 0.563, and bytes compacted 0.494 of Flink's range; a gate tighter than the
 #     machine's own spread fails on the machine, not on statebench.
+#   - bytes compacted per flush: within a factor of 1.5. Bytes compacted follow the flush count
+#     (each flush adds an L0 file; every few, an L0 compaction rewrites the level below), so
+#     gating their total gated the flush count's timing a second time and more tightly: on the
+#     CI machine kind statebench's total was 0.451 of Flink's (flushes 0.548; the CI run of
+#     99222d5) and 0.460 (flushes 0.575; a9b858f), failing a factor of 2, while per flush it was
+#     0.82 and 0.80 (0.97 side by side on a development machine). Per flush, the gate holds what
+#     the compaction options and the data decide, and the total is shown.
 # Compaction counts are shown: they follow the flush count, and RocksDB 11 cuts compactions
 # differently from 6.20 (more, smaller ones for about the same bytes).
 TIMING_GATES = {
     "fresh_switches": ("pct", 0.30),
     "flushes": ("factor", 2.0),
     "bytes": ("factor", 2.0),
+    "compaction_per_flush": ("factor", 1.5),
 }
 
 
@@ -453,7 +461,16 @@ def main():
     timed("flush bytes written", [f["tickers"]["FLUSH_WRITE_BYTES"] for f in runs_f],
           [r["snapshots"][-1]["rocksdb"]["tickers"]["flush_write_bytes"] for r in runs_s], "bytes")
     timed("compaction bytes written", [f["tickers"]["COMPACT_WRITE_BYTES"] for f in runs_f],
-          [r["snapshots"][-1]["rocksdb"]["tickers"]["compact_write_bytes"] for r in runs_s], "bytes")
+          [r["snapshots"][-1]["rocksdb"]["tickers"]["compact_write_bytes"] for r in runs_s], None,
+          "(follows the flush count: gated per flush, below)")
+    # What the LSM does with the files it is given: each flush adds an L0 file, and every few of
+    # them an L0 compaction rewrites what lies below, so compaction bytes follow the flush count
+    # (timing) times what each flush costs the levels (compaction options and data).
+    timed("compaction bytes written per flush",
+          [round(f["tickers"]["COMPACT_WRITE_BYTES"] / max(1, f["histograms"]["FLUSH_TIME_count"]))
+           for f in runs_f],
+          [round(r["snapshots"][-1]["rocksdb"]["tickers"]["compact_write_bytes"]
+                 / max(1, r["summary"]["flushes"])) for r in runs_s], "compaction_per_flush")
     timed("compactions (COMPACTION_TIME count)", [f["histograms"]["COMPACTION_TIME_count"] for f in runs_f],
           [r["summary"]["compactions"] for r in runs_s], None)
     timed("compactions (LOG compaction_finished)", [l["compaction_finished"] for l in logs_f],
