@@ -30,8 +30,11 @@ CF, TABLE, DB = "CFOptions", "TableOptions/BlockBasedTable", "DBOptions"
 KNOB_OPTIONS = {
     "memory.managed-size": [("log", "block cache capacity"), ("object", "WriteBufferManager capacity")],
     "memory.write-buffer-ratio": [("log", "block cache capacity"), ("object", "WriteBufferManager capacity")],
-    # managed memory or fixed-per-slot: how Flink provides memory.managed-size, the same cache and WBM.
-    "memory.mode": [("log", "block cache capacity"), ("object", "WriteBufferManager capacity")],
+    # managed memory or fixed-per-slot: how Flink provides memory.managed-size, the same cache and
+    # WBM; unmanaged (memory.managed: false): a cache per column family and no WBM.
+    "memory.mode": [("log", "block cache capacity"), ("log", "block caches per instance"),
+                    ("object", "WriteBufferManager capacity")],
+    "block.cache-size": [("log", "block cache capacity"), ("log", "block caches per instance")],
     "memory.high-prio-pool-ratio": [("log", "high_pri_pool_ratio")],
     "memory.partitioned-index-filters": [(TABLE, "index_type"), (TABLE, "partition_filters")],
     "writebuffer.size": [(CF, "write_buffer_size"), (CF, "arena_block_size")],
@@ -63,6 +66,7 @@ KNOB_OPTIONS = {
 }
 
 CAPACITY = re.compile(r"^\s*capacity : (\d+)\s*$")
+CACHE = re.compile(r"^\s*block_cache: (0x[0-9a-f]+)\s*$")
 RATE_LIMITER = re.compile(r"Options\.rate_limiter: (\S+)")
 SIZES = {"b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40}
 
@@ -76,18 +80,25 @@ def size(text):
 
 
 def log_facts(paths):
-    """Block cache capacities and rate limiter pointers printed in RocksDB LOGs."""
-    capacities, limiters = set(), set()
+    """Block cache capacities, rate limiter pointers, and how many distinct block caches one
+    instance's column families use (one shared, or one each), printed in RocksDB LOGs."""
+    capacities, limiters, caches = set(), set(), set()
     for path in paths:
+        pointers = set()
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
+                m = CACHE.match(line)
+                if m:
+                    pointers.add(m.group(1))
                 m = CAPACITY.match(line)
                 if m:
                     capacities.add(int(m.group(1)))
                 m = RATE_LIMITER.search(line)
                 if m:
                     limiters.add("none" if m.group(1) in ("(nil)", "0x0", "nullptr") else "set")
-    return capacities, limiters
+        if pointers:
+            caches.add(len(pointers))
+    return capacities, limiters, caches
 
 
 def bloom_bits(table_properties):
@@ -215,8 +226,8 @@ def main():
 
     flink_logs = sorted(glob.glob(os.path.join(a.flink, "flink-LOG*")))
     sb_logs = compare.statebench_logs(a.statebench_data)
-    f_cap, f_lim = log_facts(flink_logs)
-    s_cap, s_lim = log_facts(sb_logs)
+    f_cap, f_lim, f_caches = log_facts(flink_logs)
+    s_cap, s_lim, s_caches = log_facts(sb_logs)
     f_hp = compare.log_events(flink_logs)["high_pri_pool_ratio"]
     s_hp = compare.log_events(sb_logs)["high_pri_pool_ratio"]
     checks = flink["export_check"]
@@ -244,11 +255,17 @@ def main():
                 row(label, f"{option} ({scope})", shown(fv), shown(sv), equal)
             elif (where, option) == ("log", "block cache capacity"):
                 row(label, "block cache capacity (LOG)", fmt_set(f_cap), fmt_set(s_cap), len(f_cap) == 1 and f_cap == s_cap)
+            elif (where, option) == ("log", "block caches per instance"):
+                row(label, "distinct block caches per instance (LOG)", fmt_set(f_caches), fmt_set(s_caches),
+                    len(f_caches) == 1 and f_caches == s_caches)
             elif (where, option) == ("log", "high_pri_pool_ratio"):
                 row(label, "block cache high_pri_pool_ratio (LOG)", fmt_set(f_hp), fmt_set(s_hp), len(f_hp) == 1 and f_hp == s_hp)
             elif (where, option) == ("object", "WriteBufferManager capacity"):
-                fv, sv = checks["write_buffer_manager_capacity"], sb_memory["wbm_capacity"]
-                row(label, "WriteBufferManager capacity", fv, sv, fv == sv)
+                # Without shared memory Flink sets none (null) and statebench installs none (0).
+                fv = checks["write_buffer_manager_capacity"]
+                sv = sb_memory["wbm_capacity"] if not sb_memory.get("unshared") else None
+                row(label, "WriteBufferManager capacity", "none" if fv is None else fv,
+                    "none" if sv is None else sv, fv == sv)
             elif (where, option) == ("object", "rate limiter bytes/s"):
                 # Flink: read back from the RateLimiter on its DBOptions; statebench: the rate it
                 # gives RocksDB. The LOG shows whether each instance has a limiter at all.

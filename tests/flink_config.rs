@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use statebench::config::flink_in::Layout;
-use statebench::config::profile::{BUILTIN, CheckpointingMode, Compression};
+use statebench::config::profile::{BUILTIN, CheckpointingMode, Compression, MemoryMode};
 use statebench::config::{ByteSize, Millis, Profile};
 use statebench::export::{self, FlinkVersion};
 
@@ -231,11 +231,6 @@ fn bad_flink_values_name_the_file_the_line_the_key_and_what_is_valid() {
         msg.starts_with("tests/fixtures/invalid/flink-yaml-error/config.yaml line 3: "),
         "{msg}"
     );
-    let msg = error("tests/fixtures/invalid/flink-unmanaged.yaml");
-    assert!(
-        msg.starts_with("tests/fixtures/invalid/flink-unmanaged.yaml line 2, key 'state.backend.rocksdb.memory.managed': with 'false' and neither state.backend.rocksdb.memory.fixed-per-slot nor state.backend.rocksdb.memory.fixed-per-tm set"),
-        "{msg}"
-    );
     // A combination Flink refuses, said with Flink's key.
     let msg = error("tests/fixtures/invalid/flink-bad-ratio.yaml");
     assert!(
@@ -321,6 +316,42 @@ fn managed_memory_comes_from_the_taskmanager_as_flink_divides_it() {
     )
     .unwrap();
     assert_eq!(p.knobs.managed_memory, ByteSize(128 << 20));
+    // Without any budget: each column family's own cache (memory.mode unmanaged), and the
+    // TaskManager's managed memory is read but not RocksDB's.
+    let p = load(
+        "unmanaged.yaml",
+        "state.backend.rocksdb.memory.managed: false
+state.backend.rocksdb.block.cache-size: 32mb
+taskmanager.memory.managed.size: 1g
+",
+    )
+    .unwrap();
+    assert_eq!(p.knobs.memory_mode, MemoryMode::Unmanaged);
+    assert_eq!(p.knobs.block_cache_size, ByteSize(32 << 20));
+    assert!(ignored_keys(&p).contains(&"taskmanager.memory.managed.size".to_string()));
+    assert!(
+        p.derived(3).notes[0].contains("no budget bounds RocksDB"),
+        "{:?}",
+        p.derived(3).notes
+    );
+    // With a shared budget Flink replaces the column families' caches: read, said not to count.
+    let p = load(
+        "shared.yaml",
+        "state.backend.rocksdb.block.cache-size: 32mb
+taskmanager.memory.managed.size: 1g
+",
+    )
+    .unwrap();
+    assert_eq!(p.knobs.memory_mode, MemoryMode::Managed);
+    assert_eq!(p.knobs.block_cache_size, ByteSize(8 << 20));
+    assert!(
+        ignored(&p)
+            .iter()
+            .any(|(k, why)| k == "state.backend.rocksdb.block.cache-size"
+                && why.as_deref().is_some_and(|w| w.contains("replaces"))),
+        "{:?}",
+        ignored(&p)
+    );
     // No memory key at all: flink-default's, said so.
     let p = load("no-memory.yaml", "state.backend.type: rocksdb\n").unwrap();
     assert_eq!(p.knobs.managed_memory, ByteSize(256 << 20));

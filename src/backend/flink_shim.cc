@@ -141,13 +141,15 @@ void statebench_options_set_memory(rocksdb_options_t* options,
   options->rep.write_buffer_manager = memory->wbm;
 }
 
-// Column-family options: rebuilds the block-based table factory `options` already has with
-// the shared cache and `decouple_partitioned_filters`. Returns 0, or -1 when the options have
-// no block-based table factory (or RocksDB threw).
-int statebench_options_set_table(rocksdb_options_t* options,
-                                 const statebench_memory_t* memory,
-                                 unsigned char decouple_partitioned_filters) try {
-  if (!options->rep.table_factory) {
+}  // extern "C"
+
+namespace {
+
+// Rebuilds the block-based table factory of `options` with `cache` and
+// `decouple_partitioned_filters`. Returns 0, or -1 without a block-based table factory.
+int ReplaceTable(rocksdb_options_t* options, std::shared_ptr<rocksdb::Cache> cache,
+                 unsigned char decouple_partitioned_filters) {
+  if (!options->rep.table_factory || !cache) {
     return -1;
   }
   const auto* current =
@@ -156,15 +158,44 @@ int statebench_options_set_table(rocksdb_options_t* options,
     return -1;
   }
   rocksdb::BlockBasedTableOptions table = *current;
-  table.block_cache = memory->cache;
+  table.block_cache = std::move(cache);
   table.decouple_partitioned_filters = decouple_partitioned_filters != 0;
   options->rep.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Column-family options: rebuilds the block-based table factory `options` already has with
+// the slot's shared cache and `decouple_partitioned_filters`. Returns 0, or -1 when the options
+// have no block-based table factory (or RocksDB threw).
+int statebench_options_set_table(rocksdb_options_t* options,
+                                 const statebench_memory_t* memory,
+                                 unsigned char decouple_partitioned_filters) try {
+  return ReplaceTable(options, memory->cache, decouple_partitioned_filters);
 } catch (...) {
   return -1;
 }
 
-// One database's flush choice on `memory`'s WriteBufferManager; null if out of memory.
+// Flink without a shared budget (memory.managed: false, no fixed size): the column family's
+// own LRU cache of `capacity` bytes, as RocksJava's BlockBasedTableConfig builds one from
+// setBlockCacheSize (NewLRUCache with its defaults). Returns 0, or -1 without a block-based
+// table factory or if RocksDB threw.
+int statebench_options_set_own_table(rocksdb_options_t* options, size_t capacity,
+                                     unsigned char decouple_partitioned_filters) try {
+  rocksdb::LRUCacheOptions lru;
+  lru.capacity = capacity;
+  lru.num_shard_bits = -1;
+  lru.strict_capacity_limit = false;
+  lru.high_pri_pool_ratio = 0.5;
+  lru.low_pri_pool_ratio = 0.0;
+  return ReplaceTable(options, lru.MakeSharedCache(), decouple_partitioned_filters);
+} catch (...) {
+  return -1;
+}
+
 statebench_instance_t* statebench_instance_create(const statebench_memory_t* memory) try {
   auto* instance = new statebench_instance_t;
   instance->wbm = memory->wbm;

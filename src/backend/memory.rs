@@ -51,6 +51,11 @@ unsafe extern "C" {
         memory: *const RawMemory,
         decouple_partitioned_filters: u8,
     ) -> i32;
+    fn statebench_options_set_own_table(
+        options: *mut librocksdb_sys::rocksdb_options_t,
+        capacity: usize,
+        decouple_partitioned_filters: u8,
+    ) -> i32;
 }
 
 /// The block cache and WriteBufferManager every column family of every RocksDB instance of a
@@ -58,8 +63,13 @@ unsafe extern "C" {
 /// `MemoryManager.getSharedMemoryResourceForManagedMemory` hands every RocksDB state backend of
 /// the slot the same `RocksDBSharedResources` (one cache, one WriteBufferManager), sized by the
 /// slot's whole managed memory (`RocksDBOperationUtils.allocateSharedCachesIfConfigured`).
+///
+/// With `memory.mode: unmanaged` (Flink's `memory.managed: false` and no fixed size) there is
+/// nothing to share: `own_caches` holds the capacity of the block cache each column family gets
+/// of its own, no WriteBufferManager is installed, and the shared objects stay unused.
 pub struct SharedMemory {
     raw: NonNull<RawMemory>,
+    own_caches: Option<u64>,
 }
 
 // The shim's object holds two shared_ptrs to RocksDB's thread-safe Cache and
@@ -84,7 +94,10 @@ impl SharedMemory {
             )
         };
         NonNull::new(raw)
-            .map(|raw| SharedMemory { raw })
+            .map(|raw| SharedMemory {
+                raw,
+                own_caches: None,
+            })
             .ok_or_else(|| {
                 BackendError::Setup(format!(
                     "RocksDB refused an LRU cache of {cache_capacity} bytes with high-priority pool ratio {high_pri_pool_ratio}"
@@ -92,10 +105,27 @@ impl SharedMemory {
             })
     }
 
-    /// Charges the memtables of a database opened with `opts` to this WriteBufferManager.
+    /// No shared memory: every column family gets a block cache of `cache_capacity` bytes of
+    /// its own and memtables with no WriteBufferManager.
+    pub fn unshared(cache_capacity: u64) -> Result<SharedMemory, BackendError> {
+        let mut memory = SharedMemory::new(0, 0.5, 0)?;
+        memory.own_caches = Some(cache_capacity);
+        Ok(memory)
+    }
+
+    /// Whether the slot's instances share this cache and WriteBufferManager (false:
+    /// [`SharedMemory::unshared`]).
+    pub fn is_shared(&self) -> bool {
+        self.own_caches.is_none()
+    }
+
+    /// Charges the memtables of a database opened with `opts` to this WriteBufferManager
+    /// (nothing when unshared).
     pub fn install_write_buffer_manager(&self, opts: &mut Options) {
-        // SAFETY: both pointers are alive for the call; the shim copies a shared_ptr.
-        unsafe { statebench_options_set_memory(opts.as_raw_ptr(), self.raw.as_ptr()) }
+        if self.is_shared() {
+            // SAFETY: both pointers are alive for the call; the shim copies a shared_ptr.
+            unsafe { statebench_options_set_memory(opts.as_raw_ptr(), self.raw.as_ptr()) }
+        }
     }
 
     /// Rebuilds the block-based table factory of column-family options `opts` with this
@@ -107,11 +137,18 @@ impl SharedMemory {
     ) -> Result<(), BackendError> {
         // SAFETY: both pointers are alive for the call; the shim copies the table options.
         let rc = unsafe {
-            statebench_options_set_table(
-                opts.as_raw_ptr(),
-                self.raw.as_ptr(),
-                u8::from(decouple_partitioned_filters),
-            )
+            match self.own_caches {
+                None => statebench_options_set_table(
+                    opts.as_raw_ptr(),
+                    self.raw.as_ptr(),
+                    u8::from(decouple_partitioned_filters),
+                ),
+                Some(capacity) => statebench_options_set_own_table(
+                    opts.as_raw_ptr(),
+                    capacity as usize,
+                    u8::from(decouple_partitioned_filters),
+                ),
+            }
         };
         if rc == 0 {
             Ok(())

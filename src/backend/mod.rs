@@ -280,6 +280,13 @@ impl StateBackend {
     pub fn apply_live(&self, profile: &Profile, knob: Knob) -> Result<String, BackendError> {
         match knob.info().live {
             Live::No => return Err(BackendError::NotLive(knob.key().to_string())),
+            // Without shared memory there is no budget to resize (memory.mode: unmanaged).
+            Live::Memory if !self.memory.is_shared() => {
+                return Err(BackendError::Setup(format!(
+                    "'{}' sizes the slot's shared memory, which memory.mode: unmanaged does not have",
+                    knob.key()
+                )));
+            }
             Live::Memory => return self.resize_memory(profile),
             Live::ColumnFamily => {}
         }

@@ -21,6 +21,9 @@ impl SharedMemory {
     /// (RocksDBMemoryControllerUtils: the cache and the WriteBufferManager from managed memory
     /// and the write-buffer ratio, whatever the number of instances that share them).
     pub fn for_profile(profile: &Profile) -> Result<SharedMemory, BackendError> {
+        if !profile.knobs.memory_mode.is_shared() {
+            return SharedMemory::unshared(profile.knobs.block_cache_size.0);
+        }
         let derived = profile.derived(1);
         SharedMemory::new(
             derived.block_cache_capacity,
@@ -42,8 +45,8 @@ fn compression(c: Compression) -> DBCompressionType {
     }
 }
 
-/// Column-family options as Flink's RocksDBResourceContainer builds them with managed memory
-/// (the shared cache is installed afterwards by [`SharedMemory::install_table`]).
+/// Column-family options as Flink's RocksDBResourceContainer builds them, with shared memory
+/// or without (the cache is installed afterwards by [`SharedMemory::install_table`]).
 fn column_family_options(profile: &Profile, target: &TargetOptions) -> Options {
     let k = &profile.knobs;
     let mut opts = Options::default();
@@ -74,15 +77,19 @@ fn column_family_options(profile: &Profile, target: &TargetOptions) -> Options {
         Checksum::Xxh3 => ChecksumType::XXH3,
     });
     table.set_optimize_filters_for_memory(target.optimize_filters_for_memory);
-    // Flink with managed memory: index and filters live in (and are charged to) the cache,
-    // with high priority, and L0's are pinned.
-    table.set_cache_index_and_filter_blocks(true);
+    // Flink with shared memory: index and filters live in (and are charged to) the cache,
+    // with high priority, and L0's are pinned. Without, RocksDB's defaults: table readers hold
+    // them outside any cache.
+    let shared = k.memory_mode.is_shared();
+    table.set_cache_index_and_filter_blocks(shared);
+    // (true is also RocksDB's default, in 6.20 as in 11: the same either way)
     table.set_cache_index_and_filter_blocks_with_high_priority(true);
-    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(shared);
     if let Some(bits) = k.effective_bloom_bits_per_key() {
         table.set_bloom_filter(bits, false);
     }
-    if k.partitioned_index_filters {
+    // Flink partitions index and filters only with shared memory.
+    if k.partitions_index_filters() {
         table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
         table.set_partition_filters(true);
         table.set_pin_top_level_index_and_filter(true);
@@ -143,7 +150,7 @@ impl StateBackend {
         let data_cfs = layout.data_cfs();
         let target = profile.target_options();
         let k = &profile.knobs;
-        let flush_choice = if target.wbm_switches_pending_flush {
+        let flush_choice = if target.wbm_switches_pending_flush && memory.is_shared() {
             Some(FlushChoice::new(memory)?)
         } else {
             None

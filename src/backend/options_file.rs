@@ -244,17 +244,28 @@ pub fn verify(profile: &Profile, file: &OptionsFile, column_families: &[&str]) -
         for (option, expected) in [
             ("block_size", k.block_size.0.to_string()),
             ("metadata_block_size", k.metadata_block_size.0.to_string()),
-            ("partition_filters", k.partitioned_index_filters.to_string()),
+            (
+                "partition_filters",
+                k.partitions_index_filters().to_string(),
+            ),
             (
                 "index_type",
-                if k.partitioned_index_filters {
+                if k.partitions_index_filters() {
                     "kTwoLevelIndexSearch"
                 } else {
                     "kBinarySearch"
                 }
                 .to_string(),
             ),
-            ("cache_index_and_filter_blocks", "true".to_string()),
+            // In the cache with a shared budget; in the table readers without.
+            (
+                "cache_index_and_filter_blocks",
+                k.memory_mode.is_shared().to_string(),
+            ),
+            (
+                "pin_l0_filter_and_index_blocks_in_cache",
+                k.memory_mode.is_shared().to_string(),
+            ),
             ("format_version", target.format_version.to_string()),
             ("checksum", target.checksum.rocksdb_name().to_string()),
             (

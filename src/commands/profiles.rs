@@ -80,11 +80,17 @@ pub fn show(name: &str, derived: bool, taskmanager: &TaskManagerArgs) -> anyhow:
                 "  # a slot's managed memory: taskmanager.memory.managed.size / taskmanager.numberOfTaskSlots"
                     .to_string()
             }
+            Some(_)
+                if key == "memory.managed-size"
+                    && profile.knobs.memory_mode == config::profile::MemoryMode::Unmanaged =>
+            {
+                "  # not applied: memory.mode unmanaged gives RocksDB no budget".to_string()
+            }
             Some(f) => format!("  # {f}"),
             // Not a RocksDB option: which Flink's RocksDB the run imitates.
             None if key == "target" => "  # statebench only: whose RocksDB to imitate".to_string(),
             None if key == "memory.mode" => {
-                "  # taskmanager.memory.managed.size per slot, or state.backend.rocksdb.memory.fixed-per-slot"
+                "  # taskmanager.memory.managed.size per slot, state.backend.rocksdb.memory.fixed-per-slot, or (unmanaged) state.backend.rocksdb.memory.managed: false"
                     .to_string()
             }
             None if info.is_some_and(|i| i.is_job_setting()) => {

@@ -6,14 +6,18 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::profile::{FLINK_PARTITIONED_BLOOM_BITS, Profile};
+use super::profile::{FLINK_PARTITIONED_BLOOM_BITS, KnobValue, Profile};
 use super::target::{Target, TargetOptions};
 use super::units::human_bytes;
 
 /// Flink's derivation of RocksDB memory from managed memory, and what it implies.
 #[derive(Debug, Clone, Serialize)]
 pub struct Derived {
+    /// The slot's shared block cache; with `memory.mode: unmanaged`, each column family's own.
     pub block_cache_capacity: u64,
+    /// False with `memory.mode: unmanaged`: no shared cache, no WriteBufferManager.
+    pub shared: bool,
+    /// 0 with `memory.mode: unmanaged` (no WriteBufferManager).
     pub write_buffer_manager_capacity: u64,
     pub state_column_families: usize,
     pub write_buffer_budget_per_column_family: u64,
@@ -46,16 +50,35 @@ impl Profile {
         let m = k.managed_memory.0 as f64;
         let r = k.write_buffer_ratio;
         // RocksDBMemoryControllerUtils: cache = (3 - r) * M / 3, WBM = 2 * M * r / 3.
-        let cache = ((3.0 - r) * m / 3.0) as u64;
-        let wbm = (2.0 * m * r / 3.0) as u64;
-        let per_cf = wbm / state_column_families.max(1) as u64;
+        let shared = k.memory_mode.is_shared();
+        let (cache, wbm) = if shared {
+            (((3.0 - r) * m / 3.0) as u64, (2.0 * m * r / 3.0) as u64)
+        } else {
+            (k.block_cache_size.0, 0)
+        };
+        let per_cf = if shared {
+            wbm / state_column_families.max(1) as u64
+        } else {
+            k.write_buffer_size.0
+        };
         // Flink's arena-block-size check: the arena block (write_buffer_size / 8 rounded up to
         // 4 KB under Flink 1.20) must fit in the mutable limit (7/8 of the WriteBufferManager),
         // or RocksDB flushes constantly.
         let arena = self.target_options().arena_block_size;
         let mutable_limit = wbm * 7 / 8;
         let mut notes = Vec::new();
-        if arena > mutable_limit {
+        if !shared {
+            let memtables = k.write_buffer_size.0 * u64::from(k.max_write_buffer_number);
+            notes.push(format!(
+                "memory.mode unmanaged: no budget bounds RocksDB and the TaskManager reserves none for it (its managed memory goes unused, memory.managed-size is not applied); each column family has its own block cache of {} and up to {} of memtables ({} x {}), so the {state_column_families} state column families alone may hold {}, plus every SST file's index and filter blocks outside any cache, which grow with the state",
+                human_bytes(cache as f64),
+                human_bytes(memtables as f64),
+                k.max_write_buffer_number,
+                human_bytes(k.write_buffer_size.0 as f64),
+                human_bytes(((cache + memtables) * state_column_families as u64) as f64),
+            ));
+        }
+        if shared && arena > mutable_limit {
             notes.push(format!(
                 "arena block size {} exceeds the WriteBufferManager's mutable limit {}: Flink warns 'RocksDB will flush memtable constantly' — raise managed memory or write-buffer ratio",
                 human_bytes(arena as f64),
@@ -65,7 +88,7 @@ impl Profile {
         // What Flink's check misses: every memtable holding more than the arena's 2 KB inline
         // block is charged at least one whole arena block.
         let charged = arena * state_column_families as u64;
-        if arena <= mutable_limit && charged > mutable_limit {
+        if shared && arena <= mutable_limit && charged > mutable_limit {
             notes.push(format!(
                 "{state_column_families} state column families with data hold at least {} of arena blocks ({state_column_families} x {}), above the WriteBufferManager's mutable limit {}: it forces a flush whenever every state has written since its last flush, long before memtables fill",
                 human_bytes(charged as f64),
@@ -76,7 +99,7 @@ impl Profile {
         // What would give every state a full write buffer: 2 * M * r / 3 >= n * size.
         let needed = 3.0 * state_column_families as f64 * k.write_buffer_size.0 as f64 / 2.0;
         let full_buffer_managed_memory = ((needed / r).ceil() as u64).div_ceil(1 << 20) << 20;
-        if per_cf < k.write_buffer_size.0 {
+        if shared && per_cf < k.write_buffer_size.0 {
             let memory_fix = full_buffer_managed_memory as f64;
             let ratio_fix = needed / m;
             // Flink refuses a ratio whose memtables and high-priority pool fill the cache.
@@ -100,6 +123,18 @@ impl Profile {
                 human_bytes(k.write_buffer_size.0 as f64)
             ));
         }
+        if shared && self.sets(super::profile::Knob::BlockCacheSize) {
+            notes.push(format!(
+                "block.cache-size {} is not applied: with a shared budget (memory.mode {}) Flink replaces every column family's cache by the slot's; it counts with memory.mode unmanaged",
+                k.block_cache_size,
+                k.memory_mode.show()
+            ));
+        }
+        if !shared && k.partitioned_index_filters {
+            notes.push(
+                "memory.partitioned-index-filters is not applied: Flink partitions index and filters only with a shared budget (memory.mode managed or fixed-per-slot); statebench does the same".to_string(),
+            );
+        }
         let effective_bloom = k.effective_bloom_bits_per_key();
         if k.use_bloom_filter
             && k.partitioned_index_filters
@@ -118,6 +153,7 @@ impl Profile {
             ));
         }
         Derived {
+            shared,
             block_cache_capacity: cache,
             write_buffer_manager_capacity: wbm,
             state_column_families,
@@ -134,6 +170,22 @@ impl Profile {
 
 impl fmt::Display for Derived {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.shared {
+            writeln!(
+                f,
+                "  block cache capacity      {:>10}   per column family (block.cache-size), no shared budget",
+                human_bytes(self.block_cache_capacity as f64)
+            )?;
+            writeln!(
+                f,
+                "  memtables per column f.   {:>10}   writebuffer.size, no WriteBufferManager",
+                human_bytes(self.write_buffer_budget_per_column_family as f64)
+            )?;
+            for note in &self.notes {
+                writeln!(f, "  note: {note}")?;
+            }
+            return Ok(());
+        }
         writeln!(
             f,
             "  block cache capacity      {:>10}   (3 - r) * M / 3",

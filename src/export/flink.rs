@@ -93,15 +93,27 @@ pub struct FlinkExport {
 pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) -> FlinkExport {
     let k = &profile.knobs;
     let derived = profile.derived(crate::pipeline::operators::frequency::data_column_families());
+    let derives = if derived.shared {
+        format!(
+            "block cache {}, WriteBufferManager {} ({} per state column family) per slot",
+            human_bytes(derived.block_cache_capacity as f64),
+            human_bytes(derived.write_buffer_manager_capacity as f64),
+            human_bytes(derived.write_buffer_budget_per_column_family as f64),
+        )
+    } else {
+        format!(
+            "a block cache of {} and memtables of up to {} x {} per column family, no budget",
+            human_bytes(derived.block_cache_capacity as f64),
+            k.max_write_buffer_number,
+            human_bytes(k.write_buffer_size.0 as f64),
+        )
+    };
     let mut out = format!(
         "# statebench profile '{}' as Flink {} configuration (config.yaml).\n\
          # Only what the profile sets is written; every other key keeps Flink's default (statebench's flink-default).\n\
-         # Flink derives from it: block cache {}, WriteBufferManager {} ({} per state column family) per slot.\n",
+         # Flink derives from it: {derives}.\n",
         profile.name,
         version.name(),
-        human_bytes(derived.block_cache_capacity as f64),
-        human_bytes(derived.write_buffer_manager_capacity as f64),
-        human_bytes(derived.write_buffer_budget_per_column_family as f64),
     );
     if version == FlinkVersion::V2 {
         // statebench's targets are Flink 1.20's FRocksDB and RocksDB 11.8, neither of them 2.0's.
@@ -143,11 +155,24 @@ pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) 
             continue;
         }
         out.push_str(&format!("{key}: {value}\n"));
+        if info.knob == Knob::PartitionedIndexFilters
+            && k.partitioned_index_filters
+            && !k.memory_mode.is_shared()
+        {
+            out.push_str(
+                "# ^ not applied: Flink partitions index and filters only with a shared budget (not with memory.managed: false)\n",
+            );
+        }
+        if info.knob == Knob::BlockCacheSize && k.memory_mode.is_shared() {
+            out.push_str(
+                "# ^ not applied: with a shared budget Flink replaces every column family's cache by the slot's\n",
+            );
+        }
         // Both releases build the partitioned filter with `new BloomFilter(10.0, false)`
         // (RocksDBResourceContainer, read from either jar).
         if info.knob == Knob::BloomBitsPerKey
             && k.use_bloom_filter
-            && k.partitioned_index_filters
+            && k.partitions_index_filters()
             && k.bloom_bits_per_key != FLINK_PARTITIONED_BLOOM_BITS
         {
             out.push_str(&format!(

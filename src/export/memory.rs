@@ -123,6 +123,16 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
                 ));
                 after.managed_size = Some(total);
             }
+            MemoryMode::Unmanaged => {
+                text.push_str(&format!(
+                    "# memory.mode: unmanaged: RocksDB takes no managed memory and has no budget. Every column family\n\
+                     # gets its own block cache (state.backend.rocksdb.block.cache-size, Flink's default 8 MB) and\n\
+                     # memtables with no WriteBufferManager; index and filter blocks stay outside any cache and grow\n\
+                     # with the state. The TaskManager reserves none of it: it comes out of the JVM overhead, while\n\
+                     # the slots' managed memory goes unused by RocksDB ({slots_said}).\n"
+                ));
+                text.push_str("state.backend.rocksdb.memory.managed: false\n");
+            }
             MemoryMode::FixedPerSlot => {
                 let off_heap = before.task_off_heap.unwrap_or(0).saturating_add(total);
                 text.push_str(&format!(
@@ -202,6 +212,7 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
         let rocksdb = match k.memory_mode {
             MemoryMode::Managed => m.state_backend_per_slot(),
             MemoryMode::FixedPerSlot => per_slot,
+            MemoryMode::Unmanaged => 0,
         };
         let verdict = match (sets_memory, k.memory_mode) {
             (false, _) => format!(
@@ -230,6 +241,15 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
                     human_bytes(m.task_heap as f64)
                 )
             }
+            (true, MemoryMode::Unmanaged) => format!(
+                "#   fits: unknown: RocksDB has no budget; whatever it holds per slot comes out of the JVM overhead\n\
+                 #   ({} for the TaskManager's {} slots, shared with the JVM's own native memory); managed memory\n\
+                 #   {} goes unused by RocksDB; task heap left {}\n",
+                human_bytes(m.jvm_overhead as f64),
+                m.slots,
+                human_bytes(m.managed as f64),
+                human_bytes(m.task_heap as f64)
+            ),
             (true, MemoryMode::FixedPerSlot) => {
                 let fits = m.task_off_heap_per_slot() >= per_slot;
                 if !fits {

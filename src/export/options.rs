@@ -29,6 +29,23 @@ pub fn rocksdb_options(profile: &Profile) -> Result<String, BackendError> {
         ),
         None => text,
     };
+    // What loading the file does not give: the cache and the WriteBufferManager are objects.
+    let derived = profile.derived(crate::pipeline::operators::frequency::data_column_families());
+    let memory = if derived.shared {
+        format!(
+            "# Not in the file (objects, not options): one LRU block cache of {} bytes (high-priority pool\n\
+             # {}) shared by every column family, and a WriteBufferManager of {} bytes charged to it.\n",
+            derived.block_cache_capacity,
+            derived.high_pri_pool_ratio,
+            derived.write_buffer_manager_capacity
+        )
+    } else {
+        format!(
+            "# Not in the file (an object, not an option): each column family's own LRU block cache of {} bytes\n\
+             # (memory.mode unmanaged); no WriteBufferManager.\n",
+            derived.block_cache_capacity
+        )
+    };
     if profile.knobs.target == Target::Flink120 {
         // Flink 1.20's FRocksDB 6.20.3 refuses options it does not know (and a newer version
         // header does not make it lenient): its version, its options only.
@@ -51,7 +68,7 @@ pub fn rocksdb_options(profile: &Profile) -> Result<String, BackendError> {
         return Ok(format!(
             "# statebench profile '{}' (target {}): the OPTIONS file RocksDB wrote for it, as FRocksDB 6.20.3\n\
              # (Flink 1.20) reads it: its version header, only the options it knows. Left out, {} options\n\
-             # of RocksDB 11.8 that 6.20.3 does not have:\n{listed}\n{text}",
+             # of RocksDB 11.8 that 6.20.3 does not have:\n{listed}\n{memory}{text}",
             profile.name,
             profile.knobs.target.name(),
             dropped.len(),
@@ -59,7 +76,7 @@ pub fn rocksdb_options(profile: &Profile) -> Result<String, BackendError> {
     }
     // Its [Version] section names the RocksDB that wrote it.
     Ok(format!(
-        "# statebench profile '{}' (target {}): the OPTIONS file RocksDB wrote for it.\n{text}",
+        "# statebench profile '{}' (target {}): the OPTIONS file RocksDB wrote for it.\n{memory}{text}",
         profile.name,
         profile.knobs.target.name(),
     ))

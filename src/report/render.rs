@@ -249,15 +249,21 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
     );
     line("live SST size", human_bytes(s.live_sst_bytes as f64));
     if s.process_rss_peak_bytes > 0 {
-        line(
-            "memory (peak)",
+        let memory = if s.rocksdb_memory_unbudgeted {
+            format!(
+                "process RSS {}; RocksDB {} (every column family's block cache, memtables, table readers) with no budget (memory.mode: unmanaged)",
+                human_bytes(s.process_rss_peak_bytes as f64),
+                human_bytes(s.rocksdb_memory_max_bytes as f64),
+            )
+        } else {
             format!(
                 "process RSS {}; RocksDB {} (block cache with the memtables charged to it, table readers) of its {} budget",
                 human_bytes(s.process_rss_peak_bytes as f64),
                 human_bytes(s.rocksdb_memory_max_bytes as f64),
                 human_bytes(s.rocksdb_memory_budget_bytes as f64)
-            ),
-        );
+            )
+        };
+        line("memory (peak)", memory);
     }
     if let Some(p) = &s.preload {
         line(

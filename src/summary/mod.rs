@@ -90,6 +90,9 @@ pub struct Summary {
     pub process_rss_peak_bytes: u64,
     pub rocksdb_memory_max_bytes: u64,
     pub rocksdb_memory_budget_bytes: u64,
+    /// RocksDB ran with no budget at all (`memory.mode: unmanaged`).
+    #[serde(default)]
+    pub rocksdb_memory_unbudgeted: bool,
     pub gets: u64,
     pub puts: u64,
     pub deletes: u64,
@@ -452,10 +455,12 @@ impl Summary {
             active_levels_max: max(&|s| u64::from(s.rocksdb.lsm.active_levels)) as u32,
             live_sst_bytes: last.map_or(0, |s| s.rocksdb.lsm.live_sst_bytes),
             process_rss_peak_bytes: max(&|s| s.rocksdb.memory.process.rss_bytes),
-            rocksdb_memory_max_bytes: max(&|s| {
-                s.rocksdb.memory.block_cache_usage + s.rocksdb.memory.table_readers_bytes
-            }),
-            rocksdb_memory_budget_bytes: last.map_or(0, |s| s.rocksdb.memory.block_cache_capacity),
+            rocksdb_memory_max_bytes: max(&|s| s.rocksdb.memory.rocksdb_bytes()),
+            // Unshared (memory.mode: unmanaged), RocksDB has no budget: 0.
+            rocksdb_memory_budget_bytes: last
+                .filter(|s| !s.rocksdb.memory.unshared)
+                .map_or(0, |s| s.rocksdb.memory.block_cache_capacity),
+            rocksdb_memory_unbudgeted: last.is_some_and(|s| s.rocksdb.memory.unshared),
             gets: ops.gets,
             puts: ops.puts,
             deletes: ops.deletes,

@@ -24,7 +24,7 @@ const MIN_LOOKUPS: u64 = 1_000;
 fn check(input: &Input) -> Option<Finding> {
     let s = input.summary;
     let k = &input.profile.knobs;
-    if k.partitioned_index_filters || s.lookups < MIN_LOOKUPS {
+    if k.partitions_index_filters() || s.lookups < MIN_LOOKUPS {
         return None;
     }
     let per_lookup = s.filter_bytes_read_per_lookup;

@@ -29,7 +29,7 @@ fn check(input: &Input) -> Option<Finding> {
         .map(|((info, (_, value)), _)| format!("{}={value}", info.key))
         .collect();
     let overridden = k.use_bloom_filter
-        && k.partitioned_index_filters
+        && k.partitions_index_filters()
         && k.bloom_bits_per_key != FLINK_PARTITIONED_BLOOM_BITS;
     if factory.is_empty() && !overridden {
         return None;

@@ -293,10 +293,13 @@ pub struct BloomSample {
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
 #[serde(default)]
 pub struct MemorySample {
+    /// `memory.mode: unmanaged`: no shared budget; the block cache figures sum every column
+    /// family's own cache, and memtables are not charged to them.
+    pub unshared: bool,
     pub memtable_bytes: u64,
     pub wbm_usage: u64,
     pub wbm_capacity: u64,
-    /// Includes the memtables the WriteBufferManager charges to the cache.
+    /// Includes the memtables the WriteBufferManager charges to the cache (not when unshared).
     pub block_cache_usage: u64,
     pub block_cache_capacity: u64,
     pub block_cache_pinned: u64,
@@ -306,6 +309,19 @@ pub struct MemorySample {
     pub table_readers_bytes: u64,
     /// The whole process's memory: what a container limit sees.
     pub process: crate::util::process_memory::ProcessMemory,
+}
+
+impl MemorySample {
+    /// RocksDB's own memory accounting: the block cache (with the memtables the
+    /// WriteBufferManager charges to it, or beside it when unshared) and the table readers.
+    pub fn rocksdb_bytes(&self) -> u64 {
+        let memtables = if self.unshared {
+            self.memtable_bytes
+        } else {
+            0
+        };
+        self.block_cache_usage + memtables + self.table_readers_bytes
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, serde::Deserialize)]

@@ -92,6 +92,29 @@ impl RocksDbSampler {
                 .flatten()
                 .unwrap_or(0)
         };
+        // The block cache: the shared one once, or (memory.mode: unmanaged) every column
+        // family's own, summed over column families and instances.
+        let cache_prop = |name: &str| {
+            if backend.memory().is_shared() {
+                return int_prop(name);
+            }
+            backends
+                .iter()
+                .map(|b| {
+                    std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+                        .chain(b.column_families().iter().map(String::as_str))
+                        .filter_map(|cf| b.cf(cf).ok())
+                        .map(|cf| {
+                            b.db()
+                                .property_int_value_cf(cf, name)
+                                .ok()
+                                .flatten()
+                                .unwrap_or(0)
+                        })
+                        .sum::<u64>()
+                })
+                .sum::<u64>()
+        };
         // Summed, or the largest, over instances.
         let sum_prop = |name: &str| {
             backends
@@ -139,9 +162,9 @@ impl RocksDbSampler {
             delayed_write_rate: max_prop("rocksdb.actual-delayed-write-rate"),
             running_flushes: sum_prop("rocksdb.num-running-flushes"),
             running_compactions: sum_prop("rocksdb.num-running-compactions"),
-            block_cache_usage: int_prop("rocksdb.block-cache-usage"),
-            block_cache_capacity: int_prop("rocksdb.block-cache-capacity"),
-            block_cache_pinned: int_prop("rocksdb.block-cache-pinned-usage"),
+            block_cache_usage: cache_prop("rocksdb.block-cache-usage"),
+            block_cache_capacity: cache_prop("rocksdb.block-cache-capacity"),
+            block_cache_pinned: cache_prop("rocksdb.block-cache-pinned-usage"),
         };
         let sample = Sample {
             perf_delta,
@@ -239,6 +262,7 @@ impl RocksDbSampler {
                 full_true_positive: interval.bloom_full_true_positive,
             },
             memory: MemorySample {
+                unshared: !backend.memory().is_shared(),
                 memtable_bytes: totals.memtable_bytes,
                 wbm_usage: backend.memory().write_buffer_manager_usage(),
                 wbm_capacity: backend.memory().write_buffer_manager_capacity(),

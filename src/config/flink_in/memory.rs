@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use super::values::{FlinkValue, FromFlink, SIZE_SYNTAX, expected, parse_flink_size};
 use super::{Ignored, Reader};
+use crate::config::profile::MemoryMode;
 use crate::config::tm_memory::{self, TmMemoryConfig, TmMemoryError};
 use crate::config::{ByteSize, ConfigError};
 
@@ -41,8 +42,8 @@ pub(super) fn is_memory_key(key: &str) -> bool {
 /// those that were read but did not count (with why).
 pub(super) struct MemoryOutcome {
     pub(super) bytes: Option<u64>,
-    /// Whether the budget is fixed-per-slot (outside managed memory) rather than managed.
-    pub(super) fixed_per_slot: bool,
+    /// Where the budget lives: managed memory, fixed per slot, or nowhere (unmanaged).
+    pub(super) mode: MemoryMode,
     pub(super) explanation: String,
     pub(super) used: Vec<String>,
     pub(super) unused: Vec<Ignored>,
@@ -177,7 +178,7 @@ impl Reader<'_> {
             );
             return Ok(MemoryOutcome {
                 bytes: Some(bytes),
-                fixed_per_slot: true,
+                mode: MemoryMode::FixedPerSlot,
                 explanation: format!(
                     "{} from {FIXED_PER_SLOT} (memory outside managed memory, which the TaskManager's off-heap budget must cover; in Flink it takes precedence over managed memory)",
                     ByteSize(bytes)
@@ -206,7 +207,7 @@ impl Reader<'_> {
                     .collect();
                 return Ok(MemoryOutcome {
                     bytes: Some(per_slot),
-                    fixed_per_slot: true,
+                    mode: MemoryMode::FixedPerSlot,
                     explanation: format!(
                         "{} = {FIXED_PER_TM} {} / {slots_said}: with {USE_MANAGED}: false Flink shares one budget among all slots of the TaskManager; statebench runs one slot with an equal share, so a slot that would use more than its share in Flink is measured with less",
                         ByteSize(per_slot),
@@ -223,13 +224,20 @@ impl Reader<'_> {
                     ),
                 });
             }
-            return Err(self.bad(
-                USE_MANAGED,
-                line_of(USE_MANAGED),
-                format!(
-                    "with 'false' and neither {FIXED_PER_SLOT} nor {FIXED_PER_TM} set, Flink gives every column family its own block cache (state.backend.rocksdb.block.cache-size) and memtables with no shared budget; statebench always runs RocksDB under one budget per slot (its block cache and WriteBufferManager), so it cannot measure that setup: set {FIXED_PER_SLOT} to the memory a slot's RocksDB may use, or remove '{USE_MANAGED}: false'"
+            // RocksDBSharedResourcesFactory finds no shared resources: every column family gets
+            // its own cache (block.cache-size) and memtables with no WriteBufferManager.
+            return Ok(MemoryOutcome {
+                bytes: None,
+                mode: MemoryMode::Unmanaged,
+                explanation: format!(
+                    "none: with {USE_MANAGED}: false and neither {FIXED_PER_SLOT} nor {FIXED_PER_TM} set, Flink gives RocksDB no budget: every column family gets its own block cache (state.backend.rocksdb.block.cache-size) and memtables with no WriteBufferManager (memory.mode: unmanaged)"
                 ),
-            ));
+                used: vec![USE_MANAGED.to_string()],
+                unused: unused_because(
+                    &tm_keys,
+                    "state.backend.rocksdb.memory.managed is false: RocksDB does not use managed memory",
+                ),
+            });
         }
         let mut unused = Vec::new();
         if mem.values.contains_key(FIXED_PER_TM) {
@@ -295,7 +303,7 @@ impl Reader<'_> {
             }));
             return Ok(MemoryOutcome {
                 bytes: Some(per_slot),
-                fixed_per_slot: false,
+                mode: MemoryMode::Managed,
                 explanation: format!("{} = {how} / {slots_said}; {share}", ByteSize(per_slot)),
                 used: tm_keys,
                 unused,
@@ -317,7 +325,7 @@ impl Reader<'_> {
             }));
             return Ok(MemoryOutcome {
                 bytes: Some(per_slot),
-                fixed_per_slot: false,
+                mode: MemoryMode::Managed,
                 explanation: format!(
                     "{} = {MANAGED_SIZE} {} / {slots_said}; {share}",
                     ByteSize(per_slot),
@@ -347,7 +355,7 @@ impl Reader<'_> {
         }
         Ok(MemoryOutcome {
             bytes: None,
-            fixed_per_slot: false,
+            mode: MemoryMode::Managed,
             explanation: "no TaskManager memory key is set: flink-default's 256mb (a TaskManager with 1 GB of managed memory and 4 slots); set taskmanager.memory.managed.size and taskmanager.numberOfTaskSlots for your cluster's".to_string(),
             used: Vec::new(),
             unused,

@@ -28,7 +28,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use super::flink::FACTORY_PREFIX;
-use super::profile::{KNOBS, Knob, KnobInfo};
+use super::profile::{KNOBS, Knob, KnobInfo, KnobValue, MemoryMode};
 use super::tm_memory::{self, TmMemoryConfig};
 use super::{ConfigError, Origin, nearest};
 pub use format::{Format, Layout, detect};
@@ -276,15 +276,29 @@ pub fn read(
     let memory = reader.memory(&mem)?;
     if let Some(bytes) = memory.bytes {
         spec.push((Knob::ManagedMemory.key(), bytes.to_string()));
-        // Where the budget lives, for a build whose profile has the knob `memory.mode`.
-        if Knob::from_key(MEMORY_MODE).is_some() && !spec.iter().any(|(k, _)| *k == MEMORY_MODE) {
-            let mode = if memory.fixed_per_slot {
-                "fixed-per-slot"
-            } else {
-                "managed"
-            };
-            spec.push((MEMORY_MODE, mode.to_string()));
-        }
+    }
+    // Where the budget lives (the profile's `memory.mode`), unless a comment said it.
+    if (memory.bytes.is_some() || memory.mode == MemoryMode::Unmanaged)
+        && !spec.iter().any(|(k, _)| *k == MEMORY_MODE)
+    {
+        spec.push((MEMORY_MODE, memory.mode.show()));
+    }
+    // Flink replaces every column family's own cache by the slot's shared one.
+    if memory.mode.is_shared()
+        && let Some(at) = spec
+            .iter()
+            .position(|(k, _)| *k == Knob::BlockCacheSize.key())
+    {
+        spec.remove(at);
+        let key = "state.backend.rocksdb.block.cache-size";
+        applied.retain(|(k, _)| k != key);
+        ignored.push(Ignored {
+            key: key.to_string(),
+            why: Some(
+                "RocksDB's memory is shared (managed or fixed-per-slot): Flink replaces every column family's cache by the slot's shared one"
+                    .to_string(),
+            ),
+        });
     }
     ignored.extend(memory.unused);
     applied.extend(

@@ -135,7 +135,8 @@ impl FromFlink for crate::config::profile::MemoryMode {
         match value.scalar().map(str::to_ascii_lowercase).as_deref() {
             Ok("managed") => Ok("managed".to_string()),
             Ok("fixed-per-slot") => Ok("fixed-per-slot".to_string()),
-            _ => Err(expected(value, "managed or fixed-per-slot")),
+            Ok("unmanaged") => Ok("unmanaged".to_string()),
+            _ => Err(expected(value, "managed, fixed-per-slot or unmanaged")),
         }
     }
 }

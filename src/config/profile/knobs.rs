@@ -156,6 +156,8 @@ knobs! {
     WriteBufferRatio write_buffer_ratio: f64 = 0.5, "memory.write-buffer-ratio", Some("state.backend.rocksdb.memory.write-buffer-ratio"), Live::Memory;
     /// Share of the block cache kept for index and filter blocks (Flink builds its LRU cache with it).
     HighPrioPoolRatio high_prio_pool_ratio: f64 = 0.1, "memory.high-prio-pool-ratio", Some("state.backend.rocksdb.memory.high-prio-pool-ratio"), Live::No;
+    /// Each column family's own block cache with memory.mode: unmanaged (Flink's default 8 MB); with a shared budget Flink replaces it by the slot's cache.
+    BlockCacheSize block_cache_size: ByteSize = ByteSize(8 << 20), "block.cache-size", Some("state.backend.rocksdb.block.cache-size"), Live::No;
     /// Two-level index and partitioned bloom filters (Flink forces a 10-bit bloom with them).
     PartitionedIndexFilters partitioned_index_filters: bool = false, "memory.partitioned-index-filters", Some("state.backend.rocksdb.memory.partitioned-index-filters"), Live::No;
     /// Size of one memtable per column family.
@@ -234,7 +236,7 @@ knobs! {
     SinkReaderIsolation sink_reader_isolation: IsolationLevel = IsolationLevel::ReadUncommitted, "sink.reader-isolation", None, Live::No;
     /// Whose RocksDB to reproduce: flink-1.20 (FRocksDB 6.20.3's effective options: arena, cache high-priority pool, checksum, format, TTL filter) or rocksdb-11.8 (RocksDB's own defaults, to measure the difference).
     Target target: Target = Target::Flink120, "target", None, Live::No;
-    /// How Flink provides memory.managed-size: managed (a slot's managed memory, Flink's default) or fixed-per-slot (outside managed memory: the TaskManager's off-heap memory must cover it). Exports only; RocksDB gets the same cache and WriteBufferManager either way.
+    /// How Flink provides RocksDB's memory: managed (memory.managed-size of the slot's managed memory, Flink's default), fixed-per-slot (memory.managed-size outside managed memory: the TaskManager's off-heap memory must cover it; RocksDB gets the same cache and WriteBufferManager) or unmanaged (state.backend.rocksdb.memory.managed: false: a block cache of block.cache-size per column family, memtables with no WriteBufferManager, index and filters outside any cache, no budget).
     MemoryMode memory_mode: MemoryMode = MemoryMode::Managed, "memory.mode", None, Live::No;
 }
 
@@ -266,9 +268,14 @@ impl Knobs {
     }
 
     /// Bloom bits per key RocksDB really gets: Flink forces 10 with partitioned index/filters.
+    /// Whether Flink partitions index and filters: only with a shared budget.
+    pub fn partitions_index_filters(&self) -> bool {
+        self.partitioned_index_filters && self.memory_mode.is_shared()
+    }
+
     pub fn effective_bloom_bits_per_key(&self) -> Option<f64> {
         self.use_bloom_filter
-            .then_some(if self.partitioned_index_filters {
+            .then_some(if self.partitions_index_filters() {
                 FLINK_PARTITIONED_BLOOM_BITS
             } else {
                 self.bloom_bits_per_key

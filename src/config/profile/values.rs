@@ -202,14 +202,28 @@ pub enum MemoryMode {
     /// memory, which the TaskManager's task off-heap memory must then cover.
     #[serde(rename = "fixed-per-slot")]
     FixedPerSlot,
+    /// `state.backend.rocksdb.memory.managed: false` with no fixed budget: no shared memory at
+    /// all. Every column family gets its own block cache of `block.cache-size` and memtables
+    /// with no WriteBufferManager, index and filter blocks live in table readers outside any
+    /// cache, and the TaskManager reserves none of it.
+    #[serde(rename = "unmanaged")]
+    Unmanaged,
+}
+
+impl MemoryMode {
+    /// Whether a slot's RocksDB instances share one block cache and WriteBufferManager.
+    pub fn is_shared(self) -> bool {
+        self != MemoryMode::Unmanaged
+    }
 }
 
 impl KnobValue for MemoryMode {
-    const EXPECTS: &'static str = "managed or fixed-per-slot";
+    const EXPECTS: &'static str = "managed, fixed-per-slot or unmanaged";
     fn show(&self) -> String {
         match self {
             MemoryMode::Managed => "managed",
             MemoryMode::FixedPerSlot => "fixed-per-slot",
+            MemoryMode::Unmanaged => "unmanaged",
         }
         .to_string()
     }

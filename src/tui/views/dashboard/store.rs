@@ -152,7 +152,15 @@ pub(super) fn render_memory(side: &Side, shared: bool, frame: &mut Frame, area: 
             bytes(memtables),
             s.rocksdb.lsm.column_families.len()
         )),
-        fill_line("WBM use", m.wbm_usage, m.wbm_capacity, width),
+        if m.unshared {
+            // memory.mode unmanaged: no budget; the index and filters sit in table readers.
+            Line::from(format!(
+                "no WBM (unmanaged) · table readers {}",
+                bytes(m.table_readers_bytes)
+            ))
+        } else {
+            fill_line("WBM use", m.wbm_usage, m.wbm_capacity, width)
+        },
         fill_line("cache", m.block_cache_usage, m.block_cache_capacity, width),
     ];
     // The process's resident memory beside RocksDB's budget: what a container limit sees.
