@@ -87,6 +87,20 @@ after y), s saves the edited profile as <name>-tuned.yaml."
         #[arg(long)]
         json: bool,
     },
+    /// Diagnose a Flink job from what its RocksDB left behind: each instance's LOG (flushes and
+    /// why, compactions and the LSM's shape, SST files with their filter and index sizes, write
+    /// stalls and stops) and OPTIONS file. Prints the profile the job ran with, the advisor's
+    /// findings on that evidence and the case study each matches.
+    #[command(
+        after_help = "DIR is a RocksDB instance's directory (Flink: an operator's db/ under state.backend.rocksdb.localdir, or io.tmp.dirs), or a directory holding several, one level down. Files read: LOG, LOG.old.*, flink-LOG* and the newest OPTIONS-*. Run the job's workload here on the profile written with --profile-out to A/B the fix (statebench run -w ... -p FILE)."
+    )]
+    Diagnose {
+        /// The evidence: a RocksDB instance's directory, or a directory of several.
+        dir: PathBuf,
+        /// Write the profile the job ran with here (statebench YAML, atomically).
+        #[arg(long, value_name = "FILE")]
+        profile_out: Option<PathBuf>,
+    },
     /// The advisor's findings for a saved JSON report (`run --report`, `tui --report`): what
     /// is wrong, the evidence, and the profile change that fixes it with its memory cost.
     Advise {

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod diagnose;
 pub mod durability;
 pub mod engine;
 pub mod export;
@@ -47,6 +48,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Reproduce(args) => commands::reproduce::run(args),
         Command::Tune(args) => commands::tune::run(args),
         Command::Advise { report, json } => commands::advise::run(&report, json),
+        Command::Diagnose { dir, profile_out } => {
+            commands::diagnose::run(&dir, profile_out.as_deref())
+        }
         Command::Bench(args) => commands::bench::run(args),
         Command::Compare {
             reports,

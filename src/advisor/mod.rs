@@ -2,7 +2,7 @@
 //! memory numbers), what is wrong and the profile change that fixes it. Pure: no RocksDB, no
 //! printing. Each rule is one file of `rules/` and one entry of `rules::RULES`.
 
-mod rules;
+pub(crate) mod rules;
 
 use serde::Serialize;
 

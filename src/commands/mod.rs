@@ -4,6 +4,7 @@
 pub mod advise;
 pub mod bench;
 pub mod compare;
+pub mod diagnose;
 pub mod export;
 pub mod profiles;
 pub mod replay;

@@ -12,7 +12,7 @@ mod serializer;
 mod stalls;
 mod tombstones;
 mod ttl_cleanup;
-mod wbm_budget;
+pub(crate) mod wbm_budget;
 
 use super::{Finding, Input};
 

@@ -51,9 +51,7 @@ fn check(input: &Input) -> Option<Finding> {
     } else {
         Severity::Warning
     };
-    let mut fixes = fixes(input.profile, d);
-    let first = fixes.iter().position(|f| !f.changes.is_empty())?;
-    let main = fixes.remove(first);
+    let (main, fixes) = recommended(input.profile, d)?;
     Some(Finding {
         id: RULE.id,
         severity,
@@ -95,6 +93,15 @@ fn check(input: &Input) -> Option<Finding> {
         effect: Some(main.effect),
         alternatives: fixes,
     })
+}
+
+/// The fixes for `profile`'s WriteBufferManager budget below its write buffer, the one to try
+/// first apart (`diagnose` proposes them on a LOG's evidence).
+pub fn recommended(profile: &Profile, d: &Derived) -> Option<(Fix, Vec<Fix>)> {
+    let mut all = fixes(profile, d);
+    let first = all.iter().position(|f| !f.changes.is_empty())?;
+    let main = all.remove(first);
+    Some((main, all))
 }
 
 /// Stall time from this share of the running time makes the finding critical.

@@ -1,0 +1,219 @@
+//! What only a LOG shows, as the advisor's findings (same ids, same fixes): flushes the
+//! WriteBufferManager forced long before the memtables filled (case study 1), whole-file filters
+//! a cache miss reads whole (case study 2), and the write stalls and stops RocksDB announced.
+
+use super::Instance;
+use crate::advisor::rules::wbm_budget;
+use crate::advisor::{Change, Evidence, Finding, Severity};
+use crate::config::Profile;
+use crate::config::profile::Derived;
+use crate::config::units::human_bytes;
+
+/// A flush storm: at least this many flushes, most of them the WriteBufferManager's ...
+const MIN_FLUSHES: usize = 10;
+/// ... of memtables holding less than this share of the write buffer (the median).
+const SMALL: f64 = 0.25;
+/// A whole-file filter at least this big is a finding (16 data blocks of 4 KiB read per miss);
+/// at a MiB with direct reads (no page cache behind the block cache) a critical one.
+const FILTER_BYTES: u64 = 64 << 10;
+const CRITICAL_FILTER_BYTES: u64 = 1 << 20;
+
+pub(super) fn check(instances: &[Instance], profile: &Profile, d: &Derived) -> Vec<Finding> {
+    let mut out = Vec::new();
+    out.extend(flush_storm(instances, profile, d));
+    out.extend(whole_filters(instances, profile));
+    out.extend(stalls(instances, &out));
+    out
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+fn stops_and_stalls(instances: &[Instance], matching: &str) -> (u64, u64) {
+    let count = |m: &std::collections::BTreeMap<String, u64>| {
+        m.iter()
+            .filter(|(cause, _)| cause.contains(matching))
+            .map(|(_, n)| n)
+            .sum::<u64>()
+    };
+    (
+        instances.iter().map(|i| count(&i.log.stops)).sum(),
+        instances.iter().map(|i| count(&i.log.stalls)).sum(),
+    )
+}
+
+fn flush_storm(instances: &[Instance], profile: &Profile, d: &Derived) -> Option<Finding> {
+    if !d.shared {
+        return None;
+    }
+    let flushes: Vec<_> = instances.iter().flat_map(|i| &i.log.flushes).collect();
+    let by_wbm: Vec<u64> = flushes
+        .iter()
+        .filter(|f| f.reason.contains("Write Buffer Manager"))
+        .map(|f| f.data_bytes)
+        .collect();
+    let buffer = profile.knobs.write_buffer_size.0;
+    if by_wbm.len() < MIN_FLUSHES || by_wbm.len() * 2 < flushes.len() {
+        return None;
+    }
+    let typical = median(by_wbm.clone());
+    if typical as f64 >= SMALL * buffer as f64 {
+        return None;
+    }
+    let (stops, stalls) = stops_and_stalls(instances, "memtable");
+    let (main, alternatives) = wbm_budget::recommended(profile, d)?;
+    let severity = if stops > 0 {
+        Severity::Critical
+    } else if stalls > 0 {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    Some(Finding {
+        id: "wbm-budget",
+        severity,
+        diagnosis: format!(
+            "{} of {} flushes were the WriteBufferManager's, of memtables holding {} (the median) of a {} write buffer: its budget ({} for {} column families, about {} each) forces flushes long before memtables fill{}.",
+            by_wbm.len(),
+            flushes.len(),
+            human_bytes(typical as f64),
+            human_bytes(buffer as f64),
+            human_bytes(d.write_buffer_manager_capacity as f64),
+            d.state_column_families,
+            human_bytes(d.write_buffer_budget_per_column_family as f64),
+            if stops > 0 {
+                ", and writes stopped behind them (case study 1)"
+            } else {
+                ""
+            }
+        ),
+        evidence: vec![
+            Evidence::new(
+                "flushes by the WriteBufferManager (LOG flush_reason)",
+                format!("{} of {}", by_wbm.len(), flushes.len()),
+                format!("< {MIN_FLUSHES}, or under half"),
+            ),
+            Evidence::new(
+                "memtable data per such flush (median of total_data_size)",
+                human_bytes(typical as f64),
+                format!(">= {} ({:.0} % of writebuffer.size)", human_bytes(SMALL * buffer as f64), SMALL * 100.0),
+            ),
+            Evidence::new("write stops on memtables (LOG lines)", stops, "0"),
+            Evidence::new("write stalls on memtables (LOG lines)", stalls, "0"),
+        ],
+        from_secs: 0.0,
+        to_secs: instances.iter().map(|i| i.log.span_secs).fold(0.0, f64::max),
+        recommendation: main.changes,
+        memory_cost: main.memory_cost,
+        job_changes: Vec::new(),
+        effect: Some(main.effect),
+        alternatives,
+        note: Some(
+            "the budget per column family assumes memory.write-buffer-ratio 0.5 (the LOG does not say it): check it in the job's configuration".to_string(),
+        ),
+    })
+}
+
+fn whole_filters(instances: &[Instance], profile: &Profile) -> Option<Finding> {
+    let k = &profile.knobs;
+    if !k.use_bloom_filter || k.partitions_index_filters() || !k.memory_mode.is_shared() {
+        return None;
+    }
+    let biggest = instances
+        .iter()
+        .filter_map(|i| i.log.biggest_file.as_ref())
+        .filter(|f| f.index_partitions <= 1)
+        .max_by_key(|f| f.filter_bytes)?;
+    if biggest.filter_bytes < FILTER_BYTES {
+        return None;
+    }
+    let direct = k.use_direct_reads;
+    let severity = if direct && biggest.filter_bytes >= CRITICAL_FILTER_BYTES {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    Some(Finding {
+        id: "filter-reads",
+        severity,
+        diagnosis: format!(
+            "SST files carry whole-file bloom filters of up to {} ({} keys in one file of {}), in the block cache with index and data blocks: each lookup that misses the cache for it reads all of it{}. Partitioned index and filters read one small partition instead (case study 2).",
+            human_bytes(biggest.filter_bytes as f64),
+            biggest.entries,
+            human_bytes(biggest.size as f64),
+            if direct {
+                ", and with direct reads no page cache catches the read"
+            } else {
+                ""
+            }
+        ),
+        evidence: vec![
+            Evidence::new(
+                "the biggest filter block (LOG table_file_creation filter_size)",
+                human_bytes(biggest.filter_bytes as f64),
+                format!("< {}", human_bytes(FILTER_BYTES as f64)),
+            ),
+            Evidence::new("partitioned index and filters (OPTIONS)", "false", "true"),
+            Evidence::new("direct reads (OPTIONS use_direct_reads)", direct, "false"),
+        ],
+        from_secs: 0.0,
+        to_secs: instances.iter().map(|i| i.log.span_secs).fold(0.0, f64::max),
+        recommendation: vec![Change::new("memory.partitioned-index-filters", true)],
+        memory_cost: 0,
+        job_changes: Vec::new(),
+        effect: None,
+        alternatives: Vec::new(),
+        note: Some(
+            "a LOG shows the filters' sizes, not how often lookups miss the cache for them; Flink's native metrics count all blocks' hits and misses together (state.backend.rocksdb.metrics.block-cache-hit, state.backend.rocksdb.metrics.block-cache-miss), and a run here (`statebench reproduce filter-reads`) measures the filter's own".to_string(),
+        ),
+    })
+}
+
+/// Stalls and stops no other finding explains: by cause.
+fn stalls(instances: &[Instance], found: &[Finding]) -> Option<Finding> {
+    let explained = found.iter().any(|f| f.id == "wbm-budget");
+    let mut causes: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for inst in instances {
+        for (cause, n) in &inst.log.stops {
+            causes.entry(cause.clone()).or_default().0 += n;
+        }
+        for (cause, n) in &inst.log.stalls {
+            causes.entry(cause.clone()).or_default().1 += n;
+        }
+    }
+    causes.retain(|cause, _| !(explained && cause.contains("memtable")));
+    if causes.is_empty() {
+        return None;
+    }
+    let stops: u64 = causes.values().map(|c| c.0).sum();
+    Some(Finding {
+        id: "write-stalls",
+        severity: if stops > 0 {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        },
+        diagnosis: format!(
+            "RocksDB slowed or stopped writes: {}.",
+            causes
+                .iter()
+                .map(|(c, (stop, stall))| format!("{c} ({stop} stops, {stall} slowdowns)"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        evidence: causes
+            .iter()
+            .map(|(c, (stop, stall))| Evidence::new(&format!("stops / slowdowns: {c}"), format!("{stop} / {stall}"), "0"))
+            .collect(),
+        from_secs: 0.0,
+        to_secs: instances.iter().map(|i| i.log.span_secs).fold(0.0, f64::max),
+        recommendation: Vec::new(),
+        memory_cost: 0,
+        job_changes: Vec::new(),
+        effect: None,
+        alternatives: Vec::new(),
+        note: Some("level-0 files: compactions fall behind (more thread.num, bigger or fewer flushes); pending compaction bytes: the same, or the limits".to_string()),
+    })
+}

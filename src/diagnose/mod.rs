@@ -1,0 +1,257 @@
+//! `statebench diagnose DIR`: what a Flink job's RocksDB left behind (each instance's `LOG` and
+//! `OPTIONS-*` file) read as evidence: the profile it ran with, the advisor's findings on that
+//! evidence and the case study each matches. The LSM's shape feeds the advisor's own rules (as
+//! a run's samples would); what only a LOG shows (why each flush happened and how big it was, a
+//! filter's size per file, the stall lines) has rules of its own here, with the advisor's ids.
+
+mod evidence_rules;
+pub mod log;
+mod profile;
+mod render;
+
+use std::path::{Path, PathBuf};
+
+use crate::advisor::{self, Finding};
+use crate::backend::metrics::{ColumnFamilyLsm, LevelSample};
+use crate::backend::options_file::OptionsFile;
+use crate::config::Profile;
+use crate::engine::MetricsSnapshot;
+use crate::summary::Summary;
+
+pub use log::LogEvidence;
+pub use render::render;
+
+/// One RocksDB instance's evidence: its directory, LOG (with its older LOG files before it) and
+/// newest OPTIONS file.
+#[derive(Debug)]
+pub struct Instance {
+    pub dir: PathBuf,
+    pub logs: Vec<PathBuf>,
+    pub log: LogEvidence,
+    pub options_path: Option<PathBuf>,
+    pub options: Option<OptionsFile>,
+}
+
+/// What `diagnose` found.
+#[derive(Debug)]
+pub struct Diagnosis {
+    pub instances: Vec<Instance>,
+    /// The profile the evidence says the job ran with, as statebench YAML, and how each value
+    /// was found (or why it was assumed).
+    pub profile_yaml: String,
+    pub profile: Profile,
+    pub profile_notes: Vec<String>,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DiagnoseError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{0}: no RocksDB LOG file found (looked for LOG, LOG.old.*, flink-LOG* in it and in its subdirectories, one level down): give the directory of a RocksDB instance (Flink: the operator's db/ under state.backend.rocksdb.localdir or io.tmp.dirs), or a directory holding several"
+    )]
+    NoLog(PathBuf),
+    #[error("{path}: {why}")]
+    Profile { path: PathBuf, why: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DiagnoseError + '_ {
+    move |source| DiagnoseError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn is_log(name: &str) -> bool {
+    name == "LOG" || name.starts_with("LOG.old") || name.starts_with("flink-LOG")
+}
+
+fn is_options(name: &str) -> bool {
+    (name.starts_with("OPTIONS-") && !name.ends_with(".dbtmp"))
+        || name == "OPTIONS"
+        || name.ends_with(".OPTIONS")
+}
+
+/// The instance in `dir`, if it holds a LOG.
+fn instance(dir: &Path) -> Result<Option<Instance>, DiagnoseError> {
+    let mut logs = Vec::new();
+    let mut options = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !entry.path().is_file() {
+            continue;
+        }
+        if is_log(&name) {
+            logs.push(entry.path());
+        } else if is_options(&name) {
+            options.push(entry.path());
+        }
+    }
+    if logs.is_empty() {
+        return Ok(None);
+    }
+    // Oldest first: LOG.old.<micros> in order, the current LOG last.
+    logs.sort_by_key(|p| {
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        (name.as_deref().is_some_and(|n| n.ends_with("LOG")), name)
+    });
+    let mut text = String::new();
+    for log in &logs {
+        let bytes = std::fs::read(log).map_err(io(log))?;
+        text.push_str(&String::from_utf8_lossy(&bytes));
+        text.push('\n');
+    }
+    // The newest OPTIONS file: RocksDB numbers them.
+    options.sort_by_key(|p| {
+        p.file_name()
+            .and_then(|n| n.to_string_lossy().rsplit('-').next().map(str::to_string))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    });
+    let options_path = options.pop();
+    let options = match &options_path {
+        Some(p) => Some(OptionsFile::parse(
+            &std::fs::read_to_string(p).map_err(io(p))?,
+        )),
+        None => None,
+    };
+    Ok(Some(Instance {
+        dir: dir.to_path_buf(),
+        logs,
+        log: LogEvidence::parse(&text),
+        options_path,
+        options,
+    }))
+}
+
+/// The instances under `dir`: itself, or its subdirectories one level down.
+fn instances(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
+    if let Some(one) = instance(dir)? {
+        return Ok(vec![one]);
+    }
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io(dir))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    subdirs.sort();
+    let mut out = Vec::new();
+    for sub in subdirs {
+        if let Some(one) = instance(&sub)? {
+            out.push(one);
+        }
+    }
+    if out.is_empty() {
+        return Err(DiagnoseError::NoLog(dir.to_path_buf()));
+    }
+    Ok(out)
+}
+
+/// The LSM the LOG leaves (live files per level of each column family) and what the LOG
+/// counted, as the summary and one sample of a run: what the advisor's rules read.
+fn as_run(instances: &[Instance]) -> (Summary, Vec<MetricsSnapshot>) {
+    let mut summary = Summary::default();
+    let mut snapshot = MetricsSnapshot::default();
+    let mut flushed = 0;
+    for inst in instances {
+        let log = &inst.log;
+        summary.flushes += log.flushes.len() as u64;
+        summary.compactions += log.compactions;
+        summary.flush_bytes_written += log.flush_bytes;
+        summary.compaction_bytes_written += log.compaction_bytes;
+        flushed += log.flushes.iter().map(|f| f.data_bytes).sum::<u64>();
+        snapshot.elapsed_secs = snapshot.elapsed_secs.max(log.span_secs);
+        let mut names: Vec<&String> = log.active_levels.keys().collect();
+        for f in log.files.values() {
+            if !names.contains(&&f.cf) {
+                names.push(&f.cf);
+            }
+        }
+        for cf in names {
+            let levels: Vec<LevelSample> = log
+                .levels(cf)
+                .into_iter()
+                .map(|(level, (files, bytes))| LevelSample {
+                    level,
+                    files,
+                    bytes,
+                    ..LevelSample::default()
+                })
+                .collect();
+            // The most levels any event showed, or the live files' (whichever is more).
+            let active = (levels.len() as u32).max(log.active_levels.get(cf).copied().unwrap_or(0));
+            snapshot.rocksdb.lsm.active_levels = snapshot.rocksdb.lsm.active_levels.max(active);
+            snapshot.rocksdb.lsm.column_families.push(ColumnFamilyLsm {
+                name: cf.clone(),
+                levels,
+                ..ColumnFamilyLsm::default()
+            });
+        }
+    }
+    summary.active_levels_max = snapshot.rocksdb.lsm.active_levels;
+    // The memtables' data flushed stands for the bytes the job wrote (what overwrites in a
+    // memtable saved is not in the LOG).
+    summary.user_bytes_written = flushed;
+    if flushed > 0 {
+        summary.write_amplification = (summary.flush_bytes_written
+            + summary.compaction_bytes_written) as f64
+            / flushed as f64;
+    }
+    summary.processing_secs = snapshot.elapsed_secs;
+    (summary, vec![snapshot])
+}
+
+/// Reads the evidence under `dir` and diagnoses it.
+pub fn diagnose(dir: &Path) -> Result<Diagnosis, DiagnoseError> {
+    let instances = instances(dir)?;
+    let found = profile::from_evidence(dir, &instances);
+    let profile = found.profile.map_err(|why| DiagnoseError::Profile {
+        path: dir.to_path_buf(),
+        why,
+    })?;
+    let (summary, snapshots) = as_run(&instances);
+    let state_cfs = snapshots
+        .last()
+        .map_or(1, |s| s.rocksdb.lsm.column_families.len().max(1));
+    let derived = profile.derived(state_cfs);
+    let input = advisor::Input {
+        profile: &profile,
+        derived: &derived,
+        summary: &summary,
+        snapshots: &snapshots,
+    };
+    // The advisor's rules that read what a LOG holds (the LSM's shape); the others read
+    // samples a LOG does not have and stay silent on it.
+    let mut findings: Vec<Finding> = advisor::advise(&input)
+        .into_iter()
+        .filter(|f| LSM_RULES.contains(&f.id))
+        .collect();
+    findings.extend(evidence_rules::check(&instances, &profile, &derived));
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    Ok(Diagnosis {
+        instances,
+        profile_yaml: found.yaml,
+        profile,
+        profile_notes: found.notes,
+        findings,
+    })
+}
+
+/// The advisor's rules a LOG feeds: they read the LSM's levels and files.
+const LSM_RULES: &[&str] = &["level-sizing"];
+
+/// The case study a finding matches (`../shared/CASE-STUDIES.md`, `statebench reproduce`).
+pub fn case_study(id: &str) -> Option<(u32, &'static str)> {
+    match id {
+        "wbm-budget" => Some((1, "wbm-stall")),
+        "filter-reads" => Some((2, "filter-reads")),
+        "level-sizing" => Some((3, "level-sizing")),
+        _ => None,
+    }
+}

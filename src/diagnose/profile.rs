@@ -1,0 +1,282 @@
+//! The profile a job ran with, from its instances' OPTIONS files (every option a knob sets) and
+//! LOGs (the block caches, which no OPTIONS file holds): `extends: flink-default` and the knobs
+//! whose value differs, each said where it came from.
+
+use super::Instance;
+use crate::config::Profile;
+
+/// The profile found, its YAML, and how each value was found or why it was assumed.
+pub(super) struct Found {
+    pub(super) profile: Result<Profile, String>,
+    pub(super) yaml: String,
+    pub(super) notes: Vec<String>,
+}
+
+/// `(knob, OPTIONS section kind, option)`: a knob whose value is the option's, as written.
+const PLAIN: &[(&str, &str, &str)] = &[
+    ("writebuffer.size", "cf", "write_buffer_size"),
+    ("writebuffer.count", "cf", "max_write_buffer_number"),
+    (
+        "writebuffer.number-to-merge",
+        "cf",
+        "min_write_buffer_number_to_merge",
+    ),
+    (
+        "compaction.level.target-file-size-base",
+        "cf",
+        "target_file_size_base",
+    ),
+    (
+        "compaction.level.max-size-level-base",
+        "cf",
+        "max_bytes_for_level_base",
+    ),
+    (
+        "compaction.level.multiplier",
+        "cf",
+        "max_bytes_for_level_multiplier",
+    ),
+    (
+        "compaction.level.use-dynamic-size",
+        "cf",
+        "level_compaction_dynamic_level_bytes",
+    ),
+    (
+        "compaction.level0-slowdown-writes-trigger",
+        "cf",
+        "level0_slowdown_writes_trigger",
+    ),
+    (
+        "compaction.level0-stop-writes-trigger",
+        "cf",
+        "level0_stop_writes_trigger",
+    ),
+    (
+        "compaction.soft-pending-compaction-bytes-limit",
+        "cf",
+        "soft_pending_compaction_bytes_limit",
+    ),
+    (
+        "compaction.hard-pending-compaction-bytes-limit",
+        "cf",
+        "hard_pending_compaction_bytes_limit",
+    ),
+    (
+        "compaction.disable-auto-compactions",
+        "cf",
+        "disable_auto_compactions",
+    ),
+    ("thread.num", "db", "max_background_jobs"),
+    ("files.open", "db", "max_open_files"),
+    ("use-direct-reads", "db", "use_direct_reads"),
+    (
+        "use-direct-io-for-flush-and-compaction",
+        "db",
+        "use_direct_io_for_flush_and_compaction",
+    ),
+    ("block.blocksize", "table", "block_size"),
+    ("block.metadata-blocksize", "table", "metadata_block_size"),
+];
+
+/// A size option in the knob's syntax (bytes, exactly).
+fn size_knob(key: &str) -> bool {
+    key.contains("size") || key.contains("limit") || key.ends_with("level-base")
+}
+
+/// The job's Flink configuration, if the evidence holds it (`config.yaml` or
+/// `flink-conf.yaml` in the directory given or an instance's): read as statebench reads any
+/// Flink configuration (its memory keys are exact where the LOG has only the cache's size).
+fn flink_config(dir: &std::path::Path, instances: &[Instance]) -> Option<std::path::PathBuf> {
+    std::iter::once(dir)
+        .chain(instances.iter().map(|i| i.dir.as_path()))
+        .flat_map(|d| ["config.yaml", "flink-conf.yaml"].map(|n| d.join(n)))
+        .find(|p| p.is_file())
+}
+
+pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Found {
+    let mut edits: Vec<(String, String)> = Vec::new();
+    let mut notes = Vec::new();
+    let config = flink_config(dir, instances);
+    // The instance whose LOG saw the most files: its column families hold the state.
+    let Some(inst) = instances
+        .iter()
+        .max_by_key(|i| (i.options.is_some(), i.log.files.len()))
+    else {
+        return Found {
+            profile: Err("no instance".into()),
+            yaml: String::new(),
+            notes,
+        };
+    };
+    let log = &inst.log;
+    let cf = log
+        .files
+        .values()
+        .map(|f| f.cf.clone())
+        .next()
+        .or_else(|| {
+            log.column_families
+                .iter()
+                .find(|c| *c != "default")
+                .cloned()
+        })
+        .unwrap_or_else(|| "default".to_string());
+    match &inst.options {
+        None => notes.push(format!(
+            "{}: no OPTIONS file: every RocksDB option is Flink's default here",
+            inst.dir.display()
+        )),
+        Some(file) => {
+            for (knob, kind, option) in PLAIN {
+                let value = match *kind {
+                    "cf" => file.cf(&cf, option),
+                    "db" => file.db(option),
+                    _ => file.table(&cf, option),
+                };
+                let Some(value) = value else { continue };
+                let value = if size_knob(knob) && value.chars().all(|c| c.is_ascii_digit()) {
+                    format!("{value}b")
+                } else {
+                    value.to_string()
+                };
+                edits.push((knob.to_string(), value));
+            }
+            if let Some(version) = file.get("Version", "rocksdb_version") {
+                // FRocksDB 6.20 (Flink 1.20) wrote it, or a RocksDB with 6.20's arena block
+                // (write_buffer_size / 8: statebench's target flink-1.20 on RocksDB 11).
+                let number = |o: &str| file.cf(&cf, o).and_then(|v| v.parse::<u64>().ok());
+                let arena_620 = matches!(
+                    (number("arena_block_size"), number("write_buffer_size")),
+                    (Some(a), Some(w)) if a == (w / 8).div_ceil(4096) * 4096
+                );
+                let target = if version.starts_with("6.20") || arena_620 {
+                    "flink-1.20"
+                } else {
+                    "rocksdb-11.8"
+                };
+                edits.push(("target".into(), target.into()));
+                notes.push(format!(
+                    "target {target}: the OPTIONS file was written by RocksDB {version}{}",
+                    if arena_620 && !version.starts_with("6.20") {
+                        ", with FRocksDB 6.20's arena block (write_buffer_size / 8)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            let filter = file.table(&cf, "filter_policy").unwrap_or("nullptr");
+            let bloom = filter != "nullptr";
+            edits.push(("use-bloom-filter".into(), bloom.to_string()));
+            if bloom
+                && let Some(b) = &log.biggest_file
+                && b.entries > 0
+                && b.filter_bytes > 0
+            {
+                let bits = (b.filter_bytes as f64 * 8.0 / b.entries as f64).round();
+                edits.push(("bloom-filter.bits-per-key".into(), format!("{bits}")));
+                notes.push(format!(
+                    "bloom-filter.bits-per-key {bits}: the biggest SST file's filter ({} bytes for {} entries)",
+                    b.filter_bytes, b.entries
+                ));
+            }
+            let shared = file.table(&cf, "cache_index_and_filter_blocks") == Some("true");
+            if config.is_none() {
+                memory(log, shared, &mut edits, &mut notes);
+            }
+            let partitioned = file.table(&cf, "partition_filters") == Some("true");
+            if shared {
+                edits.push((
+                    "memory.partitioned-index-filters".into(),
+                    partitioned.to_string(),
+                ));
+            }
+        }
+    }
+    let base = match &config {
+        Some(path) => {
+            notes.push(format!(
+                "memory from the job's Flink configuration {} (the LOG has only the block cache's size); RocksDB's options from the OPTIONS file",
+                path.display()
+            ));
+            path.display().to_string()
+        }
+        None => "flink-default".to_string(),
+    };
+    let mut profile = Profile::load(&base).map_err(|e| format!("{base}: {e}"));
+    if let (Ok(p), Some(capacity), Some(_)) = (
+        &profile,
+        log.cache_capacities.iter().copied().max(),
+        &config,
+    ) && p.knobs.memory_mode.is_shared()
+        && log.caches <= 1
+    {
+        let derived = p.derived(1).block_cache_capacity;
+        if derived != capacity {
+            notes.push(format!(
+                "the configuration gives a block cache of {derived} bytes, the LOG shows {capacity}: was the job run with another configuration?"
+            ));
+        }
+    }
+    for (key, value) in &edits {
+        profile = profile.and_then(|p| {
+            p.edited(key, value)
+                .map_err(|e| format!("{key}: {value} (from the evidence): {e}"))
+        });
+    }
+    // Self-contained: flink-default and every knob the evidence gives another value.
+    let mut yaml = String::from(
+        "# The profile a Flink job's RocksDB ran with, read by `statebench diagnose` from its\n\
+         # OPTIONS file and LOG (and its Flink configuration, if the evidence held one).\n\
+         description: diagnosed from a job's RocksDB LOG and OPTIONS\n\
+         extends: flink-default\n",
+    );
+    if let (Ok(p), Ok(default)) = (&profile, Profile::load("flink-default")) {
+        for (key, _, value) in p.knob_differences(&default) {
+            yaml.push_str(&format!("{key}: {value}\n"));
+        }
+    }
+    let profile = profile.map(|mut p| {
+        p.name = "diagnosed".to_string();
+        p
+    });
+    Found {
+        profile,
+        yaml,
+        notes,
+    }
+}
+
+/// The memory knobs from the LOG's block caches: one shared cache (Flink's managed memory, or
+/// fixed-per-slot) or one per column family (`memory.managed: false`).
+fn memory(
+    log: &super::LogEvidence,
+    shared: bool,
+    edits: &mut Vec<(String, String)>,
+    notes: &mut Vec<String>,
+) {
+    let Some(capacity) = log.cache_capacities.iter().copied().max() else {
+        notes.push("no block cache capacity in the LOG: memory is flink-default's".into());
+        return;
+    };
+    if log.caches > 1 && !shared {
+        edits.push(("memory.mode".into(), "unmanaged".into()));
+        edits.push(("block.cache-size".into(), format!("{capacity}b")));
+        notes.push(format!(
+            "memory.mode unmanaged: {} column families each with a cache of their own of {capacity} bytes, index and filter blocks outside them",
+            log.caches
+        ));
+        return;
+    }
+    // Flink: cache = (3 - r) * M / 3; the ratio r is not in the LOG: Flink's default 0.5.
+    let ratio = 0.5;
+    let managed = (capacity as f64 * 3.0 / (3.0 - ratio)).ceil() as u64;
+    let managed = managed.div_ceil(1 << 20) << 20;
+    edits.push(("memory.managed-size".into(), format!("{}mb", managed >> 20)));
+    if let Some(r) = log.high_pri_pool_ratio {
+        edits.push(("memory.high-prio-pool-ratio".into(), format!("{r}")));
+    }
+    notes.push(format!(
+        "memory.managed-size {} MiB: one block cache of {capacity} bytes shared by the column families is (3 - r) / 3 of managed memory; r, memory.write-buffer-ratio, is not in the LOG: Flink's default 0.5 assumed",
+        managed >> 20
+    ));
+}
