@@ -100,6 +100,10 @@ after y), s saves the edited profile as <name>-tuned.yaml."
         /// Write the profile the job ran with here (statebench YAML, atomically).
         #[arg(long, value_name = "FILE")]
         profile_out: Option<PathBuf>,
+        /// Print the diagnosis as JSON: per instance what the LOG says, the profile (YAML and
+        /// notes), the findings with their case studies.
+        #[arg(long)]
+        json: bool,
     },
     /// The advisor's findings for a saved JSON report (`run --report`, `tui --report`): what
     /// is wrong, the evidence, and the profile change that fixes it with its memory cost.

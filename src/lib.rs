@@ -48,9 +48,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Reproduce(args) => commands::reproduce::run(args),
         Command::Tune(args) => commands::tune::run(args),
         Command::Advise { report, json } => commands::advise::run(&report, json),
-        Command::Diagnose { dir, profile_out } => {
-            commands::diagnose::run(&dir, profile_out.as_deref())
-        }
+        Command::Diagnose {
+            dir,
+            profile_out,
+            json,
+        } => commands::diagnose::run(&dir, profile_out.as_deref(), json),
         Command::Bench(args) => commands::bench::run(args),
         Command::Compare {
             reports,

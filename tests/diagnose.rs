@@ -163,6 +163,19 @@ fn the_command_writes_the_profile_and_a_directory_without_a_log_is_refused() {
     let p = Profile::load(&out.to_string_lossy()).unwrap();
     let ran = Profile::load("minutes-wbm-starved").unwrap();
     assert_eq!(p.knobs.write_buffer_size, ran.knobs.write_buffer_size);
+    // The same as JSON, for scripts.
+    let json = Command::new(env!("CARGO_BIN_EXE_statebench"))
+        .args(["diagnose", "--json"])
+        .arg(evidence("flush-storm"))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["findings"][0]["id"], "wbm-budget");
+    assert_eq!(v["findings"][0]["case_study"]["number"], 1);
+    assert_eq!(
+        v["instances"][0]["flush_reasons"]["Write Buffer Manager"],
+        67
+    );
     let empty = Command::new(env!("CARGO_BIN_EXE_statebench"))
         .args(["diagnose"])
         .arg(tmp.path())
@@ -212,4 +225,35 @@ fn the_diagnosed_profile_run_here_shows_the_same_finding() {
         .filter_map(|f| f["id"].as_str())
         .collect();
     assert!(findings.contains(&"wbm-budget"), "{findings:?}");
+}
+
+/// Flink's `state.backend.rocksdb.log.dir` puts every instance's LOG in one directory, named
+/// after its database's path: each is an instance of its own.
+#[test]
+fn a_shared_log_directory_holds_one_instance_per_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        evidence("flush-storm").join("LOG"),
+        tmp.path().join("_tmp_flink-io-1_job_op_a_db_LOG"),
+    )
+    .unwrap();
+    std::fs::copy(
+        evidence("filter-reads").join("LOG"),
+        tmp.path()
+            .join("_tmp_flink-io-1_job_op_b_db_LOG.old.1796211778841204"),
+    )
+    .unwrap();
+    let d = diagnose::diagnose(tmp.path()).unwrap();
+    assert_eq!(d.instances.len(), 2);
+    let flushes: Vec<usize> = d.instances.iter().map(|i| i.log.flushes.len()).collect();
+    assert_eq!(flushes, vec![67, 16]);
+    // No OPTIONS file beside them: Flink's defaults, said so.
+    assert!(
+        d.profile_notes
+            .iter()
+            .any(|n| n.contains("no OPTIONS file")),
+        "{:?}",
+        d.profile_notes
+    );
+    assert!(ids(&d).contains(&"wbm-budget"), "{:?}", ids(&d));
 }

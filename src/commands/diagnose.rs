@@ -5,7 +5,7 @@ use std::path::Path;
 use super::UsageError;
 use crate::diagnose::{self, DiagnoseError};
 
-pub fn run(dir: &Path, profile_out: Option<&Path>) -> anyhow::Result<()> {
+pub fn run(dir: &Path, profile_out: Option<&Path>, json: bool) -> anyhow::Result<()> {
     if !dir.is_dir() {
         return Err(UsageError(format!(
             "{}: not a directory: give the directory of a RocksDB instance (its LOG and OPTIONS files), or one holding several",
@@ -23,6 +23,13 @@ pub fn run(dir: &Path, profile_out: Option<&Path>) -> anyhow::Result<()> {
         crate::util::fs::write_atomically(path, diagnosis.profile_yaml.as_bytes())
             .map_err(|e| anyhow::anyhow!("cannot write the profile to {}: {e}", path.display()))?;
     }
-    print!("{}", diagnose::render(&diagnosis, profile_out));
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&diagnose::to_json(&diagnosis))?
+        );
+    } else {
+        print!("{}", diagnose::render(&diagnosis, profile_out));
+    }
     Ok(())
 }

@@ -18,9 +18,14 @@ const SMALL: f64 = 0.25;
 const FILTER_BYTES: u64 = 64 << 10;
 const CRITICAL_FILTER_BYTES: u64 = 1 << 20;
 
-pub(super) fn check(instances: &[Instance], profile: &Profile, d: &Derived) -> Vec<Finding> {
+pub(super) fn check(
+    instances: &[Instance],
+    profile: &Profile,
+    d: &Derived,
+    memory_from_config: bool,
+) -> Vec<Finding> {
     let mut out = Vec::new();
-    out.extend(flush_storm(instances, profile, d));
+    out.extend(flush_storm(instances, profile, d, memory_from_config));
     out.extend(whole_filters(instances, profile));
     out.extend(stalls(instances, &out));
     out
@@ -44,7 +49,12 @@ fn stops_and_stalls(instances: &[Instance], matching: &str) -> (u64, u64) {
     )
 }
 
-fn flush_storm(instances: &[Instance], profile: &Profile, d: &Derived) -> Option<Finding> {
+fn flush_storm(
+    instances: &[Instance],
+    profile: &Profile,
+    d: &Derived,
+    memory_from_config: bool,
+) -> Option<Finding> {
     if !d.shared {
         return None;
     }
@@ -110,9 +120,9 @@ fn flush_storm(instances: &[Instance], profile: &Profile, d: &Derived) -> Option
         job_changes: Vec::new(),
         effect: Some(main.effect),
         alternatives,
-        note: Some(
-            "the budget per column family assumes memory.write-buffer-ratio 0.5 (the LOG does not say it): check it in the job's configuration".to_string(),
-        ),
+        note: (!memory_from_config).then(|| {
+            "the budget per column family assumes memory.write-buffer-ratio 0.5 (the LOG does not say it): check it in the job's configuration, or put its config.yaml beside the evidence".to_string()
+        }),
     })
 }
 

@@ -19,7 +19,7 @@ use crate::engine::MetricsSnapshot;
 use crate::summary::Summary;
 
 pub use log::LogEvidence;
-pub use render::render;
+pub use render::{render, to_json};
 
 /// One RocksDB instance's evidence: its directory, LOG (with its older LOG files before it) and
 /// newest OPTIONS file.
@@ -52,7 +52,7 @@ pub enum DiagnoseError {
         source: std::io::Error,
     },
     #[error(
-        "{0}: no RocksDB LOG file found (looked for LOG, LOG.old.*, flink-LOG* in it and in its subdirectories, one level down): give the directory of a RocksDB instance (Flink: the operator's db/ under state.backend.rocksdb.localdir or io.tmp.dirs), or a directory holding several"
+        "{0}: no RocksDB LOG file found (looked for LOG, LOG.old.*, flink-LOG* and a log directory's <db path>_LOG in it and in its subdirectories, one level down): give the directory of a RocksDB instance (Flink: the operator's db/ under state.backend.rocksdb.localdir or io.tmp.dirs), or a directory holding several"
     )]
     NoLog(PathBuf),
     #[error("{path}: {why}")]
@@ -66,8 +66,17 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DiagnoseError + '_ {
     }
 }
 
-fn is_log(name: &str) -> bool {
-    name == "LOG" || name.starts_with("LOG.old") || name.starts_with("flink-LOG")
+/// A RocksDB info LOG, and the instance it belongs to: its prefix before `LOG`. A database's
+/// own LOG and LOG.old.* have none; Flink's parity copies `flink-`; with `db_log_dir`
+/// (Flink's `state.backend.rocksdb.log.dir`) every instance's LOG sits in one directory, named
+/// after its database's path (`_tmp_flink-io-..._db_LOG`, `..._db_LOG.old.<micros>`).
+fn log_prefix(name: &str) -> Option<&str> {
+    let at = name.find("LOG")?;
+    let (prefix, rest) = name.split_at(at);
+    let rest = &rest[3..];
+    let suffix_ok = rest.is_empty() || rest.starts_with(".old.");
+    let prefix_ok = prefix.is_empty() || prefix == "flink-" || prefix.ends_with('_');
+    (suffix_ok && prefix_ok).then_some(prefix)
 }
 
 fn is_options(name: &str) -> bool {
@@ -76,9 +85,10 @@ fn is_options(name: &str) -> bool {
         || name.ends_with(".OPTIONS")
 }
 
-/// The instance in `dir`, if it holds a LOG.
-fn instance(dir: &Path) -> Result<Option<Instance>, DiagnoseError> {
-    let mut logs = Vec::new();
+/// The instances whose LOG is in `dir`: one, or (a shared log directory) one per prefix. The
+/// newest OPTIONS file belongs to the instance when the directory holds only one.
+fn instances_in(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
+    let mut logs: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
     let mut options = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io(dir))? {
         let entry = entry.map_err(io(dir))?;
@@ -86,25 +96,13 @@ fn instance(dir: &Path) -> Result<Option<Instance>, DiagnoseError> {
         if !entry.path().is_file() {
             continue;
         }
-        if is_log(&name) {
-            logs.push(entry.path());
+        if let Some(prefix) = log_prefix(&name) {
+            logs.entry(prefix.to_string())
+                .or_default()
+                .push(entry.path());
         } else if is_options(&name) {
             options.push(entry.path());
         }
-    }
-    if logs.is_empty() {
-        return Ok(None);
-    }
-    // Oldest first: LOG.old.<micros> in order, the current LOG last.
-    logs.sort_by_key(|p| {
-        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
-        (name.as_deref().is_some_and(|n| n.ends_with("LOG")), name)
-    });
-    let mut text = String::new();
-    for log in &logs {
-        let bytes = std::fs::read(log).map_err(io(log))?;
-        text.push_str(&String::from_utf8_lossy(&bytes));
-        text.push('\n');
     }
     // The newest OPTIONS file: RocksDB numbers them.
     options.sort_by_key(|p| {
@@ -113,26 +111,42 @@ fn instance(dir: &Path) -> Result<Option<Instance>, DiagnoseError> {
             .and_then(|n| n.parse::<u64>().ok())
             .unwrap_or(0)
     });
-    let options_path = options.pop();
-    let options = match &options_path {
-        Some(p) => Some(OptionsFile::parse(
-            &std::fs::read_to_string(p).map_err(io(p))?,
-        )),
-        None => None,
-    };
-    Ok(Some(Instance {
-        dir: dir.to_path_buf(),
-        logs,
-        log: LogEvidence::parse(&text),
-        options_path,
-        options,
-    }))
+    let options_path = if logs.len() == 1 { options.pop() } else { None };
+    let mut out = Vec::new();
+    for (_, mut files) in logs {
+        // Oldest first: LOG.old.<micros> in order, the current LOG last.
+        files.sort_by_key(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            (name.as_deref().is_some_and(|n| n.ends_with("LOG")), name)
+        });
+        let mut text = String::new();
+        for log in &files {
+            let bytes = std::fs::read(log).map_err(io(log))?;
+            text.push_str(&String::from_utf8_lossy(&bytes));
+            text.push('\n');
+        }
+        let options = match &options_path {
+            Some(p) => Some(OptionsFile::parse(
+                &std::fs::read_to_string(p).map_err(io(p))?,
+            )),
+            None => None,
+        };
+        out.push(Instance {
+            dir: dir.to_path_buf(),
+            logs: files,
+            log: LogEvidence::parse(&text),
+            options_path: options_path.clone(),
+            options,
+        });
+    }
+    Ok(out)
 }
 
 /// The instances under `dir`: itself, or its subdirectories one level down.
 fn instances(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
-    if let Some(one) = instance(dir)? {
-        return Ok(vec![one]);
+    let here = instances_in(dir)?;
+    if !here.is_empty() {
+        return Ok(here);
     }
     let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(io(dir))?
@@ -143,9 +157,7 @@ fn instances(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
     subdirs.sort();
     let mut out = Vec::new();
     for sub in subdirs {
-        if let Some(one) = instance(&sub)? {
-            out.push(one);
-        }
+        out.extend(instances_in(&sub)?);
     }
     if out.is_empty() {
         return Err(DiagnoseError::NoLog(dir.to_path_buf()));
@@ -232,7 +244,12 @@ pub fn diagnose(dir: &Path) -> Result<Diagnosis, DiagnoseError> {
         .into_iter()
         .filter(|f| LSM_RULES.contains(&f.id))
         .collect();
-    findings.extend(evidence_rules::check(&instances, &profile, &derived));
+    findings.extend(evidence_rules::check(
+        &instances,
+        &profile,
+        &derived,
+        found.memory_from_config,
+    ));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     Ok(Diagnosis {
         instances,
@@ -253,5 +270,22 @@ pub fn case_study(id: &str) -> Option<(u32, &'static str)> {
         "filter-reads" => Some((2, "filter-reads")),
         "level-sizing" => Some((3, "level-sizing")),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_prefix;
+
+    #[test]
+    fn a_log_file_names_its_instance() {
+        assert_eq!(log_prefix("LOG"), Some(""));
+        assert_eq!(log_prefix("LOG.old.1796211778841204"), Some(""));
+        assert_eq!(log_prefix("flink-LOG"), Some("flink-"));
+        assert_eq!(log_prefix("_tmp_io_db_LOG"), Some("_tmp_io_db_"));
+        assert_eq!(log_prefix("_tmp_io_db_LOG.old.17"), Some("_tmp_io_db_"));
+        for not in ["LOGO", "CATALOG", "OPTIONS-000007", "LOG.txt", "xLOG"] {
+            assert_eq!(log_prefix(not), None, "{not}");
+        }
     }
 }

@@ -8,6 +8,8 @@ use crate::config::Profile;
 /// The profile found, its YAML, and how each value was found or why it was assumed.
 pub(super) struct Found {
     pub(super) profile: Result<Profile, String>,
+    /// Memory came from the job's Flink configuration, not from the LOG at an assumed ratio.
+    pub(super) memory_from_config: bool,
     pub(super) yaml: String,
     pub(super) notes: Vec<String>,
 }
@@ -104,6 +106,7 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
     else {
         return Found {
             profile: Err("no instance".into()),
+            memory_from_config: false,
             yaml: String::new(),
             notes,
         };
@@ -241,6 +244,7 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
     });
     Found {
         profile,
+        memory_from_config: config.is_some(),
         yaml,
         notes,
     }

@@ -105,3 +105,73 @@ pub fn render(d: &Diagnosis, profile_out: Option<&std::path::Path>) -> String {
     }
     out
 }
+
+/// The diagnosis as JSON (`diagnose --json`).
+pub fn to_json(d: &Diagnosis) -> serde_json::Value {
+    let instances: Vec<serde_json::Value> = d
+        .instances
+        .iter()
+        .map(|inst| {
+            let log = &inst.log;
+            let levels: serde_json::Map<String, serde_json::Value> = log
+                .active_levels
+                .iter()
+                .map(|(cf, active)| {
+                    let live: Vec<serde_json::Value> = log
+                        .levels(cf)
+                        .into_iter()
+                        .map(|(level, (files, bytes))| {
+                            serde_json::json!({"level": level, "files": files, "bytes": bytes})
+                        })
+                        .collect();
+                    (
+                        cf.clone(),
+                        serde_json::json!({"active_levels_max": active, "live": live}),
+                    )
+                })
+                .collect();
+            serde_json::json!({
+                "dir": inst.dir,
+                "logs": inst.logs,
+                "options": inst.options_path,
+                "span_secs": log.span_secs,
+                "flushes": log.flushes.len(),
+                "flush_reasons": log.flushes.iter().fold(
+                    std::collections::BTreeMap::<&str, u64>::new(),
+                    |mut m, f| {
+                        *m.entry(f.reason.as_str()).or_default() += 1;
+                        m
+                    },
+                ),
+                "compactions": log.compactions,
+                "flush_bytes": log.flush_bytes,
+                "compaction_bytes": log.compaction_bytes,
+                "stops": log.stops,
+                "stalls": log.stalls,
+                "column_families": levels,
+                "biggest_file": log.biggest_file.as_ref().map(|b| serde_json::json!({
+                    "column_family": b.cf, "bytes": b.size, "entries": b.entries,
+                    "filter_bytes": b.filter_bytes, "index_bytes": b.index_bytes,
+                })),
+                "block_caches": log.caches,
+                "block_cache_capacity": log.cache_capacities.iter().max(),
+            })
+        })
+        .collect();
+    let findings: Vec<serde_json::Value> = d
+        .findings
+        .iter()
+        .map(|f| {
+            let mut v = serde_json::to_value(f).unwrap_or_default();
+            if let Some((n, name)) = case_study(f.id) {
+                v["case_study"] = serde_json::json!({"number": n, "reproduce": name});
+            }
+            v
+        })
+        .collect();
+    serde_json::json!({
+        "instances": instances,
+        "profile": {"yaml": d.profile_yaml, "notes": d.profile_notes},
+        "findings": findings,
+    })
+}
