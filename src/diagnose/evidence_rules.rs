@@ -2,7 +2,7 @@
 //! WriteBufferManager forced long before the memtables filled (case study 1), whole-file filters
 //! a cache miss reads whole (case study 2), and the write stalls and stops RocksDB announced.
 
-use super::Instance;
+use super::{Instance, NativeMetrics};
 use crate::advisor::rules::wbm_budget;
 use crate::advisor::{Change, Evidence, Finding, Severity};
 use crate::config::Profile;
@@ -23,10 +23,17 @@ pub(super) fn check(
     profile: &Profile,
     d: &Derived,
     memory_from_config: bool,
+    metrics: Option<&NativeMetrics>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
-    out.extend(flush_storm(instances, profile, d, memory_from_config));
-    out.extend(whole_filters(instances, profile));
+    out.extend(flush_storm(
+        instances,
+        profile,
+        d,
+        memory_from_config,
+        metrics,
+    ));
+    out.extend(whole_filters(instances, profile, metrics));
     out.extend(stalls(instances, &out));
     out
 }
@@ -54,6 +61,7 @@ fn flush_storm(
     profile: &Profile,
     d: &Derived,
     memory_from_config: bool,
+    metrics: Option<&NativeMetrics>,
 ) -> Option<Finding> {
     if !d.shared {
         return None;
@@ -73,10 +81,11 @@ fn flush_storm(
         return None;
     }
     let (stops, stalls) = stops_and_stalls(instances, "memtable");
+    let stall_micros = metrics.and_then(|m| m.sum("stall_micros"));
     let (main, alternatives) = wbm_budget::recommended(profile, d)?;
     let severity = if stops > 0 {
         Severity::Critical
-    } else if stalls > 0 {
+    } else if stalls > 0 || stall_micros.is_some_and(|s| s > 0.0) {
         Severity::Warning
     } else {
         Severity::Info
@@ -112,7 +121,16 @@ fn flush_storm(
             ),
             Evidence::new("write stops on memtables (LOG lines)", stops, "0"),
             Evidence::new("write stalls on memtables (LOG lines)", stalls, "0"),
-        ],
+        ]
+        .into_iter()
+        .chain(stall_micros.map(|s| {
+            Evidence::new(
+                "write stall time (Flink's native metric stall-micros)",
+                format!("{:.1} s", s / 1e6),
+                "0",
+            )
+        }))
+        .collect(),
         from_secs: 0.0,
         to_secs: instances.iter().map(|i| i.log.span_secs).fold(0.0, f64::max),
         recommendation: main.changes,
@@ -126,7 +144,11 @@ fn flush_storm(
     })
 }
 
-fn whole_filters(instances: &[Instance], profile: &Profile) -> Option<Finding> {
+fn whole_filters(
+    instances: &[Instance],
+    profile: &Profile,
+    metrics: Option<&NativeMetrics>,
+) -> Option<Finding> {
     let k = &profile.knobs;
     if !k.use_bloom_filter || k.partitions_index_filters() || !k.memory_mode.is_shared() {
         return None;
@@ -167,7 +189,16 @@ fn whole_filters(instances: &[Instance], profile: &Profile) -> Option<Finding> {
             ),
             Evidence::new("partitioned index and filters (OPTIONS)", "false", "true"),
             Evidence::new("direct reads (OPTIONS use_direct_reads)", direct, "false"),
-        ],
+        ]
+        .into_iter()
+        .chain(metrics.and_then(NativeMetrics::cache_hit_rate).map(|(rate, hit, miss)| {
+            Evidence::new(
+                "block cache hit rate, all blocks together (Flink's native metrics)",
+                format!("{:.1} % ({hit:.0} hits, {miss:.0} misses)", rate * 100.0),
+                "-",
+            )
+        }))
+        .collect(),
         from_secs: 0.0,
         to_secs: instances.iter().map(|i| i.log.span_secs).fold(0.0, f64::max),
         recommendation: vec![Change::new("memory.partitioned-index-filters", true)],

@@ -6,6 +6,7 @@
 
 mod evidence_rules;
 pub mod log;
+pub mod metrics;
 mod profile;
 mod render;
 
@@ -19,6 +20,7 @@ use crate::engine::MetricsSnapshot;
 use crate::summary::Summary;
 
 pub use log::LogEvidence;
+pub use metrics::NativeMetrics;
 pub use render::{render, to_json};
 
 /// One RocksDB instance's evidence: its directory, LOG (with its older LOG files before it) and
@@ -42,6 +44,9 @@ pub struct Diagnosis {
     pub profile: Profile,
     pub profile_notes: Vec<String>,
     pub findings: Vec<Finding>,
+    /// Flink's native RocksDB metrics, if the evidence holds a Prometheus scrape (`*.prom`,
+    /// `metrics.txt`).
+    pub metrics: Option<NativeMetrics>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -165,6 +170,39 @@ fn instances(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
     Ok(out)
 }
 
+/// The Prometheus scrapes in `dir` and the instances' directories (`*.prom`, `metrics.txt`).
+fn native_metrics(
+    dir: &Path,
+    instances: &[Instance],
+) -> Result<Option<NativeMetrics>, DiagnoseError> {
+    let mut dirs: Vec<&Path> = vec![dir];
+    for inst in instances {
+        if !dirs.contains(&inst.dir.as_path()) {
+            dirs.push(&inst.dir);
+        }
+    }
+    let mut metrics = NativeMetrics::default();
+    for d in dirs {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(d)
+            .map_err(io(d))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                p.is_file()
+                    && (p.extension().is_some_and(|x| x == "prom")
+                        || p.file_name().is_some_and(|n| n == "metrics.txt"))
+            })
+            .collect();
+        files.sort();
+        for file in files {
+            let text = std::fs::read_to_string(&file).map_err(io(&file))?;
+            metrics.add(&text);
+            metrics.files.push(file);
+        }
+    }
+    Ok((!metrics.samples.is_empty()).then_some(metrics))
+}
+
 /// The LSM the LOG leaves (live files per level of each column family) and what the LOG
 /// counted, as the summary and one sample of a run: what the advisor's rules read.
 fn as_run(instances: &[Instance]) -> (Summary, Vec<MetricsSnapshot>) {
@@ -227,7 +265,11 @@ pub fn diagnose(dir: &Path) -> Result<Diagnosis, DiagnoseError> {
         path: dir.to_path_buf(),
         why,
     })?;
-    let (summary, snapshots) = as_run(&instances);
+    let metrics = native_metrics(dir, &instances)?;
+    let (mut summary, snapshots) = as_run(&instances);
+    if let Some(stall) = metrics.as_ref().and_then(|m| m.sum("stall_micros")) {
+        summary.stall_micros = stall as u64;
+    }
     let state_cfs = snapshots
         .last()
         .map_or(1, |s| s.rocksdb.lsm.column_families.len().max(1));
@@ -249,6 +291,7 @@ pub fn diagnose(dir: &Path) -> Result<Diagnosis, DiagnoseError> {
         &profile,
         &derived,
         found.memory_from_config,
+        metrics.as_ref(),
     ));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     Ok(Diagnosis {
@@ -257,6 +300,7 @@ pub fn diagnose(dir: &Path) -> Result<Diagnosis, DiagnoseError> {
         profile,
         profile_notes: found.notes,
         findings,
+        metrics,
     })
 }
 

@@ -73,6 +73,9 @@ pub fn render(d: &Diagnosis, profile_out: Option<&std::path::Path>) -> String {
                 .map_or("-".to_string(), |c| human_bytes(*c as f64))
         );
     }
+    if let Some(m) = &d.metrics {
+        out.push_str(&render_metrics(m));
+    }
     let _ = writeln!(out, "\nthe profile it ran with (OPTIONS and LOG):");
     for line in d.profile_yaml.lines().filter(|l| !l.starts_with('#')) {
         let _ = writeln!(out, "  {line}");
@@ -169,9 +172,76 @@ pub fn to_json(d: &Diagnosis) -> serde_json::Value {
             v
         })
         .collect();
+    let metrics = d.metrics.as_ref().map(|m| {
+        let per_cf =
+            |metric: &str| serde_json::to_value(m.by_column_family(metric)).unwrap_or_default();
+        serde_json::json!({
+            "files": m.files,
+            "samples": m.samples.len(),
+            "stall_micros": m.sum("stall_micros"),
+            "block_cache_hit": m.sum("block_cache_hit"),
+            "block_cache_miss": m.sum("block_cache_miss"),
+            "is_write_stopped": m.sum("is_write_stopped"),
+            "estimate_num_keys": per_cf("estimate_num_keys"),
+            "estimate_live_data_size": per_cf("estimate_live_data_size"),
+        })
+    });
     serde_json::json!({
         "instances": instances,
+        "native_metrics": metrics,
         "profile": {"yaml": d.profile_yaml, "notes": d.profile_notes},
         "findings": findings,
     })
+}
+
+/// What Flink's native metrics add: stall time, cache hits, whether writes are stopped now,
+/// keys and live data per column family.
+fn render_metrics(m: &super::NativeMetrics) -> String {
+    let mut out = String::new();
+    let files: Vec<String> = m
+        .files
+        .iter()
+        .filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "Flink's native RocksDB metrics ({}, {} samples):",
+        files.join(", "),
+        m.samples.len()
+    );
+    if let Some(stall) = m.sum("stall_micros") {
+        let _ = writeln!(out, "  write stall time {:.1} s", stall / 1e6);
+    }
+    if let Some((rate, hit, miss)) = m.cache_hit_rate() {
+        let _ = writeln!(
+            out,
+            "  block cache hit rate {:.1} % ({hit:.0} hits, {miss:.0} misses; all blocks together)",
+            rate * 100.0
+        );
+    }
+    if let Some(stopped) = m.sum("is_write_stopped") {
+        let _ = writeln!(out, "  writes stopped when scraped: {}", stopped > 0.0);
+    }
+    for (metric, what) in [
+        ("estimate_num_keys", "keys (estimate)"),
+        ("estimate_live_data_size", "live data"),
+        ("cur_size_all_mem_tables", "memtables"),
+    ] {
+        let per_cf = m.by_column_family(metric);
+        if per_cf.is_empty() {
+            continue;
+        }
+        let shown: Vec<String> = per_cf
+            .iter()
+            .map(|(cf, v)| {
+                if metric == "estimate_num_keys" {
+                    format!("{cf} {v:.0}")
+                } else {
+                    format!("{cf} {}", human_bytes(*v))
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "  {what}: {}", shown.join(", "));
+    }
+    out
 }
