@@ -16,6 +16,10 @@ pub const RULE: Rule = Rule {
 
 fn check(input: &Input) -> Option<Finding> {
     let d = input.derived;
+    // Without a WriteBufferManager (memory.mode: unmanaged) nothing charges the arena blocks.
+    if !d.shared {
+        return None;
+    }
     let cfs = d.state_column_families as u64;
     let charged = d.arena_block_size * cfs;
     if charged <= d.mutable_limit || input.summary.flushes == 0 {
@@ -85,5 +89,22 @@ mod tests {
         // 72 MB: limit 21 MiB still under 24 MiB; 84 MB: 24.5 MiB holds it.
         assert!(!run("72mb").findings("arena-vs-wbm").is_empty());
         assert!(run("84mb").findings("arena-vs-wbm").is_empty());
+    }
+
+    #[test]
+    fn without_a_write_buffer_manager_arena_blocks_are_not_a_finding() {
+        let unmanaged = Run::new(
+            profile(
+                "flink-default",
+                &[
+                    ("memory.managed-size", "64mb"),
+                    ("memory.mode", "unmanaged"),
+                ],
+            ),
+            5,
+            |_, _| {},
+            |s| s.flushes = 3_800,
+        );
+        assert!(unmanaged.findings("arena-vs-wbm").is_empty());
     }
 }

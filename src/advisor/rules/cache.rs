@@ -28,7 +28,22 @@ fn check(input: &Input) -> Option<Finding> {
             && mem.block_cache_usage as f64 >= FULL * mem.block_cache_capacity as f64
     })?;
     let k = &input.profile.knobs;
-    let doubled = k.managed_memory.0 * 2;
+    // Without a shared budget (memory.mode: unmanaged) each column family has a cache of its
+    // own: double that, which no budget bounds.
+    let (recommendation, memory_cost, note) = if k.memory_mode.is_shared() {
+        let doubled = k.managed_memory.0 * 2;
+        (
+            Change::new("memory.managed-size", ByteSize(doubled)),
+            doubled - k.managed_memory.0,
+            "doubling managed memory doubles the cache and the WriteBufferManager; re-run to see how far the hit rate follows",
+        )
+    } else {
+        (
+            Change::new("block.cache-size", ByteSize(k.block_cache_size.0 * 2)),
+            0,
+            "memory.mode unmanaged: every column family's own cache doubles, outside any budget (the TaskManager reserves none of it); memory.mode: managed with memory.managed-size bounds it",
+        )
+    };
     Some(Finding {
         id: RULE.id,
         severity: Severity::Warning,
@@ -51,12 +66,12 @@ fn check(input: &Input) -> Option<Finding> {
         ],
         from_secs: from,
         to_secs: to,
-        recommendation: vec![Change::new("memory.managed-size", ByteSize(doubled))],
-        memory_cost: doubled - k.managed_memory.0,
+        recommendation: vec![recommendation],
+        memory_cost,
         job_changes: Vec::new(),
         effect: None,
         alternatives: Vec::new(),
-        note: Some("doubling managed memory doubles the cache and the WriteBufferManager; re-run to see how far the hit rate follows".to_string()),
+        note: Some(note.to_string()),
     })
 }
 
@@ -84,6 +99,29 @@ mod tests {
         let f = &run(0.62, 0.99).findings("cache-hit-low")[0];
         assert_eq!(f.recommendation[0].value, "512mb");
         assert_eq!(f.memory_cost, 256 << 20);
+    }
+
+    #[test]
+    fn without_a_shared_budget_the_fix_is_each_column_familys_cache() {
+        let unmanaged = Run::new(
+            profile(
+                "flink-default",
+                &[("memory.mode", "unmanaged"), ("block.cache-size", "16mb")],
+            ),
+            10,
+            |_, s| {
+                s.rocksdb.memory.block_cache_capacity = 80 << 20;
+                s.rocksdb.memory.block_cache_usage = 80 << 20;
+            },
+            |s| {
+                s.cache_hit_rate.overall = Some(0.62);
+                s.cache_accesses.overall = 1_000_000;
+            },
+        );
+        let f = &unmanaged.findings("cache-hit-low")[0];
+        assert_eq!(f.recommendation[0].key, "block.cache-size");
+        assert_eq!(f.recommendation[0].value, "32mb");
+        assert_eq!(f.memory_cost, 0);
     }
 
     #[test]
