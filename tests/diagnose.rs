@@ -16,6 +16,17 @@ fn evidence(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Set `set`'s files copied into `to`, but those named in `except`.
+fn copy_evidence(set: &str, to: &Path, except: &[&str]) {
+    for entry in std::fs::read_dir(evidence(set)).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !except.contains(&name.as_str()) {
+            std::fs::copy(&path, to.join(&name)).unwrap();
+        }
+    }
+}
+
 fn diagnosed(name: &str) -> Diagnosis {
     diagnose::diagnose(&evidence(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
@@ -120,13 +131,7 @@ fn without_the_configuration_memory_comes_from_the_logs_block_cache() {
         ("healthy", "flink-default"),
     ] {
         let tmp = tempfile::tempdir().unwrap();
-        for entry in std::fs::read_dir(evidence(set)).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if name != "config.yaml" {
-                std::fs::copy(&path, tmp.path().join(&name)).unwrap();
-            }
-        }
+        copy_evidence(set, tmp.path(), &["config.yaml"]);
         let d = diagnose::diagnose(tmp.path()).unwrap();
         let ran = Profile::load(profile).unwrap().knobs;
         assert_eq!(d.profile.knobs.managed_memory, ran.managed_memory, "{set}");
@@ -265,10 +270,7 @@ fn a_shared_log_directory_holds_one_instance_per_database() {
 #[test]
 fn a_scrape_of_flinks_native_metrics_adds_its_stall_time() {
     let tmp = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(evidence("flush-storm")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, tmp.path().join(path.file_name().unwrap())).unwrap();
-    }
+    copy_evidence("flush-storm", tmp.path(), &[]);
     let labels = "job_id=\"j\",task_id=\"t\",operator_id=\"o\",tm_id=\"tm\",subtask_index=\"0\"";
     std::fs::write(
         tmp.path().join("metrics.prom"),

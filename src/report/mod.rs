@@ -1,14 +1,16 @@
 //! The run report: JSON with every snapshot and a summary per segment (one per engine run: a
 //! restart on a new profile starts the next), and the same for a terminal.
 
+mod findings;
 mod render;
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use findings::render_findings;
 pub use render::FEW_LOOKUPS;
-pub use render::{render_before_after, render_comparison, render_findings, render_summary};
+pub use render::{render_before_after, render_comparison, render_summary};
 
 use crate::advisor::{self, Finding};
 use crate::config::profile::Derived;

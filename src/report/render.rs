@@ -1,7 +1,7 @@
 //! The report for a terminal: each segment's summary, and two profiles side by side.
 
+use super::render_findings;
 use super::{Report, Segment, Summary};
-use crate::advisor::{Change, Finding};
 use crate::config::Workload;
 use crate::config::units::human_bytes;
 
@@ -364,65 +364,6 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
         }
     }
     out.push_str(&render_findings(&segment.findings));
-    out
-}
-
-/// The advisor's findings: diagnosis, evidence, the profile change and what it costs.
-pub fn render_findings(findings: &[Finding]) -> String {
-    if findings.is_empty() {
-        return "  findings                           none: no rule fired\n".to_string();
-    }
-    let mut out = format!("  findings ({}):\n", findings.len());
-    for f in findings {
-        let severity = format!("{:?}", f.severity).to_lowercase();
-        out.push_str(&format!(
-            "  [{severity}] {} ({:.0}-{:.0} s): {}\n",
-            f.id, f.from_secs, f.to_secs, f.diagnosis
-        ));
-        for e in &f.evidence {
-            out.push_str(&format!(
-                "      {}: {} (threshold {})\n",
-                e.metric, e.value, e.threshold
-            ));
-        }
-        if !f.recommendation.is_empty() {
-            let cost = if f.memory_cost > 0 {
-                format!(" (+{} managed memory)", human_bytes(f.memory_cost as f64))
-            } else {
-                String::new()
-            };
-            out.push_str(&format!(
-                "      fix: {}{cost}\n",
-                Change::list(&f.recommendation, ": ")
-            ));
-            if let Some(effect) = &f.effect {
-                out.push_str(&format!("        predicted: {effect}\n"));
-            }
-        }
-        for (i, alt) in f.alternatives.iter().enumerate() {
-            let what = if alt.changes.is_empty() {
-                "in the job".to_string()
-            } else {
-                Change::list(&alt.changes, ": ")
-            };
-            let cost = if alt.memory_cost > 0 {
-                format!(" (+{} managed memory)", human_bytes(alt.memory_cost as f64))
-            } else {
-                String::new()
-            };
-            out.push_str(&format!("      or ({}): {what}{cost}\n", i + 2));
-            out.push_str(&format!("        predicted: {}\n", alt.effect));
-        }
-        if !f.job_changes.is_empty() {
-            out.push_str(&format!(
-                "      fix in the job (workload): {}\n",
-                Change::list(&f.job_changes, ": ")
-            ));
-        }
-        if let Some(note) = &f.note {
-            out.push_str(&format!("      note: {note}\n"));
-        }
-    }
     out
 }
 
