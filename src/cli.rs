@@ -89,10 +89,11 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     },
     /// Diagnose a Flink job from what its RocksDB left behind: each instance's LOG (flushes and
     /// why, compactions and the LSM's shape, SST files with their filter and index sizes, write
-    /// stalls and stops) and OPTIONS file. Prints the profile the job ran with, the advisor's
-    /// findings on that evidence and the case study each matches.
+    /// stalls and stops) and OPTIONS file. Prints the profile the job ran with, the workload
+    /// the evidence describes, the advisor's findings on that evidence and the case study each
+    /// matches.
     #[command(
-        after_help = "DIR is a RocksDB instance's directory (Flink: an operator's db/ under state.backend.rocksdb.localdir, or io.tmp.dirs), or a directory holding several, one level down. Files read: LOG, LOG.old.*, flink-LOG* and the newest OPTIONS-*. Run the job's workload here on the profile written with --profile-out to A/B the fix (statebench run -w ... -p FILE)."
+        after_help = "DIR is a RocksDB instance's directory (Flink: an operator's db/ under state.backend.rocksdb.localdir, or io.tmp.dirs), or a directory holding several, one level down. Files read: LOG, LOG.old.*, flink-LOG* and the newest OPTIONS-*. Run the job here to A/B the fix: statebench run -w WORKLOAD_FILE -p PROFILE_FILE with the files --workload-out and --profile-out wrote."
     )]
     Diagnose {
         /// The evidence: a RocksDB instance's directory, or a directory of several.
@@ -100,6 +101,16 @@ after y), s saves the edited profile as <name>-tuned.yaml."
         /// Write the profile the job ran with here (statebench YAML, atomically).
         #[arg(long, value_name = "FILE")]
         profile_out: Option<PathBuf>,
+        /// Write the workload the evidence describes here (statebench YAML, atomically): the
+        /// shipped workload of the operator kind its column families name, with the evidence's
+        /// keys, events and rate (how each was found is in its comments).
+        #[arg(long, value_name = "FILE")]
+        workload_out: Option<PathBuf>,
+        /// The job's own workload (a shipped name or a YAML file) to take what a LOG does not
+        /// show from: windows, event-time span, serializer. Its job must be the kind the column
+        /// families name. Default: the shipped workload of that kind.
+        #[arg(long, value_name = "WORKLOAD")]
+        like: Option<String>,
         /// Print the diagnosis as JSON: per instance what the LOG says, the profile (YAML and
         /// notes), the findings with their case studies.
         #[arg(long)]

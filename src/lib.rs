@@ -51,8 +51,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Diagnose {
             dir,
             profile_out,
+            workload_out,
+            like,
             json,
-        } => commands::diagnose::run(&dir, profile_out.as_deref(), json),
+        } => commands::diagnose::run(
+            &dir,
+            profile_out.as_deref(),
+            workload_out.as_deref(),
+            like.as_deref(),
+            json,
+        ),
         Command::Bench(args) => commands::bench::run(args),
         Command::Compare {
             reports,

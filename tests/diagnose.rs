@@ -28,7 +28,7 @@ fn copy_evidence(set: &str, to: &Path, except: &[&str]) {
 }
 
 fn diagnosed(name: &str) -> Diagnosis {
-    diagnose::diagnose(&evidence(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    diagnose::diagnose(&evidence(name), None).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn ids(d: &Diagnosis) -> Vec<&'static str> {
@@ -47,7 +47,7 @@ fn each_real_flink_evidence_set_names_its_cause_and_the_healthy_one_none() {
             ids(&d).contains(&cause),
             "{set}: {:?}\n{}",
             ids(&d),
-            diagnose::render(&d, None)
+            diagnose::render(&d, None, None)
         );
         assert_eq!(diagnose::case_study(cause).map(|c| c.0), Some(case));
         // Each set shows its own problem, and another's at most as information (the
@@ -73,7 +73,7 @@ fn each_real_flink_evidence_set_names_its_cause_and_the_healthy_one_none() {
         healthy.findings.is_empty(),
         "healthy: {:?}\n{}",
         ids(&healthy),
-        diagnose::render(&healthy, None)
+        diagnose::render(&healthy, None, None)
     );
 }
 
@@ -132,7 +132,7 @@ fn without_the_configuration_memory_comes_from_the_logs_block_cache() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         copy_evidence(set, tmp.path(), &["config.yaml"]);
-        let d = diagnose::diagnose(tmp.path()).unwrap();
+        let d = diagnose::diagnose(tmp.path(), None).unwrap();
         let ran = Profile::load(profile).unwrap().knobs;
         assert_eq!(d.profile.knobs.managed_memory, ran.managed_memory, "{set}");
         assert!(
@@ -191,45 +191,83 @@ fn the_command_writes_the_profile_and_a_directory_without_a_log_is_refused() {
     assert!(err.contains("no RocksDB LOG file found"), "{err}");
 }
 
-/// The profile read from the flush storm, run here on the minutes app's workload: the advisor
-/// names the same cause in statebench's own run (what a user does next: A/B the fix here).
+/// What a user does next: the workload and profile diagnose writes, run here. Each set's cause
+/// shows in statebench's own run (its advisor, or diagnose on the LOG its RocksDB wrote: the
+/// same rules on the same kind of evidence), and nothing above info on the healthy one. The
+/// level-sizing job is the hours app's: its windows come from --like (a LOG does not show them).
 #[test]
-fn the_diagnosed_profile_run_here_shows_the_same_finding() {
-    let tmp = tempfile::tempdir().unwrap();
-    let profile = tmp.path().join("diagnosed.yaml");
-    let report = tmp.path().join("r.json");
+fn the_diagnosed_workload_and_profile_run_here_show_the_same_finding() {
     let bin = env!("CARGO_BIN_EXE_statebench");
-    let status = Command::new(bin)
-        .arg("diagnose")
-        .arg(evidence("flush-storm"))
-        .arg("--profile-out")
-        .arg(&profile)
-        .output()
-        .unwrap()
-        .status;
-    assert!(status.success());
-    let run = Command::new(bin)
-        .args(["run", "-q", "-w", "ads-minutes", "--events", "40000", "-p"])
-        .arg(&profile)
-        .arg("--data-dir")
-        .arg(tmp.path().join("data"))
-        .arg("--report")
-        .arg(&report)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-    let findings: Vec<&str> = r["segments"][0]["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|f| f["id"].as_str())
-        .collect();
-    assert!(findings.contains(&"wbm-budget"), "{findings:?}");
+    for (set, cause, like) in [
+        ("flush-storm", Some("wbm-budget"), None),
+        ("filter-reads", Some("filter-reads"), None),
+        ("level-sizing", Some("level-sizing"), Some("hours-state")),
+        ("healthy", None, None),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (workload, profile) = (tmp.path().join("w.yaml"), tmp.path().join("p.yaml"));
+        let mut diagnose = Command::new(bin);
+        diagnose
+            .arg("diagnose")
+            .arg(evidence(set))
+            .arg("--workload-out")
+            .arg(&workload)
+            .arg("--profile-out")
+            .arg(&profile);
+        if let Some(like) = like {
+            diagnose.args(["--like", like]);
+        }
+        let out = diagnose.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{set}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let data = tmp.path().join("data");
+        let report = tmp.path().join("r.json");
+        let run = Command::new(bin)
+            .args(["run", "-q", "-w"])
+            .arg(&workload)
+            .arg("-p")
+            .arg(&profile)
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--report")
+            .arg(&report)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{set}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let own = diagnose::diagnose(&data.join("db"), None).unwrap();
+        let mut found: Vec<(String, String)> = r["segments"][0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["id"].as_str().unwrap().to_string(),
+                    f["severity"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        found.extend(
+            own.findings
+                .iter()
+                .map(|f| (f.id.to_string(), format!("{:?}", f.severity).to_lowercase())),
+        );
+        match cause {
+            Some(cause) => assert!(found.iter().any(|(id, _)| id == cause), "{set}: {found:?}"),
+            None => assert!(
+                found.iter().all(|(_, severity)| severity == "info"),
+                "{set}: {found:?}"
+            ),
+        }
+    }
 }
 
 /// Flink's `state.backend.rocksdb.log.dir` puts every instance's LOG in one directory, named
@@ -248,7 +286,7 @@ fn a_shared_log_directory_holds_one_instance_per_database() {
             .join("_tmp_flink-io-1_job_op_b_db_LOG.old.1796211778841204"),
     )
     .unwrap();
-    let d = diagnose::diagnose(tmp.path()).unwrap();
+    let d = diagnose::diagnose(tmp.path(), None).unwrap();
     assert_eq!(d.instances.len(), 2);
     let flushes: Vec<usize> = d.instances.iter().map(|i| i.log.flushes.len()).collect();
     let alone = |set: &str| diagnosed(set).instances[0].log.flushes.len();
@@ -283,7 +321,7 @@ fn a_scrape_of_flinks_native_metrics_adds_its_stall_time() {
         ),
     )
     .unwrap();
-    let d = diagnose::diagnose(tmp.path()).unwrap();
+    let d = diagnose::diagnose(tmp.path(), None).unwrap();
     let m = d.metrics.as_ref().expect("the scrape is read");
     assert_eq!(m.cache_hit_rate(), Some((0.9, 900.0, 100.0)));
     let storm = d.findings.iter().find(|f| f.id == "wbm-budget").unwrap();
@@ -295,7 +333,7 @@ fn a_scrape_of_flinks_native_metrics_adds_its_stall_time() {
         "{:?}",
         storm.evidence
     );
-    let text = diagnose::render(&d, None);
+    let text = diagnose::render(&d, None, None);
     assert!(
         text.contains("write stall time 2.5 s") && text.contains("window_stats 4752"),
         "{text}"

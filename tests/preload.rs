@@ -393,17 +393,19 @@ fn a_sampled_check_compares_a_share_of_the_keys_exactly() {
     assert_eq!(whole["sink"]["writes"], sampled["sink"]["writes"]);
 }
 
-/// A preloaded run checkpoints (incrementally: its first checkpoint holds the base's files) and
-/// takes a canonical savepoint of the whole state, history included, with results exact; a
-/// restore of its checkpoint in a new process is refused with why (it cannot rebuild the
-/// history's log and truth), not run against a truth without the history.
+/// A preloaded run checkpoints (incrementally: the base's files are in the checkpoint store from
+/// the start, hard-linked as a restore in Flink's CLAIM mode leaves them, so no checkpoint
+/// uploads the whole state as new) and takes a canonical savepoint of the whole state, history
+/// included, with results exact; a restore of its checkpoint in a new process is refused with
+/// why (it cannot rebuild the history's log and truth), not run against a truth without the
+/// history. The changelog builds on the base too.
 #[test]
 fn a_preloaded_run_checkpoints_and_its_restore_is_refused_with_why() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("incremental.yaml");
     std::fs::write(
         &profile,
-        "extends: flink-default\nexecution.checkpointing.interval: 200ms\nexecution.checkpointing.incremental: true\n",
+        "extends: flink-default\nexecution.checkpointing.interval: 200ms\nexecution.checkpointing.incremental: true\nexecution.checkpointing.num-retained: 1000\n",
     )
     .unwrap();
     let (data, report) = (dir.path().join("data"), dir.path().join("r.json"));
@@ -449,10 +451,33 @@ fn a_preloaded_run_checkpoints_and_its_restore_is_refused_with_why() {
         c["restarts"], 0,
         "starting from a base is not a restore: {c}"
     );
-    let uploaded = c["upload_bytes"]["max"].as_f64().unwrap();
+    // The first checkpoint holds the base's files as hard links of the database's, not copies.
+    let first = std::fs::read_dir(data.join("checkpoints"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.strip_prefix("chk-")?.parse::<u64>().ok()
+        })
+        .min()
+        .expect("a completed checkpoint is kept");
+    let metadata: Value = serde_json::from_slice(
+        &std::fs::read(data.join(format!("checkpoints/chk-{first}/_metadata"))).unwrap(),
+    )
+    .unwrap();
+    let linked: u64 = metadata["store"]["shared"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(name, _)| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(data.join("checkpoints/shared").join(name))
+                .is_ok_and(|m| m.nlink() > 1)
+        })
+        .map(|(_, size)| size.as_u64().unwrap())
+        .sum();
     assert!(
-        uploaded >= p["file_bytes"].as_f64().unwrap(),
-        "the first incremental checkpoint uploads the base's files: {uploaded} against {p}"
+        linked >= p["file_bytes"].as_u64().unwrap(),
+        "checkpoint {first} links {linked} bytes of the base's {p}"
     );
     // The canonical savepoint holds every key of the state, the history's too, uncompressed.
     let savepoint = &c["savepoints"][0];
@@ -468,4 +493,27 @@ fn a_preloaded_run_checkpoints_and_its_restore_is_refused_with_why() {
     assert!(e.contains("preloaded history"), "{e}");
     // Refused before the checkpoint replaced the data directory's state.
     assert!(data.join("db").join("CURRENT").is_file());
+
+    // The changelog logs what follows the base, and its checkpoints build on the base's files.
+    std::fs::write(
+        &profile,
+        "extends: flink-default\nexecution.checkpointing.interval: 200ms\nexecution.checkpointing.incremental: true\nstate.changelog.enabled: true\n",
+    )
+    .unwrap();
+    std::fs::remove_dir_all(&data).unwrap();
+    let mut changelog = args(&["--events", "20000", "--preload", "events=40000"]);
+    changelog.extend([
+        "--preload-dir".to_string(),
+        bases.to_string_lossy().into_owned(),
+    ]);
+    run(&changelog.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+    let s = summary(&report);
+    assert_exact(&s, "smoke with the changelog");
+    let c = &s["checkpoints"];
+    assert_eq!(c["kind"], "changelog", "{c}");
+    assert!(c["completed"].as_u64().unwrap() >= 1, "{c}");
+    // No materialization came due (every 10 min): every checkpoint built on the base's files,
+    // materialization 0, and uploaded only the changes logged since.
+    assert_eq!(c["changelog"]["materialization_id"], 0, "{c}");
+    assert_eq!(c["materialized_bytes"], 0, "{c}");
 }

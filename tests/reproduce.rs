@@ -113,7 +113,7 @@ fn a_case_whose_cause_the_advisor_does_not_find_does_not_reproduce() {
 #[test]
 fn heap_timers_take_their_operations_out_of_rocksdb_and_into_every_checkpoint() {
     let case = reproduce::recovery::find("heap-timers").unwrap();
-    let (table, ok) = reproduce::recovery::run(case, Some(20_000)).unwrap();
+    let (table, ok) = reproduce::recovery::run(case, Some(20_000), None).unwrap();
     assert!(ok, "{table}");
     assert!(
         table.contains("HEAP timers, incremental checkpoints"),

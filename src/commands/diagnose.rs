@@ -5,7 +5,13 @@ use std::path::Path;
 use super::UsageError;
 use crate::diagnose::{self, DiagnoseError};
 
-pub fn run(dir: &Path, profile_out: Option<&Path>, json: bool) -> anyhow::Result<()> {
+pub fn run(
+    dir: &Path,
+    profile_out: Option<&Path>,
+    workload_out: Option<&Path>,
+    like: Option<&str>,
+    json: bool,
+) -> anyhow::Result<()> {
     if !dir.is_dir() {
         return Err(UsageError(format!(
             "{}: not a directory: give the directory of a RocksDB instance (its LOG and OPTIONS files), or one holding several",
@@ -13,7 +19,8 @@ pub fn run(dir: &Path, profile_out: Option<&Path>, json: bool) -> anyhow::Result
         ))
         .into());
     }
-    let diagnosis = diagnose::diagnose(dir).map_err(|e| match e {
+    let like = like.map(crate::config::Workload::load).transpose()?;
+    let diagnosis = diagnose::diagnose(dir, like.as_ref()).map_err(|e| match e {
         DiagnoseError::NoLog(_) | DiagnoseError::Profile { .. } => {
             anyhow::Error::new(UsageError(e.to_string()))
         }
@@ -23,13 +30,25 @@ pub fn run(dir: &Path, profile_out: Option<&Path>, json: bool) -> anyhow::Result
         crate::util::fs::write_atomically(path, diagnosis.profile_yaml.as_bytes())
             .map_err(|e| anyhow::anyhow!("cannot write the profile to {}: {e}", path.display()))?;
     }
+    if let Some(path) = workload_out {
+        let w = diagnosis
+            .workload
+            .as_ref()
+            .map_err(|why| anyhow::anyhow!("no workload to write to {}: {why}", path.display()))?;
+        let text = format!("# {}\n{}", w.notes.join("\n# "), w.yaml);
+        crate::util::fs::write_atomically(path, text.as_bytes())
+            .map_err(|e| anyhow::anyhow!("cannot write the workload to {}: {e}", path.display()))?;
+    }
     if json {
         println!(
             "{}",
             serde_json::to_string_pretty(&diagnose::to_json(&diagnosis))?
         );
     } else {
-        print!("{}", diagnose::render(&diagnosis, profile_out));
+        print!(
+            "{}",
+            diagnose::render(&diagnosis, profile_out, workload_out)
+        );
     }
     Ok(())
 }

@@ -24,23 +24,39 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
         }
         println!("failures, checkpoints and savepoints:");
         for c in recovery::CASES {
-            println!("  {:<26} {}", c.name, c.story);
+            let production = if c.production.is_some() {
+                " (also at the seed's size: --scale production)"
+            } else {
+                ""
+            };
+            println!("  {:<26} {}{production}", c.name, c.story);
         }
         return Ok(());
     };
-    if args.scale == proofs::Scale::Production && proofs::find(&name).is_none() {
+    let production = args.scale == proofs::Scale::Production;
+    let at_size = |n: &str| {
+        proofs::find(n).is_some_and(|p| p.production.is_some())
+            || recovery::find(n).is_some_and(|c| c.production.is_some())
+    };
+    if production && !at_size(&name) {
+        let names: Vec<&str> = proofs::PROOFS
+            .iter()
+            .map(|p| p.name)
+            .chain(recovery::CASES.iter().map(|c| c.name))
+            .filter(|n| at_size(n))
+            .collect();
         bail!(UsageError(format!(
             "'{name}' runs in miniature only: --scale production is for the case studies {}",
-            proofs::PROOFS
-                .iter()
-                .filter(|p| p.production.is_some())
-                .map(|p| p.name)
-                .collect::<Vec<_>>()
-                .join(", ")
+            names.join(", ")
         )));
     }
     if let Some(case) = recovery::find(&name) {
-        let (table, ok) = recovery::run(case, args.events)?;
+        let preload_dir = if production {
+            Some(super::run::preload_dir(args.preload_dir.as_deref())?)
+        } else {
+            None
+        };
+        let (table, ok) = recovery::run(case, args.events, preload_dir.as_deref())?;
         print!("{table}");
         if !ok {
             bail!("'{}' did not reproduce", case.name);

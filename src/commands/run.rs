@@ -68,7 +68,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if preload.is_some() {
         let others =
             args.restore.is_some() || args.failures.spec().any() || args.record_ops.is_some();
-        if let Some(why) = engine::preload::refusal(&workload, &profile, others) {
+        if let Some(why) = engine::preload::refusal(&workload, others) {
             anyhow::bail!(crate::UsageError(format!(
                 "--preload on {} with {}: {why}",
                 workload.name, profile.name

@@ -9,6 +9,7 @@ pub mod log;
 pub mod metrics;
 mod profile;
 mod render;
+pub mod workload;
 
 use std::path::{Path, PathBuf};
 
@@ -47,6 +48,8 @@ pub struct Diagnosis {
     /// Flink's native RocksDB metrics, if the evidence holds a Prometheus scrape (`*.prom`,
     /// `metrics.txt`).
     pub metrics: Option<NativeMetrics>,
+    /// The workload the evidence describes, or why none could be derived.
+    pub workload: Result<workload::DerivedWorkload, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -257,8 +260,12 @@ fn as_run(instances: &[Instance]) -> (Summary, Vec<MetricsSnapshot>) {
     (summary, vec![snapshot])
 }
 
-/// Reads the evidence under `dir` and diagnoses it.
-pub fn diagnose(dir: &Path) -> Result<Diagnosis, DiagnoseError> {
+/// Reads the evidence under `dir` and diagnoses it; the workload it describes has `like`'s job
+/// (windows, event-time span, serializer) if given.
+pub fn diagnose(
+    dir: &Path,
+    like: Option<&crate::config::Workload>,
+) -> Result<Diagnosis, DiagnoseError> {
     let instances = instances(dir)?;
     let found = profile::from_evidence(dir, &instances);
     let profile = found.profile.map_err(|why| DiagnoseError::Profile {
@@ -294,7 +301,9 @@ pub fn diagnose(dir: &Path) -> Result<Diagnosis, DiagnoseError> {
         metrics.as_ref(),
     ));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let workload = workload::derive(&instances, &profile, like).map_err(|e| format!("{e:#}"));
     Ok(Diagnosis {
+        workload,
         instances,
         profile_yaml: found.yaml,
         profile,

@@ -7,7 +7,11 @@ use super::{Diagnosis, case_study};
 use crate::config::units::human_bytes;
 use crate::report::render_findings;
 
-pub fn render(d: &Diagnosis, profile_out: Option<&std::path::Path>) -> String {
+pub fn render(
+    d: &Diagnosis,
+    profile_out: Option<&std::path::Path>,
+    workload_out: Option<&std::path::Path>,
+) -> String {
     let mut out = String::new();
     for inst in &d.instances {
         let log = &inst.log;
@@ -86,6 +90,7 @@ pub fn render(d: &Diagnosis, profile_out: Option<&std::path::Path>) -> String {
     if let Some(path) = profile_out {
         let _ = writeln!(out, "  written to {}", path.display());
     }
+    out.push_str(&render_workload(d, workload_out));
     if d.findings.is_empty() {
         let _ = writeln!(out, "\nno finding: nothing in this evidence matches a rule");
         return out;
@@ -190,8 +195,50 @@ pub fn to_json(d: &Diagnosis) -> serde_json::Value {
         "instances": instances,
         "native_metrics": metrics,
         "profile": {"yaml": d.profile_yaml, "notes": d.profile_notes},
+        "workload": match &d.workload {
+            Ok(w) => serde_json::json!({"yaml": w.yaml, "notes": w.notes}),
+            Err(why) => serde_json::json!({"error": why}),
+        },
         "findings": findings,
     })
+}
+
+/// The workload the evidence describes: its YAML's job, keys, events and rate, with how each
+/// was found.
+fn render_workload(d: &Diagnosis, workload_out: Option<&std::path::Path>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\nthe workload it describes (LOG and OPTIONS):");
+    match &d.workload {
+        Ok(w) => {
+            let spec = &w.workload.spec;
+            let _ = writeln!(
+                out,
+                "  {} keys ({:?}), {} events, rate {}",
+                spec.keys.count,
+                spec.keys.distribution,
+                spec.events,
+                match spec.rate {
+                    crate::config::workload::Rate::Max => "max".to_string(),
+                    crate::config::workload::Rate::PerSecond(r) => format!("{r}/s"),
+                }
+            );
+            for note in &w.notes {
+                let _ = writeln!(out, "  note: {note}");
+            }
+            match workload_out {
+                Some(path) => {
+                    let _ = writeln!(out, "  written to {}", path.display());
+                }
+                None => {
+                    let _ = writeln!(out, "  (--workload-out FILE writes it)");
+                }
+            }
+        }
+        Err(why) => {
+            let _ = writeln!(out, "  none: {why}");
+        }
+    }
+    out
 }
 
 /// What Flink's native metrics add: stall time, cache hits, whether writes are stopped now,

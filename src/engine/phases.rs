@@ -65,7 +65,7 @@ pub fn run(
         Some(p) => {
             let others =
                 config.restore.is_some() || config.failures.any() || config.record_ops.is_some();
-            if let Some(why) = preload::refusal(&config.workload, &config.profile, others) {
+            if let Some(why) = preload::refusal(&config.workload, others) {
                 return Err(EngineError::Preload(format!(
                     "{}: {why}",
                     config.workload.name

@@ -276,6 +276,9 @@ pub(super) fn recoverable(
         if let Some(mut c) = checkpointer.take() {
             c.attach(backends.clone(), metadata, Instant::now())
                 .map_err(PipelineError::from)?;
+            if history > 0 {
+                c.adopt_preloaded().map_err(PipelineError::from)?;
+            }
             if c.config().kind == crate::config::profile::CheckpointKind::Changelog {
                 job.ctx.state.enable_changelog();
             }

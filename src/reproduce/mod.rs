@@ -9,5 +9,6 @@ mod proof_render;
 pub mod proofs;
 pub mod recovery;
 mod traps;
+mod uploads;
 
 pub use traps::{Row, SCENARIOS, Scenario, find, render, run};

@@ -2,13 +2,13 @@
 //! workload under several settings and prints what a user must see to choose.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use crate::config::units::human_bytes;
 use crate::config::{Profile, Workload};
 use crate::engine::{
     self, CheckpointOutcome, EngineConfig, FailureSpec, RunOutcome, SavepointFormat,
 };
-use crate::summary::checkpoints::{CheckpointSummary, Spread};
 
 /// A failure, checkpoint or savepoint case.
 pub struct Case {
@@ -17,7 +17,14 @@ pub struct Case {
     /// Events per run by default.
     pub events: u64,
     run: fn(u64) -> anyhow::Result<(String, bool)>,
+    /// At the seed's own size (`--scale production`): live events (None: its own count) and
+    /// the folder preloaded bases are kept in.
+    pub production: Option<AtSize>,
 }
+
+/// A case at the seed's size: live events (None: its own count), the folder of preloaded bases;
+/// its table and whether it showed what it must.
+type AtSize = fn(Option<u64>, &Path) -> anyhow::Result<(String, bool)>;
 
 pub const CASES: &[Case] = &[
     Case {
@@ -25,24 +32,28 @@ pub const CASES: &[Case] = &[
         story: "case 8: the same two failures under each sink guarantee and reader isolation: duplicates, lost results, result error",
         events: 40_000,
         run: exactly_once,
+        production: None,
     },
     Case {
         name: "changelog-uploads",
         story: "case 4: incremental checkpoints spike when compaction rewrites SSTs; the changelog uploads the state changes, evenly",
         events: 300_000,
-        run: changelog_uploads,
+        run: super::uploads::miniature,
+        production: Some(super::uploads::production),
     },
     Case {
         name: "native-savepoint-changelog",
         story: "case 5: a native savepoint with the changelog on stops materialization for good; a canonical one does not",
         events: 200_000,
         run: native_savepoint_changelog,
+        production: None,
     },
     Case {
         name: "heap-timers",
         story: "the same job with ROCKSDB and HEAP timers: RocksDB operations per event, and what every checkpoint carries",
         events: 60_000,
         run: super::heap_timers::run,
+        production: None,
     },
 ];
 
@@ -51,13 +62,21 @@ pub fn find(name: &str) -> Option<&'static Case> {
 }
 
 /// Runs `case` (`events` per run, or its own count) and returns its table and whether it
-/// showed what it must.
-pub fn run(case: &Case, events: Option<u64>) -> anyhow::Result<(String, bool)> {
-    (case.run)(events.unwrap_or(case.events))
+/// showed what it must: at the seed's size with `production` (the folder of preloaded bases).
+pub fn run(
+    case: &Case,
+    events: Option<u64>,
+    production: Option<&Path>,
+) -> anyhow::Result<(String, bool)> {
+    match (production, case.production) {
+        (Some(dir), Some(at_size)) => at_size(events, dir),
+        (Some(_), None) => anyhow::bail!("'{}' has no production-size case", case.name),
+        (None, _) => (case.run)(events.unwrap_or(case.events)),
+    }
 }
 
 /// A profile: flink-default with these edits.
-fn profile(name: &str, edits: &[(&str, &str)]) -> anyhow::Result<Profile> {
+pub(super) fn profile(name: &str, edits: &[(&str, &str)]) -> anyhow::Result<Profile> {
     let mut p = Profile::load("flink-default")?;
     for (k, v) in edits {
         p = p.edited(k, v)?;
@@ -74,11 +93,24 @@ fn one_run(
     failures: FailureSpec,
     savepoints: Vec<(u64, SavepointFormat)>,
 ) -> anyhow::Result<(RunOutcome, CheckpointOutcome)> {
+    run_from(workload, profile, events, failures, savepoints, None)
+}
+
+/// One run on a fresh data directory, from a preloaded state if `preload` says so.
+pub(super) fn run_from(
+    workload: &Workload,
+    profile: Profile,
+    events: u64,
+    failures: FailureSpec,
+    savepoints: Vec<(u64, SavepointFormat)>,
+    preload: Option<crate::engine::preload::PreloadConfig>,
+) -> anyhow::Result<(RunOutcome, CheckpointOutcome)> {
     let dir = tempfile::Builder::new().prefix("statebench-").tempdir()?;
     let mut outcome = engine::run_to_completion(EngineConfig {
         events,
         failures,
         savepoints,
+        preload,
         ..EngineConfig::new(workload.clone(), profile, dir.path())
     })?;
     let checkpoints = outcome
@@ -271,88 +303,6 @@ fn exactly_once(events: u64) -> anyhow::Result<(String, bool)> {
         "  checkpointing: execution.checkpointing.mode; sink: sink.delivery-guarantee (and sink.transaction-timeout);\n  reader: sink.reader-isolation, or a store that drops replays by id (sink.idempotent)"
     );
     let _ = writeln!(out, "{EXACTLY_ONCE_NOTE}");
-    Ok((out, ok))
-}
-
-fn changelog_uploads(events: u64) -> anyhow::Result<(String, bool)> {
-    let mut workload = Workload::load("ads-days")?;
-    workload.spec.events = events;
-    let base = [
-        ("execution.checkpointing.interval", "1s"),
-        ("execution.checkpointing.num-retained", "3"),
-    ];
-    let mut incremental = base.to_vec();
-    incremental.push(("execution.checkpointing.incremental", "true"));
-    let mut changelog = incremental.clone();
-    changelog.push(("state.changelog.enabled", "true"));
-    changelog.push(("state.changelog.periodic-materialize.interval", "10s"));
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "changelog-uploads: {events} events of ads-days (windows 1d, 3d, 7d), a checkpoint every second\n"
-    );
-    let _ = writeln!(
-        out,
-        "  {:<12} {:>12} {:>12} {:>12} {:>9} {:>10} {:>14}  state changes per checkpoint",
-        "mode", "upload p50", "p99", "max", "p99/p50", "sync p99", "materialized"
-    );
-    let mut ratios = Vec::new();
-    for (label, edits) in [("incremental", incremental), ("changelog", changelog)] {
-        eprintln!("running '{label}' ...");
-        let (outcome, c) = one_run(
-            &workload,
-            profile(label, &edits)?,
-            events,
-            FailureSpec::default(),
-            Vec::new(),
-        )?;
-        let s = CheckpointSummary::new(&c, outcome.processing_secs);
-        let changes = c
-            .history
-            .iter()
-            .filter(|r| r.failed.is_none() && r.materialized_bytes == 0)
-            .map(|r| r.bytes as f64)
-            .collect::<Vec<_>>();
-        let per_checkpoint = if label == "changelog" && !changes.is_empty() {
-            format!(
-                "{} logged (= its upload)",
-                human_bytes(changes.iter().sum::<f64>() / changes.len() as f64)
-            )
-        } else {
-            format!(
-                "{} of SSTs flushed, {} compacted",
-                human_bytes(s.new_flush_bytes as f64 / s.completed.max(1) as f64),
-                human_bytes(s.new_compaction_bytes as f64 / s.completed.max(1) as f64)
-            )
-        };
-        ratios.push(s.upload_bytes.tail_ratio());
-        let up: &Spread = &s.upload_bytes;
-        let _ = writeln!(
-            out,
-            "  {:<12} {:>12} {:>12} {:>12} {:>8.1}x {:>8.0}ms {:>14}  {}",
-            label,
-            human_bytes(up.p50),
-            human_bytes(up.p99),
-            human_bytes(up.max),
-            up.tail_ratio(),
-            s.sync_ms.p99,
-            human_bytes(s.materialized_bytes as f64),
-            per_checkpoint
-        );
-    }
-    let ok = ratios.len() == 2 && ratios[0] >= 3.0 && ratios[1] * 2.0 <= ratios[0];
-    let _ = writeln!(
-        out,
-        "\n  An incremental checkpoint uploads every SST file new since the last one: after a compaction\n  \
-         that is most of the state again, however little changed. The changelog uploads what changed\n  \
-         since the last checkpoint; its materializations (every 10 s here, counted apart as Flink\n  \
-         reports them) upload the state in the background.{}",
-        if ok {
-            ""
-        } else {
-            "\n  NOT REPRODUCED: the incremental p99/p50 should be 3x or more and twice the changelog's."
-        }
-    );
     Ok((out, ok))
 }
 

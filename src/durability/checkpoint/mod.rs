@@ -253,6 +253,45 @@ impl Checkpointer {
         Ok(())
     }
 
+    /// The job starts from a preloaded steady state (`run --preload`), which stands for a job
+    /// restored from a checkpoint of that state in Flink's CLAIM mode: its SST files are in
+    /// the store already. They are hard-linked into the shared folder (copied across file
+    /// systems, not counted as uploaded), so the first checkpoint references them instead of
+    /// uploading the whole state as if it were new, and with the changelog they are the
+    /// materialization the log builds on (id 0). Call after [`Self::attach`]; the first
+    /// operator's database only (a chain is never preloaded). A checkpoint that builds on
+    /// them cannot be restored (a restore refuses runs from a preload): it has no MANIFEST.
+    pub fn adopt_preloaded(&mut self) -> Result<(), CheckpointError> {
+        let backend = Arc::clone(self.backend()?);
+        let shared_dir = self.store.shared_dir();
+        let mut files = std::collections::BTreeMap::new();
+        for sst in live_ssts(&backend)? {
+            let name = format!("{}-{}", self.incarnation, sst.name);
+            let local = backend.db().path().join(&sst.name);
+            let stored = shared_dir.join(&name);
+            if std::fs::hard_link(&local, &stored).is_err() {
+                std::fs::copy(&local, &stored).map_err(io(format!(
+                    "copy {} to {}",
+                    local.display(),
+                    stored.display()
+                )))?;
+            }
+            files.insert(name.clone(), sst.name.clone());
+            if self.uploaded.is_empty() {
+                self.uploaded.push(HashMap::new());
+            }
+            self.uploaded[0].insert(sst.name, name);
+        }
+        if self.config.kind == CheckpointKind::Changelog {
+            self.changelog.base = Some(Materialization {
+                id: 0,
+                files,
+                at_epoch_ms: files::epoch_ms(),
+            });
+        }
+        Ok(())
+    }
+
     /// The job failed: its checkpoint under way is abandoned and its database let go.
     pub fn detach(&mut self) {
         self.abandon();

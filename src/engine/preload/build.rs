@@ -121,9 +121,19 @@ fn file_knobs(profile: &Profile) -> Vec<(&'static str, String)> {
                 .iter()
                 .find(|k| k.key == *key)
                 .is_none_or(|k| k.live != Live::Memory)
+                && !JOB_ONLY.iter().any(|prefix| key.starts_with(prefix))
         })
         .collect()
 }
+
+/// Knobs of the job around the state (checkpoints, the changelog, the sink): they change
+/// neither the SST files nor the history, so the same base serves every setting of them.
+const JOB_ONLY: [&str; 4] = [
+    "execution.checkpointing.",
+    "state.changelog.",
+    "checkpoint.",
+    "sink.",
+];
 
 fn sanitize(name: &str) -> String {
     name.chars()
@@ -236,8 +246,9 @@ pub(super) fn build(
     let est_sst = (est_bytes as f64 * ratio) as u64;
     if sizing.capped {
         return Err(EngineError::Preload(format!(
-            "after {records} records the state holds about {} and grows no further toward {}: the job's windows and TTL keep no more of {} keys; lower 'size' or raise 'keys.count'",
+            "after {records} records the state holds about {} ({} of SST files) and grows no further toward {} of SST files: the job's windows and TTL keep no more of {} keys; lower 'size' or raise 'keys.count'",
             crate::config::units::human_bytes(est_bytes as f64),
+            crate::config::units::human_bytes(est_sst as f64),
             config
                 .spec
                 .size
@@ -461,5 +472,46 @@ fn describe(spec: &PreloadSpec) -> String {
             crate::config::units::human_bytes(b.0 as f64)
         ),
         _ => "nothing".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::workload::PreloadSpec;
+
+    fn key(edits: &[(&str, &str)]) -> String {
+        let mut profile = Profile::load("flink-default").unwrap();
+        for (k, v) in edits {
+            profile = profile.edited(k, v).unwrap();
+        }
+        let config = PreloadConfig {
+            spec: PreloadSpec::parse("size=1gib").unwrap(),
+            dir: std::path::PathBuf::new(),
+            rebuild: false,
+            progress: false,
+            check_sample: None,
+        };
+        base_key(&config, &Workload::load("ads-days").unwrap(), &profile).unwrap()
+    }
+
+    #[test]
+    fn checkpoints_and_memory_share_a_base_and_file_knobs_do_not() {
+        let plain = key(&[]);
+        assert_eq!(
+            plain,
+            key(&[
+                ("execution.checkpointing.interval", "5s"),
+                ("execution.checkpointing.incremental", "true"),
+                ("state.changelog.enabled", "true"),
+                ("sink.delivery-guarantee", "EXACTLY_ONCE"),
+                ("memory.managed-size", "1gb"),
+            ])
+        );
+        assert_ne!(
+            plain,
+            key(&[("compaction.level.target-file-size-base", "32mb")])
+        );
+        assert_ne!(plain, key(&[("use-bloom-filter", "true")]));
     }
 }

@@ -118,18 +118,10 @@ pub fn check_sample(results: u64) -> u64 {
 
 /// Why a run cannot preload (said before anything is built): `restarts` when it restores,
 /// injects failures or records its operations. Checkpoints and savepoints it may take.
-pub fn refusal(workload: &Workload, profile: &Profile, restarts: bool) -> Option<String> {
+pub fn refusal(workload: &Workload, restarts: bool) -> Option<String> {
     if restarts {
         return Some(
             "--restore, injected failures and --record-ops cannot start from a preload yet (checkpoints and savepoints can)"
-                .into(),
-        );
-    }
-    if profile.knobs.changelog_enabled
-        && crate::durability::checkpoint::CheckpointConfig::from_knobs(&profile.knobs).is_some()
-    {
-        return Some(
-            "the changelog logs state changes from the job's start; a preloaded state was never logged: turn 'state.changelog.enabled' off"
                 .into(),
         );
     }
