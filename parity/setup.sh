@@ -1,8 +1,9 @@
 # Sourced by parity/run, parity/run-kinds and parity/export-check (from the repository root,
 # `repo` set): installs a JDK if javac is missing, brings Flink 1.20.1's lib/ into
 # $PARITY_CACHE, compiles the parity job, builds statebench (unless PARITY_STATEBENCH names a
-# binary) and generates the trace. Sets: step, cache, target, work, lib, classpath,
-# bash_java_utils, classes, statebench, java_opts. Each step is skipped when its output is current.
+# binary, or PARITY_NO_STATEBENCH=1 says the script needs none: statebench is then empty) and
+# generates the trace. Sets: step, cache, target, work, lib, classpath, bash_java_utils, classes,
+# statebench, java_opts. Each step is skipped when its output is current.
 
 FLINK_VERSION=1.20.1
 # sha256 of PyPI's apache-flink-libraries-1.20.1.tar.gz (the sdist that holds a cluster's lib/).
@@ -91,6 +92,9 @@ if [ -n "${PARITY_STATEBENCH:-}" ]; then
     exit 2
   fi
   step "using statebench $statebench (PARITY_STATEBENCH)"
+elif [ "${PARITY_NO_STATEBENCH:-0}" = 1 ]; then
+  # A script that runs only Flink (parity/rest-evidence) sets this before sourcing: no build.
+  statebench=""
 else
   step "building statebench (cargo build --release, target $target)"
   CARGO_TARGET_DIR="$target" cargo build --release --quiet

@@ -111,6 +111,14 @@ after y), s saves the edited profile as <name>-tuned.yaml."
         /// families name. Default: the shipped workload of that kind.
         #[arg(long, value_name = "WORKLOAD")]
         like: Option<String>,
+        /// Flink's REST address (http://host:8081): the running job's native RocksDB metrics
+        /// (state.backend.rocksdb.metrics.*) are read from there, summed over its subtasks, as
+        /// a Prometheus scrape beside the evidence would be.
+        #[arg(long, value_name = "URL")]
+        rest: Option<String>,
+        /// The job to read with --rest (default: the only running one).
+        #[arg(long, value_name = "JOB_ID")]
+        job: Option<String>,
         /// Print the diagnosis as JSON: per instance what the LOG says, the profile (YAML and
         /// notes), the findings with their case studies.
         #[arg(long)]

@@ -53,12 +53,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             profile_out,
             workload_out,
             like,
+            rest,
+            job,
             json,
         } => commands::diagnose::run(
             &dir,
             profile_out.as_deref(),
             workload_out.as_deref(),
             like.as_deref(),
+            rest.as_deref(),
+            job.as_deref(),
             json,
         ),
         Command::Bench(args) => commands::bench::run(args),
@@ -77,8 +81,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// Exit code for an error: 2 for bad input (configuration, arguments), 1 for anything else.
+/// Exit code for an error: 2 for bad input (configuration, arguments), 3 when Flink's REST API
+/// did not answer as a running job's would, 1 for anything else.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
+    // Flink's REST API did not answer as a running job's would (down, no such job, no metrics).
+    if err.chain().any(|e| {
+        e.is::<diagnose::rest::RestError>()
+            || matches!(
+                e.downcast_ref::<diagnose::DiagnoseError>(),
+                Some(diagnose::DiagnoseError::Rest(_))
+            )
+    }) {
+        return 3;
+    }
     if err
         .chain()
         .any(|e| e.is::<ConfigError>() || e.is::<UsageError>() || data_dir_in_use(e))

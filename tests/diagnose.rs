@@ -28,7 +28,8 @@ fn copy_evidence(set: &str, to: &Path, except: &[&str]) {
 }
 
 fn diagnosed(name: &str) -> Diagnosis {
-    diagnose::diagnose(&evidence(name), None).unwrap_or_else(|e| panic!("{name}: {e}"))
+    diagnose::diagnose(&evidence(name), Default::default())
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn ids(d: &Diagnosis) -> Vec<&'static str> {
@@ -132,7 +133,7 @@ fn without_the_configuration_memory_comes_from_the_logs_block_cache() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         copy_evidence(set, tmp.path(), &["config.yaml"]);
-        let d = diagnose::diagnose(tmp.path(), None).unwrap();
+        let d = diagnose::diagnose(tmp.path(), Default::default()).unwrap();
         let ran = Profile::load(profile).unwrap().knobs;
         assert_eq!(d.profile.knobs.managed_memory, ran.managed_memory, "{set}");
         assert!(
@@ -243,7 +244,7 @@ fn the_diagnosed_workload_and_profile_run_here_show_the_same_finding() {
         );
         let r: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-        let own = diagnose::diagnose(&data.join("db"), None).unwrap();
+        let own = diagnose::diagnose(&data.join("db"), Default::default()).unwrap();
         let mut found: Vec<(String, String)> = r["segments"][0]["findings"]
             .as_array()
             .unwrap()
@@ -286,7 +287,7 @@ fn a_shared_log_directory_holds_one_instance_per_database() {
             .join("_tmp_flink-io-1_job_op_b_db_LOG.old.1796211778841204"),
     )
     .unwrap();
-    let d = diagnose::diagnose(tmp.path(), None).unwrap();
+    let d = diagnose::diagnose(tmp.path(), Default::default()).unwrap();
     assert_eq!(d.instances.len(), 2);
     let flushes: Vec<usize> = d.instances.iter().map(|i| i.log.flushes.len()).collect();
     let alone = |set: &str| diagnosed(set).instances[0].log.flushes.len();
@@ -304,7 +305,7 @@ fn a_shared_log_directory_holds_one_instance_per_database() {
 
 /// A Prometheus scrape of Flink's native RocksDB metrics beside the evidence is read: its
 /// stall time counts as evidence for the flush storm. (Names and labels as Flink 1.20.1's
-/// reporter serves them; the values are made up: the parity job's MiniCluster served zeros.)
+/// reporter serves them; the values are made up, to be read back exactly: real ones below.)
 #[test]
 fn a_scrape_of_flinks_native_metrics_adds_its_stall_time() {
     let tmp = tempfile::tempdir().unwrap();
@@ -321,7 +322,7 @@ fn a_scrape_of_flinks_native_metrics_adds_its_stall_time() {
         ),
     )
     .unwrap();
-    let d = diagnose::diagnose(tmp.path(), None).unwrap();
+    let d = diagnose::diagnose(tmp.path(), Default::default()).unwrap();
     let m = d.metrics.as_ref().expect("the scrape is read");
     assert_eq!(m.cache_hit_rate(), Some((0.9, 900.0, 100.0)));
     let storm = d.findings.iter().find(|f| f.id == "wbm-budget").unwrap();
@@ -337,5 +338,185 @@ fn a_scrape_of_flinks_native_metrics_adds_its_stall_time() {
     assert!(
         text.contains("write stall time 2.5 s") && text.contains("window_stats 4752"),
         "{text}"
+    );
+}
+
+/// Serves tests/fixtures/flink-rest (what Flink 1.20.1's REST API answered for the running
+/// parity job, parity/rest-evidence) as that JobManager did, until the test ends: the keyed
+/// vertex's metric ids, their values for the ids asked, 404 for another job.
+fn fake_flink() -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/flink-rest");
+    let read = move |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    let job: serde_json::Value = serde_json::from_str(&read("job.json")).unwrap();
+    let jid = job["jid"].as_str().unwrap().to_string();
+    let keyed = job["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"].as_str().unwrap().contains("frequency"))
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let values: Vec<serde_json::Value> =
+        serde_json::from_str(&read("vertex-metrics.json")).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut line = String::new();
+            let mut reader = BufReader::new(&stream);
+            reader.read_line(&mut line).unwrap();
+            // The headers, read to their end (a reply to an unread request is reset).
+            let mut header = String::new();
+            while reader.read_line(&mut header).unwrap() > 2 {
+                header.clear();
+            }
+            let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+            let metrics = format!("/jobs/{jid}/vertices/{keyed}/subtasks/metrics");
+            let (status, body) = if path == "/config" {
+                (200, read("config.json"))
+            } else if path == "/jobs" {
+                (200, read("jobs.json"))
+            } else if path == format!("/jobs/{jid}") {
+                (200, read("job.json"))
+            } else if path == metrics && query.is_empty() {
+                (200, read("vertex-metrics-list.json"))
+            } else if path == metrics {
+                let asked: Vec<&str> = query
+                    .split('&')
+                    .find_map(|p| p.strip_prefix("get="))
+                    .unwrap_or("")
+                    .split(',')
+                    .collect();
+                let picked: Vec<&serde_json::Value> = values
+                    .iter()
+                    .filter(|v| asked.contains(&v["id"].as_str().unwrap()))
+                    .collect();
+                (200, serde_json::to_string(&picked).unwrap())
+            } else if path.starts_with(&format!("/jobs/{jid}/vertices/")) {
+                (200, "[]".to_string())
+            } else {
+                (404, read("job-missing.json"))
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// A running job's native RocksDB metrics read through Flink's REST API (real answers of Flink
+/// 1.20.1 for the parity job on the flush-storm configuration): its stall time counts for the
+/// flush storm, its cache hit rate and keys per column family are shown; a JobManager that is
+/// down, a job that is not there and a URL given as the directory are said, with exit 3 and 2.
+#[test]
+fn a_running_jobs_metrics_come_from_flinks_rest_api() {
+    let url = fake_flink();
+    let sources = diagnose::Sources {
+        rest: Some(&url),
+        ..Default::default()
+    };
+    let d = diagnose::diagnose(&evidence("flush-storm"), sources).unwrap();
+    let job = d.rest.as_ref().unwrap();
+    assert_eq!(
+        (job.flink_version.as_str(), job.job_state.as_str()),
+        ("1.20.1", "RUNNING")
+    );
+    let m = d.metrics.as_ref().unwrap();
+    assert_eq!(m.sum("stall_micros"), Some(687_276.0));
+    assert_eq!(
+        m.by_column_family("estimate_num_keys")["window-stats"],
+        7_252.0
+    );
+    let (rate, _, _) = m.cache_hit_rate().unwrap();
+    assert!((rate - 695_960.0 / 722_920.0).abs() < 1e-9, "{rate}");
+    let storm = d.findings.iter().find(|f| f.id == "wbm-budget").unwrap();
+    assert!(
+        storm
+            .evidence
+            .iter()
+            .any(|e| e.metric.contains("stall-micros")),
+        "{:?}",
+        storm.evidence
+    );
+    let text = diagnose::render(&d, None, None);
+    assert!(text.contains("Flink 1.20.1 at"), "{text}");
+
+    let bin = env!("CARGO_BIN_EXE_statebench");
+    let fails = |args: &[&str]| {
+        let out = Command::new(bin)
+            .arg("diagnose")
+            .arg(evidence("flush-storm"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = fails(&["--rest", &url, "--job", "00000000000000000000000000000000"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains("HTTP 404") && err.contains("not found"),
+        "{err}"
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (code, err) = fails(&["--rest", &format!("http://{closed}")]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains("cannot reach") && err.contains("JobManager"),
+        "{err}"
+    );
+    let out = Command::new(bin).args(["diagnose", &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rest"));
+}
+
+/// The Prometheus scrape Flink served at the same moment as those REST answers reads the same
+/// numbers (real values, not made up: the job ran long enough for Flink to update them).
+#[test]
+fn a_real_scrape_reads_what_the_rest_api_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_evidence("flush-storm", tmp.path(), &[]);
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/flink-rest/scrape.prom"),
+        tmp.path().join("scrape.prom"),
+    )
+    .unwrap();
+    let scraped = diagnose::diagnose(tmp.path(), Default::default()).unwrap();
+    let url = fake_flink();
+    let rest = diagnose::diagnose(
+        &evidence("flush-storm"),
+        diagnose::Sources {
+            rest: Some(&url),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (s, r) = (scraped.metrics.unwrap(), rest.metrics.unwrap());
+    for metric in [
+        "stall_micros",
+        "block_cache_hit",
+        "block_cache_miss",
+        "bytes_written",
+    ] {
+        assert_eq!(s.sum(metric), r.sum(metric), "{metric}");
+        assert!(s.sum(metric).unwrap() > 0.0, "{metric}");
+    }
+    // Prometheus spells the column families with '_', the REST API as they are.
+    assert_eq!(
+        s.by_column_family("estimate_num_keys")["timer_state"],
+        r.by_column_family("estimate_num_keys")["timer-state"]
     );
 }

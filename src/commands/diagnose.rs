@@ -10,8 +10,18 @@ pub fn run(
     profile_out: Option<&Path>,
     workload_out: Option<&Path>,
     like: Option<&str>,
+    rest: Option<&str>,
+    job: Option<&str>,
     json: bool,
 ) -> anyhow::Result<()> {
+    if dir.to_string_lossy().starts_with("http") {
+        return Err(UsageError(format!(
+            "{}: a URL: give the directory of the job's RocksDB LOG and OPTIONS files, and Flink's REST address with --rest {} (its running job's native RocksDB metrics are read from there)",
+            dir.display(),
+            dir.display()
+        ))
+        .into());
+    }
     if !dir.is_dir() {
         return Err(UsageError(format!(
             "{}: not a directory: give the directory of a RocksDB instance (its LOG and OPTIONS files), or one holding several",
@@ -20,7 +30,18 @@ pub fn run(
         .into());
     }
     let like = like.map(crate::config::Workload::load).transpose()?;
-    let diagnosis = diagnose::diagnose(dir, like.as_ref()).map_err(|e| match e {
+    if job.is_some() && rest.is_none() {
+        return Err(UsageError(
+            "--job names a job of the REST API: give --rest URL too".to_string(),
+        )
+        .into());
+    }
+    let sources = diagnose::Sources {
+        like: like.as_ref(),
+        rest,
+        job,
+    };
+    let diagnosis = diagnose::diagnose(dir, sources).map_err(|e| match e {
         DiagnoseError::NoLog(_) | DiagnoseError::Profile { .. } => {
             anyhow::Error::new(UsageError(e.to_string()))
         }

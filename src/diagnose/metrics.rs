@@ -149,7 +149,7 @@ mod tests {
     use super::*;
 
     /// Names and labels as Flink 1.20.1's PrometheusReporter served them for the parity job
-    /// (`column-family-as-variable: true`; values made up: that MiniCluster served zeros).
+    /// (`column-family-as-variable: true`; values made up here, real ones in tests/diagnose.rs).
     #[test]
     fn flinks_lines_give_metric_column_family_and_subtask() {
         let labels = |cf: &str| {

@@ -9,6 +9,7 @@ pub mod log;
 pub mod metrics;
 mod profile;
 mod render;
+pub mod rest;
 pub mod workload;
 
 use std::path::{Path, PathBuf};
@@ -50,6 +51,29 @@ pub struct Diagnosis {
     pub metrics: Option<NativeMetrics>,
     /// The workload the evidence describes, or why none could be derived.
     pub workload: Result<workload::DerivedWorkload, String>,
+    /// The running job the metrics were read from through Flink's REST API (`--rest`).
+    pub rest: Option<RestJob>,
+}
+
+/// The job `--rest` read: Flink's version, its id, name and state.
+#[derive(Debug, Clone)]
+pub struct RestJob {
+    pub url: String,
+    pub flink_version: String,
+    pub job_id: String,
+    pub job_name: String,
+    pub job_state: String,
+}
+
+/// What `diagnose` reads besides the evidence directory.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Sources<'a> {
+    /// The job's own workload, for what a LOG does not show (windows, event time).
+    pub like: Option<&'a crate::config::Workload>,
+    /// Flink's REST API, for the running job's native RocksDB metrics.
+    pub rest: Option<&'a str>,
+    /// The job to read there (None: the only running one).
+    pub job: Option<&'a str>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +89,8 @@ pub enum DiagnoseError {
     NoLog(PathBuf),
     #[error("{path}: {why}")]
     Profile { path: PathBuf, why: String },
+    #[error(transparent)]
+    Rest(#[from] rest::RestError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DiagnoseError + '_ {
@@ -260,19 +286,29 @@ fn as_run(instances: &[Instance]) -> (Summary, Vec<MetricsSnapshot>) {
     (summary, vec![snapshot])
 }
 
-/// Reads the evidence under `dir` and diagnoses it; the workload it describes has `like`'s job
-/// (windows, event-time span, serializer) if given.
-pub fn diagnose(
-    dir: &Path,
-    like: Option<&crate::config::Workload>,
-) -> Result<Diagnosis, DiagnoseError> {
+/// Reads the evidence under `dir` (and the running job's metrics through Flink's REST API, if
+/// `sources` names it) and diagnoses it.
+pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError> {
     let instances = instances(dir)?;
     let found = profile::from_evidence(dir, &instances);
     let profile = found.profile.map_err(|why| DiagnoseError::Profile {
         path: dir.to_path_buf(),
         why,
     })?;
-    let metrics = native_metrics(dir, &instances)?;
+    let mut metrics = native_metrics(dir, &instances)?;
+    let mut rest_job = None;
+    if let Some(url) = sources.rest {
+        let read = rest::fetch(url, sources.job)?;
+        let m = metrics.get_or_insert_with(NativeMetrics::default);
+        m.samples.extend(read.metrics.samples);
+        rest_job = Some(RestJob {
+            url: url.to_string(),
+            flink_version: read.flink_version,
+            job_id: read.job_id,
+            job_name: read.job_name,
+            job_state: read.job_state,
+        });
+    }
     let (mut summary, snapshots) = as_run(&instances);
     if let Some(stall) = metrics.as_ref().and_then(|m| m.sum("stall_micros")) {
         summary.stall_micros = stall as u64;
@@ -301,8 +337,10 @@ pub fn diagnose(
         metrics.as_ref(),
     ));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    let workload = workload::derive(&instances, &profile, like).map_err(|e| format!("{e:#}"));
+    let workload =
+        workload::derive(&instances, &profile, sources.like).map_err(|e| format!("{e:#}"));
     Ok(Diagnosis {
+        rest: rest_job,
         workload,
         instances,
         profile_yaml: found.yaml,

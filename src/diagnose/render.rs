@@ -77,6 +77,13 @@ pub fn render(
                 .map_or("-".to_string(), |c| human_bytes(*c as f64))
         );
     }
+    if let Some(j) = &d.rest {
+        let _ = writeln!(
+            out,
+            "Flink {} at {}: job {} '{}' ({}), its native RocksDB metrics summed over its subtasks",
+            j.flink_version, j.url, j.job_id, j.job_name, j.job_state
+        );
+    }
     if let Some(m) = &d.metrics {
         out.push_str(&render_metrics(m));
     }
@@ -194,6 +201,10 @@ pub fn to_json(d: &Diagnosis) -> serde_json::Value {
     serde_json::json!({
         "instances": instances,
         "native_metrics": metrics,
+        "rest": d.rest.as_ref().map(|j| serde_json::json!({
+            "url": j.url, "flink_version": j.flink_version, "job_id": j.job_id,
+            "job_name": j.job_name, "job_state": j.job_state,
+        })),
         "profile": {"yaml": d.profile_yaml, "notes": d.profile_notes},
         "workload": match &d.workload {
             Ok(w) => serde_json::json!({"yaml": w.yaml, "notes": w.notes}),

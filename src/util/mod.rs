@@ -1,8 +1,9 @@
 //! Small building blocks with no knowledge of the job: a fast hasher for integer-keyed maps, a
-//! bit set, a value owned by a thread of its own, files written atomically.
+//! bit set, a value owned by a thread of its own, files written atomically, a plain HTTP GET.
 
 pub mod bits;
 pub mod fs;
 pub mod hash;
+pub mod http;
 pub mod process_memory;
 pub mod worker;

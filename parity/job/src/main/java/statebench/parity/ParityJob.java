@@ -32,7 +32,15 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * ParityJob --trace T.csv --windows 1m=60000,5m=300000 --out-of-orderness 3000
  *           --watermark-every 64 --ttl 2592000000 --serializer pojo|kryo
  *           (--flink-conf profile.conf | --flink-conf-dir DIR [--factory-knobs F]) --out DIR
+ *           [--events-per-second N] [--hold-ms MS] [--environment local|context]
  * </pre>
+ *
+ * {@code --events-per-second} paces the source (default 0: as fast as it goes) and
+ * {@code --hold-ms} keeps it open that long after the last event ({@link TraceSource}).
+ * {@code --environment context} runs in the environment Flink gives a submitted program (a session
+ * cluster's {@code /jars/:id/run} or its CLI; parity/rest-evidence) at parallelism 1 instead of
+ * the default local MiniCluster; the program then returns once the job is submitted, without
+ * waiting for it or checking its output.
  *
  * {@code --flink-conf} holds {@code key: value} lines ({@code statebench profiles show --flink}),
  * set one by one here. {@code --flink-conf-dir} is a directory with a {@code config.yaml}
@@ -109,13 +117,24 @@ public class ParityJob {
         boolean kryo = opts.getOrDefault("serializer", "pojo").equals("kryo");
         conf.setString("pipeline.force-kryo", Boolean.toString(kryo));
 
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+        String environment = opts.getOrDefault("environment", "local");
+        StreamExecutionEnvironment env;
+        if (environment.equals("local")) {
+            env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+        } else if (environment.equals("context")) {
+            env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            env.setParallelism(1);
+        } else {
+            throw new IllegalArgumentException("--environment is local or context, not '" + environment + "'");
+        }
+        long eventsPerSecond = Long.parseLong(opts.getOrDefault("events-per-second", "0"));
+        long holdMs = Long.parseLong(opts.getOrDefault("hold-ms", "0"));
         long outOfOrderness = Long.parseLong(require(opts, "out-of-orderness"));
         long every = Long.parseLong(opts.getOrDefault("watermark-every", "64"));
         long ttl = Long.parseLong(require(opts, "ttl"));
 
         @SuppressWarnings("deprecation")
-        var source = env.addSource(new TraceSource(trace), "trace", TypeInformation.of(TraceEvent.class));
+        var source = env.addSource(new TraceSource(trace, eventsPerSecond, holdMs), "trace", TypeInformation.of(TraceEvent.class));
         source.assignTimestampsAndWatermarks(
                         WatermarkStrategy.<TraceEvent>forGenerator(ctx -> new EveryNthEventWatermarks(outOfOrderness, every))
                                 .withTimestampAssigner((e, ts) -> e.eventTime))
@@ -128,6 +147,12 @@ public class ParityJob {
                 "events " + events.size() + "\nusers " + users + "\nserializer " + (kryo ? "kryo" : "pojo")
                         + "\nunknown_keys " + String.join(" ", unknown) + "\n",
                 StandardCharsets.UTF_8);
+        if (environment.equals("context")) {
+            // Submitted to a cluster: a detached submission returns here at once. No System.exit:
+            // this main runs inside the cluster's JobManager.
+            env.executeAsync("statebench parity");
+            return;
+        }
         long start = System.nanoTime();
         env.execute("statebench parity");
         System.err.printf("parity: Flink job finished in %.1f s%n", (System.nanoTime() - start) / 1e9);
@@ -163,7 +188,8 @@ public class ParityJob {
     private static Set<String> knownRocksDBKeys() throws Exception {
         Set<String> keys = new TreeSet<>();
         for (String cls : new String[] {"org.apache.flink.contrib.streaming.state.RocksDBConfigurableOptions",
-                "org.apache.flink.contrib.streaming.state.RocksDBOptions"}) {
+                "org.apache.flink.contrib.streaming.state.RocksDBOptions",
+                "org.apache.flink.contrib.streaming.state.RocksDBNativeMetricOptions"}) {
             for (Field f : Class.forName(cls).getFields()) {
                 if (ConfigOption.class.isAssignableFrom(f.getType())) {
                     ConfigOption<?> o = (ConfigOption<?>) f.get(null);
