@@ -150,8 +150,14 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         std::thread::spawn(move || {
             let (mut s, _) = listener.accept().unwrap();
-            let mut buf = [0u8; 1024];
-            let _ = s.read(&mut buf);
+            // The whole request first: a reply to an unread request may be reset.
+            let (mut seen, mut buf) = (Vec::new(), [0u8; 1024]);
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                }
+            }
             s.write_all(reply.as_bytes()).unwrap();
         });
         format!("http://127.0.0.1:{port}")
