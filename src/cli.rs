@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod diagnose;
 mod reproduce;
+pub use diagnose::DiagnoseArgs;
 pub use reproduce::ReproduceArgs;
 
 #[derive(Debug, Parser)]
@@ -95,35 +97,7 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     #[command(
         after_help = "DIR is a RocksDB instance's directory (Flink: an operator's db/ under state.backend.rocksdb.localdir, or io.tmp.dirs), or a directory holding several, one level down. Files read: LOG, LOG.old.*, flink-LOG* and the newest OPTIONS-*. Run the job here to A/B the fix: statebench run -w WORKLOAD_FILE -p PROFILE_FILE with the files --workload-out and --profile-out wrote."
     )]
-    Diagnose {
-        /// The evidence: a RocksDB instance's directory, or a directory of several.
-        dir: PathBuf,
-        /// Write the profile the job ran with here (statebench YAML, atomically).
-        #[arg(long, value_name = "FILE")]
-        profile_out: Option<PathBuf>,
-        /// Write the workload the evidence describes here (statebench YAML, atomically): the
-        /// shipped workload of the operator kind its column families name, with the evidence's
-        /// keys, events and rate (how each was found is in its comments).
-        #[arg(long, value_name = "FILE")]
-        workload_out: Option<PathBuf>,
-        /// The job's own workload (a shipped name or a YAML file) to take what a LOG does not
-        /// show from: windows, event-time span, serializer. Its job must be the kind the column
-        /// families name. Default: the shipped workload of that kind.
-        #[arg(long, value_name = "WORKLOAD")]
-        like: Option<String>,
-        /// Flink's REST address (http://host:8081): the running job's native RocksDB metrics
-        /// (state.backend.rocksdb.metrics.*) are read from there, summed over its subtasks, as
-        /// a Prometheus scrape beside the evidence would be.
-        #[arg(long, value_name = "URL")]
-        rest: Option<String>,
-        /// The job to read with --rest (default: the only running one).
-        #[arg(long, value_name = "JOB_ID")]
-        job: Option<String>,
-        /// Print the diagnosis as JSON: per instance what the LOG says, the profile (YAML and
-        /// notes), the findings with their case studies.
-        #[arg(long)]
-        json: bool,
-    },
+    Diagnose(DiagnoseArgs),
     /// The advisor's findings for a saved JSON report (`run --report`, `tui --report`): what
     /// is wrong, the evidence, and the profile change that fixes it with its memory cost.
     Advise {

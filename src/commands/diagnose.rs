@@ -1,19 +1,25 @@
 //! `statebench diagnose DIR`: a Flink job's RocksDB LOG and OPTIONS files as evidence.
 
-use std::path::Path;
-
 use super::UsageError;
+use crate::cli::DiagnoseArgs;
 use crate::diagnose::{self, DiagnoseError};
 
-pub fn run(
-    dir: &Path,
-    profile_out: Option<&Path>,
-    workload_out: Option<&Path>,
-    like: Option<&str>,
-    rest: Option<&str>,
-    job: Option<&str>,
-    json: bool,
-) -> anyhow::Result<()> {
+pub fn run(args: DiagnoseArgs) -> anyhow::Result<()> {
+    let DiagnoseArgs {
+        dir,
+        profile_out,
+        workload_out,
+        like,
+        rest,
+        job,
+        json,
+    } = args;
+    let (dir, profile_out, workload_out) = (
+        dir.as_path(),
+        profile_out.as_deref(),
+        workload_out.as_deref(),
+    );
+    let (like, rest, job) = (like.as_deref(), rest.as_deref(), job.as_deref());
     if dir.to_string_lossy().starts_with("http") {
         return Err(UsageError(format!(
             "{}: a URL: give the directory of the job's RocksDB LOG and OPTIONS files, and Flink's REST address with --rest {} (its running job's native RocksDB metrics are read from there)",
