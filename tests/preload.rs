@@ -200,7 +200,7 @@ fn another_profile_with_the_same_history_is_written_from_the_kept_base() {
     let profile = dir.path().join("other.yaml");
     std::fs::write(
         &profile,
-        "extends: flink-default\ncompaction.level.max-size-level-base: 1mb\ncompaction.level.target-file-size-base: 1mb\ncompaction.level.use-dynamic-size: false\nuse-bloom-filter: true\nmemory.partitioned-index-filters: true\n",
+        "extends: flink-default\ncompaction.level.max-size-level-base: 256kb\ncompaction.level.target-file-size-base: 256kb\ncompaction.level.use-dynamic-size: false\nuse-bloom-filter: true\nmemory.partitioned-index-filters: true\n",
     )
     .unwrap();
     let go = |name: &str, profile: &str, rebuild: bool| -> (String, Value) {
@@ -262,16 +262,16 @@ fn another_profile_with_the_same_history_is_written_from_the_kept_base() {
 }
 
 /// An LSM tree of the base's size keeps its data in the level the profile's level sizing
-/// gives: with level_compaction_dynamic_level_bytes off and 1 MiB at L1, a few MiB of SST
-/// files go to L2, and the run's database has them there (not in L6, where an ingest into an
-/// empty database puts them).
+/// gives, each state's a tree of its own: with level_compaction_dynamic_level_bytes off and
+/// 256 KiB at L1, each state's 0.5-1 MiB of SST files go to L2, and the run's database has
+/// them there (not in L6, where an ingest into an empty database puts them).
 #[test]
 fn the_files_go_to_the_level_a_tree_of_that_size_ends_in() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("small-levels.yaml");
     std::fs::write(
         &profile,
-        "extends: flink-default\ncompaction.level.max-size-level-base: 1mb\ncompaction.level.target-file-size-base: 1mb\ncompaction.level.use-dynamic-size: false\n",
+        "extends: flink-default\ncompaction.level.max-size-level-base: 256kb\ncompaction.level.target-file-size-base: 256kb\ncompaction.level.use-dynamic-size: false\n",
     )
     .unwrap();
     let report = dir.path().join("r.json");
@@ -315,6 +315,117 @@ fn the_files_go_to_the_level_a_tree_of_that_size_ends_in() {
         }
     }
     assert!(levels.contains(&2), "the LOG's LSM states: {levels:?}");
+}
+
+/// `levels=full`: each state's levels above its last hold what the history changed after the
+/// level below was taken (new values and deletions: windows fire within the history), each
+/// within its target size (256 KiB at L1 here), and the tree they make reads as the state after
+/// the whole history: the live records end where one run of them all does, the operator meets
+/// what it meets from a base all in its last level, and the results equal the oracle's.
+#[test]
+fn a_full_tree_fills_the_levels_above_the_last_and_reads_as_the_whole_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("small-levels.yaml");
+    std::fs::write(
+        &profile,
+        "extends: flink-default\ncompaction.level.max-size-level-base: 256kb\ncompaction.level.target-file-size-base: 256kb\ncompaction.level.use-dynamic-size: false\n",
+    )
+    .unwrap();
+    let profile = profile.to_str().unwrap();
+    let workload = dir.path().join("hourly.yaml");
+    std::fs::write(
+        &workload,
+        "keys:\n  count: 100000\n  distribution: uniform\npartitions: 8\nrate: max\nevent-time:\n  span: 3h\n  out-of-orderness: 10s\njob:\n  kind: frequency\n  windows: [30m, 1h]\nserializer: compact\nevents: 48000\nseed: 11\n",
+    )
+    .unwrap();
+    let workload = workload.to_str().unwrap();
+    let bases = dir.path().join("bases");
+    let go = |name: &str, events: &str, preload: Option<&str>| {
+        let counts = dir.path().join(format!("{name}.csv"));
+        let report = dir.path().join(format!("{name}.json"));
+        let data = dir.path().join(name);
+        let mut args = vec![
+            "run",
+            "-q",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "-w",
+            workload,
+            "-p",
+            profile,
+            "--events",
+            events,
+            "--final-counts",
+            counts.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        if let Some(p) = preload {
+            args.extend(["--preload", p, "--preload-dir", bases.to_str().unwrap()]);
+        }
+        run(&args).unwrap();
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        (std::fs::read_to_string(&counts).unwrap(), json)
+    };
+    let (whole, _) = go("whole", "48000", None);
+    let (layered, json) = go("layered", "4032", Some("events=43968,levels=full"));
+    assert!(whole.lines().count() > 1000, "{whole:.200}");
+    assert!(
+        whole == layered,
+        "the full tree's run ends elsewhere than one run of the whole log"
+    );
+    let s = &json["segments"][0]["summary"];
+    assert_exact(s, "levels=full");
+    // The operator meets the same state as from a base all in its last level: the same timers
+    // fire (a deletion missing from L1 would fire a timer of the history again) and it reads
+    // and writes the same.
+    let (_, last) = go("last", "4032", Some("events=43968"));
+    let l = &last["segments"][0]["summary"];
+    for what in ["timers_fired", "gets", "puts", "deletes"] {
+        assert_eq!(s[what], l[what], "{what}");
+    }
+    // The base: each state's last level and the level above it, within its target.
+    let manifest_path = Path::new(s["preload"]["base"].as_str().unwrap()).join("base.json");
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(manifest_path).unwrap()).unwrap();
+    let upper = m["upper"].as_array().unwrap();
+    assert!(upper.len() >= 3, "every state's L1: {upper:?}");
+    // Placed from a sample of the key groups, and a stretch is whole epochs (of 256): about
+    // the target (80 % of 256 KiB) together, not exactly each.
+    let mut together = 0;
+    for cf in upper {
+        let bytes = cf["bytes"].as_u64().unwrap();
+        assert_eq!(cf["level"], 1, "{cf}");
+        assert!(
+            cf["entries"].as_u64().unwrap() > 100 && bytes < 512 << 10,
+            "{cf}"
+        );
+        together += bytes;
+    }
+    let target = upper.len() as f64 * 0.8 * f64::from(256 << 10);
+    assert!(
+        (0.6..1.4).contains(&(together as f64 / target)),
+        "{together} bytes for {target}"
+    );
+    // RocksDB's own record: each state's files went to its last level (L2, ingested at L6 and
+    // moved), then its L1 files right above them: each L1 ingest sees data in L1 and L2.
+    let log = std::fs::read_to_string(dir.path().join("layered/db/LOG")).unwrap();
+    let at_l1: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"ingest_finished\"") && l.contains("\"level\", 1]"))
+        .collect();
+    assert_eq!(at_l1.len(), upper.len(), "{log:.2000}");
+    for line in at_l1 {
+        let state: Vec<u64> = line
+            .split("\"lsm_state\": [")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .unwrap()
+            .split(',')
+            .map(|n| n.trim().parse().unwrap())
+            .collect();
+        let held: Vec<usize> = (0..state.len()).filter(|l| state[*l] > 0).collect();
+        assert_eq!(held, vec![1, 2], "{line}");
+    }
 }
 
 #[test]

@@ -156,6 +156,10 @@ impl<'a> StateAccess<'a> {
         self.mem.as_ref()
     }
 
+    pub fn memory_mut(&mut self) -> Option<&mut MemStore> {
+        self.mem.as_mut()
+    }
+
     /// Takes the in-memory state, leaving an empty one (None: this access works on RocksDB).
     pub fn take_memory(&mut self) -> Option<MemStore> {
         let fresh = MemStore::new(self.cf_index.handles.len());

@@ -98,6 +98,59 @@ pub struct MemStore {
     cfs: Vec<Cf>,
     /// Bytes of the keys and values held (what the SST files will hold, before encoding).
     bytes: u64,
+    /// The keys changed since tracking started or the changes were last taken.
+    changes: Option<Changes>,
+}
+
+/// Stretches of the history a change is noted in ([`MemStore::set_epoch`]).
+pub const EPOCHS: usize = 256;
+
+/// What [`MemStore`] notes of a changed key.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Changed {
+    /// The key held a value when the changes began.
+    pub existed: bool,
+    /// The epochs (bits, of [`EPOCHS`]) it changed in.
+    pub epochs: [u64; EPOCHS / 64],
+}
+
+impl Changed {
+    /// The latest epoch before `before` it changed in.
+    pub fn last_before(&self, before: usize) -> Option<usize> {
+        (0..before.min(EPOCHS))
+            .rev()
+            .find(|e| self.epochs[e / 64] & (1 << (e % 64)) != 0)
+    }
+}
+
+/// One column family's changed entries in key order: the value now, or None where the key
+/// was deleted.
+pub type ChangedEntries = Vec<(Box<[u8]>, Option<Box<[u8]>>)>;
+
+#[derive(Debug, Default)]
+struct Changes {
+    cfs: Vec<FastMap<Box<[u8]>, Changed>>,
+    epoch: usize,
+}
+
+impl Changes {
+    fn note(&mut self, cf: usize, key: &[u8], existed: bool) {
+        let Some(map) = self.cfs.get_mut(cf) else {
+            return;
+        };
+        let (word, bit) = (self.epoch / 64, 1u64 << (self.epoch % 64));
+        match map.get_mut(key) {
+            Some(c) => c.epochs[word] |= bit,
+            None => {
+                let mut c = Changed {
+                    existed,
+                    ..Changed::default()
+                };
+                c.epochs[word] |= bit;
+                map.insert(key.into(), c);
+            }
+        }
+    }
 }
 
 impl MemStore {
@@ -105,7 +158,94 @@ impl MemStore {
         MemStore {
             cfs: (0..column_families).map(|_| Cf::default()).collect(),
             bytes: 0,
+            changes: None,
         }
+    }
+
+    /// Notes every key changed from now on ([`MemStore::take_changes`], [`MemStore::changed`]).
+    pub fn track_changes(&mut self) {
+        self.changes = Some(Changes {
+            cfs: (0..self.cfs.len()).map(|_| FastMap::default()).collect(),
+            epoch: 0,
+        });
+    }
+
+    /// The stretch of the history (of [`EPOCHS`]) changes are noted in from now on.
+    pub fn set_epoch(&mut self, epoch: usize) {
+        if let Some(c) = &mut self.changes {
+            c.epoch = epoch.min(EPOCHS - 1);
+        }
+    }
+
+    /// Each changed key of each column family, with its bytes now (key and value, or the key
+    /// alone for a deletion).
+    pub fn changed(&self) -> impl Iterator<Item = (usize, &Changed, u64)> + '_ {
+        self.changes.iter().flat_map(move |c| {
+            c.cfs.iter().enumerate().flat_map(move |(cf, map)| {
+                map.iter().map(move |(key, changed)| {
+                    let value = self.get(cf, key).map_or(0, <[u8]>::len);
+                    (cf, changed, (key.len() + value) as u64)
+                })
+            })
+        })
+    }
+
+    /// The keys of `cf` changed since tracking started or its last take, in key order, each
+    /// with its value now (None: deleted); a key made and deleted since is left out. Tracking
+    /// goes on from here.
+    pub fn take_changes(&mut self, cf: usize) -> ChangedEntries {
+        let Some(map) = self.changes.as_mut().and_then(|c| c.cfs.get_mut(cf)) else {
+            return Vec::new();
+        };
+        let taken = std::mem::take(map);
+        let mut out: ChangedEntries = taken
+            .into_iter()
+            .filter_map(|(key, changed)| match self.get(cf, &key) {
+                Some(v) => Some((key, Some(v.into()))),
+                None if changed.existed => Some((key, None)),
+                None => None,
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Notes `cf`'s changes from here on only (tracking every column family from now if it
+    /// was not).
+    pub fn restart_changes(&mut self, cf: usize) {
+        match self.changes.as_mut().and_then(|c| c.cfs.get_mut(cf)) {
+            Some(map) => map.clear(),
+            None => self.track_changes(),
+        }
+    }
+
+    /// Each entry of `cf` in key order, to `each`, without taking them.
+    pub fn for_each_sorted<E>(
+        &self,
+        cf: usize,
+        mut each: impl FnMut(&[u8], &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match self.cfs.get(cf) {
+            Some(Cf::Ordered(m)) => {
+                for (k, v) in m {
+                    each(k, v)?;
+                }
+            }
+            Some(Cf::Hashed(m)) => {
+                let mut refs: Vec<(&[u8], &[u8])> = m.iter().map(|(k, v)| (&**k, &**v)).collect();
+                refs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                for (k, v) in refs {
+                    each(k, v)?;
+                }
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Column families held.
+    pub fn column_families(&self) -> usize {
+        self.cfs.len()
     }
 
     /// Keys and values held, in bytes.
@@ -140,21 +280,30 @@ impl MemStore {
             return;
         };
         self.bytes += value.len() as u64;
-        match map.get_mut(key) {
+        let existed = match map.get_mut(key) {
             Some(old) => {
                 self.bytes -= old.len() as u64;
                 *old = value.into();
+                true
             }
             None => {
                 self.bytes += key.len() as u64;
                 map.insert(key.into(), value.into());
+                false
             }
+        };
+        if let Some(c) = &mut self.changes {
+            c.note(cf, key, existed);
         }
     }
 
     pub fn delete(&mut self, cf: usize, key: &[u8]) {
-        if let Some(old) = self.cfs.get_mut(cf).and_then(|m| m.remove(key)) {
+        let old = self.cfs.get_mut(cf).and_then(|m| m.remove(key));
+        if let Some(old) = &old {
             self.bytes -= (key.len() + old.len()) as u64;
+        }
+        if let Some(c) = &mut self.changes {
+            c.note(cf, key, old.is_some());
         }
     }
 
@@ -248,6 +397,54 @@ mod tests {
         let keys: Vec<&[u8]> = taken[1].iter().map(|(k, _)| &**k).collect();
         assert_eq!(keys, vec![&b"0"[..], &b"a"[..]], "sorted on the way out");
         assert!(s.is_empty() && s.bytes() == 0);
+    }
+
+    #[test]
+    fn changes_are_the_keys_touched_since_the_last_take_with_their_values_now() {
+        let mut s = MemStore::new(2);
+        s.put(0, b"old", b"1");
+        s.put(0, b"gone", b"1");
+        s.put(1, b"kept", b"1");
+        s.track_changes();
+        s.put(0, b"old", b"2");
+        s.delete(0, b"gone");
+        s.put(0, b"brief", b"x");
+        s.delete(0, b"brief");
+        s.set_epoch(3);
+        s.merge(0, b"new", b"y");
+        let sizes: u64 = s.changed().map(|(_, _, bytes)| bytes).sum();
+        // old=2 and new=y count key and value, gone and brief (deleted) their keys.
+        assert_eq!(sizes, 4 + 4 + 4 + 5);
+        let epochs: Vec<Option<usize>> = s
+            .changed()
+            .filter(|(_, c, _)| c.existed)
+            .map(|(_, c, _)| c.last_before(256))
+            .collect();
+        assert_eq!(epochs, vec![Some(0), Some(0)]);
+        let taken = [s.take_changes(0), s.take_changes(1)];
+        let first: Vec<(&[u8], Option<&[u8]>)> =
+            taken[0].iter().map(|(k, v)| (&**k, v.as_deref())).collect();
+        // A key made and deleted since is no change; one deleted that existed is a deletion.
+        assert_eq!(
+            first,
+            vec![
+                (&b"gone"[..], None),
+                (&b"new"[..], Some(&b"y"[..])),
+                (&b"old"[..], Some(&b"2"[..]))
+            ]
+        );
+        assert!(taken[1].is_empty());
+        s.put(1, b"kept", b"2");
+        s.put(0, b"old", b"3");
+        s.restart_changes(0);
+        assert!(s.take_changes(0).is_empty() && s.take_changes(1).len() == 1);
+        let mut sorted = Vec::new();
+        s.for_each_sorted(0, |k, _| {
+            sorted.push(k.to_vec());
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        assert_eq!(sorted, vec![b"new".to_vec(), b"old".to_vec()]);
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod validate;
 use validate::validate;
 
 mod preload;
-pub use preload::PreloadSpec;
+pub use preload::{Levels, PreloadSpec};
 
 /// Workloads compiled into the binary.
 pub const BUILTIN: &[(&str, &str)] = &[

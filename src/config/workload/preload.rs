@@ -22,11 +22,37 @@ pub struct PreloadSpec {
     /// key-group batches, each read from the log again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<ByteSize>,
+    /// Which levels of the LSM tree the state is written to (default `last`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levels: Option<Levels>,
+}
+
+/// Where a preload puts the state in the LSM tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Levels {
+    /// All of it in the last level a tree of its size has (the upper levels fill from the run).
+    #[default]
+    Last,
+    /// Every level as a tree of that size holds it in its steady state: the last level the
+    /// state as it was earlier in the history, each level above at its target size with what
+    /// the history changed after (newer values, deletions), the newest changes at the top.
+    Full,
+}
+
+impl Levels {
+    pub fn parse(text: &str) -> Option<Levels> {
+        match text.trim() {
+            "last" => Some(Levels::Last),
+            "full" => Some(Levels::Full),
+            _ => None,
+        }
+    }
 }
 
 impl PreloadSpec {
-    /// `events=N`, `span=DURATION` or `size=BYTES` (`run --preload`'s value), with an optional
-    /// `,memory=BYTES`.
+    /// `events=N`, `span=DURATION` or `size=BYTES` (`run --preload`'s value), with optional
+    /// `,memory=BYTES` and `,levels=last|full`.
     pub fn parse(text: &str) -> Result<PreloadSpec, String> {
         let mut spec = PreloadSpec::default();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -55,9 +81,14 @@ impl PreloadSpec {
                     spec.memory =
                         Some(ByteSize::parse(value).ok_or_else(|| bad("a size such as 1GiB"))?)
                 }
+                "levels" => {
+                    spec.levels = Some(Levels::parse(value).ok_or_else(|| {
+                        bad("'last' (the state in the last level) or 'full' (every level at its target size)")
+                    })?)
+                }
                 other => {
                     return Err(format!(
-                        "'{other}' is not a preload setting: events, span, size or memory"
+                        "'{other}' is not a preload setting: events, span, size, memory or levels"
                     ));
                 }
             }

@@ -28,7 +28,7 @@ pub const RESULTS: &str = "results.bin";
 /// Levels of the LSM tree: RocksDB's default, which neither Flink nor statebench changes.
 pub const NUM_LEVELS: u32 = 7;
 /// Bumped when what a base holds changes meaning: older bases are rebuilt, not misread.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
@@ -66,6 +66,11 @@ pub struct Manifest {
     /// HEAP timers pending after the history: one raw keyed state stream per batch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub heap_timer_files: Vec<String>,
+    /// The levels above each state's last (`levels: full`), in the order they are ingested
+    /// (each state's deepest first): each with what the history changed after the level below
+    /// it was taken.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upper: Vec<CfFiles>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -75,15 +80,23 @@ pub struct CfFiles {
     /// Bytes of the files, and entries in them.
     pub bytes: u64,
     pub entries: u64,
+    /// The level they go to (None: the manifest's `level`, as bases before it had).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u32>,
 }
 
 impl Manifest {
+    /// Every level's files, the last level's first.
+    fn all_files(&self) -> impl Iterator<Item = &CfFiles> {
+        self.column_families.iter().chain(&self.upper)
+    }
+
     pub fn file_bytes(&self) -> u64 {
-        self.column_families.iter().map(|c| c.bytes).sum()
+        self.all_files().map(|c| c.bytes).sum()
     }
 
     pub fn files(&self) -> usize {
-        self.column_families.iter().map(|c| c.files.len()).sum()
+        self.all_files().map(|c| c.files.len()).sum()
     }
 
     /// The complete base in `dir`, if there is one of this format.
@@ -128,21 +141,28 @@ pub fn last_level(bytes: u64, dynamic: bool, base: u64, multiplier: f64, num_lev
     bottom
 }
 
-/// The level for a base of `column_families`' files under knobs `k` ([`last_level`] of their
-/// total size).
-pub fn level_for(column_families: &[CfFiles], k: &crate::config::profile::Knobs) -> u32 {
-    last_level(
-        column_families.iter().map(|c| c.bytes).sum(),
-        k.dynamic_level_bytes,
-        k.max_bytes_for_level_base.0,
-        k.max_bytes_for_level_multiplier,
-        NUM_LEVELS,
-    )
+/// Puts each state's files at the level a tree of their size ends in under knobs `k` (each
+/// column family is a tree of its own: [`last_level`] of its files' size); the deepest.
+pub fn place(column_families: &mut [CfFiles], k: &crate::config::profile::Knobs) -> u32 {
+    let mut deepest = 1;
+    for cf in column_families {
+        let level = last_level(
+            cf.bytes,
+            k.dynamic_level_bytes,
+            k.max_bytes_for_level_base.0,
+            k.max_bytes_for_level_multiplier,
+            NUM_LEVELS,
+        );
+        cf.level = Some(level);
+        deepest = deepest.max(level);
+    }
+    deepest
 }
 
 /// Sorted entries of one column family into SST files of about `target` bytes each.
 pub struct SstOut<'o> {
     dir: PathBuf,
+    prefix: String,
     index: usize,
     options: &'o Options,
     target: u64,
@@ -154,6 +174,7 @@ impl<'o> SstOut<'o> {
     pub fn new(dir: &Path, index: usize, name: &str, options: &'o Options, target: u64) -> Self {
         SstOut {
             dir: dir.to_path_buf(),
+            prefix: String::new(),
             index,
             options,
             target: target.max(1 << 20),
@@ -163,23 +184,47 @@ impl<'o> SstOut<'o> {
                 files: Vec::new(),
                 bytes: 0,
                 entries: 0,
+                level: None,
             },
         }
     }
 
+    /// Names its files `<prefix><index>-<n>.sst` (the levels of one base apart).
+    pub fn with_prefix(mut self, prefix: &str) -> Self {
+        self.prefix = prefix.to_string();
+        self
+    }
+
     /// Adds an entry; keys must come in ascending order.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), BackendError> {
+        self.add(key, Some(value))
+    }
+
+    /// Adds a deletion of `key` (a level above the one holding it).
+    pub fn delete(&mut self, key: &[u8]) -> Result<(), BackendError> {
+        self.add(key, None)
+    }
+
+    fn add(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), BackendError> {
         let writer = match &mut self.writer {
             Some(w) => w,
             None => {
-                let name = format!("{}-{:06}.sst", self.index, self.files.files.len() + 1);
+                let name = format!(
+                    "{}{}-{:06}.sst",
+                    self.prefix,
+                    self.index,
+                    self.files.files.len() + 1
+                );
                 let w = rocksdb::SstFileWriter::create(self.options);
                 w.open(self.dir.join(&name))?;
                 self.files.files.push(name);
                 self.writer.insert(w)
             }
         };
-        writer.put(key, value)?;
+        match value {
+            Some(v) => writer.put(key, v)?,
+            None => writer.delete(key)?,
+        }
         self.files.entries += 1;
         if writer.file_size() >= self.target {
             self.finish_file()?;
@@ -267,30 +312,47 @@ pub fn clone_into(
 ) -> Result<(), EngineError> {
     std::fs::create_dir_all(staging).map_err(io(format!("create {}", staging.display())))?;
     for cf in &manifest.column_families {
-        if cf.files.is_empty() {
-            continue;
+        if ingest(dir, cf, backend, staging)? {
+            move_to_level(backend, &cf.name, cf.level.unwrap_or(manifest.level))?;
         }
-        let mut links = Vec::with_capacity(cf.files.len());
-        for file in &cf.files {
-            let link = staging.join(file);
-            // A link left by an interrupted clone is replaced.
-            let _ = std::fs::remove_file(&link);
-            std::fs::hard_link(dir.join(file), &link)
-                .or_else(|_| std::fs::copy(dir.join(file), &link).map(|_| ()))
-                .map_err(io(format!("link {} into {}", file, staging.display())))?;
-            links.push(link);
-        }
-        let handle = backend.cf(&cf.name)?;
-        let mut opts = IngestExternalFileOptions::default();
-        opts.set_move_files(true);
-        backend
-            .db()
-            .ingest_external_file_cf_opts(handle, &opts, links)
-            .map_err(BackendError::from)?;
-        move_to_level(backend, &cf.name, manifest.level)?;
+    }
+    // Each level above, deepest first: its files overlap the keys of the level below, so
+    // RocksDB puts them in the level right above it, with newer sequence numbers.
+    for cf in &manifest.upper {
+        ingest(dir, cf, backend, staging)?;
     }
     let _ = std::fs::remove_dir_all(staging);
     Ok(())
+}
+
+/// Hard-links `cf`'s files from `dir` into `staging` and ingests them; false if it has none.
+fn ingest(
+    dir: &Path,
+    cf: &CfFiles,
+    backend: &StateBackend,
+    staging: &Path,
+) -> Result<bool, EngineError> {
+    if cf.files.is_empty() {
+        return Ok(false);
+    }
+    let mut links = Vec::with_capacity(cf.files.len());
+    for file in &cf.files {
+        let link = staging.join(file);
+        // A link left by an interrupted clone is replaced.
+        let _ = std::fs::remove_file(&link);
+        std::fs::hard_link(dir.join(file), &link)
+            .or_else(|_| std::fs::copy(dir.join(file), &link).map(|_| ()))
+            .map_err(io(format!("link {} into {}", file, staging.display())))?;
+        links.push(link);
+    }
+    let handle = backend.cf(&cf.name)?;
+    let mut opts = IngestExternalFileOptions::default();
+    opts.set_move_files(true);
+    backend
+        .db()
+        .ingest_external_file_cf_opts(handle, &opts, links)
+        .map_err(BackendError::from)?;
+    Ok(true)
 }
 
 /// Moves column family `name`'s files (all in the last level after an ingest into an empty

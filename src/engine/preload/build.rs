@@ -5,13 +5,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::base::{self, Manifest, SstOut};
+use super::layers;
 use super::warmup::{self, Until};
 use super::{EngineError, PreloadConfig};
 use crate::backend::memory::SharedMemory;
 use crate::backend::memstore::MemStore;
 use crate::backend::{StateBackend, keys::MAX_PARALLELISM};
 use crate::config::profile::{KNOBS, Live};
-use crate::config::workload::PreloadSpec;
+use crate::config::workload::{Levels, PreloadSpec};
 use crate::config::{Profile, Workload};
 use crate::durability::delivery::Delivery;
 use crate::durability::sink::MemorySink;
@@ -21,7 +22,7 @@ use crate::pipeline::source::{Log, ReadPlan};
 /// Memory the warm-up holds state in at once, unless `preload.memory` says otherwise.
 const DEFAULT_MEMORY: u64 = 1 << 30;
 /// Key groups a sizing pass holds (of 256): its state times 256/8 estimates the whole.
-const SIZING_GROUPS: u16 = 8;
+pub(super) const SIZING_GROUPS: u16 = 8;
 /// Bytes of memory an entry of the warm-up's state takes besides its key and value (a B-tree
 /// slot, two boxed slices and the allocator's rounding), measured as RSS on this machine.
 const ENTRY_OVERHEAD: u64 = 96;
@@ -45,7 +46,9 @@ pub(super) fn history_key(
     workload: &Workload,
     profile: &Profile,
 ) -> Result<Option<String>, EngineError> {
-    if config.spec.size.is_some() {
+    // A `size` history is as long as the profile's files take; `levels: full` cuts it where
+    // the profile's level sizes say.
+    if config.spec.size.is_some() || config.spec.levels == Some(Levels::Full) {
         return Ok(None);
     }
     // Where the timers are is part of the history: in the state (ROCKSDB) or beside it (HEAP).
@@ -73,6 +76,8 @@ fn key_of(
     }
     let amount = PreloadSpec {
         memory: None,
+        // The default said or not, one base.
+        levels: config.spec.levels.filter(|l| *l != Levels::Last),
         ..config.spec
     };
     let trace = match &workload.spec.trace {
@@ -212,7 +217,7 @@ pub(super) fn build(
             &log,
             warmup::plan(&log, &live, stop_time),
             until,
-            0..SIZING_GROUPS,
+            warmup::Part::groups(0..SIZING_GROUPS),
             sink(),
         )
         .map(|(pass, _)| pass)
@@ -220,7 +225,7 @@ pub(super) fn build(
     let trial = dir.join("trial");
     let mut sizing = sizing_pass(until)?;
     let (mut raw, mut held) = (sizing.state.bytes(), sizing.state.len());
-    let mut ratio = sst_ratio(&backend, &mut sizing.state, &trial)?;
+    let (mut ratio, mut per_cf) = sst_ratio(&backend, &mut sizing.state, &trial)?;
     if let (Until::StateBytes { cap, .. }, Some(target)) = (until, config.spec.size)
         && ratio < 0.95
         && !sizing.capped
@@ -232,7 +237,7 @@ pub(super) fn build(
             cap,
         })?;
         (raw, held) = (sizing.state.bytes(), sizing.state.len());
-        ratio = sst_ratio(&backend, &mut sizing.state, &trial)?;
+        (ratio, per_cf) = sst_ratio(&backend, &mut sizing.state, &trial)?;
     }
     let records = sizing.records;
     if records == 0 {
@@ -264,7 +269,11 @@ pub(super) fn build(
     let need = est_bytes + est_entries * ENTRY_OVERHEAD;
     let batches = need
         .div_ceil(budget.max(1))
-        .clamp(1, u64::from(MAX_PARALLELISM)) as u16;
+        // At least one per core: a state that fits one batch still builds on every core.
+        .clamp(
+            workers.min(u64::from(MAX_PARALLELISM)),
+            u64::from(MAX_PARALLELISM),
+        ) as u16;
     let sizing_secs = started.elapsed().as_secs_f64();
     say(format!(
         "{records} records of history, about {} of state in {est_entries} entries ({} of SST files): {batches} batch(es) of key groups",
@@ -274,22 +283,48 @@ pub(super) fn build(
 
     let k = &profile.knobs;
     let names: Vec<String> = backend.column_families().to_vec();
-    let mut outs = names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let options = backend.cf_options(name).ok_or_else(|| {
-                EngineError::Preload(format!("no options for column family '{name}'"))
-            })?;
-            Ok(SstOut::new(
-                dir,
-                i,
-                name,
-                options,
-                k.target_file_size_base.0,
-            ))
-        })
-        .collect::<Result<Vec<_>, EngineError>>()?;
+    let sst_out = |cf: usize, prefix: &str| {
+        let name = names.get(cf).map_or("", String::as_str);
+        let options = backend.cf_options(name).ok_or_else(|| {
+            EngineError::Preload(format!("no options for column family '{name}'"))
+        })?;
+        Ok::<_, EngineError>(
+            SstOut::new(dir, cf, name, options, k.target_file_size_base.0).with_prefix(prefix),
+        )
+    };
+    // `levels: full`: each state's levels (the last first) and the records before each cut.
+    let (levels, cuts) = if config.spec.levels == Some(Levels::Full) {
+        layers::plan(
+            (&backend, k),
+            (workload, &log, &live),
+            records,
+            &per_cf,
+            &say,
+        )?
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let writers = if levels.is_empty() {
+        None
+    } else {
+        let mut cfs = Vec::new();
+        for (cf, levels) in levels.iter().enumerate() {
+            let mut outs = Vec::new();
+            for (j, level) in levels.iter().enumerate() {
+                let prefix = if j == 0 {
+                    String::new()
+                } else {
+                    format!("L{level}-")
+                };
+                outs.push((*level, sst_out(cf, &prefix)?));
+            }
+            cfs.push(outs);
+        }
+        Some(layers::Writers::new(cfs))
+    };
+    let mut outs = (0..names.len())
+        .map(|cf| sst_out(cf, ""))
+        .collect::<Result<Vec<_>, _>>()?;
 
     let (mut warm_up_secs, mut write_secs) = (0.0, 0.0);
     let (mut own_results, mut sink_results) = (Vec::new(), Vec::new());
@@ -309,19 +344,36 @@ pub(super) fn build(
         let passes = std::thread::scope(|scope| {
             let handles: Vec<_> = round
                 .iter()
-                .map(|groups| {
+                .enumerate()
+                .map(|(i, groups)| {
                     let plan = warmup::plan(&log, &live, None);
                     let (backend, log, groups) = (&backend, &log, groups.clone());
+                    let (writers, cuts, batch) = (writers.as_ref(), &cuts, done + i);
                     scope.spawn(move || {
-                        warmup::pass(
+                        let mut hand = |cf, layer, state: &mut MemStore| match writers {
+                            Some(w) => w.write(cf, layer, batch, state),
+                            None => Ok(()),
+                        };
+                        let layering = match writers {
+                            Some(_) => warmup::Layering::Cuts {
+                                at: cuts,
+                                hand: &mut hand,
+                            },
+                            None => warmup::Layering::None,
+                        };
+                        let result = warmup::pass(
                             backend,
                             workload,
                             log,
                             plan,
                             Until::Records(records),
-                            groups,
+                            warmup::Part { groups, layering },
                             sink(),
-                        )
+                        );
+                        if let (Err(_), Some(w)) = (&result, writers) {
+                            w.fail();
+                        }
+                        result
                     })
                 })
                 .collect();
@@ -354,13 +406,17 @@ pub(super) fn build(
                 std::fs::write(dir.join(&name), raw).map_err(base::io(format!("write {name}")))?;
                 heap_timer_files.push(name);
             }
-            for (cf, map) in pass.state.take().into_iter().enumerate() {
-                if let Some(out) = outs.get_mut(cf) {
-                    for (key, value) in &map {
-                        out.put(key, value)?;
+            // With every level written, the batch's levels are in the files already.
+            if writers.is_none() {
+                for (cf, map) in pass.state.take().into_iter().enumerate() {
+                    if let Some(out) = outs.get_mut(cf) {
+                        for (key, value) in &map {
+                            out.put(key, value)?;
+                        }
                     }
                 }
             }
+            drop(pass.state);
             done += 1;
             say(format!(
                 "batch {done}/{}: key groups {}..{}, {} records processed ({:.1} s so far)",
@@ -374,13 +430,29 @@ pub(super) fn build(
         write_secs += t.elapsed().as_secs_f64();
     }
     let t = Instant::now();
-    let column_families = outs
+    let mut column_families = outs
         .into_iter()
         .map(SstOut::finish)
         .collect::<Result<Vec<_>, _>>()?;
     // The level an LSM tree of the files' size keeps its data in (a base derived for another
     // profile is placed by its files' size the same way).
-    let level = base::level_for(&column_families, k);
+    let mut level = base::place(&mut column_families, k);
+    let mut upper = Vec::new();
+    if let Some(finished) = writers.map(layers::Writers::finish).transpose()? {
+        column_families.clear();
+        for mut levels in finished {
+            if levels.is_empty() {
+                continue;
+            }
+            column_families.push(levels.remove(0));
+            upper.extend(levels);
+        }
+        level = column_families
+            .iter()
+            .filter_map(|c| c.level)
+            .max()
+            .unwrap_or(level);
+    }
     base::write_results(dir, &sink_results, &own_results)?;
     write_secs += t.elapsed().as_secs_f64();
     drop(backend);
@@ -405,6 +477,7 @@ pub(super) fn build(
         history: history_key(config, workload, profile)?.unwrap_or_default(),
         derived_from: None,
         heap_timer_files,
+        upper,
     };
     manifest.write(dir)?;
     say(format!(
@@ -418,32 +491,45 @@ pub(super) fn build(
 }
 
 /// SST file bytes per byte of keys and values, from `state` written out with the column
-/// families' options into `dir` (removed after); 1 for an empty state.
-fn sst_ratio(backend: &StateBackend, state: &mut MemStore, dir: &Path) -> Result<f64, EngineError> {
+/// families' options into `dir` (removed after), 1 for an empty state; and each column
+/// family's bytes of keys and values and of SST files.
+fn sst_ratio(
+    backend: &StateBackend,
+    state: &mut MemStore,
+    dir: &Path,
+) -> Result<(f64, Vec<(u64, u64)>), EngineError> {
     let raw = state.bytes();
-    if raw == 0 {
-        return Ok(1.0);
-    }
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)
         .map_err(|e| EngineError::Preload(format!("cannot create {}: {e}", dir.display())))?;
-    let mut files = 0;
+    let mut per_cf = Vec::new();
     for (i, entries) in state.take().into_iter().enumerate() {
         let Some(options) = backend
             .column_families()
             .get(i)
             .and_then(|name| backend.cf_options(name))
         else {
+            per_cf.push((0, 0));
             continue;
         };
+        let bytes: u64 = entries
+            .iter()
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum();
         let mut out = SstOut::new(dir, i, "trial", options, u64::MAX);
         for (key, value) in &entries {
             out.put(key, value)?;
         }
-        files += out.finish()?.bytes;
+        per_cf.push((bytes, out.finish()?.bytes));
     }
     let _ = std::fs::remove_dir_all(dir);
-    Ok((files as f64 / raw as f64).clamp(0.01, 4.0))
+    let files: u64 = per_cf.iter().map(|(_, f)| f).sum();
+    let ratio = if raw == 0 {
+        1.0
+    } else {
+        (files as f64 / raw as f64).clamp(0.01, 4.0)
+    };
+    Ok((ratio, per_cf))
 }
 
 /// Hands the memory the build freed back to the system: glibc keeps freed small blocks (the

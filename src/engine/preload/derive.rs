@@ -52,6 +52,14 @@ pub(super) fn derive(
     // Read where the ingest puts the files (the last level): no refit needed to read them.
     let as_ingested = Manifest {
         level: base::NUM_LEVELS - 1,
+        column_families: from
+            .column_families
+            .iter()
+            .map(|cf| base::CfFiles {
+                level: None,
+                ..cf.clone()
+            })
+            .collect(),
         ..from.clone()
     };
     base::clone_into(from_dir, &as_ingested, &backend, &scratch.join("staging"))?;
@@ -83,10 +91,11 @@ pub(super) fn derive(
             .or_else(|_| std::fs::copy(from_dir.join(name), dir.join(name)).map(|_| ()))
             .map_err(io(format!("link {name} into {}", dir.display())))?;
     }
+    let level = base::place(&mut column_families, k);
     let manifest = Manifest {
         key: key.to_string(),
         profile: profile.name.clone(),
-        level: base::level_for(&column_families, k),
+        level,
         batches: 0,
         column_families,
         derived_from: Some(from.key.clone()),

@@ -15,6 +15,7 @@
 pub mod base;
 mod build;
 mod derive;
+mod layers;
 mod warmup;
 
 use std::path::{Path, PathBuf};

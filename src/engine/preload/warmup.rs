@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use crate::backend::StateBackend;
 use crate::backend::keys::key_group;
-use crate::backend::memstore::MemStore;
+use crate::backend::memstore::{EPOCHS, MemStore};
 use crate::config::Workload;
 use crate::durability::delivery::Delivery;
 use crate::engine::truth::OracleThread;
@@ -61,18 +61,57 @@ pub fn plan(log: &Log, live: &ReadPlan, stop_time: Option<i64>) -> ReadPlan {
     }
 }
 
-/// One pass over the log (`plan`) for the keys in key groups `groups`: the operator built on
-/// `backend` (whose column families name the state) processes them into memory; results go to
-/// `sink`, which comes back.
+/// What a pass does besides building the state (a `levels: full` build's).
+pub enum Layering<'c> {
+    None,
+    /// Note which keys change in which of `EPOCHS` stretches of a history of `records` records
+    /// (the sizing pass that places the cuts).
+    Epochs {
+        records: u64,
+    },
+    /// Hand each column family's state to `hand` before the records each of its cuts counts
+    /// (`hand(cf, i, state)` for its cut `i`: `at[cf][i]`), and once more at the end (`i` = its
+    /// number of cuts).
+    Cuts {
+        at: &'c [Vec<u64>],
+        hand: &'c mut Hand<'c>,
+    },
+}
+
+/// Takes a column family's layer `i` from the state (`layers::Writers::write`).
+pub type Hand<'c> = dyn FnMut(usize, usize, &mut MemStore) -> Result<(), EngineError> + 'c;
+
+/// The keys a pass holds, and what it does besides.
+pub struct Part<'c> {
+    pub groups: Range<u16>,
+    pub layering: Layering<'c>,
+}
+
+impl Part<'_> {
+    pub fn groups(groups: Range<u16>) -> Self {
+        Part {
+            groups,
+            layering: Layering::None,
+        }
+    }
+}
+
+/// One pass over the log (`plan`) for the keys in key groups `part.groups`: the operator built
+/// on `backend` (whose column families name the state) processes them into memory; results go
+/// to `sink`, which comes back.
 pub fn pass(
     backend: &StateBackend,
     workload: &Workload,
     log: &Log,
     plan: ReadPlan,
     until: Until,
-    groups: Range<u16>,
+    part: Part<'_>,
     sink: Delivery,
 ) -> Result<(Pass, Delivery), EngineError> {
+    let Part {
+        groups,
+        mut layering,
+    } = part;
     let layout = operators::layout(&workload.operator());
     let mut ctx = Context::in_memory(backend, &layout, sink)?;
     let mut job = operators::build(backend, workload, 0, JobMode::Streaming)?;
@@ -83,7 +122,37 @@ pub fn pass(
     let mut key = String::new();
     let mut forwarded = i64::MIN;
     let (mut records, mut processed, mut capped) = (0u64, 0u64, false);
+    // Every column family's cuts in the order the records reach them.
+    let mut cuts: Vec<(u64, usize, usize)> = match &layering {
+        Layering::Cuts { at, .. } => at
+            .iter()
+            .enumerate()
+            .flat_map(|(cf, at)| at.iter().enumerate().map(move |(i, r)| (*r, cf, i)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    cuts.sort_unstable();
+    let mut next_cut = 0;
+    if let (Layering::Epochs { .. }, Some(mem)) = (&layering, ctx.state.memory_mut()) {
+        mem.track_changes();
+    }
     loop {
+        match &mut layering {
+            Layering::Cuts { hand, .. } => {
+                while let Some((_, cf, i)) = cuts.get(next_cut).filter(|c| records >= c.0) {
+                    cut(&mut ctx, (*cf, *i), hand)?;
+                    next_cut += 1;
+                }
+            }
+            Layering::Epochs { records: total } if records.is_multiple_of(256) => {
+                let epoch =
+                    (u128::from(records) * EPOCHS as u128 / u128::from((*total).max(1))) as usize;
+                if let Some(mem) = ctx.state.memory_mut() {
+                    mem.set_epoch(epoch);
+                }
+            }
+            _ => {}
+        }
         match until {
             Until::Records(n) if records >= n => break,
             Until::StateBytes { bytes, cap } if records.is_multiple_of(1024) => {
@@ -121,6 +190,15 @@ pub fn pass(
         }
     }
     ctx.flush_timers()?;
+    if let Layering::Cuts { at, hand } = &mut layering {
+        // Cuts the log did not reach, then each column family's last stretch.
+        for (_, cf, i) in cuts.iter().skip(next_cut) {
+            cut(&mut ctx, (*cf, *i), hand)?;
+        }
+        for (cf, at) in at.iter().enumerate() {
+            cut(&mut ctx, (cf, at.len()), hand)?;
+        }
+    }
     ctx.sink.flush().map_err(PipelineError::from)?;
     let state = ctx.state.take_memory().unwrap_or_default();
     let results = job.results_snapshot();
@@ -137,6 +215,19 @@ pub fn pass(
         },
         ctx.sink,
     ))
+}
+
+/// Hands the state as it stands (timers written out) to `hand` as column family `cf`'s cut `i`.
+fn cut(
+    ctx: &mut Context<'_>,
+    (cf, i): (usize, usize),
+    hand: &mut Hand<'_>,
+) -> Result<(), EngineError> {
+    ctx.flush_timers()?;
+    match ctx.state.memory_mut() {
+        Some(mem) => hand(cf, i, mem),
+        None => Ok(()),
+    }
 }
 
 /// Feeds `oracle` the log's first `records` records and the watermarks a job reading them

@@ -1,0 +1,379 @@
+//! `levels: full`: a base that fills every level of the LSM tree as a tree of its size holds
+//! it in its steady state, not only the last one.
+//!
+//! A leveled tree keeps each level above the last at about its target size, and what is in a
+//! level is what the job wrote after what is in the levels below it: the last level holds the
+//! state as it was some time ago, each level above the values of the keys the history changed
+//! after that (new values, and deletions of keys the levels below still hold), the newest at
+//! the top. So the build cuts the history: the whole state at the first cut goes to the last
+//! level, and the keys each stretch after it changed go, with their values at its end, to the
+//! level above the previous stretch's. Where the cuts fall comes from the sizing pass, which
+//! notes in which of [`EPOCHS`] stretches of the history each key changed: each stretch is as
+//! long as it takes its changes to reach its level's target size, counted from the top.
+//!
+//! Written so, a run meets levels that are full, and its first compactions cascade down as a
+//! long-running job's do, instead of filling empty upper levels first.
+
+use std::sync::{Condvar, Mutex};
+
+use super::EngineError;
+use super::base::{self, CfFiles, SstOut};
+use super::build::SIZING_GROUPS;
+use super::warmup::{self, Until};
+use crate::backend::StateBackend;
+use crate::backend::keys::MAX_PARALLELISM;
+use crate::backend::memstore::{EPOCHS, MemStore};
+use crate::config::Workload;
+use crate::config::profile::Knobs;
+use crate::durability::delivery::Delivery;
+use crate::durability::sink::MemorySink;
+use crate::pipeline::source::{Log, ReadPlan};
+
+/// Each state's cuts of the history ([`cuts`]).
+pub type Cuts = Vec<Vec<u64>>;
+/// How full each level above the last is made, of its target size.
+const FILL: f64 = 0.8;
+
+/// The levels a tree of `total` SST bytes under knobs `k` has: its last level, and each level
+/// above it that holds data with its target size in bytes, deepest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    pub last: u32,
+    pub upper: Vec<(u32, u64)>,
+}
+
+/// [`Shape`] as RocksDB sizes its levels (`VersionStorageInfo::CalculateBaseBytes`): static,
+/// L1 at `max_bytes_for_level_base` and each level below times the multiplier, the last level
+/// the first that holds the rest; dynamic, the last level (L6) the data and each level above
+/// it a multiplier smaller, up to the base level (the first at most `max_bytes_for_level_base`),
+/// none smaller than `max_bytes_for_level_base`.
+pub fn shape(total: u64, k: &Knobs) -> Shape {
+    let base = k.max_bytes_for_level_base.0.max(1);
+    let m = k.max_bytes_for_level_multiplier.max(1.0);
+    let bottom = base::NUM_LEVELS - 1;
+    if !k.dynamic_level_bytes {
+        let last = base::last_level(total, false, base, m, base::NUM_LEVELS);
+        let upper = (1..last)
+            .rev()
+            .map(|level| (level, (base as f64 * m.powi(level as i32 - 1)) as u64))
+            .collect();
+        return Shape { last, upper };
+    }
+    // The last level as a tree of geometric levels holds it: all but a multiplier's share.
+    let last_size = total as f64 * (1.0 - 1.0 / m);
+    let (mut level, mut cur) = (bottom, last_size);
+    let mut sizes = Vec::new();
+    while level > 1 && cur > base as f64 {
+        level -= 1;
+        cur /= m;
+        sizes.push(level);
+    }
+    // Each level's target: the base level's size times the multiplier per level below it.
+    let mut upper: Vec<(u32, u64)> = sizes
+        .into_iter()
+        .map(|l| {
+            (
+                l,
+                (cur * m.powi((l - level) as i32)).max(base as f64) as u64,
+            )
+        })
+        .collect();
+    // Keep no upper levels that would hold as much as the last one.
+    while upper.iter().map(|(_, s)| s).sum::<u64>() >= total / 2 && !upper.is_empty() {
+        upper.pop();
+    }
+    Shape {
+        last: bottom,
+        upper,
+    }
+}
+
+/// The records read before each of column family `cf`'s cuts, ascending: the first is where
+/// its last level's state is taken, each next where the stretch for the level above begins; the
+/// last stretch ends with the history. `sample` is a sizing pass's state over `records` records
+/// that noted its changes by epoch; `targets` the upper levels' sizes (deepest first) in the
+/// sample's bytes.
+pub fn cuts(sample: &MemStore, cf: usize, targets: &[u64], records: u64) -> Vec<u64> {
+    let mut lows = Vec::with_capacity(targets.len());
+    let mut high = EPOCHS;
+    for target in targets.iter().rev() {
+        // Bytes of the keys changed in [lo, high), by the latest epoch each changed in there.
+        let mut by_epoch = vec![0u64; EPOCHS];
+        for (_, changed, bytes) in sample.changed().filter(|(c, _, _)| *c == cf) {
+            if let Some(e) = changed.last_before(high) {
+                by_epoch[e] += bytes;
+            }
+        }
+        // The stretch whose changes come nearest the target, at least one epoch.
+        let mut low = 0;
+        let mut sum = 0;
+        for e in (0..high).rev() {
+            let with = sum + by_epoch[e];
+            if with > *target {
+                low = if with - target < target - sum {
+                    e
+                } else {
+                    (e + 1).min(high - 1)
+                };
+                break;
+            }
+            sum = with;
+        }
+        lows.push(low);
+        high = low;
+    }
+    lows.reverse();
+    lows.iter()
+        .map(|e| (*e as u64).saturating_mul(records) / EPOCHS as u64)
+        .collect()
+}
+
+/// One level of one column family, written by several key-group batches at once, each batch's
+/// in turn (batch `i` waits for batch `i - 1`), so its files stay in key order.
+struct LevelOut<'o> {
+    turn: Mutex<(usize, SstOut<'o>)>,
+    moved: Condvar,
+}
+
+/// Every column family's levels' files, the last level first; a failed batch ends the others'
+/// waits.
+pub struct Writers<'o> {
+    cfs: Vec<Vec<(u32, LevelOut<'o>)>>,
+    failed: Mutex<bool>,
+}
+
+impl<'o> Writers<'o> {
+    /// `cfs`: each column family's levels, the last first, each with its files' writer.
+    pub fn new(cfs: Vec<Vec<(u32, SstOut<'o>)>>) -> Self {
+        Writers {
+            cfs: cfs
+                .into_iter()
+                .map(|levels| {
+                    levels
+                        .into_iter()
+                        .map(|(level, out)| {
+                            let out = LevelOut {
+                                turn: Mutex::new((0, out)),
+                                moved: Condvar::new(),
+                            };
+                            (level, out)
+                        })
+                        .collect()
+                })
+                .collect(),
+            failed: Mutex::new(false),
+        }
+    }
+
+    /// Ends every wait: a batch failed and will not take its turn.
+    pub fn fail(&self) {
+        if let Ok(mut f) = self.failed.lock() {
+            *f = true;
+        }
+        for (_, l) in self.cfs.iter().flatten() {
+            let _guard = l.turn.lock();
+            l.moved.notify_all();
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.failed.lock().map_or(true, |f| *f)
+    }
+
+    /// Column family `cf`'s layer `layer` of batch `batch` from `state`, in its turn: 0 its
+    /// whole state (its last level), then the changes since its previous layer.
+    pub fn write(
+        &self,
+        cf: usize,
+        layer: usize,
+        batch: usize,
+        state: &mut MemStore,
+    ) -> Result<(), EngineError> {
+        let Some((_, out)) = self.cfs.get(cf).and_then(|levels| levels.get(layer)) else {
+            return Ok(());
+        };
+        let poisoned = || EngineError::Preload("a warm-up thread panicked".into());
+        let mut turn = out.turn.lock().map_err(|_| poisoned())?;
+        while turn.0 != batch {
+            if self.failed() {
+                return Err(EngineError::Preload(
+                    "another batch of the build failed".into(),
+                ));
+            }
+            turn = out.moved.wait(turn).map_err(|_| poisoned())?;
+        }
+        let file = &mut turn.1;
+        if layer == 0 {
+            state.for_each_sorted(cf, |k, v| file.put(k, v))?;
+            state.restart_changes(cf);
+        } else {
+            for (key, value) in state.take_changes(cf) {
+                match value {
+                    Some(v) => file.put(&key, &v)?,
+                    None => file.delete(&key)?,
+                }
+            }
+        }
+        turn.0 += 1;
+        out.moved.notify_all();
+        Ok(())
+    }
+
+    /// Closes every file: each column family's levels, the last first.
+    pub fn finish(self) -> Result<Vec<Vec<CfFiles>>, EngineError> {
+        self.cfs
+            .into_iter()
+            .map(|levels| {
+                levels
+                    .into_iter()
+                    .map(|(level, l)| {
+                        let (_, out) = l.turn.into_inner().map_err(|_| {
+                            EngineError::Preload("a warm-up thread panicked".into())
+                        })?;
+                        let mut files = out.finish()?;
+                        files.level = Some(level);
+                        Ok(files)
+                    })
+                    .collect::<Result<Vec<_>, EngineError>>()
+            })
+            .collect()
+    }
+}
+
+/// The levels of a `levels: full` base: each state's (the last first) as a tree of its size
+/// has them, and the records before each of its cuts, from a pass over the sizing key groups
+/// that notes when each key changes. `per_cf`: the sizing groups' bytes of keys and values and
+/// of SST files, per state.
+pub(super) fn plan(
+    (backend, k): (&StateBackend, &Knobs),
+    (workload, log, live): (&Workload, &Log, &ReadPlan),
+    records: u64,
+    per_cf: &[(u64, u64)],
+    say: &dyn Fn(String),
+) -> Result<(Vec<Vec<u32>>, Cuts), EngineError> {
+    let scale = f64::from(MAX_PARALLELISM) / f64::from(SIZING_GROUPS);
+    let shapes: Vec<Shape> = per_cf
+        .iter()
+        .map(|(_, sst)| shape((*sst as f64 * scale) as u64, k))
+        .collect();
+    let levels = shapes
+        .iter()
+        .map(|s| {
+            std::iter::once(s.last)
+                .chain(s.upper.iter().map(|(l, _)| *l))
+                .collect()
+        })
+        .collect();
+    if shapes.iter().all(|s| s.upper.is_empty()) {
+        say("levels: every state fits its last level".to_string());
+        return Ok((levels, vec![Vec::new(); per_cf.len()]));
+    }
+    let sink = Delivery::passthrough(Box::new(MemorySink::new(workload.result_labels())));
+    let (tracked, _) = warmup::pass(
+        backend,
+        workload,
+        log,
+        warmup::plan(log, live, None),
+        Until::Records(records),
+        warmup::Part {
+            groups: 0..SIZING_GROUPS,
+            layering: warmup::Layering::Epochs { records },
+        },
+        sink,
+    )?;
+    let mut all = Vec::new();
+    for (cf, (shape, (raw, sst))) in shapes.iter().zip(per_cf).enumerate() {
+        // A level's target in the sizing groups' bytes of keys and values, aimed at 80 % of
+        // it: a level sits under its target between compactions, and the sample's estimate
+        // is off by some (a level over its target compacts before the run's first write).
+        let to_sample =
+            |t: u64| (t as f64 * FILL / scale * (*raw as f64 / (*sst).max(1) as f64)) as u64;
+        let targets: Vec<u64> = shape.upper.iter().map(|(_, t)| to_sample(*t)).collect();
+        let at = cuts(&tracked.state, cf, &targets, records);
+        if !shape.upper.is_empty() {
+            say(format!(
+                "levels of '{}': L{} the state after {} of {records} records; {}",
+                backend.column_families().get(cf).map_or("", String::as_str),
+                shape.last,
+                at.first().copied().unwrap_or(records),
+                shape
+                    .upper
+                    .iter()
+                    .zip(&at)
+                    .map(|((l, t), from)| format!(
+                        "L{l} ({}) the changes after {from}",
+                        crate::config::units::human_bytes(*t as f64)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        all.push(at);
+    }
+    Ok((levels, all))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::units::ByteSize;
+
+    const MB: u64 = 1 << 20;
+
+    fn knobs(base: u64, dynamic: bool) -> Knobs {
+        Knobs {
+            max_bytes_for_level_base: ByteSize(base),
+            dynamic_level_bytes: dynamic,
+            ..Knobs::default()
+        }
+    }
+
+    #[test]
+    fn static_levels_are_full_down_to_the_one_that_holds_the_rest() {
+        // The seed's "before": 256 MB at L1, x10, not dynamic; 3 GB ends in L3.
+        let s = shape(3 * 1024 * MB, &knobs(256 * MB, false));
+        assert_eq!(s.last, 3);
+        assert_eq!(s.upper, vec![(2, 2560 * MB), (1, 256 * MB)]);
+        assert_eq!(shape(100 * MB, &knobs(256 * MB, false)).upper, vec![]);
+    }
+
+    #[test]
+    fn dynamic_levels_grow_from_the_last_up_to_the_base_level() {
+        // The seed's "after": 1 GB base, dynamic; 3 GB is L6 and a base level L5 of at least
+        // 1 GB (RocksDB sizes no level under max_bytes_for_level_base).
+        let s = shape(3 * 1024 * MB, &knobs(1024 * MB, true));
+        assert_eq!(s.last, 6);
+        assert_eq!(s.upper.len(), 1);
+        assert_eq!(s.upper[0].0, 5);
+        assert!(s.upper[0].1 >= 1024 * MB, "{:?}", s.upper);
+        // 256 MB base, dynamic: 3 GB needs two levels above the last.
+        let s = shape(3 * 1024 * MB, &knobs(256 * MB, true));
+        assert_eq!(
+            s.upper.iter().map(|(l, _)| *l).collect::<Vec<_>>(),
+            vec![5, 4]
+        );
+        // Smaller than the base: all of it in the last level.
+        assert_eq!(shape(200 * MB, &knobs(256 * MB, true)).upper, vec![]);
+    }
+
+    #[test]
+    fn cuts_give_each_level_its_size_counted_from_the_newest_changes() {
+        let mut s = MemStore::new(1);
+        s.track_changes();
+        // 256 epochs over 2560 records; a new 10-byte key (9 + 1) every record.
+        for r in 0..2560u64 {
+            s.set_epoch((r * EPOCHS as u64 / 2560) as usize);
+            s.put(0, format!("k{r:08}").as_bytes(), b"v");
+        }
+        // 100 bytes = 10 records = 1 epoch at the top, 1,000 bytes = 10 epochs below it; each
+        // stretch the one whose bytes come nearest its target.
+        assert_eq!(cuts(&s, 0, &[1000, 100], 2560), vec![2450, 2550]);
+        assert_eq!(cuts(&s, 0, &[1040, 160], 2560), vec![2440, 2540]);
+        assert_eq!(cuts(&s, 0, &[960, 140], 2560), vec![2450, 2550]);
+        assert_eq!(
+            cuts(&s, 1, &[1000], 2560),
+            vec![0],
+            "no changes: all of it above"
+        );
+    }
+}
