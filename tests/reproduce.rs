@@ -123,7 +123,8 @@ fn heap_timers_take_their_operations_out_of_rocksdb_and_into_every_checkpoint() 
 
 /// Every case study's workload and profile load at both scales (edits are checked one by one:
 /// a production size that a miniature profile's level base cannot hold is refused), and every
-/// production-size case preloads a job bigger than the miniature's, on the seed's buffers.
+/// production-size case preloads a job bigger than the miniature's, on the seed's buffers (case
+/// study 3: in the seed's ratios).
 #[test]
 fn every_case_studys_sizes_load() {
     use reproduce::proofs::{PROOFS, Scale, prepare};
@@ -143,11 +144,17 @@ fn every_case_studys_sizes_load() {
             proof.name
         );
         assert!(!production.checks.is_empty(), "{}", proof.name);
-        assert!(
-            profile.knobs.write_buffer_size.0 >= 64 << 20,
-            "{}",
-            proof.name
-        );
+        let k = &profile.knobs;
+        if proof.name == "level-sizing" {
+            // The seed's tree shape at 1/16 of its bytes: its 64 MB buffers and files over a
+            // 256 MB level base, in those ratios.
+            assert_eq!(k.write_buffer_size.0, 4 << 20);
+            assert_eq!(k.target_file_size_base.0, k.write_buffer_size.0);
+            assert_eq!(k.max_bytes_for_level_base.0, 4 * k.write_buffer_size.0);
+            assert!(!k.dynamic_level_bytes);
+        } else {
+            assert!(k.write_buffer_size.0 >= 64 << 20, "{}", proof.name);
+        }
     }
 }
 

@@ -16,7 +16,7 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
         println!("case studies (the advisor finds the cause, its fix is re-run):");
         for p in proofs::PROOFS {
             let production = if p.production.is_some() {
-                " (also at the seed's size: --scale production)"
+                " (also at production size: --scale production)"
             } else {
                 ""
             };
@@ -25,7 +25,7 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
         println!("failures, checkpoints and savepoints:");
         for c in recovery::CASES {
             let production = if c.production.is_some() {
-                " (also at the seed's size: --scale production)"
+                " (also at production size: --scale production)"
             } else {
                 ""
             };

@@ -14,7 +14,7 @@ pub fn render(proof: &Proof, outcome: &Outcome) -> String {
     let history = outcome.before.preload.as_ref().map_or(0, |p| p.records);
     let limit = match outcome.production {
         Some(p) => {
-            let _ = writeln!(out, "  at the seed's size: {}\n", p.story);
+            let _ = writeln!(out, "  at production size: {}\n", p.story);
             Some(p.duration)
         }
         None => proof.limit,
@@ -78,7 +78,11 @@ pub fn render(proof: &Proof, outcome: &Outcome) -> String {
             if *held { "yes" } else { "NO" }
         );
     }
-    if let Some(caveat) = proof.caveat.filter(|_| outcome.production.is_none()) {
+    let caveat = match outcome.production {
+        Some(p) => p.caveat,
+        None => proof.caveat,
+    };
+    if let Some(caveat) = caveat {
         let _ = writeln!(out, "\n  note: {caveat}");
     }
     let _ = writeln!(

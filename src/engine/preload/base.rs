@@ -28,7 +28,7 @@ pub const RESULTS: &str = "results.bin";
 /// Levels of the LSM tree: RocksDB's default, which neither Flink nor statebench changes.
 pub const NUM_LEVELS: u32 = 7;
 /// Bumped when what a base holds changes meaning: older bases are rebuilt, not misread.
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {

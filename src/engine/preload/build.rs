@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::base::{self, Manifest, SstOut};
+use super::history;
 use super::layers;
 use super::warmup::{self, Until};
 use super::{EngineError, PreloadConfig};
@@ -214,8 +215,7 @@ pub(super) fn build(
         warmup::pass(
             &backend,
             workload,
-            &log,
-            warmup::plan(&log, &live, stop_time),
+            warmup::Source::Log(&log, warmup::plan(&log, &live, stop_time)),
             until,
             warmup::Part::groups(0..SIZING_GROUPS),
             sink(),
@@ -267,13 +267,12 @@ pub(super) fn build(
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get) as u64;
     let budget = config.spec.memory.map_or(DEFAULT_MEMORY, |m| m.0) / workers;
     let need = est_bytes + est_entries * ENTRY_OVERHEAD;
+    // A whole number of rounds of one batch per core: a state that fits one batch still
+    // builds on every core, and no core waits through a last round alone.
     let batches = need
         .div_ceil(budget.max(1))
-        // At least one per core: a state that fits one batch still builds on every core.
-        .clamp(
-            workers.min(u64::from(MAX_PARALLELISM)),
-            u64::from(MAX_PARALLELISM),
-        ) as u16;
+        .next_multiple_of(workers.max(1))
+        .min(u64::from(MAX_PARALLELISM)) as u16;
     let sizing_secs = started.elapsed().as_secs_f64();
     say(format!(
         "{records} records of history, about {} of state in {est_entries} entries ({} of SST files): {batches} batch(es) of key groups",
@@ -331,23 +330,49 @@ pub(super) fn build(
     let (mut state_bytes, mut entries) = (0u64, 0u64);
     let mut heap_timer_files = Vec::new();
     let mut offsets = Vec::new();
-    let per = MAX_PARALLELISM.div_ceil(batches);
+    // Key groups shared out evenly (18 batches: 14 or 15 each, not 15 and a last of 1).
+    let share = |b: u16| (u32::from(b) * u32::from(MAX_PARALLELISM) / u32::from(batches)) as u16;
     let all: Vec<_> = (0..batches)
-        .map(|b| (b * per)..((b + 1) * per).min(MAX_PARALLELISM))
+        .map(|b| share(b)..share(b + 1))
         .filter(|g| !g.is_empty())
         .collect();
+    // More than two rounds of batches: the history is read from the log once, each batch's
+    // records into a file of its own (every batch reading the log again was most of a big
+    // build's time). One or two rounds read the log as fast side by side as one pass alone
+    // writes the files.
+    let t = Instant::now();
+    let spilled = if all.len() > 2 * workers as usize {
+        say(format!(
+            "reading the history once into {} batches' files",
+            all.len()
+        ));
+        Some(history::spill(
+            workload,
+            &log,
+            warmup::plan(&log, &live, None),
+            records,
+            &all,
+            &dir.join("history"),
+        )?)
+    } else {
+        None
+    };
+    let spill_secs = t.elapsed().as_secs_f64();
     let mut done = 0;
     for round in all.chunks(workers as usize) {
         let t = Instant::now();
-        // Each batch's warm-up reads the whole log for its own key groups; their states are
-        // disjoint and are written out in key-group order below.
+        // Each batch's warm-up reads its own key groups' records (and every watermark); their
+        // states are disjoint and are written out in key-group order below.
         let passes = std::thread::scope(|scope| {
             let handles: Vec<_> = round
                 .iter()
                 .enumerate()
                 .map(|(i, groups)| {
-                    let plan = warmup::plan(&log, &live, None);
-                    let (backend, log, groups) = (&backend, &log, groups.clone());
+                    let source = match &spilled {
+                        Some(history) => warmup::Source::Spilled(history, done + i),
+                        None => warmup::Source::Log(&log, warmup::plan(&log, &live, None)),
+                    };
+                    let (backend, groups) = (&backend, groups.clone());
                     let (writers, cuts, batch) = (writers.as_ref(), &cuts, done + i);
                     scope.spawn(move || {
                         let mut hand = |cf, layer, state: &mut MemStore| match writers {
@@ -364,8 +389,7 @@ pub(super) fn build(
                         let result = warmup::pass(
                             backend,
                             workload,
-                            log,
-                            plan,
+                            source,
                             Until::Records(records),
                             warmup::Part { groups, layering },
                             sink(),
@@ -428,6 +452,11 @@ pub(super) fn build(
             ));
         }
         write_secs += t.elapsed().as_secs_f64();
+    }
+    warm_up_secs += spill_secs;
+    if let Some(history) = spilled {
+        history.remove();
+        let _ = std::fs::remove_dir(dir.join("history"));
     }
     let t = Instant::now();
     let mut column_families = outs

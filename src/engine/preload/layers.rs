@@ -31,8 +31,9 @@ use crate::pipeline::source::{Log, ReadPlan};
 
 /// Each state's cuts of the history ([`cuts`]).
 pub type Cuts = Vec<Vec<u64>>;
-/// How full each level above the last is made, of its target size.
-const FILL: f64 = 0.8;
+/// How full each level above the last is made, of its target size (the sample's estimate
+/// is off by some either way).
+const FILL: f64 = 0.95;
 
 /// The levels a tree of `total` SST bytes under knobs `k` has: its last level, and each level
 /// above it that holds data with its target size in bytes, deepest first.
@@ -272,8 +273,7 @@ pub(super) fn plan(
     let (tracked, _) = warmup::pass(
         backend,
         workload,
-        log,
-        warmup::plan(log, live, None),
+        warmup::Source::Log(log, warmup::plan(log, live, None)),
         Until::Records(records),
         warmup::Part {
             groups: 0..SIZING_GROUPS,
@@ -283,9 +283,9 @@ pub(super) fn plan(
     )?;
     let mut all = Vec::new();
     for (cf, (shape, (raw, sst))) in shapes.iter().zip(per_cf).enumerate() {
-        // A level's target in the sizing groups' bytes of keys and values, aimed at 80 % of
-        // it: a level sits under its target between compactions, and the sample's estimate
-        // is off by some (a level over its target compacts before the run's first write).
+        // A level's target in the sizing groups' bytes of keys and values, aimed a little
+        // under it ([`FILL`]): a long-running tree's levels sit at their targets, each byte in
+        // pushing one down, and one over its target compacts before the run's first write.
         let to_sample =
             |t: u64| (t as f64 * FILL / scale * (*raw as f64 / (*sst).max(1) as f64)) as u64;
         let targets: Vec<u64> = shape.upper.iter().map(|(_, t)| to_sample(*t)).collect();

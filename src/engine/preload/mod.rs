@@ -15,6 +15,7 @@
 pub mod base;
 mod build;
 mod derive;
+mod history;
 mod layers;
 mod warmup;
 

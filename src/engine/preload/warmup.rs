@@ -6,6 +6,7 @@
 
 use std::ops::Range;
 
+use super::history::{Advance, BatchRecords, Spilled};
 use crate::backend::StateBackend;
 use crate::backend::keys::key_group;
 use crate::backend::memstore::{EPOCHS, MemStore};
@@ -15,7 +16,7 @@ use crate::engine::truth::OracleThread;
 use crate::engine::{EngineError, WATERMARK_EVERY_EVENTS};
 use crate::pipeline::PipelineError;
 use crate::pipeline::operators::{self, Context, JobMode};
-use crate::pipeline::source::{Consumer, KeyNames, Log, Offsets, ReadPlan};
+use crate::pipeline::source::{Consumer, Event, KeyNames, Log, Offsets, ReadPlan};
 use crate::pipeline::watermark::WatermarkValve;
 
 /// How far a warm-up pass reads.
@@ -96,14 +97,154 @@ impl Part<'_> {
     }
 }
 
+/// Where a pass reads its records.
+pub enum Source<'l> {
+    /// The log from its start (`plan`): every record, the pass keeps its key groups'.
+    Log(&'l Log, ReadPlan),
+    /// Batch `b` of a history spilled once (`history::spill`): its records only, and every
+    /// watermark the whole log moves.
+    Spilled(&'l Spilled, usize),
+}
+
+/// What a pass meets next: a record, or the watermark the job forwards after one.
+enum Step {
+    Record { index: u64, now: i64, event: Event },
+    Advance(Advance),
+}
+
+/// A [`Source`] as the [`Step`]s in the log's order.
+enum Steps<'l> {
+    Log {
+        consumer: Box<Consumer>,
+        watermark: WatermarkValve,
+        forwarded: i64,
+        read: u64,
+        /// Records it reads at most: the log stands right after them.
+        limit: u64,
+        pending: Option<Advance>,
+    },
+    Spilled {
+        history: &'l Spilled,
+        records: BatchRecords,
+        next: Option<(u64, i64, Event)>,
+        advance: usize,
+    },
+}
+
+impl<'l> Steps<'l> {
+    fn new(workload: &Workload, source: Source<'l>, limit: u64) -> Result<Self, EngineError> {
+        Ok(match source {
+            Source::Log(log, plan) => {
+                let consumer = Box::new(Consumer::new(log, plan));
+                let watermark = WatermarkValve::for_workload(workload, consumer.now());
+                Steps::Log {
+                    consumer,
+                    watermark,
+                    forwarded: i64::MIN,
+                    read: 0,
+                    limit,
+                    pending: None,
+                }
+            }
+            Source::Spilled(history, b) => {
+                let mut records = history.batch(b)?;
+                let next = records.next()?;
+                Steps::Spilled {
+                    history,
+                    records,
+                    next,
+                    advance: 0,
+                }
+            }
+        })
+    }
+
+    /// True when every record is of the pass's key groups.
+    fn batched(&self) -> bool {
+        matches!(self, Steps::Spilled { .. })
+    }
+
+    /// Records of the whole history, where only the batch's are read.
+    fn records(&self) -> Option<u64> {
+        match self {
+            Steps::Spilled { history, .. } => Some(history.records),
+            Steps::Log { .. } => None,
+        }
+    }
+
+    fn offsets(&self) -> Offsets {
+        match self {
+            Steps::Spilled { history, .. } => history.offsets.clone(),
+            Steps::Log { consumer, .. } => consumer.position().clone(),
+        }
+    }
+
+    fn next(&mut self) -> Result<Option<Step>, EngineError> {
+        match self {
+            Steps::Log {
+                consumer,
+                watermark,
+                forwarded,
+                read,
+                limit,
+                pending,
+            } => {
+                if let Some(a) = pending.take() {
+                    return Ok(Some(Step::Advance(a)));
+                }
+                if *read >= *limit {
+                    return Ok(None);
+                }
+                let Some(event) = consumer.next(|_| {}) else {
+                    return Ok(None);
+                };
+                let now = consumer.now();
+                let index = *read;
+                watermark.on_record(event.partition as usize, event.event_time, now);
+                *read += 1;
+                if read.is_multiple_of(WATERMARK_EVERY_EVENTS) {
+                    let wm = watermark.advance(now);
+                    if wm > *forwarded {
+                        *forwarded = wm;
+                        *pending = Some(Advance {
+                            after: index,
+                            watermark: wm,
+                            now,
+                        });
+                    }
+                }
+                Ok(Some(Step::Record { index, now, event }))
+            }
+            Steps::Spilled {
+                history,
+                records,
+                next,
+                advance,
+            } => {
+                // A watermark moved after an earlier record comes before this one.
+                if let Some(a) = history.advances.get(*advance)
+                    && next.as_ref().is_none_or(|(index, _, _)| a.after < *index)
+                {
+                    *advance += 1;
+                    return Ok(Some(Step::Advance(*a)));
+                }
+                let Some((index, now, event)) = next.take() else {
+                    return Ok(None);
+                };
+                *next = records.next()?;
+                Ok(Some(Step::Record { index, now, event }))
+            }
+        }
+    }
+}
+
 /// One pass over the log (`plan`) for the keys in key groups `part.groups`: the operator built
 /// on `backend` (whose column families name the state) processes them into memory; results go
 /// to `sink`, which comes back.
 pub fn pass(
     backend: &StateBackend,
     workload: &Workload,
-    log: &Log,
-    plan: ReadPlan,
+    source: Source<'_>,
     until: Until,
     part: Part<'_>,
     sink: Delivery,
@@ -116,11 +257,13 @@ pub fn pass(
     let mut ctx = Context::in_memory(backend, &layout, sink)?;
     let mut job = operators::build(backend, workload, 0, JobMode::Streaming)?;
     let names = KeyNames::of(workload);
-    let mut consumer = Consumer::new(log, plan);
-    let mut watermark = WatermarkValve::for_workload(workload, consumer.now());
+    let limit = match until {
+        Until::Records(n) => n,
+        Until::StateBytes { .. } => u64::MAX,
+    };
+    let mut steps = Steps::new(workload, source, limit)?;
     let scale = 256.0 / f64::from((groups.end - groups.start).max(1));
     let mut key = String::new();
-    let mut forwarded = i64::MIN;
     let (mut records, mut processed, mut capped) = (0u64, 0u64, false);
     // Every column family's cuts in the order the records reach them.
     let mut cuts: Vec<(u64, usize, usize)> = match &layering {
@@ -136,55 +279,62 @@ pub fn pass(
     if let (Layering::Epochs { .. }, Some(mem)) = (&layering, ctx.state.memory_mut()) {
         mem.track_changes();
     }
-    loop {
+    while let Some(step) = steps.next()? {
+        // The record's index, or the one the watermark moves after.
+        let at = match &step {
+            Step::Record { index, .. } => *index,
+            Step::Advance(a) => a.after,
+        };
+        if let Until::Records(n) = until
+            && at >= n
+        {
+            break;
+        }
         match &mut layering {
             Layering::Cuts { hand, .. } => {
-                while let Some((_, cf, i)) = cuts.get(next_cut).filter(|c| records >= c.0) {
+                while let Some((_, cf, i)) = cuts.get(next_cut).filter(|c| at >= c.0) {
                     cut(&mut ctx, (*cf, *i), hand)?;
                     next_cut += 1;
                 }
             }
-            Layering::Epochs { records: total } if records.is_multiple_of(256) => {
+            Layering::Epochs { records: total } if at.is_multiple_of(256) => {
                 let epoch =
-                    (u128::from(records) * EPOCHS as u128 / u128::from((*total).max(1))) as usize;
+                    (u128::from(at) * EPOCHS as u128 / u128::from((*total).max(1))) as usize;
                 if let Some(mem) = ctx.state.memory_mut() {
                     mem.set_epoch(epoch);
                 }
             }
             _ => {}
         }
-        match until {
-            Until::Records(n) if records >= n => break,
-            Until::StateBytes { bytes, cap } if records.is_multiple_of(1024) => {
-                let held = ctx.state.memory().map_or(0, MemStore::bytes) as f64 * scale;
-                if held >= bytes as f64 {
-                    break;
+        match step {
+            Step::Record { index, now, event } => {
+                if let Until::StateBytes { bytes, cap } = until
+                    && index.is_multiple_of(1024)
+                {
+                    let held = ctx.state.memory().map_or(0, MemStore::bytes) as f64 * scale;
+                    if held >= bytes as f64 {
+                        break;
+                    }
+                    if index >= cap {
+                        capped = true;
+                        break;
+                    }
                 }
-                if records >= cap {
-                    capped = true;
-                    break;
+                ctx.set_now(now);
+                let mine = steps.batched() || {
+                    names.write(event.user, &mut key);
+                    groups.contains(&key_group(&key))
+                };
+                if mine {
+                    job.on_event(&event, &mut ctx)?;
+                    ctx.emitted.clear();
+                    processed += 1;
                 }
+                records = index + 1;
             }
-            _ => {}
-        }
-        let Some(event) = consumer.next(|_| {}) else {
-            break;
-        };
-        let now = consumer.now();
-        ctx.set_now(now);
-        names.write(event.user, &mut key);
-        if groups.contains(&key_group(&key)) {
-            job.on_event(&event, &mut ctx)?;
-            ctx.emitted.clear();
-            processed += 1;
-        }
-        watermark.on_record(event.partition as usize, event.event_time, now);
-        records += 1;
-        if records.is_multiple_of(WATERMARK_EVERY_EVENTS) {
-            let wm = watermark.advance(now);
-            if wm > forwarded {
-                forwarded = wm;
-                ctx.advance_watermark(job.as_mut(), wm)?;
+            Step::Advance(a) => {
+                ctx.set_now(a.now);
+                ctx.advance_watermark(job.as_mut(), a.watermark)?;
                 ctx.emitted.clear();
             }
         }
@@ -206,9 +356,9 @@ pub fn pass(
     Ok((
         Pass {
             state,
-            records,
+            records: steps.records().unwrap_or(records),
             processed,
-            offsets: consumer.position().clone(),
+            offsets: steps.offsets(),
             results,
             capped,
             heap_timers,

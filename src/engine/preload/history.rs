@@ -1,0 +1,297 @@
+//! A preload's history read from the log once. A build in several key-group batches needs each
+//! batch's records and every watermark the whole log moves; reading the log again for every
+//! batch (generating every record, naming its key and hashing it to its key group) was most of
+//! a big build's time (51 batches of 170 M records for 10 GiB of days-app state). So one pass
+//! writes each record, with the processing time it was read at, to its batch's file, and
+//! notes every watermark the job would forward and when; each batch then reads its own file.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read as _, Write as _};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use super::EngineError;
+use super::base::io;
+use crate::backend::keys::{MAX_PARALLELISM, key_group};
+use crate::config::Workload;
+use crate::engine::WATERMARK_EVERY_EVENTS;
+use crate::pipeline::source::{Consumer, Event, KeyNames, Log, Offsets, ReadPlan};
+use crate::pipeline::watermark::WatermarkValve;
+
+/// A watermark the job forwards after record `after` (its index in the log's order), with the
+/// processing time of that record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Advance {
+    pub after: u64,
+    pub watermark: i64,
+    pub now: i64,
+}
+
+/// The history, split by batch.
+pub struct Spilled {
+    files: Vec<PathBuf>,
+    pub advances: Vec<Advance>,
+    /// Records of history (of every batch).
+    pub records: u64,
+    /// Where the log stands after them.
+    pub offsets: Offsets,
+}
+
+/// Bytes a record takes in a batch's file.
+const RECORD: usize = 8 + 8 + 8 + 8 + 4 + 8 + 8 + 4 + 1;
+
+/// Reads the log's first `records` records (`plan`) once into a file per batch of key groups
+/// (`batches`) under `dir`, and the watermarks they move.
+pub fn spill(
+    workload: &Workload,
+    log: &Log,
+    plan: ReadPlan,
+    records: u64,
+    batches: &[Range<u16>],
+    dir: &Path,
+) -> Result<Spilled, EngineError> {
+    std::fs::create_dir_all(dir).map_err(io(format!("create {}", dir.display())))?;
+    let mut batch_of = vec![0usize; usize::from(MAX_PARALLELISM)];
+    for (b, groups) in batches.iter().enumerate() {
+        for g in groups.clone() {
+            if let Some(slot) = batch_of.get_mut(usize::from(g)) {
+                *slot = b;
+            }
+        }
+    }
+    let files: Vec<PathBuf> = (0..batches.len())
+        .map(|b| dir.join(format!("batch-{b:03}.records")))
+        .collect();
+    let mut outs = files
+        .iter()
+        .map(|f| {
+            File::create(f)
+                .map(|f| BufWriter::with_capacity(256 << 10, f))
+                .map_err(io(format!("create {}", f.display())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let names = KeyNames::of(workload);
+    let mut consumer = Consumer::new(log, plan);
+    let mut watermark = WatermarkValve::for_workload(workload, consumer.now());
+    let (mut forwarded, mut advances, mut read) = (i64::MIN, Vec::new(), 0u64);
+    let mut key = String::new();
+    let mut buf = [0u8; RECORD];
+    while read < records {
+        let Some(event) = consumer.next(|_| {}) else {
+            break;
+        };
+        let now = consumer.now();
+        names.write(event.user, &mut key);
+        let batch = batch_of
+            .get(usize::from(key_group(&key)))
+            .copied()
+            .unwrap_or(0);
+        encode(read, now, &event, &mut buf);
+        if let Some(out) = outs.get_mut(batch) {
+            out.write_all(&buf)
+                .map_err(io(format!("write {}", files[batch].display())))?;
+        }
+        watermark.on_record(event.partition as usize, event.event_time, now);
+        read += 1;
+        if read.is_multiple_of(WATERMARK_EVERY_EVENTS) {
+            let wm = watermark.advance(now);
+            if wm > forwarded {
+                forwarded = wm;
+                advances.push(Advance {
+                    after: read - 1,
+                    watermark: wm,
+                    now,
+                });
+            }
+        }
+    }
+    for (out, f) in outs.into_iter().zip(&files) {
+        out.into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.sync_all())
+            .map_err(io(format!("write {}", f.display())))?;
+    }
+    Ok(Spilled {
+        files,
+        advances,
+        records: read,
+        offsets: consumer.position().clone(),
+    })
+}
+
+fn encode(index: u64, now: i64, e: &Event, buf: &mut [u8; RECORD]) {
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        buf[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    put(&index.to_le_bytes());
+    put(&now.to_le_bytes());
+    put(&e.user.to_le_bytes());
+    put(&e.event_time.to_le_bytes());
+    put(&e.partition.to_le_bytes());
+    put(&e.offset.to_le_bytes());
+    put(&e.append_time.to_le_bytes());
+    put(&e.value_size.to_le_bytes());
+    put(&[e.input]);
+}
+
+fn decode(buf: &[u8; RECORD]) -> (u64, i64, Event) {
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&buf[at..at + 8]);
+        w
+    };
+    let half = |at: usize| {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&buf[at..at + 4]);
+        w
+    };
+    (
+        u64::from_le_bytes(word(0)),
+        i64::from_le_bytes(word(8)),
+        Event {
+            user: u64::from_le_bytes(word(16)),
+            event_time: i64::from_le_bytes(word(24)),
+            partition: u32::from_le_bytes(half(32)),
+            offset: u64::from_le_bytes(word(36)),
+            append_time: i64::from_le_bytes(word(44)),
+            value_size: u32::from_le_bytes(half(52)),
+            input: buf[56],
+        },
+    )
+}
+
+/// One batch's records in the log's order: (index, processing time, record).
+pub struct BatchRecords {
+    reader: BufReader<File>,
+    path: PathBuf,
+}
+
+impl Spilled {
+    pub fn batch(&self, b: usize) -> Result<BatchRecords, EngineError> {
+        let path = self
+            .files
+            .get(b)
+            .cloned()
+            .ok_or_else(|| EngineError::Preload(format!("no records spilled for batch {b}")))?;
+        let file = File::open(&path).map_err(io(format!("read {}", path.display())))?;
+        Ok(BatchRecords {
+            reader: BufReader::with_capacity(256 << 10, file),
+            path,
+        })
+    }
+
+    /// Removes the batches' files.
+    pub fn remove(self) {
+        for f in self.files {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+impl BatchRecords {
+    pub fn next(&mut self) -> Result<Option<(u64, i64, Event)>, EngineError> {
+        let mut buf = [0u8; RECORD];
+        match self.reader.read_exact(&mut buf) {
+            Ok(()) => Ok(Some(decode(&buf))),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+            Err(e) => Err(EngineError::Preload(format!(
+                "cannot read {}: {e}",
+                self.path.display()
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::backend::StateBackend;
+    use crate::backend::memory::SharedMemory;
+    use crate::config::{Profile, Workload};
+    use crate::durability::delivery::Delivery;
+    use crate::durability::sink::MemorySink;
+    use crate::engine::preload::warmup::{self, Part, Source, Until};
+    use crate::pipeline::operators;
+    use std::sync::Arc;
+
+    /// Each batch read from the spilled history holds exactly the state, results and timers
+    /// the same batch read from the log does, and the history ends where the log stands.
+    #[test]
+    fn a_batch_of_the_spilled_history_builds_what_the_log_builds() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["smoke", "sessions-process"] {
+            let workload = Workload::load(name).unwrap();
+            let profile = Profile::load("flink-default").unwrap();
+            let memory = Arc::new(SharedMemory::for_profile(&profile).unwrap());
+            let layout = operators::layout(&workload.operator());
+            let scratch = dir.path().join(name);
+            let backend = StateBackend::open_shared(&scratch, &profile, &layout, &memory).unwrap();
+            let log = Log::new(&workload, None, u64::MAX);
+            let live = ReadPlan::from_workload(&log, &Default::default()).unwrap();
+            let batches = [0..100, 100..101, 101..256];
+            let records = 9_000;
+            let history = spill(
+                &workload,
+                &log,
+                warmup::plan(&log, &live, None),
+                records,
+                &batches,
+                &dir.path().join(format!("{name}-history")),
+            )
+            .unwrap();
+            assert_eq!(history.records, records);
+            assert!(!history.advances.is_empty());
+            let sink =
+                || Delivery::passthrough(Box::new(MemorySink::new(workload.result_labels())));
+            for (b, groups) in batches.iter().enumerate() {
+                let (mut from_log, _) = warmup::pass(
+                    &backend,
+                    &workload,
+                    Source::Log(&log, warmup::plan(&log, &live, None)),
+                    Until::Records(records),
+                    Part::groups(groups.clone()),
+                    sink(),
+                )
+                .unwrap();
+                let (mut spilled, _) = warmup::pass(
+                    &backend,
+                    &workload,
+                    Source::Spilled(&history, b),
+                    Until::Records(records),
+                    Part::groups(groups.clone()),
+                    sink(),
+                )
+                .unwrap();
+                assert_eq!(spilled.records, from_log.records, "{name} batch {b}");
+                assert_eq!(spilled.processed, from_log.processed, "{name} batch {b}");
+                assert_eq!(spilled.offsets, from_log.offsets, "{name} batch {b}");
+                assert_eq!(spilled.results, from_log.results, "{name} batch {b}");
+                assert_eq!(spilled.heap_timers, from_log.heap_timers);
+                let (a, b_) = (spilled.state.take(), from_log.state.take());
+                assert!(a.iter().map(Vec::len).sum::<usize>() > 0 || b == 1);
+                assert!(a == b_, "{name} batch {b}: the states differ");
+            }
+        }
+    }
+
+    #[test]
+    fn a_record_comes_back_as_it_was_written() {
+        let e = Event {
+            user: u64::MAX - 3,
+            event_time: -7,
+            partition: 5,
+            offset: 1 << 40,
+            append_time: 1_700_000_000_000,
+            value_size: 1024,
+            input: 1,
+        };
+        let mut buf = [0u8; RECORD];
+        encode(42, -1, &e, &mut buf);
+        let (index, now, back) = decode(&buf);
+        assert_eq!((index, now), (42, -1));
+        assert_eq!(format!("{back:?}"), format!("{e:?}"));
+    }
+}
