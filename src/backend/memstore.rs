@@ -117,9 +117,18 @@ pub struct Changed {
 impl Changed {
     /// The latest epoch before `before` it changed in.
     pub fn last_before(&self, before: usize) -> Option<usize> {
-        (0..before.min(EPOCHS))
-            .rev()
-            .find(|e| self.epochs[e / 64] & (1 << (e % 64)) != 0)
+        let before = before.min(EPOCHS);
+        (0..before.div_ceil(64)).rev().find_map(|word| {
+            // The word's bits below `before`.
+            let below = before - word * 64;
+            let mask = if below >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << below) - 1
+            };
+            let bits = self.epochs[word] & mask;
+            (bits != 0).then(|| word * 64 + 63 - bits.leading_zeros() as usize)
+        })
     }
 }
 
@@ -177,17 +186,17 @@ impl MemStore {
         }
     }
 
-    /// Each changed key of each column family, with its bytes now (key and value, or the key
-    /// alone for a deletion).
-    pub fn changed(&self) -> impl Iterator<Item = (usize, &Changed, u64)> + '_ {
-        self.changes.iter().flat_map(move |c| {
-            c.cfs.iter().enumerate().flat_map(move |(cf, map)| {
-                map.iter().map(move |(key, changed)| {
-                    let value = self.get(cf, key).map_or(0, <[u8]>::len);
-                    (cf, changed, (key.len() + value) as u64)
-                })
+    /// Each changed key of `cf`, with its bytes now (key and value, or the key alone for a
+    /// deletion).
+    pub fn changed(&self, cf: usize) -> impl Iterator<Item = (&Changed, u64)> + '_ {
+        self.changes
+            .iter()
+            .filter_map(move |c| c.cfs.get(cf))
+            .flatten()
+            .map(move |(key, changed)| {
+                let value = self.get(cf, key).map_or(0, <[u8]>::len);
+                (changed, (key.len() + value) as u64)
             })
-        })
     }
 
     /// The keys of `cf` changed since tracking started or its last take, in key order, each
@@ -241,11 +250,6 @@ impl MemStore {
             None => {}
         }
         Ok(())
-    }
-
-    /// Column families held.
-    pub fn column_families(&self) -> usize {
-        self.cfs.len()
     }
 
     /// Keys and values held, in bytes.
@@ -412,15 +416,42 @@ mod tests {
         s.delete(0, b"brief");
         s.set_epoch(3);
         s.merge(0, b"new", b"y");
-        let sizes: u64 = s.changed().map(|(_, _, bytes)| bytes).sum();
+        let sizes: u64 = s.changed(0).map(|(_, bytes)| bytes).sum();
         // old=2 and new=y count key and value, gone and brief (deleted) their keys.
         assert_eq!(sizes, 4 + 4 + 4 + 5);
+        assert_eq!(s.changed(1).count(), 0);
         let epochs: Vec<Option<usize>> = s
-            .changed()
-            .filter(|(_, c, _)| c.existed)
-            .map(|(_, c, _)| c.last_before(256))
+            .changed(0)
+            .filter(|(c, _)| c.existed)
+            .map(|(c, _)| c.last_before(256))
             .collect();
         assert_eq!(epochs, vec![Some(0), Some(0)]);
+        let new = s
+            .changed(0)
+            .find(|(c, _)| !c.existed && c.last_before(256) == Some(3));
+        let new = new.unwrap().0;
+        // The latest epoch before a bound, across the words of the bit set.
+        assert_eq!((new.last_before(4), new.last_before(3)), (Some(3), None));
+        let mut far = Changed::default();
+        for e in [5, 64, 130, 255] {
+            far.epochs[e / 64] |= 1 << (e % 64);
+        }
+        let found: Vec<_> = [256, 255, 131, 130, 65, 64, 6, 5]
+            .map(|b| far.last_before(b))
+            .to_vec();
+        assert_eq!(
+            found,
+            [
+                Some(255),
+                Some(130),
+                Some(130),
+                Some(64),
+                Some(64),
+                Some(5),
+                Some(5),
+                None
+            ]
+        );
         let taken = [s.take_changes(0), s.take_changes(1)];
         let first: Vec<(&[u8], Option<&[u8]>)> =
             taken[0].iter().map(|(k, v)| (&**k, v.as_deref())).collect();

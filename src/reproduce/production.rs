@@ -169,18 +169,7 @@ pub const LEVEL_SIZING: Production = Production {
     preload: "span=21h,levels=full,memory=4gib",
     duration: Duration::from_secs(120),
     after_as_long: false,
-    checks: &[
-        Check {
-            metric: "active levels (max)",
-            read: |s| f64::from(s.active_levels_max),
-            must: Move::Down,
-        },
-        Check {
-            metric: "write amp., seed's estimate",
-            read: |s| 10.0 * f64::from(s.active_levels_max.saturating_sub(1)),
-            must: Move::Down,
-        },
-    ],
+    checks: super::proofs::LEVEL_CHECKS,
     caveat: Some(
         "measured write amplification (in the table) is shown, not gated: from full levels in the seed's tree shape it rises with the fix too (docs/correctness.md). This job's window counters and timers are overwritten and deleted in place, so most of what is flushed collapses in the L0 compaction, which rewrites a base level the fix makes 4x bigger, and little flows down to where a level fewer would save a rewrite. The seed's 20 -> 10 is its estimate from the active levels",
     ),

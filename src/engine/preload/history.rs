@@ -12,11 +12,10 @@ use std::path::{Path, PathBuf};
 
 use super::EngineError;
 use super::base::io;
+use super::warmup::{Source, Step, Steps};
 use crate::backend::keys::{MAX_PARALLELISM, key_group};
 use crate::config::Workload;
-use crate::engine::WATERMARK_EVERY_EVENTS;
-use crate::pipeline::source::{Consumer, Event, KeyNames, Log, Offsets, ReadPlan};
-use crate::pipeline::watermark::WatermarkValve;
+use crate::pipeline::source::{Event, KeyNames, Log, Offsets, ReadPlan};
 
 /// A watermark the job forwards after record `after` (its index in the log's order), with the
 /// processing time of that record.
@@ -71,51 +70,41 @@ pub fn spill(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let names = KeyNames::of(workload);
-    let mut consumer = Consumer::new(log, plan);
-    let mut watermark = WatermarkValve::for_workload(workload, consumer.now());
-    let (mut forwarded, mut advances, mut read) = (i64::MIN, Vec::new(), 0u64);
+    // The records and watermarks as a pass reading the log meets them.
+    let mut steps = Steps::new(workload, Source::Log(log, plan), records)?;
+    let (mut advances, mut read) = (Vec::new(), 0u64);
     let mut key = String::new();
     let mut buf = [0u8; RECORD];
-    while read < records {
-        let Some(event) = consumer.next(|_| {}) else {
-            break;
+    while let Some(step) = steps.next()? {
+        let (index, now, event) = match step {
+            Step::Record { index, now, event } => (index, now, event),
+            Step::Advance(a) => {
+                advances.push(a);
+                continue;
+            }
         };
-        let now = consumer.now();
         names.write(event.user, &mut key);
         let batch = batch_of
             .get(usize::from(key_group(&key)))
             .copied()
             .unwrap_or(0);
-        encode(read, now, &event, &mut buf);
+        encode(index, now, &event, &mut buf);
         if let Some(out) = outs.get_mut(batch) {
             out.write_all(&buf)
                 .map_err(io(format!("write {}", files[batch].display())))?;
         }
-        watermark.on_record(event.partition as usize, event.event_time, now);
-        read += 1;
-        if read.is_multiple_of(WATERMARK_EVERY_EVENTS) {
-            let wm = watermark.advance(now);
-            if wm > forwarded {
-                forwarded = wm;
-                advances.push(Advance {
-                    after: read - 1,
-                    watermark: wm,
-                    now,
-                });
-            }
-        }
+        read = index + 1;
     }
-    for (out, f) in outs.into_iter().zip(&files) {
-        out.into_inner()
-            .map_err(|e| e.into_error())
-            .and_then(|f| f.sync_all())
-            .map_err(io(format!("write {}", f.display())))?;
+    // Scratch files, read back by this build only: flushed, not synced.
+    for (out, f) in outs.iter_mut().zip(&files) {
+        out.flush().map_err(io(format!("write {}", f.display())))?;
     }
+    let offsets = steps.offsets();
     Ok(Spilled {
         files,
         advances,
         records: read,
-        offsets: consumer.position().clone(),
+        offsets,
     })
 }
 

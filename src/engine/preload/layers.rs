@@ -14,6 +14,7 @@
 //! Written so, a run meets levels that are full, and its first compactions cascade down as a
 //! long-running job's do, instead of filling empty upper levels first.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use super::EngineError;
@@ -100,7 +101,7 @@ pub fn cuts(sample: &MemStore, cf: usize, targets: &[u64], records: u64) -> Vec<
     for target in targets.iter().rev() {
         // Bytes of the keys changed in [lo, high), by the latest epoch each changed in there.
         let mut by_epoch = vec![0u64; EPOCHS];
-        for (_, changed, bytes) in sample.changed().filter(|(c, _, _)| *c == cf) {
+        for (changed, bytes) in sample.changed(cf) {
             if let Some(e) = changed.last_before(high) {
                 by_epoch[e] += bytes;
             }
@@ -140,7 +141,7 @@ struct LevelOut<'o> {
 /// waits.
 pub struct Writers<'o> {
     cfs: Vec<Vec<(u32, LevelOut<'o>)>>,
-    failed: Mutex<bool>,
+    failed: AtomicBool,
 }
 
 impl<'o> Writers<'o> {
@@ -162,23 +163,17 @@ impl<'o> Writers<'o> {
                         .collect()
                 })
                 .collect(),
-            failed: Mutex::new(false),
+            failed: AtomicBool::new(false),
         }
     }
 
     /// Ends every wait: a batch failed and will not take its turn.
     pub fn fail(&self) {
-        if let Ok(mut f) = self.failed.lock() {
-            *f = true;
-        }
+        self.failed.store(true, Ordering::SeqCst);
         for (_, l) in self.cfs.iter().flatten() {
             let _guard = l.turn.lock();
             l.moved.notify_all();
         }
-    }
-
-    fn failed(&self) -> bool {
-        self.failed.lock().map_or(true, |f| *f)
     }
 
     /// Column family `cf`'s layer `layer` of batch `batch` from `state`, in its turn: 0 its
@@ -196,7 +191,7 @@ impl<'o> Writers<'o> {
         let poisoned = || EngineError::Preload("a warm-up thread panicked".into());
         let mut turn = out.turn.lock().map_err(|_| poisoned())?;
         while turn.0 != batch {
-            if self.failed() {
+            if self.failed.load(Ordering::SeqCst) {
                 return Err(EngineError::Preload(
                     "another batch of the build failed".into(),
                 ));

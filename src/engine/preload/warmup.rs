@@ -107,13 +107,13 @@ pub enum Source<'l> {
 }
 
 /// What a pass meets next: a record, or the watermark the job forwards after one.
-enum Step {
+pub(super) enum Step {
     Record { index: u64, now: i64, event: Event },
     Advance(Advance),
 }
 
-/// A [`Source`] as the [`Step`]s in the log's order.
-enum Steps<'l> {
+/// A [`Source`] as the [`Step`]s in the log's order (`limit`: records of the log at most).
+pub(super) enum Steps<'l> {
     Log {
         consumer: Box<Consumer>,
         watermark: WatermarkValve,
@@ -132,7 +132,11 @@ enum Steps<'l> {
 }
 
 impl<'l> Steps<'l> {
-    fn new(workload: &Workload, source: Source<'l>, limit: u64) -> Result<Self, EngineError> {
+    pub(super) fn new(
+        workload: &Workload,
+        source: Source<'l>,
+        limit: u64,
+    ) -> Result<Self, EngineError> {
         Ok(match source {
             Source::Log(log, plan) => {
                 let consumer = Box::new(Consumer::new(log, plan));
@@ -172,14 +176,14 @@ impl<'l> Steps<'l> {
         }
     }
 
-    fn offsets(&self) -> Offsets {
+    pub(super) fn offsets(&self) -> Offsets {
         match self {
             Steps::Spilled { history, .. } => history.offsets.clone(),
             Steps::Log { consumer, .. } => consumer.position().clone(),
         }
     }
 
-    fn next(&mut self) -> Result<Option<Step>, EngineError> {
+    pub(super) fn next(&mut self) -> Result<Option<Step>, EngineError> {
         match self {
             Steps::Log {
                 consumer,
