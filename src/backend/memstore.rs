@@ -8,6 +8,27 @@ use std::ops::Bound;
 
 use crate::util::hash::FastMap;
 
+/// RocksDB's bytewise order of two keys. The first 16 bytes of each, read as one big-endian
+/// number (zeros past a shorter key's end), settle most comparisons without a call to `memcmp`:
+/// where they differ, at the first byte they differ both keys hold bytes (ordered as bytewise)
+/// or the shorter key's padding 0 meets a byte of the longer one, which the shorter is then a
+/// prefix of, and so comes first; where they are equal the whole keys decide.
+#[inline]
+pub fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    #[inline(always)]
+    fn head(k: &[u8]) -> u128 {
+        match k.first_chunk::<16>() {
+            Some(bytes) => u128::from_be_bytes(*bytes),
+            None => {
+                let mut bytes = [0u8; 16];
+                bytes[..k.len()].copy_from_slice(k);
+                u128::from_be_bytes(bytes)
+            }
+        }
+    }
+    head(a).cmp(&head(b)).then_with(|| a.cmp(b))
+}
+
 /// One column family's entries, in RocksDB's bytewise key order.
 pub type Entries = Vec<(Box<[u8]>, Box<[u8]>)>;
 
@@ -17,7 +38,56 @@ pub type Entries = Vec<(Box<[u8]>, Box<[u8]>)>;
 #[derive(Debug)]
 enum Cf {
     Hashed(FastMap<Box<[u8]>, Box<[u8]>>),
-    Ordered(BTreeMap<Box<[u8]>, Box<[u8]>>),
+    Ordered(BTreeMap<OwnedKey, Box<[u8]>>),
+}
+
+/// A key of an ordered column family: ordered by [`key_order`] (bytewise), so that a B-tree's
+/// many comparisons of keys with long common prefixes (a timer queue's key group and
+/// timestamp) are mostly one comparison of two numbers.
+#[derive(Debug, PartialEq, Eq)]
+struct OwnedKey(Box<[u8]>);
+
+/// What an [`OwnedKey`] is looked up by, without copying the key.
+#[derive(Debug, PartialEq, Eq)]
+#[repr(transparent)]
+struct Key([u8]);
+
+impl Key {
+    fn new(key: &[u8]) -> &Key {
+        // SAFETY: `Key` is `repr(transparent)` over `[u8]`: the same layout and pointer
+        // metadata, so the cast keeps the slice's address, length and lifetime.
+        unsafe { &*(key as *const [u8] as *const Key) }
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        key_order(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OwnedKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        key_order(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for OwnedKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::borrow::Borrow<Key> for OwnedKey {
+    fn borrow(&self) -> &Key {
+        Key::new(&self.0)
+    }
 }
 
 impl Default for Cf {
@@ -37,14 +107,14 @@ impl Cf {
     fn get(&self, key: &[u8]) -> Option<&[u8]> {
         match self {
             Cf::Hashed(m) => m.get(key).map(|v| &**v),
-            Cf::Ordered(m) => m.get(key).map(|v| &**v),
+            Cf::Ordered(m) => m.get(Key::new(key)).map(|v| &**v),
         }
     }
 
     fn get_mut(&mut self, key: &[u8]) -> Option<&mut Box<[u8]>> {
         match self {
             Cf::Hashed(m) => m.get_mut(key),
-            Cf::Ordered(m) => m.get_mut(key),
+            Cf::Ordered(m) => m.get_mut(Key::new(key)),
         }
     }
 
@@ -54,7 +124,7 @@ impl Cf {
                 m.insert(key, value);
             }
             Cf::Ordered(m) => {
-                m.insert(key, value);
+                m.insert(OwnedKey(key), value);
             }
         }
     }
@@ -62,14 +132,19 @@ impl Cf {
     fn remove(&mut self, key: &[u8]) -> Option<Box<[u8]>> {
         match self {
             Cf::Hashed(m) => m.remove(key),
-            Cf::Ordered(m) => m.remove(key),
+            Cf::Ordered(m) => m.remove(Key::new(key)),
         }
     }
 
     /// The entries in an ordered map from now on.
-    fn ordered(&mut self) -> &BTreeMap<Box<[u8]>, Box<[u8]>> {
+    fn ordered(&mut self) -> &BTreeMap<OwnedKey, Box<[u8]>> {
         if let Cf::Hashed(m) = self {
-            *self = Cf::Ordered(std::mem::take(m).into_iter().collect());
+            *self = Cf::Ordered(
+                std::mem::take(m)
+                    .into_iter()
+                    .map(|(k, v)| (OwnedKey(k), v))
+                    .collect(),
+            );
         }
         match self {
             Cf::Ordered(m) => m,
@@ -83,10 +158,10 @@ impl Cf {
         match self {
             Cf::Hashed(m) => {
                 let mut v: Entries = m.into_iter().collect();
-                v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                v.sort_unstable_by(|a, b| key_order(&a.0, &b.0));
                 v
             }
-            Cf::Ordered(m) => m.into_iter().collect(),
+            Cf::Ordered(m) => m.into_iter().map(|(k, v)| (k.0, v)).collect(),
         }
     }
 }
@@ -215,7 +290,7 @@ impl MemStore {
                 None => None,
             })
             .collect();
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out.sort_unstable_by(|a, b| key_order(&a.0, &b.0));
         out
     }
 
@@ -237,12 +312,12 @@ impl MemStore {
         match self.cfs.get(cf) {
             Some(Cf::Ordered(m)) => {
                 for (k, v) in m {
-                    each(k, v)?;
+                    each(&k.0, v)?;
                 }
             }
             Some(Cf::Hashed(m)) => {
                 let mut refs: Vec<(&[u8], &[u8])> = m.iter().map(|(k, v)| (&**k, &**v)).collect();
-                refs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                refs.sort_unstable_by(|a, b| key_order(a.0, b.0));
                 for (k, v) in refs {
                     each(k, v)?;
                 }
@@ -363,14 +438,49 @@ impl MemStore {
             .get_mut(cf)
             .map(Cf::ordered)
             .into_iter()
-            .flat_map(move |m| m.range::<[u8], _>((Bound::Included(seek_to), Bound::Unbounded)))
-            .map(|(k, v)| (&**k, &**v))
+            .flat_map(move |m| {
+                m.range::<Key, _>((Bound::Included(Key::new(seek_to)), Bound::Unbounded))
+            })
+            .map(|(k, v)| (&*k.0, &**v))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_order_is_bytewise_order() {
+        let mut keys: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![0],
+            vec![0, 0],
+            vec![1],
+            vec![1, 0],
+            vec![0xff; 15],
+            vec![0xff; 16],
+            vec![0xff; 17],
+        ];
+        // Keys of every length around the 16 bytes, sharing long prefixes.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..40 {
+            for _ in 0..8 {
+                let mut k = vec![7u8; len];
+                for b in k.iter_mut().skip(len.saturating_sub(3)) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    *b = (x % 3) as u8;
+                }
+                keys.push(k);
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(key_order(a, b), a.cmp(b), "{a:?} against {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn puts_deletes_and_merges_keep_the_byte_count_and_the_order() {
