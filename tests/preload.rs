@@ -328,7 +328,7 @@ fn a_full_tree_fills_the_levels_above_the_last_and_reads_as_the_whole_history() 
     let profile = dir.path().join("small-levels.yaml");
     std::fs::write(
         &profile,
-        "extends: flink-default\ncompaction.level.max-size-level-base: 256kb\ncompaction.level.target-file-size-base: 256kb\ncompaction.level.use-dynamic-size: false\n",
+        "extends: flink-default\ncompaction.level.max-size-level-base: 256kb\ncompaction.level.target-file-size-base: 256kb\ncompaction.level.use-dynamic-size: false\nwritebuffer.size: 64kb\n",
     )
     .unwrap();
     let profile = profile.to_str().unwrap();
@@ -387,12 +387,23 @@ fn a_full_tree_fills_the_levels_above_the_last_and_reads_as_the_whole_history() 
     // The base: each state's last level and the level above it, within its target.
     let manifest_path = Path::new(s["preload"]["base"].as_str().unwrap()).join("base.json");
     let m: Value = serde_json::from_str(&std::fs::read_to_string(manifest_path).unwrap()).unwrap();
-    let upper = m["upper"].as_array().unwrap();
-    assert!(upper.len() >= 3, "every state's L1: {upper:?}");
+    let all_upper = m["upper"].as_array().unwrap();
+    let (upper, l0): (Vec<&Value>, Vec<&Value>) = all_upper
+        .iter()
+        .filter(|cf| cf["entries"].as_u64() > Some(0))
+        .partition(|cf| cf["level"] != 0);
+    assert!(upper.len() >= 3, "every state's L1: {all_upper:?}");
+    // Above L1, two L0 files of about a write buffer (64 KiB) of changes each: the middle of
+    // the cycle between two L0 compactions.
+    assert_eq!(l0.len(), 2 * upper.len(), "{all_upper:?}");
+    for cf in &l0 {
+        assert_eq!(cf["files"].as_array().map(Vec::len), Some(1), "{cf}");
+        assert!(cf["bytes"].as_u64().unwrap() < 128 << 10, "{cf}");
+    }
     // Placed from a sample of the key groups, and a stretch is whole epochs (of 256): about
     // the target (95 % of 256 KiB) together, not exactly each.
     let mut together = 0;
-    for cf in upper {
+    for cf in &upper {
         let bytes = cf["bytes"].as_u64().unwrap();
         assert_eq!(cf["level"], 1, "{cf}");
         assert!(
@@ -425,6 +436,26 @@ fn a_full_tree_fills_the_levels_above_the_last_and_reads_as_the_whole_history() 
             .collect();
         let held: Vec<usize> = (0..state.len()).filter(|l| state[*l] > 0).collect();
         assert_eq!(held, vec![1, 2], "{line}");
+    }
+    // Then its L0 files, each ingested into L0 (over data in L1 and L2), the second beside
+    // the first.
+    let at_l0: Vec<Vec<u64>> = log
+        .lines()
+        .filter(|l| l.contains("\"ingest_finished\"") && l.contains("\"level\", 0]"))
+        .map(|line| {
+            line.split("\"lsm_state\": [")
+                .nth(1)
+                .and_then(|rest| rest.split(']').next())
+                .unwrap()
+                .split(',')
+                .map(|n| n.trim().parse().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(at_l0.len(), l0.len(), "{log:.2000}");
+    for pair in at_l0.chunks(2) {
+        assert_eq!((pair[0][0], pair[1][0]), (1, 2), "{pair:?}");
+        assert!(pair[1][1] > 0 && pair[1][2] > 0, "{pair:?}");
     }
 }
 

@@ -213,13 +213,14 @@ pub type ChangedEntries = Vec<(Box<[u8]>, Option<Box<[u8]>>)>;
 
 #[derive(Debug, Default)]
 struct Changes {
-    cfs: Vec<FastMap<Box<[u8]>, Changed>>,
+    /// Per column family, the keys changed; None: its changes are not noted.
+    cfs: Vec<Option<FastMap<Box<[u8]>, Changed>>>,
     epoch: usize,
 }
 
 impl Changes {
     fn note(&mut self, cf: usize, key: &[u8], existed: bool) {
-        let Some(map) = self.cfs.get_mut(cf) else {
+        let Some(Some(map)) = self.cfs.get_mut(cf) else {
             return;
         };
         let (word, bit) = (self.epoch / 64, 1u64 << (self.epoch % 64));
@@ -249,7 +250,9 @@ impl MemStore {
     /// Notes every key changed from now on ([`MemStore::take_changes`], [`MemStore::changed`]).
     pub fn track_changes(&mut self) {
         self.changes = Some(Changes {
-            cfs: (0..self.cfs.len()).map(|_| FastMap::default()).collect(),
+            cfs: (0..self.cfs.len())
+                .map(|_| Some(FastMap::default()))
+                .collect(),
             epoch: 0,
         });
     }
@@ -266,7 +269,7 @@ impl MemStore {
     pub fn changed(&self, cf: usize) -> impl Iterator<Item = (&Changed, u64)> + '_ {
         self.changes
             .iter()
-            .filter_map(move |c| c.cfs.get(cf))
+            .filter_map(move |c| c.cfs.get(cf).and_then(Option::as_ref))
             .flatten()
             .map(move |(key, changed)| {
                 let value = self.get(cf, key).map_or(0, <[u8]>::len);
@@ -278,7 +281,7 @@ impl MemStore {
     /// with its value now (None: deleted); a key made and deleted since is left out. Tracking
     /// goes on from here.
     pub fn take_changes(&mut self, cf: usize) -> ChangedEntries {
-        let Some(map) = self.changes.as_mut().and_then(|c| c.cfs.get_mut(cf)) else {
+        let Some(Some(map)) = self.changes.as_mut().and_then(|c| c.cfs.get_mut(cf)) else {
             return Vec::new();
         };
         let taken = std::mem::take(map);
@@ -294,12 +297,16 @@ impl MemStore {
         out
     }
 
-    /// Notes `cf`'s changes from here on only (tracking every column family from now if it
-    /// was not).
+    /// Notes `cf`'s changes from here on only (and from now on: the other column families'
+    /// are noted only if they were).
     pub fn restart_changes(&mut self, cf: usize) {
-        match self.changes.as_mut().and_then(|c| c.cfs.get_mut(cf)) {
-            Some(map) => map.clear(),
-            None => self.track_changes(),
+        let cfs = self.cfs.len();
+        let changes = self.changes.get_or_insert_with(|| Changes {
+            cfs: (0..cfs).map(|_| None).collect(),
+            epoch: 0,
+        });
+        if let Some(slot) = changes.cfs.get_mut(cf) {
+            *slot = Some(FastMap::default());
         }
     }
 
@@ -586,6 +593,24 @@ mod tests {
         })
         .unwrap();
         assert_eq!(sorted, vec![b"new".to_vec(), b"old".to_vec()]);
+    }
+
+    #[test]
+    fn restarting_one_column_familys_changes_notes_no_other() {
+        let mut s = MemStore::new(2);
+        s.restart_changes(1);
+        s.put(0, b"a", b"1");
+        s.put(1, b"b", b"1");
+        assert_eq!(
+            s.changed(0).count(),
+            0,
+            "a build notes only the layered state's"
+        );
+        assert_eq!(s.take_changes(1).len(), 1);
+        s.restart_changes(0);
+        s.put(0, b"c", b"1");
+        s.put(1, b"d", b"1");
+        assert_eq!((s.take_changes(0).len(), s.take_changes(1).len()), (1, 1));
     }
 
     #[test]

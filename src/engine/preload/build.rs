@@ -93,14 +93,18 @@ fn key_of(
         }
         None => String::new(),
     };
-    let text = serde_json::json!({
+    let mut text = serde_json::json!({
         "format": base::FORMAT,
         "workload": spec,
         "amount": amount,
         "knobs": profile.map(file_knobs),
         "trace": trace,
-    })
-    .to_string();
+    });
+    // Full trees with L0 files are not the ones built before (without), whose keys stay.
+    if amount.levels == Some(Levels::Full) {
+        text["l0_files"] = serde_json::json!(super::layers::L0_FILES);
+    }
+    let text = text.to_string();
     let hash = |seed: u64| {
         text.bytes().fold(seed, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
@@ -282,14 +286,12 @@ pub(super) fn build(
 
     let k = &profile.knobs;
     let names: Vec<String> = backend.column_families().to_vec();
-    let sst_out = |cf: usize, prefix: &str| {
+    let sst_out = |cf: usize, prefix: &str, target: u64| {
         let name = names.get(cf).map_or("", String::as_str);
         let options = backend.cf_options(name).ok_or_else(|| {
             EngineError::Preload(format!("no options for column family '{name}'"))
         })?;
-        Ok::<_, EngineError>(
-            SstOut::new(dir, cf, name, options, k.target_file_size_base.0).with_prefix(prefix),
-        )
+        Ok::<_, EngineError>(SstOut::new(dir, cf, name, options, target).with_prefix(prefix))
     };
     // `levels: full`: each state's levels (the last first) and the records before each cut.
     let (levels, cuts) = if config.spec.levels == Some(Levels::Full) {
@@ -310,19 +312,20 @@ pub(super) fn build(
         for (cf, levels) in levels.iter().enumerate() {
             let mut outs = Vec::new();
             for (j, level) in levels.iter().enumerate() {
-                let prefix = if j == 0 {
-                    String::new()
-                } else {
-                    format!("L{level}-")
+                // An L0 file is one flush, whatever its size: one file per layer.
+                let (prefix, target) = match (j, level) {
+                    (0, _) => (String::new(), k.target_file_size_base.0),
+                    (_, 0) => (format!("L0-{j}-"), u64::MAX),
+                    _ => (format!("L{level}-"), k.target_file_size_base.0),
                 };
-                outs.push((*level, sst_out(cf, &prefix)?));
+                outs.push((*level, sst_out(cf, &prefix, target)?));
             }
             cfs.push(outs);
         }
         Some(layers::Writers::new(cfs))
     };
     let mut outs = (0..names.len())
-        .map(|cf| sst_out(cf, ""))
+        .map(|cf| sst_out(cf, "", k.target_file_size_base.0))
         .collect::<Result<Vec<_>, _>>()?;
 
     let (mut warm_up_secs, mut write_secs) = (0.0, 0.0);

@@ -11,6 +11,11 @@
 //! notes in which of [`EPOCHS`] stretches of the history each key changed: each stretch is as
 //! long as it takes its changes to reach its level's target size, counted from the top.
 //!
+//! Above the top level, L0 holds [`L0_FILES`] files of about a write buffer of changes each,
+//! the newest last: a long-running job's L0 is somewhere in its cycle between two L0
+//! compactions (RocksDB compacts it at `level0_file_num_compaction_trigger` files, 4 under
+//! Flink), and a base with an empty L0 meets its first L0 compaction a whole cycle late.
+//!
 //! Written so, a run meets levels that are full, and its first compactions cascade down as a
 //! long-running job's do, instead of filling empty upper levels first.
 
@@ -35,6 +40,9 @@ pub type Cuts = Vec<Vec<u64>>;
 /// How full each level above the last is made, of its target size (the sample's estimate
 /// is off by some either way).
 const FILL: f64 = 0.95;
+/// L0 files of a full tree: the middle of the cycle between two L0 compactions, half of
+/// RocksDB's `level0_file_num_compaction_trigger` (4; Flink does not set it).
+pub const L0_FILES: usize = 2;
 
 /// The levels a tree of `total` SST bytes under knobs `k` has: its last level, and each level
 /// above it that holds data with its target size in bytes, deepest first.
@@ -257,13 +265,10 @@ pub(super) fn plan(
         .map(|s| {
             std::iter::once(s.last)
                 .chain(s.upper.iter().map(|(l, _)| *l))
+                .chain(std::iter::repeat_n(0, L0_FILES))
                 .collect()
         })
         .collect();
-    if shapes.iter().all(|s| s.upper.is_empty()) {
-        say("levels: every state fits its last level".to_string());
-        return Ok((levels, vec![Vec::new(); per_cf.len()]));
-    }
     let sink = Delivery::passthrough(Box::new(MemorySink::new(workload.result_labels())));
     let (tracked, _) = warmup::pass(
         backend,
@@ -283,26 +288,36 @@ pub(super) fn plan(
         // pushing one down, and one over its target compacts before the run's first write.
         let to_sample =
             |t: u64| (t as f64 * FILL / scale * (*raw as f64 / (*sst).max(1) as f64)) as u64;
-        let targets: Vec<u64> = shape.upper.iter().map(|(_, t)| to_sample(*t)).collect();
+        let mut targets: Vec<u64> = shape.upper.iter().map(|(_, t)| to_sample(*t)).collect();
+        // An L0 file is a flushed memtable: a write buffer of keys and values (the memtable's
+        // own overhead per entry left aside).
+        let flush = (k.write_buffer_size.0 as f64 * FILL / scale) as u64;
+        targets.extend(std::iter::repeat_n(flush, L0_FILES));
         let at = cuts(&tracked.state, cf, &targets, records);
-        if !shape.upper.is_empty() {
-            say(format!(
-                "levels of '{}': L{} the state after {} of {records} records; {}",
-                backend.column_families().get(cf).map_or("", String::as_str),
-                shape.last,
-                at.first().copied().unwrap_or(records),
-                shape
-                    .upper
-                    .iter()
-                    .zip(&at)
-                    .map(|((l, t), from)| format!(
-                        "L{l} ({}) the changes after {from}",
-                        crate::config::units::human_bytes(*t as f64)
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+        let named = shape
+            .upper
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n((0, k.write_buffer_size.0), L0_FILES));
+        if *raw == 0 {
+            // A state the history leaves empty (a processing-time timer queue): no levels.
+            all.push(at);
+            continue;
         }
+        say(format!(
+            "levels of '{}': L{} the state after {} of {records} records; {}",
+            backend.column_families().get(cf).map_or("", String::as_str),
+            shape.last,
+            at.first().copied().unwrap_or(records),
+            named
+                .zip(&at)
+                .map(|((l, t), from)| format!(
+                    "L{l} ({}) the changes after {from}",
+                    crate::config::units::human_bytes(t as f64)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
         all.push(at);
     }
     Ok((levels, all))
