@@ -289,8 +289,9 @@ pub struct PreloadArgs {
     /// records), `span=DURATION` (its first e.g. 24h of event time) or `size=BYTES` (as long as
     /// it takes the state's SST files to reach e.g. 10GiB), optionally `,memory=BYTES` (what the build may
     /// hold in memory at once; default 1GiB) and `,levels=full` (every level of each state's
-    /// tree at about its target size, the newest changes at the top, as a long-running job's
-    /// tree is; default `last`: all of it in its last level). Without a value: the workload's
+    /// tree at about its target size, the newest changes at the top and two flushes' worth
+    /// in L0, as a long-running job's tree is; default `last`: all of it in its last level).
+    /// Without a value: the workload's
     /// `preload:` section. The state is built in memory by the job's own operator, written as
     /// SST files into the level an LSM tree of that size keeps its data in, and kept under
     /// --preload-dir; later runs of the same workload, profile and amount clone it (hard

@@ -73,27 +73,11 @@ impl CachedKey {
     }
 }
 
-// Ordered, and equal, by the key's bytes: RocksDB's order.
+// Ordered, and equal, by the key's bytes: RocksDB's order (the first 16 bytes, key group,
+// timestamp and the key's start, nearly always decide: `key_order`).
 impl Ord for CachedKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        if let (CachedKey::Inline { bytes: a, .. }, CachedKey::Inline { bytes: b, .. }) =
-            (self, other)
-        {
-            // The first 16 bytes (key group, timestamp, the key's start) as one big-endian
-            // number: they nearly always decide. Past a key's end its bytes are zero, which
-            // orders a key before a longer one it begins, as byte order does; when the
-            // numbers are equal the full comparison below decides.
-            let head = |k: &[u8; INLINE_KEY_BYTES]| {
-                let mut h = [0u8; 16];
-                h.copy_from_slice(&k[..16]);
-                u128::from_be_bytes(h)
-            };
-            let order = head(a).cmp(&head(b));
-            if order.is_ne() {
-                return order;
-            }
-        }
-        self.as_bytes().cmp(other.as_bytes())
+        crate::backend::memstore::key_order(self.as_bytes(), other.as_bytes())
     }
 }
 

@@ -153,7 +153,7 @@ pub const FILTER_READS: Production = Production {
 /// (one per side: their levels differ) about 9 GB each. Measured write amplification is shown,
 /// not gated: it rises with the fix here too (the caveat).
 pub const LEVEL_SIZING: Production = Production {
-    story: "the seed's tree shape at 1/16 of its bytes: 4 MB write buffers and files over a 16 MB static level base (the seed's 64 MB and 256 MB) and about 300 MB of SST per state (the seed's ~3 GB: L1 and L2 full, the rest in L3); 8 M users at 1 M records an hour of event time, 18 hours of history preloaded with every level full (levels=full), so that the live writes cascade through full levels as a long-running job's do",
+    story: "the seed's tree shape at 1/16 of its bytes: 4 MB write buffers and files over a 16 MB static level base (the seed's 64 MB and 256 MB) and about 300 MB of SST per state (the seed's ~3 GB, at about 1/10: L1 and L2 full, the rest in L3); 8 M users at 1 M records an hour of event time, 18 hours of history preloaded with every level full (levels=full), so that the live writes cascade through full levels as a long-running job's do",
     edit: |w| {
         w.spec.keys.count = 8_000_000;
         w.spec.keys.distribution = Distribution::Uniform;

@@ -299,9 +299,19 @@ pub(super) fn plan(
             .iter()
             .copied()
             .chain(std::iter::repeat_n((0, k.write_buffer_size.0), L0_FILES));
-        if *raw == 0 {
-            // A state the history leaves empty (a processing-time timer queue): no levels.
-            all.push(at);
+        if *raw == 0 || at.first() == Some(&0) {
+            // Empty in the sample (a processing-time timer queue), or too small for its layers:
+            // its last level taken at the start would be empty, and RocksDB would put the
+            // layers above it into the deepest level they fit. All of it goes to its last level:
+            // cuts the log never reaches are made, in order, after its end.
+            if *raw > 0 {
+                say(format!(
+                    "levels of '{}': all in L{} (its changes do not fill the levels above it)",
+                    backend.column_families().get(cf).map_or("", String::as_str),
+                    shape.last
+                ));
+            }
+            all.push(vec![u64::MAX; at.len()]);
             continue;
         }
         say(format!(
