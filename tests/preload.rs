@@ -384,6 +384,13 @@ fn a_full_tree_fills_the_levels_above_the_last_and_reads_as_the_whole_history() 
     for what in ["timers_fired", "gets", "puts", "deletes"] {
         assert_eq!(s[what], l[what], "{what}");
     }
+    // The report names every level that holds files, L0 to the last.
+    assert_eq!(
+        s["preload"]["levels"],
+        serde_json::json!([0, 1, 2]),
+        "{}",
+        s["preload"]
+    );
     // The base: each state's last level and the level above it, within its target.
     let manifest_path = Path::new(s["preload"]["base"].as_str().unwrap()).join("base.json");
     let m: Value = serde_json::from_str(&std::fs::read_to_string(manifest_path).unwrap()).unwrap();

@@ -269,13 +269,13 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
         line(
             "preloaded state",
             format!(
-                "{} records of history: {} in {} entries, {} in {} SST files at L{} ({} in {:.1} s; cloned in {:.2} s; oracle fed in {:.1} s)",
+                "{} records of history: {} in {} entries, {} in {} SST files at {} ({} in {:.1} s; cloned in {:.2} s; oracle fed in {:.1} s)",
                 p.records,
                 human_bytes(p.state_bytes as f64),
                 p.entries,
                 human_bytes(p.file_bytes as f64),
                 p.files,
-                p.level,
+                p.placement(),
                 p.origin(),
                 p.build_secs,
                 p.clone_secs,

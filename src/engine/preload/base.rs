@@ -91,6 +91,16 @@ impl Manifest {
         self.column_families.iter().chain(&self.upper)
     }
 
+    /// The levels that hold files, top first (one for a base all in its last level).
+    pub fn levels(&self) -> Vec<u32> {
+        let levels: std::collections::BTreeSet<u32> = self
+            .all_files()
+            .filter(|c| !c.files.is_empty())
+            .map(|c| c.level.unwrap_or(self.level))
+            .collect();
+        levels.into_iter().collect()
+    }
+
     pub fn file_bytes(&self) -> u64 {
         self.all_files().map(|c| c.bytes).sum()
     }

@@ -66,7 +66,11 @@ pub struct PreloadReport {
     pub entries: u64,
     pub file_bytes: u64,
     pub files: u64,
+    /// The last level (of the fullest state's tree).
     pub level: u32,
+    /// Every level holding files, top first (`levels: full`: L0 to the last; empty in
+    /// reports written before it was kept: the last level alone).
+    pub levels: Vec<u32>,
     pub batches: u32,
     pub build_secs: f64,
     pub clone_secs: f64,
@@ -77,6 +81,15 @@ pub struct PreloadReport {
 }
 
 impl PreloadReport {
+    /// Where its files are, as the summary says it: `L3`, or `L0, L1, L2, L3` for a full tree.
+    pub fn placement(&self) -> String {
+        if self.levels.len() < 2 {
+            return format!("L{}", self.level);
+        }
+        let levels: Vec<String> = self.levels.iter().map(|l| format!("L{l}")).collect();
+        levels.join(", ")
+    }
+
     /// Where the run's base came from, as the summary says it.
     pub fn origin(&self) -> &'static str {
         match (self.built, self.derived) {
@@ -280,6 +293,7 @@ pub fn load(
         file_bytes: manifest.file_bytes(),
         files: manifest.files() as u64,
         level: manifest.level,
+        levels: manifest.levels(),
         batches: manifest.batches,
         build_secs: build_secs.unwrap_or(0.0),
         clone_secs,
