@@ -1,8 +1,9 @@
 //! `bench --suite fidelity`: is a preloaded state faithful? The same records run with the
 //! history preloaded and only the last records read live (from a base all in its last level,
-//! and from one with every level full), and with every record read through RocksDB. What the live records cost (cache hit rates by block type, flushes and
-//! compaction work per record) and what the tree looks like at the end (SST bytes, the deepest
-//! level, index and filter bytes) must agree within stated tolerances.
+//! and from one with every level full), and with every record read through RocksDB. What the
+//! live records cost (cache hit rates by block type, flushes and compaction work per record)
+//! and what the tree looks like at the end (SST bytes, the deepest level, index and filter
+//! bytes) must agree within stated tolerances.
 
 use crate::config::units::human_bytes;
 use crate::engine::MetricsSnapshot;

@@ -52,6 +52,19 @@ pub struct Shape {
     pub upper: Vec<(u32, u64)>,
 }
 
+impl Shape {
+    /// Every layer above the last level, deepest first, with its target size in bytes: the
+    /// upper levels', then [`L0_FILES`] of L0 of a write buffer each (SST bytes for a level,
+    /// keys and values for a flushed memtable).
+    fn layers(&self, k: &Knobs) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let flush = k.write_buffer_size.0;
+        self.upper
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n((0, flush), L0_FILES))
+    }
+}
+
 /// [`Shape`] as RocksDB sizes its levels (`VersionStorageInfo::CalculateBaseBytes`): static,
 /// L1 at `max_bytes_for_level_base` and each level below times the multiplier, the last level
 /// the first that holds the rest; dynamic, the last level (L6) the data and each level above
@@ -264,8 +277,7 @@ pub(super) fn plan(
         .iter()
         .map(|s| {
             std::iter::once(s.last)
-                .chain(s.upper.iter().map(|(l, _)| *l))
-                .chain(std::iter::repeat_n(0, L0_FILES))
+                .chain(s.layers(k).map(|(l, _)| l))
                 .collect()
         })
         .collect();
@@ -288,17 +300,16 @@ pub(super) fn plan(
         // pushing one down, and one over its target compacts before the run's first write.
         let to_sample =
             |t: u64| (t as f64 * FILL / scale * (*raw as f64 / (*sst).max(1) as f64)) as u64;
-        let mut targets: Vec<u64> = shape.upper.iter().map(|(_, t)| to_sample(*t)).collect();
-        // An L0 file is a flushed memtable: a write buffer of keys and values (the memtable's
-        // own overhead per entry left aside).
-        let flush = (k.write_buffer_size.0 as f64 * FILL / scale) as u64;
-        targets.extend(std::iter::repeat_n(flush, L0_FILES));
+        // An L0 file is a flushed memtable: a write buffer of keys and values already (the
+        // memtable's own overhead per entry left aside).
+        let targets: Vec<u64> = shape
+            .layers(k)
+            .map(|(level, t)| match level {
+                0 => (t as f64 * FILL / scale) as u64,
+                _ => to_sample(t),
+            })
+            .collect();
         let at = cuts(&tracked.state, cf, &targets, records);
-        let named = shape
-            .upper
-            .iter()
-            .copied()
-            .chain(std::iter::repeat_n((0, k.write_buffer_size.0), L0_FILES));
         if *raw == 0 || at.first() == Some(&0) {
             // Empty in the sample (a processing-time timer queue), or too small for its layers:
             // its last level taken at the start would be empty, and RocksDB would put the
@@ -319,7 +330,8 @@ pub(super) fn plan(
             backend.column_families().get(cf).map_or("", String::as_str),
             shape.last,
             at.first().copied().unwrap_or(records),
-            named
+            shape
+                .layers(k)
                 .zip(&at)
                 .map(|((l, t), from)| format!(
                     "L{l} ({}) the changes after {from}",
