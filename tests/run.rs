@@ -354,6 +354,18 @@ fn the_report_carries_the_advisors_findings_and_advise_reads_it_back() {
     ])
     .unwrap();
     let json = segment(&report);
+    // RocksDB names why it flushed: nearly every flush was the WriteBufferManager's, of
+    // memtables far below the 4 MiB write buffer (the rule reads this, not only its samples).
+    let summary = &json["summary"];
+    let (flushes, forced) = (
+        summary["flushes"].as_u64().unwrap(),
+        summary["wbm_flushes"].as_u64().unwrap(),
+    );
+    assert!(
+        forced >= 10 && 2 * forced >= flushes,
+        "{forced} of {flushes}"
+    );
+    assert!(summary["wbm_flush_data_bytes"].as_u64().unwrap() / forced < 1 << 20);
     let ids: Vec<&str> = json["findings"]
         .as_array()
         .unwrap()

@@ -43,6 +43,8 @@ namespace {
 // Remembers the order in which column families' memtables were sealed: the column family
 // sealed longest ago holds the oldest mutable memtable (smallest creation sequence), the one
 // a WriteBufferManager flush picks. Never-sealed column families keep their opening order.
+// And how many flushes the WriteBufferManager forced: RocksDB's statistics do not say why a
+// memtable was flushed.
 class SealOrder : public rocksdb::EventListener {
  public:
   const char* Name() const override { return "statebench.SealOrder"; }
@@ -58,10 +60,43 @@ class SealOrder : public rocksdb::EventListener {
     return it == sealed_at_.end() ? 0 : it->second;
   }
 
+  // A column family statebench_wbm620_before_write switched for the WriteBufferManager:
+  // RocksDB names that flush manual, but FRocksDB 6.20 makes it for the WriteBufferManager.
+  void SwitchedForWbm(const std::string& cf) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    switched_[cf] += 1;
+  }
+
+  // Counts the flushes the WriteBufferManager forced and the memtable data (keys and
+  // values, as the flushed file's table properties count them) they wrote.
+  void OnFlushCompleted(rocksdb::DB*, const rocksdb::FlushJobInfo& info) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bool by_wbm = info.flush_reason == rocksdb::FlushReason::kWriteBufferManager;
+    uint64_t& switched = switched_[info.cf_name];
+    if (info.flush_reason == rocksdb::FlushReason::kManualFlush && switched > 0) {
+      switched -= 1;
+      by_wbm = true;
+    }
+    if (by_wbm) {
+      wbm_flushes_ += 1;
+      wbm_flush_bytes_ +=
+          info.table_properties.raw_key_size + info.table_properties.raw_value_size;
+    }
+  }
+
+  void WbmFlushes(uint64_t* flushes, uint64_t* bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    *flushes = wbm_flushes_;
+    *bytes = wbm_flush_bytes_;
+  }
+
  private:
   std::mutex mutex_;
   uint64_t seals_ = 0;
   std::unordered_map<std::string, uint64_t> sealed_at_;
+  std::unordered_map<std::string, uint64_t> switched_;
+  uint64_t wbm_flushes_ = 0;
+  uint64_t wbm_flush_bytes_ = 0;
 };
 
 }  // namespace
@@ -269,9 +304,17 @@ int statebench_wbm620_before_write(statebench_instance_t* memory) try {
   rocksdb::FlushOptions flush;
   flush.wait = false;
   flush.allow_write_stall = true;
+  memory->seal_order->SwitchedForWbm(picked->GetName());
   return memory->db->Flush(flush, picked).ok() ? 1 : -1;
 } catch (...) {
   return -1;
+}
+
+// The flushes the WriteBufferManager forced in this database (FRocksDB 6.20's switches
+// included) and the memtable data they wrote, since it opened.
+void statebench_instance_wbm_flushes(statebench_instance_t* memory, uint64_t* flushes,
+                                     uint64_t* bytes) {
+  memory->seal_order->WbmFlushes(flushes, bytes);
 }
 
 }  // extern "C"

@@ -46,6 +46,11 @@ unsafe extern "C" {
         n: usize,
     ) -> i32;
     fn statebench_wbm620_before_write(instance: *mut RawInstance) -> i32;
+    fn statebench_instance_wbm_flushes(
+        instance: *mut RawInstance,
+        flushes: *mut u64,
+        bytes: *mut u64,
+    );
     fn statebench_options_set_table(
         options: *mut librocksdb_sys::rocksdb_options_t,
         memory: *const RawMemory,
@@ -243,6 +248,16 @@ impl FlushChoice {
         // SAFETY: the object is alive while self is, and the database it was attached to is
         // open (see `attach`); the shim catches every C++ exception.
         unsafe { statebench_wbm620_before_write(self.raw.as_ptr()) == 1 }
+    }
+
+    /// The flushes the WriteBufferManager forced since the database opened (FRocksDB 6.20's
+    /// switches included, which RocksDB names manual), and the memtable data they wrote.
+    pub fn wbm_flushes(&self) -> (u64, u64) {
+        let (mut flushes, mut bytes) = (0, 0);
+        // SAFETY: the object is alive while self is; the shim only reads its counters, under
+        // their mutex.
+        unsafe { statebench_instance_wbm_flushes(self.raw.as_ptr(), &mut flushes, &mut bytes) };
+        (flushes, bytes)
     }
 }
 

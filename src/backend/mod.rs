@@ -118,8 +118,10 @@ pub struct StateBackend {
     /// The shared block cache and WriteBufferManager (resizing them resizes RocksDB's): the
     /// slot's, shared by every instance of a chain of operators.
     memory: Arc<SharedMemory>,
-    /// This instance's part of FRocksDB 6.20's flush choice, when the target emulates it.
+    /// This instance's seal order and WriteBufferManager flush counts, under a
+    /// WriteBufferManager; it switches memtables as FRocksDB 6.20 when `switch_as_620`.
     flush_choice: Option<memory::FlushChoice>,
+    switch_as_620: bool,
     /// Processing time for the TTL compaction filter.
     ttl_clock: ttl_filter::TtlClock,
     write_opts: WriteOptions,
@@ -192,9 +194,19 @@ impl StateBackend {
     /// What FRocksDB 6.20 does at the start of every write (see `SharedMemory`), when the
     /// profile's target asks for it; true when it switched a memtable.
     pub fn before_write(&self) -> bool {
+        self.switch_as_620
+            && self
+                .flush_choice
+                .as_ref()
+                .is_some_and(memory::FlushChoice::switch_as_frocksdb_620)
+    }
+
+    /// The flushes the WriteBufferManager forced since this database opened, and the memtable
+    /// data they wrote (0, 0 without a WriteBufferManager).
+    pub fn wbm_flushes(&self) -> (u64, u64) {
         self.flush_choice
             .as_ref()
-            .is_some_and(memory::FlushChoice::switch_as_frocksdb_620)
+            .map_or((0, 0), memory::FlushChoice::wbm_flushes)
     }
 
     /// The read options state lookups use.

@@ -150,7 +150,7 @@ impl StateBackend {
         let data_cfs = layout.data_cfs();
         let target = profile.target_options();
         let k = &profile.knobs;
-        let flush_choice = if target.wbm_switches_pending_flush && memory.is_shared() {
+        let flush_choice = if memory.is_shared() {
             Some(FlushChoice::new(memory)?)
         } else {
             None
@@ -269,6 +269,7 @@ impl StateBackend {
             opts,
             memory: Arc::clone(memory),
             flush_choice,
+            switch_as_620: target.wbm_switches_pending_flush,
             ttl_clock: clock,
             write_opts,
             read_opts: ReadOptions::default(),

@@ -231,7 +231,17 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
     );
     line(
         "flushes / compactions",
-        format!("{} / {}", s.flushes, s.compactions),
+        if s.wbm_flushes > 0 {
+            format!(
+                "{} / {} ({} of them forced by the WriteBufferManager, {} of memtable data each)",
+                s.flushes,
+                s.compactions,
+                s.wbm_flushes,
+                human_bytes(s.wbm_flush_data_bytes as f64 / s.wbm_flushes as f64)
+            )
+        } else {
+            format!("{} / {}", s.flushes, s.compactions)
+        },
     );
     line(
         "L0 files (max) / active levels (max)",

@@ -78,6 +78,10 @@ pub struct Summary {
     pub flush_bytes_written: u64,
     pub compaction_bytes_written: u64,
     pub flushes: u64,
+    /// Of `flushes`, those the WriteBufferManager forced, and the memtable data they wrote
+    /// (0 in reports written before they were counted).
+    pub wbm_flushes: u64,
+    pub wbm_flush_data_bytes: u64,
     pub compactions: u64,
     pub l0_files_max: u64,
     pub active_levels_max: u32,
@@ -450,6 +454,8 @@ impl Summary {
             flush_bytes_written: io.flush_bytes_written,
             compaction_bytes_written: io.compaction_bytes_written,
             flushes: tickers.flushes,
+            wbm_flushes: tickers.wbm_flushes,
+            wbm_flush_data_bytes: tickers.wbm_flush_data_bytes,
             compactions: tickers.compactions,
             l0_files_max: max(&|s| s.rocksdb.lsm.l0_files),
             active_levels_max: max(&|s| u64::from(s.rocksdb.lsm.active_levels)) as u32,

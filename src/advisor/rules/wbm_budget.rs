@@ -17,6 +17,11 @@ pub const RULE: Rule = Rule {
 const FULL: f64 = 0.8;
 /// Memtables this far under the write buffer were cut short.
 const SMALL: f64 = 0.5;
+/// The run's flush counts show it (whatever the samples caught): at least this many flushes
+/// forced by the WriteBufferManager, at least half of all, each of less memtable data than
+/// this share of the write buffer on average (`diagnose` judges a LOG's flushes alike).
+const MIN_FORCED: u64 = 10;
+const FORCED_SMALL: f64 = 0.25;
 
 fn check(input: &Input) -> Option<Finding> {
     let k = &input.profile.knobs;
@@ -27,14 +32,28 @@ fn check(input: &Input) -> Option<Finding> {
     }
     // The run shows it: the WBM sits near its capacity while each state's memtables stay far
     // below the buffer (a state too small to fill its budget is not held back by it).
+    // Or its flushes do, which no sampling can miss: a short run's few samples may all fall
+    // just after a flush.
     let cfs = d.state_column_families.max(1) as f64;
-    let (from, to, samples) = input.when(|s| {
+    let seen = input.when(|s| {
         let m = &s.rocksdb.memory;
         m.wbm_capacity > 0
             && m.wbm_usage as f64 >= FULL * m.wbm_capacity as f64
             && (m.memtable_bytes as f64 / cfs) < SMALL * buffer as f64
-    })?;
+    });
     let s = input.summary;
+    let forced_data = s.wbm_flush_data_bytes as f64 / s.wbm_flushes.max(1) as f64;
+    let forced = s.wbm_flushes >= MIN_FORCED
+        && 2 * s.wbm_flushes >= s.flushes
+        && forced_data < FORCED_SMALL * buffer as f64;
+    let (from, to, samples) = match seen {
+        Some(seen) => seen,
+        None if forced => {
+            let (from, to) = input.whole_run();
+            (from, to, 0)
+        }
+        None => return None,
+    };
     // Harm measured: writes stalled or stopped. Forced small flushes that stall nothing cost
     // I/O the run did not feel: worth knowing, not worth memory.
     let stalled = s.stall_micros > 0 || s.write_stopped_samples > 0;
@@ -77,7 +96,24 @@ fn check(input: &Input) -> Option<Finding> {
                 format!("{samples} of {}", input.snapshots.len()),
                 "0",
             ),
-            Evidence::new("flushes", s.flushes, "-"),
+            // Reports written before the flushes forced were counted have none.
+            if s.wbm_flushes > 0 {
+                Evidence::new(
+                    "flushes forced by the WriteBufferManager",
+                    format!(
+                        "{} of {}, {} of memtable data each (mean)",
+                        s.wbm_flushes,
+                        s.flushes,
+                        human_bytes(forced_data)
+                    ),
+                    format!(
+                        "< {MIN_FORCED}, under half, or >= {} each",
+                        human_bytes(FORCED_SMALL * buffer as f64)
+                    ),
+                )
+            } else {
+                Evidence::new("flushes", s.flushes, "-")
+            },
             Evidence::new(
                 "write stalls",
                 format!("{:.1} ms", s.stall_micros as f64 / 1000.0),
@@ -355,5 +391,42 @@ mod tests {
                 .findings("wbm-budget")
                 .is_empty()
         );
+    }
+
+    /// minutes-wbm-starved where no sample caught the WriteBufferManager full, but `forced` of
+    /// `flushes` flushes were its, of `each` bytes of memtable data.
+    fn flushed(forced: u64, flushes: u64, each: u64) -> Vec<crate::advisor::Finding> {
+        let p = profile("minutes-wbm-starved", &[]);
+        Run::new(
+            p,
+            5,
+            |_, s| s.rocksdb.memory.wbm_capacity = 6 << 20,
+            |s| {
+                s.flushes = flushes;
+                s.wbm_flushes = forced;
+                s.wbm_flush_data_bytes = forced * each;
+                s.stall_micros = 3_000_000;
+            },
+        )
+        .findings("wbm-budget")
+    }
+
+    #[test]
+    fn the_flushes_the_wbm_forced_show_it_where_the_samples_missed_it() {
+        // A short run whose 5 samples all fell after a flush: 37 of 39 flushes were the
+        // WriteBufferManager's, of 150 KiB each against a 4 MiB buffer.
+        let found = flushed(37, 39, 150 << 10);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Critical);
+        assert_eq!((found[0].from_secs, found[0].to_secs), (1.0, 5.0));
+        let evidence = &found[0].evidence[2];
+        assert_eq!(
+            evidence.value,
+            "37 of 39, 150.0 KiB of memtable data each (mean)"
+        );
+        // Too few, under half, or memtables a quarter full or more: not shown.
+        assert!(flushed(9, 9, 150 << 10).is_empty());
+        assert!(flushed(20, 41, 150 << 10).is_empty());
+        assert!(flushed(37, 39, 1 << 20).is_empty());
     }
 }

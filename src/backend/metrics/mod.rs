@@ -48,6 +48,10 @@ pub struct Tickers {
     /// (`rocksdb.number.db.next`).
     pub iter_skips: u64,
     pub db_nexts: u64,
+    /// Flushes the WriteBufferManager forced (RocksDB's flush reason, from an event listener:
+    /// its statistics do not say why), and the memtable data (keys and values) they wrote.
+    pub wbm_flushes: u64,
+    pub wbm_flush_data_bytes: u64,
 }
 
 impl Tickers {
@@ -82,11 +86,14 @@ impl Tickers {
             compactions: self.compactions + o.compactions,
             iter_skips: self.iter_skips + o.iter_skips,
             db_nexts: self.db_nexts + o.db_nexts,
+            wbm_flushes: self.wbm_flushes + o.wbm_flushes,
+            wbm_flush_data_bytes: self.wbm_flush_data_bytes + o.wbm_flush_data_bytes,
         }
     }
 
     fn read(backend: &StateBackend) -> Tickers {
         let o = backend.options();
+        let (wbm_flushes, wbm_flush_data_bytes) = backend.wbm_flushes();
         let t = |ticker| o.get_ticker_count(ticker);
         Tickers {
             block_cache_hit: t(Ticker::BlockCacheHit),
@@ -116,6 +123,8 @@ impl Tickers {
             compactions: o.get_histogram_data(Histogram::CompactionTime).count(),
             iter_skips: t(Ticker::NumberIterSkip),
             db_nexts: t(Ticker::NumberDbNext),
+            wbm_flushes,
+            wbm_flush_data_bytes,
         }
     }
 }
