@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 mod diagnose;
+mod flink;
 mod reproduce;
 pub use diagnose::DiagnoseArgs;
+pub use flink::{FlinkCommand, FlinkRunArgs};
 pub use reproduce::ReproduceArgs;
 
 #[derive(Debug, Parser)]
@@ -98,6 +100,10 @@ after y), s saves the edited profile as <name>-tuned.yaml."
         after_help = "DIR is a RocksDB instance's directory (Flink: an operator's db/ under state.backend.rocksdb.localdir, or io.tmp.dirs), or a directory holding several, one level down. Files read: LOG, LOG.old.*, flink-LOG* and the newest OPTIONS-*. Run the job here to A/B the fix: statebench run -w WORKLOAD_FILE -p PROFILE_FILE with the files --workload-out and --profile-out wrote."
     )]
     Diagnose(DiagnoseArgs),
+    /// Run the workload as a real Flink 1.20 job (an embedded cluster started from Flink's jars,
+    /// or yours) beside statebench's own run of the same events and profile.
+    #[command(subcommand)]
+    Flink(FlinkCommand),
     /// The advisor's findings for a saved JSON report (`run --report`, `tui --report`): what
     /// is wrong, the evidence, and the profile change that fixes it with its memory cost.
     Advise {

@@ -10,6 +10,7 @@ pub mod diagnose;
 pub mod durability;
 pub mod engine;
 pub mod export;
+pub mod flink;
 pub mod output;
 pub mod pipeline;
 pub mod profiler;
@@ -49,6 +50,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tune(args) => commands::tune::run(args),
         Command::Advise { report, json } => commands::advise::run(&report, json),
         Command::Diagnose(args) => commands::diagnose::run(args),
+        Command::Flink(cli::FlinkCommand::Run(args)) => commands::flink::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::Compare {
             reports,
@@ -71,6 +73,10 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     // Flink's REST API did not answer as a running job's would (down, no such job, no metrics).
     if err.chain().any(|e| {
         e.is::<diagnose::rest::RestError>()
+            || matches!(
+                e.downcast_ref::<flink::FlinkError>(),
+                Some(flink::FlinkError::Rest(_))
+            )
             || matches!(
                 e.downcast_ref::<diagnose::DiagnoseError>(),
                 Some(diagnose::DiagnoseError::Rest(_))

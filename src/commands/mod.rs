@@ -6,6 +6,7 @@ pub mod bench;
 pub mod compare;
 pub mod diagnose;
 pub mod export;
+pub mod flink;
 pub mod profiles;
 pub mod replay;
 pub mod reproduce;

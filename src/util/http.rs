@@ -1,6 +1,6 @@
-//! A plain HTTP/1.1 GET, enough for Flink's REST API (JSON over `http://`, as a JobManager
-//! serves it by default): one request per connection, a body by Content-Length, chunks, or
-//! until the server closes.
+//! Plain HTTP/1.1, enough for Flink's REST API (JSON over `http://`, as a JobManager serves it
+//! by default): GET, and POST or PATCH with a body; one request per connection, the answer's
+//! body by Content-Length, chunks, or until the server closes.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -50,6 +50,23 @@ pub fn split_url(url: &str) -> Result<(String, String), HttpError> {
 
 /// GETs `base` joined with `path` (which starts with '/').
 pub fn get(base: &str, path: &str, timeout: Duration) -> Result<Response, HttpError> {
+    request("GET", base, path, None, timeout)
+}
+
+/// A request body and its content type.
+pub struct Body<'a> {
+    pub content_type: &'a str,
+    pub bytes: &'a [u8],
+}
+
+/// `method` (GET, POST, PATCH) on `base` joined with `path`, with `body` if any.
+pub fn request(
+    method: &str,
+    base: &str,
+    path: &str,
+    body: Option<Body<'_>>,
+    timeout: Duration,
+) -> Result<Response, HttpError> {
     let (host, prefix) = split_url(base)?;
     let url = format!("http://{host}{}{path}", prefix.trim_end_matches('/'));
     let io = |source| HttpError::Io {
@@ -75,11 +92,23 @@ pub fn get(base: &str, path: &str, timeout: Duration) -> Result<Response, HttpEr
     stream.set_read_timeout(Some(timeout)).map_err(io)?;
     stream.set_write_timeout(Some(timeout)).map_err(io)?;
     let full_path = format!("{}{path}", prefix.trim_end_matches('/'));
-    write!(
-        stream,
-        "GET {full_path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(io)?;
+    let mut head = format!(
+        "{method} {full_path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n"
+    );
+    if let Some(b) = &body {
+        head.push_str(&format!(
+            "Content-Type: {}\r\nContent-Length: {}\r\n",
+            b.content_type,
+            b.bytes.len()
+        ));
+    } else if method != "GET" {
+        head.push_str("Content-Length: 0\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).map_err(io)?;
+    if let Some(b) = &body {
+        stream.write_all(b.bytes).map_err(io)?;
+    }
     let mut reader = BufReader::new(stream);
     let malformed = |why: &str| HttpError::Malformed {
         url: url.clone(),

@@ -45,10 +45,13 @@ public class FrequencyFunction extends KeyedProcessFunction<String, TraceEvent, 
                         TypeInformation.of(AdsFrequencyStats.class)));
         MapStateDescriptor<Long, TimerDecrement> timerStateDescriptor = new MapStateDescriptor<>(
                 "timer-state", Types.LONG, TypeInformation.of(TimerDecrement.class));
-        // Flink's default cleanup: in background, i.e. RocksDB's compaction filter.
-        timerStateDescriptor.enableTimeToLive(StateTtlConfig.newBuilder(Duration.ofMillis(timerStateTtlMs))
-                .setStateVisibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
-                .build());
+        // Flink's default cleanup: in background, i.e. RocksDB's compaction filter. A TTL of 0:
+        // none (a workload without timer-state-ttl).
+        if (timerStateTtlMs > 0) {
+            timerStateDescriptor.enableTimeToLive(StateTtlConfig.newBuilder(Duration.ofMillis(timerStateTtlMs))
+                    .setStateVisibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
+                    .build());
+        }
         timerState = getRuntimeContext().getMapState(timerStateDescriptor);
     }
 

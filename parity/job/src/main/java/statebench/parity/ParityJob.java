@@ -32,11 +32,13 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * ParityJob --trace T.csv --windows 1m=60000,5m=300000 --out-of-orderness 3000
  *           --watermark-every 64 --ttl 2592000000 --serializer pojo|kryo
  *           (--flink-conf profile.conf | --flink-conf-dir DIR [--factory-knobs F]) --out DIR
- *           [--events-per-second N] [--hold-ms MS] [--environment local|context]
+ *           [--events-per-second N] [--hold-ms MS] [--environment local|context] [--parallelism N]
  * </pre>
  *
  * {@code --events-per-second} paces the source (default 0: as fast as it goes) and
  * {@code --hold-ms} keeps it open that long after the last event ({@link TraceSource}).
+ * {@code --parallelism} is the keyed operator's (default 1; the source and sink keep 1): above 1
+ * each subtask measures into {@code --out}/subtask-&lt;index&gt; ({@code statebench flink run}).
  * {@code --environment context} runs in the environment Flink gives a submitted program (a session
  * cluster's {@code /jars/:id/run} or its CLI; parity/rest-evidence) at parallelism 1 instead of
  * the default local MiniCluster; the program then returns once the job is submitted, without
@@ -118,9 +120,11 @@ public class ParityJob {
         conf.setString("pipeline.force-kryo", Boolean.toString(kryo));
 
         String environment = opts.getOrDefault("environment", "local");
+        int parallelism = Integer.parseInt(opts.getOrDefault("parallelism", "1"));
         StreamExecutionEnvironment env;
         if (environment.equals("local")) {
-            env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+            env = StreamExecutionEnvironment.createLocalEnvironment(parallelism, conf);
+            env.setParallelism(1);
         } else if (environment.equals("context")) {
             env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
             env.setParallelism(1);
@@ -141,6 +145,7 @@ public class ParityJob {
                 .keyBy((KeySelector<TraceEvent, String>) e -> e.user, Types.STRING)
                 .transform("frequency", Types.VOID,
                         new ParityOperator(new FrequencyFunction(labels, windows, ttl), out, exportCheck))
+                .setParallelism(parallelism)
                 .sinkTo(new DiscardingSink<>());
 
         Files.writeString(Path.of(out, "flink-config-check.txt"),

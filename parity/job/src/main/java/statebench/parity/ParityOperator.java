@@ -76,7 +76,32 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
         return null;
     }
 
+    /**
+     * Where this subtask writes: {@code outDir} itself at parallelism 1 (what parity/run reads),
+     * else {@code outDir/subtask-<index>} (statebench flink run: one RocksDB instance each).
+     */
+    private String subtaskDir() throws Exception {
+        int parallelism = getRuntimeContext().getNumberOfParallelSubtasks();
+        if (parallelism == 1) {
+            return outDir;
+        }
+        Path dir = Path.of(outDir, "subtask-" + getRuntimeContext().getIndexOfThisSubtask());
+        Files.createDirectories(dir);
+        return dir.toString();
+    }
+
+    /** Letters and digits kept, everything else '_' (how RocksDB flattens a path into a name). */
+    private static String flat(String path) {
+        StringBuilder sb = new StringBuilder();
+        for (char c : path.toCharArray()) {
+            sb.append(Character.isLetterOrDigit(c) ? c : '_');
+        }
+        return sb.toString();
+    }
+
+    @SuppressWarnings("deprecation")
     private void measure() throws Exception {
+        String outDir = subtaskDir();
         FrequencyFunction fn = (FrequencyFunction) getUserFunction();
         KeyedStateBackend<String> backend = getKeyedStateBackend();
         Json json = new Json();
@@ -153,6 +178,24 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
             if (latestOptions != null) {
                 Files.copy(latestOptions.toPath(), Path.of(outDir, "flink.OPTIONS"), StandardCopyOption.REPLACE_EXISTING);
                 copied.add(latestOptions.getName());
+            }
+            // A TaskManager started with -Dlog.file (a cluster, not a MiniCluster) has Flink
+            // relocate RocksDB's LOG into its log directory (RocksDBResourceContainer
+            // .relocateDefaultDbLogDir), named after the database's path: <path>_LOG[.old.N].
+            String logFile = System.getProperty("log.file");
+            if (!copied.contains("LOG") && logFile != null && new File(logFile).getParentFile() != null) {
+                String instance = flat(dbDir.getParentFile().getName());
+                File[] logs = new File(logFile).getParentFile().listFiles();
+                Arrays.sort(logs);
+                for (File f : logs) {
+                    String name = f.getName();
+                    int at = name.lastIndexOf("_LOG");
+                    if (at > 0 && flat(name.substring(0, at)).contains(instance)) {
+                        String rest = name.substring(at + 1);
+                        Files.copy(f.toPath(), Path.of(outDir, "flink-" + rest), StandardCopyOption.REPLACE_EXISTING);
+                        copied.add(name);
+                    }
+                }
             }
         }
         json.put("copied_files", copied);

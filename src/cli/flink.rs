@@ -1,0 +1,58 @@
+//! `statebench flink ...`'s arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+#[derive(Debug, Subcommand)]
+pub enum FlinkCommand {
+    /// Run the workload as a real Flink 1.20 job and the same events through statebench, and
+    /// print them side by side: flushes (and those the WriteBufferManager forced), write stops
+    /// and stall time, bytes written, flushed and compacted, from each side's own RocksDB
+    /// statistics and LOG. With --compare, both again on a second profile, and whether Flink's
+    /// RocksDB moved as statebench predicted; exit 1 if it did not.
+    #[command(after_help = AFTER_HELP)]
+    Run(FlinkRunArgs),
+}
+
+const AFTER_HELP: &str = "How: the workload's events are written as a trace (WORK/trace.csv). The job (the field reports' frequency counter on Flink's own KeyedProcessOperator, compiled here against the distribution's lib/ with javac) replays it with the profile's exported config.yaml (WORK/<profile>/job-conf), its keyed operator at --parallelism, on an embedded session cluster started from the distribution's jars: a JobManager (StandaloneSessionClusterEntrypoint) and --taskmanagers TaskManager processes (TaskManagerRunner, memory from Flink's own calculator), one slot each, on localhost; logs in WORK/<profile>/logs. Each subtask measures its RocksDB instance when the input ends (WORK/<profile>/flink/subtask-N). statebench then runs subtask 0's share of the trace (the keys of its key groups) at the rate Flink's subtask 0 reached.
+
+With --cluster URL the job runs on your session cluster through its REST API (upload, run, poll; Ctrl-C cancels the job). Its TaskManagers must read WORK (the trace) and write into it (their measurements): a cluster on this machine or a shared file system. Its memory settings are the cluster's own: only the job's state backend settings come from the profile.
+
+Needs a JDK (java, javac, jar) and a Flink 1.20 distribution: --flink-dist, FLINK_HOME, or PyPI's apache-flink-libraries 1.20.1 in ~/.cache/flink as parity/setup.sh fetches it.
+
+Exit codes: 0 done (and with --compare, as predicted), 1 the job failed or Flink did not move as predicted, 2 bad input or a missing JDK or distribution, 3 Flink's REST API (cluster down, wrong version).";
+
+#[derive(Debug, Args)]
+pub struct FlinkRunArgs {
+    /// Workload (a shipped name or a YAML file): the frequency counter of the ads-* workloads.
+    #[arg(short, long, value_name = "WORKLOAD")]
+    pub workload: String,
+    /// Profile (a shipped name or a YAML file).
+    #[arg(short, long, value_name = "PROFILE")]
+    pub profile: String,
+    /// A second profile: both sides run again on it, and the change is judged.
+    #[arg(long, value_name = "PROFILE")]
+    pub compare: Option<String>,
+    /// Events of the workload (default: its own).
+    #[arg(long)]
+    pub events: Option<u64>,
+    /// The keyed operator's parallelism on Flink: its key groups spread over this many
+    /// subtasks, each with its own RocksDB instance and slot.
+    #[arg(long, default_value_t = 2)]
+    pub parallelism: u32,
+    /// TaskManager processes of the embedded cluster, one slot each.
+    #[arg(long, default_value_t = 2)]
+    pub taskmanagers: u32,
+    /// A running Flink 1.20 session cluster's REST address (http://host:8081) instead of the
+    /// embedded one.
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
+    /// A Flink 1.20 distribution (DIR/lib and DIR/bin/bash-java-utils.jar).
+    #[arg(long, value_name = "DIR")]
+    pub flink_dist: Option<PathBuf>,
+    /// Working directory: the trace, configurations, Flink's logs and measurements,
+    /// statebench's data. Kept after the run.
+    #[arg(long, value_name = "DIR", default_value = "statebench-flink")]
+    pub work: PathBuf,
+}

@@ -1,0 +1,393 @@
+//! What each side measured, read the same way where both have it (each RocksDB instance's own
+//! LOG, parsed by `diagnose`), and the side by side: per profile, Flink's subtask 0 against
+//! statebench on its share; with two profiles, the change on each side and whether Flink's
+//! followed statebench's prediction.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{FlinkError, ProfileRun};
+use crate::config::units::human_bytes;
+use crate::diagnose::log::LogEvidence;
+use crate::summary::Summary;
+
+/// One RocksDB instance's run, in the numbers the side by side compares.
+#[derive(Debug, Clone, Default)]
+pub struct Side {
+    pub events: u64,
+    /// Events over the seconds the instance was open (its LOG's first to last line).
+    pub events_per_sec: f64,
+    pub flushes: u64,
+    /// Flushes the WriteBufferManager forced.
+    pub wbm_flushes: u64,
+    /// "Stopping writes because ..." and "Stalling writes because ..." lines of the LOG.
+    pub write_stops: u64,
+    pub write_delays: u64,
+    pub stall_micros: u64,
+    pub user_bytes: u64,
+    pub flush_bytes: u64,
+    pub compaction_bytes: u64,
+    pub compactions: u64,
+}
+
+/// The LOG (and LOG.old.*) files in `dir` whose names end in `suffix_of_log` order, as text.
+fn log_text(dir: &Path, prefix: &str) -> Result<String, FlinkError> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| FlinkError::Job(format!("{}: {e}", dir.display())))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .is_some_and(|n| {
+                    n == format!("{prefix}LOG") || n.starts_with(&format!("{prefix}LOG.old"))
+                })
+        })
+        .collect();
+    // LOG.old.<micros> oldest first, the current LOG last.
+    files.sort_by_key(|p| {
+        let n = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        (n.as_deref().is_some_and(|n| n.ends_with("LOG")), n)
+    });
+    if files.is_empty() {
+        return Err(FlinkError::Job(format!(
+            "{}: no RocksDB {prefix}LOG",
+            dir.display()
+        )));
+    }
+    let mut text = String::new();
+    for f in files {
+        let bytes =
+            std::fs::read(&f).map_err(|e| FlinkError::Job(format!("{}: {e}", f.display())))?;
+        text.push_str(&String::from_utf8_lossy(&bytes));
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+fn from_log(side: &mut Side, log: &LogEvidence) {
+    side.wbm_flushes = log
+        .flushes
+        .iter()
+        .filter(|f| f.reason.contains("Write Buffer Manager"))
+        .count() as u64;
+    side.write_stops = log.stops.values().sum();
+    side.write_delays = log.stalls.values().sum();
+    if log.span_secs > 0.0 {
+        side.events_per_sec = side.events as f64 / log.span_secs;
+    }
+}
+
+/// Flink's subtask: what the parity operator wrote into `dir` when its input ended
+/// (flink.json: the job's counters and RocksDB's statistics; flink-LOG: RocksDB's LOG).
+pub fn flink_side(dir: &Path) -> Result<Side, FlinkError> {
+    let path = dir.join("flink.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        FlinkError::Job(format!(
+            "{}: {e} (the job finished without measuring: did its input end?)",
+            path.display()
+        ))
+    })?;
+    let json: Value = serde_json::from_str(&text)
+        .map_err(|e| FlinkError::Job(format!("{}: {e}", path.display())))?;
+    let ticker = |name: &str| json["tickers"][name].as_u64().unwrap_or(0);
+    let mut side = Side {
+        events: json["job"]["events"].as_u64().unwrap_or(0),
+        flushes: json["histograms"]["FLUSH_TIME_count"].as_u64().unwrap_or(0),
+        compactions: json["histograms"]["COMPACTION_TIME_count"]
+            .as_u64()
+            .unwrap_or(0),
+        stall_micros: ticker("STALL_MICROS"),
+        user_bytes: ticker("BYTES_WRITTEN"),
+        flush_bytes: ticker("FLUSH_WRITE_BYTES"),
+        compaction_bytes: ticker("COMPACT_WRITE_BYTES"),
+        ..Side::default()
+    };
+    from_log(&mut side, &LogEvidence::parse(&log_text(dir, "flink-")?));
+    Ok(side)
+}
+
+/// statebench's run: its summary, and the LOG of its RocksDB instance under `data`.
+pub fn statebench_side(summary: &Summary, data: &Path) -> Result<Side, FlinkError> {
+    let mut side = Side {
+        events: summary.events,
+        flushes: summary.flushes,
+        compactions: summary.compactions,
+        stall_micros: summary.stall_micros,
+        user_bytes: summary.user_bytes_written,
+        flush_bytes: summary.flush_bytes_written,
+        compaction_bytes: summary.compaction_bytes_written,
+        ..Side::default()
+    };
+    let db = find_log_dir(data).ok_or_else(|| {
+        FlinkError::Job(format!(
+            "{}: statebench's run left no RocksDB LOG",
+            data.display()
+        ))
+    })?;
+    let log = LogEvidence::parse(&log_text(&db, "")?);
+    from_log(&mut side, &log);
+    // statebench counts FRocksDB 6.20's switches as the WriteBufferManager's; its RocksDB 11
+    // LOG names them manual.
+    side.wbm_flushes = summary.wbm_flushes;
+    Ok(side)
+}
+
+fn find_log_dir(dir: &Path) -> Option<std::path::PathBuf> {
+    if dir.join("LOG").is_file() {
+        return Some(dir.to_path_buf());
+    }
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .find_map(|e| find_log_dir(&e.path()))
+}
+
+/// The metrics compared, with how each is written and whether the change judges it.
+struct Metric {
+    name: &'static str,
+    get: fn(&Side) -> f64,
+    bytes: bool,
+    /// Judged in the change from one profile to the other (what a profile fix moves).
+    judged: bool,
+}
+
+const fn metric(name: &'static str, get: fn(&Side) -> f64, bytes: bool, judged: bool) -> Metric {
+    Metric {
+        name,
+        get,
+        bytes,
+        judged,
+    }
+}
+
+const METRICS: [Metric; 10] = [
+    metric("events (subtask 0)", |s| s.events as f64, false, false),
+    metric("events/s", |s| s.events_per_sec, false, false),
+    metric("flushes", |s| s.flushes as f64, false, true),
+    metric(
+        "flushes forced by the WBM",
+        |s| s.wbm_flushes as f64,
+        false,
+        true,
+    ),
+    metric("write stops (LOG)", |s| s.write_stops as f64, false, true),
+    metric(
+        "write delays (LOG)",
+        |s| s.write_delays as f64,
+        false,
+        false,
+    ),
+    metric(
+        "stall time (ms)",
+        |s| s.stall_micros as f64 / 1000.0,
+        false,
+        true,
+    ),
+    metric(
+        "bytes written by the job",
+        |s| s.user_bytes as f64,
+        true,
+        false,
+    ),
+    metric("flush bytes", |s| s.flush_bytes as f64, true, false),
+    metric(
+        "compaction bytes written",
+        |s| s.compaction_bytes as f64,
+        true,
+        false,
+    ),
+];
+
+fn show(v: f64, bytes: bool) -> String {
+    if bytes {
+        human_bytes(v)
+    } else if v.fract() == 0.0 || v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// How one metric moved from the first profile to the second on each side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub metric: &'static str,
+    pub flink: (f64, f64),
+    pub statebench: (f64, f64),
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Same direction, and Flink's relative change at least half of statebench's.
+    AsPredicted,
+    /// statebench predicted (almost) no change: not judged.
+    NothingPredicted,
+    NotAsPredicted,
+}
+
+/// A relative change below this is "no change".
+const NO_CHANGE: f64 = 0.10;
+
+fn relative(a: f64, b: f64) -> f64 {
+    if a == 0.0 {
+        if b == 0.0 { 0.0 } else { 1.0 }
+    } else {
+        (b - a) / a
+    }
+}
+
+/// Judges the change from `a` to `b` (the first and the second profile's runs).
+pub fn changes(a: &ProfileRun, b: &ProfileRun) -> Vec<Change> {
+    METRICS
+        .iter()
+        .filter(|m| m.judged)
+        .map(|m| {
+            let f = ((m.get)(&a.flink), (m.get)(&b.flink));
+            let s = ((m.get)(&a.statebench), (m.get)(&b.statebench));
+            let (rf, rs) = (relative(f.0, f.1), relative(s.0, s.1));
+            let verdict = if rs.abs() < NO_CHANGE {
+                Verdict::NothingPredicted
+            } else if rf.signum() == rs.signum() && rf.abs() >= 0.5 * rs.abs().min(1.0) {
+                Verdict::AsPredicted
+            } else {
+                Verdict::NotAsPredicted
+            };
+            Change {
+                metric: m.name,
+                flink: f,
+                statebench: s,
+                verdict,
+            }
+        })
+        .collect()
+}
+
+/// The side by side, as the terminal prints it.
+pub fn render(runs: &[ProfileRun], parallelism: u32) -> String {
+    let mut out = String::new();
+    for run in runs {
+        let _ = writeln!(
+            out,
+            "\nprofile '{}': Flink subtask 0 of {parallelism} against statebench on the same events (subtasks' events: {})",
+            run.profile,
+            run.subtask_events
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(" / ")
+        );
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>14} {:>14} {:>10}",
+            "metric", "Flink", "statebench", "sb / Flink"
+        );
+        for m in &METRICS {
+            let (f, s) = ((m.get)(&run.flink), (m.get)(&run.statebench));
+            let ratio = if f > 0.0 {
+                format!("{:.2}", s / f)
+            } else if s == 0.0 {
+                "=".to_string()
+            } else {
+                "-".to_string()
+            };
+            let _ = writeln!(
+                out,
+                "  {:<28} {:>14} {:>14} {:>10}",
+                m.name,
+                show(f, m.bytes),
+                show(s, m.bytes),
+                ratio
+            );
+        }
+    }
+    if let [a, b] = runs {
+        let _ = writeln!(
+            out,
+            "\n'{}' -> '{}': did Flink's RocksDB move as statebench predicted (same direction, at least half the relative change)?",
+            a.profile, b.profile
+        );
+        for c in changes(a, b) {
+            let verdict = match c.verdict {
+                Verdict::AsPredicted => "as predicted",
+                Verdict::NothingPredicted => "no change predicted",
+                Verdict::NotAsPredicted => "NOT as predicted",
+            };
+            let _ = writeln!(
+                out,
+                "  {:<28} Flink {} -> {}, statebench {} -> {}: {verdict}",
+                c.metric,
+                show(c.flink.0, false),
+                show(c.flink.1, false),
+                show(c.statebench.0, false),
+                show(c.statebench.1, false)
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(flushes: u64, stops: u64, stall_ms: u64, sb: (u64, u64, u64)) -> ProfileRun {
+        let side = |f, s, st: u64| Side {
+            flushes: f,
+            wbm_flushes: f,
+            write_stops: s,
+            stall_micros: st * 1000,
+            ..Side::default()
+        };
+        ProfileRun {
+            profile: "p".into(),
+            flink: side(flushes, stops, stall_ms),
+            statebench: side(sb.0, sb.1, sb.2),
+            subtask_events: vec![1, 1],
+        }
+    }
+
+    #[test]
+    fn a_change_is_as_predicted_in_the_same_direction_and_at_least_half_the_size() {
+        // Case study 1's fix: flushes and stops fall on both sides.
+        let a = run(200, 30, 2000, (230, 35, 2500));
+        let b = run(20, 0, 0, (12, 0, 0));
+        let verdicts: Vec<Verdict> = changes(&a, &b).iter().map(|c| c.verdict).collect();
+        assert!(
+            verdicts.iter().all(|v| *v == Verdict::AsPredicted),
+            "{verdicts:?}"
+        );
+        // Flink's flushes fell by a third where statebench predicted -95 %: under half.
+        let b = run(140, 0, 0, (12, 0, 0));
+        assert_eq!(changes(&a, &b)[0].verdict, Verdict::NotAsPredicted);
+        // Flink's rose.
+        let b = run(300, 0, 0, (12, 0, 0));
+        assert_eq!(changes(&a, &b)[0].verdict, Verdict::NotAsPredicted);
+        // statebench predicted no change (5 %): not judged.
+        let b = run(100, 0, 0, (241, 0, 0));
+        assert_eq!(changes(&a, &b)[0].verdict, Verdict::NothingPredicted);
+    }
+
+    #[test]
+    fn factory_knobs_are_the_comment_lines_of_the_export() {
+        let config = "state.backend.rocksdb.writebuffer.size: 4mb\n#   io.rate-limit-per-sec: 3mb  ->  DBOptions.setRateLimiter\n# other\n";
+        assert_eq!(
+            super::super::factory_knobs(config),
+            "io.rate-limit-per-sec: 3mb\n"
+        );
+    }
+
+    #[test]
+    fn key_groups_spread_over_subtasks_as_flink_assigns_them() {
+        // KeyGroupRangeAssignment: 256 key groups, parallelism 2: 0-127 -> 0, 128-255 -> 1.
+        assert_eq!(super::super::operator_index(0, 2), 0);
+        assert_eq!(super::super::operator_index(127, 2), 0);
+        assert_eq!(super::super::operator_index(128, 2), 1);
+        assert_eq!(super::super::operator_index(255, 2), 1);
+        assert_eq!(super::super::operator_index(255, 1), 0);
+    }
+}

@@ -1,0 +1,383 @@
+//! `statebench flink run`: the workload as a real Flink 1.20 job, and the same events through
+//! statebench, side by side.
+//!
+//! The workload's events are written as a trace; the parity job (parity/job: the field reports'
+//! frequency counter on Flink's own `KeyedProcessOperator`, built here into a jar against the
+//! distribution's lib/) replays it on a Flink session cluster with the profile's exported
+//! `config.yaml`: by default an embedded one on localhost (a JobManager and N TaskManager
+//! processes, one slot each), or the user's (`--cluster URL`). Each subtask of the keyed
+//! operator measures its RocksDB instance when the input ends (RocksDB's statistics, its LOG).
+//! statebench then runs subtask 0's share of the trace (the keys of its key groups, at the
+//! rate Flink's subtask reached) on the same profile. A second profile (`--compare`) repeats
+//! both, and the change from the first to the second is judged: does Flink's RocksDB move as
+//! statebench predicted?
+
+pub mod cluster;
+pub mod dist;
+mod evidence;
+pub mod rest;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::config::job::OperatorSpec;
+use crate::config::workload::{Rate, SerializerKind};
+use crate::config::{Profile, Workload};
+
+pub use evidence::{Change, Side, Verdict, changes as evidence_changes, render};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FlinkError {
+    /// The machine or the input: no Flink distribution, no JDK, a workload it cannot run.
+    #[error("{0}")]
+    Setup(String),
+    /// Flink's REST API: the cluster down, an error answer, the wrong version.
+    #[error("Flink REST: {0}")]
+    Rest(String),
+    /// The job ran and failed, or its output is missing.
+    #[error("{0}")]
+    Job(String),
+    #[error("cancelled: the Flink job was cancelled and the cluster stopped")]
+    Cancelled,
+}
+
+/// What to run.
+pub struct Options {
+    pub workload: Workload,
+    /// The profile, and with `--compare` the one to judge against it.
+    pub profiles: Vec<Profile>,
+    pub events: u64,
+    /// The keyed operator's parallelism on Flink.
+    pub parallelism: u32,
+    /// TaskManagers of the embedded cluster (one slot each).
+    pub taskmanagers: u32,
+    /// A running session cluster's REST address instead of the embedded one.
+    pub cluster: Option<String>,
+    pub dist: Option<PathBuf>,
+    /// Where the trace, the configurations, Flink's output and statebench's data go.
+    pub work: PathBuf,
+    /// Set by Ctrl-C: the running job is cancelled.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// One profile's two runs.
+pub struct ProfileRun {
+    pub profile: String,
+    pub flink: Side,
+    pub statebench: Side,
+    /// Every subtask's events, in subtask order (how the keys spread).
+    pub subtask_events: Vec<u64>,
+}
+
+/// The job the workload describes, as the parity job's arguments: windows, out-of-orderness,
+/// the timerState TTL (0: none), the serializer.
+fn job_args(workload: &Workload) -> Result<Vec<String>, FlinkError> {
+    let OperatorSpec::Frequency(f) = workload.operator() else {
+        return Err(FlinkError::Setup(format!(
+            "workload '{}': flink run runs the frequency counter (the ads-* workloads) as a Flink job; its job is '{}' (parity/run-kinds replays the other operator kinds through Flink's own operators in a MiniCluster)",
+            workload.name,
+            workload.operator().kind()
+        )));
+    };
+    if workload.operators().len() > 1 {
+        return Err(FlinkError::Setup(format!(
+            "workload '{}': a chain of operators; flink run runs one operator",
+            workload.name
+        )));
+    }
+    let windows: Vec<String> = f
+        .windows
+        .iter()
+        .map(|w| format!("{}={}", Workload::window_label(*w), w.0))
+        .collect();
+    Ok(vec![
+        "--windows".into(),
+        windows.join(","),
+        "--out-of-orderness".into(),
+        workload.spec.event_time.out_of_orderness.0.to_string(),
+        "--watermark-every".into(),
+        crate::engine::WATERMARK_EVERY_EVENTS.to_string(),
+        "--ttl".into(),
+        f.timer_state_ttl.map_or(0, |t| t.0).to_string(),
+        "--serializer".into(),
+        match workload.spec.serializer {
+            SerializerKind::Compact => "pojo",
+            SerializerKind::Generic => "kryo",
+        }
+        .into(),
+    ])
+}
+
+/// The exported configuration's knobs Flink's configuration cannot set (`#   knob: value  ->
+/// call` comments), as the parity job's options factory reads them.
+fn factory_knobs(config: &str) -> String {
+    config
+        .lines()
+        .filter_map(|l| l.strip_prefix("#   "))
+        .filter_map(|l| l.split_once("  ->  ").map(|(kv, _)| kv))
+        .map(|kv| format!("{kv}\n"))
+        .collect()
+}
+
+/// The operator index Flink gives key group `kg` (KeyGroupRangeAssignment).
+fn operator_index(kg: u16, parallelism: u32) -> u32 {
+    (u32::from(kg) * parallelism) / u32::from(crate::backend::keys::MAX_PARALLELISM)
+}
+
+/// Writes the workload's first `events` events as the job's trace (`key,event_time`) and
+/// subtask 0's share of them (`key,event_time,0`, one partition, as the job's one source);
+/// every subtask's event count.
+fn write_traces(
+    workload: &Workload,
+    events: u64,
+    parallelism: u32,
+    dir: &Path,
+) -> Result<Vec<u64>, FlinkError> {
+    use std::io::Write;
+    let io = |p: &Path, e: std::io::Error| FlinkError::Setup(format!("{}: {e}", p.display()));
+    let (all, share) = (dir.join("trace.csv"), dir.join("trace-subtask-0.csv"));
+    let mut a = std::io::BufWriter::new(std::fs::File::create(&all).map_err(|e| io(&all, e))?);
+    let mut s = std::io::BufWriter::new(std::fs::File::create(&share).map_err(|e| io(&share, e))?);
+    let mut per_subtask = vec![0u64; parallelism as usize];
+    let mut key = String::new();
+    for e in crate::pipeline::source::Generator::new(workload).take(events as usize) {
+        crate::pipeline::source::Generator::user_key(e.user, &mut key);
+        writeln!(a, "{key},{}", e.event_time).map_err(|e| io(&all, e))?;
+        let index = operator_index(crate::backend::keys::key_group(&key), parallelism);
+        per_subtask[index as usize] += 1;
+        if index == 0 {
+            writeln!(s, "{key},{},0", e.event_time).map_err(|e| io(&share, e))?;
+        }
+    }
+    a.flush().map_err(|e| io(&all, e))?;
+    s.flush().map_err(|e| io(&share, e))?;
+    Ok(per_subtask)
+}
+
+/// Runs everything `options` asks for; `progress` hears each step.
+pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>, FlinkError> {
+    let workload = &options.workload;
+    if workload.spec.trace.is_some() {
+        return Err(FlinkError::Setup(format!(
+            "workload '{}' replays a trace: flink run writes the trace of a generated workload itself; give a workload without 'trace:'",
+            workload.name
+        )));
+    }
+    let job = job_args(workload)?;
+    if options.parallelism == 0 || options.taskmanagers == 0 {
+        return Err(FlinkError::Setup(
+            "--parallelism and --taskmanagers must be at least 1".to_string(),
+        ));
+    }
+    if options.cluster.is_none() && options.taskmanagers < options.parallelism {
+        return Err(FlinkError::Setup(format!(
+            "--parallelism {} needs {} slots: the embedded cluster has one per TaskManager, and --taskmanagers is {}",
+            options.parallelism, options.parallelism, options.taskmanagers
+        )));
+    }
+    if workload.spec.phases.is_some() {
+        return Err(FlinkError::Setup(format!(
+            "workload '{}' has backfill and catch-up phases: flink run runs one job",
+            workload.name
+        )));
+    }
+    // The user's cluster answers, and runs Flink 1.20, before anything is built or written.
+    if let Some(url) = &options.cluster {
+        let version = rest::Rest::new(url).check_version(dist::FLINK_VERSION)?;
+        progress(&format!("cluster {url}: Flink {version}"));
+    }
+    // With --cluster too: the job jar is compiled against a distribution's lib/.
+    let dist = dist::locate(options.dist.as_deref())?;
+    dist::check_jdk()?;
+    let work = &options.work;
+    std::fs::create_dir_all(work)
+        .map_err(|e| FlinkError::Setup(format!("{}: {e}", work.display())))?;
+    let work = work
+        .canonicalize()
+        .map_err(|e| FlinkError::Setup(format!("{}: {e}", work.display())))?;
+    progress("building the job jar (once per distribution)");
+    let jar = dist::job_jar(&dist, &work.join("job-jar"))?;
+    progress(&format!(
+        "writing {} events of '{}' as the job's trace",
+        options.events, workload.name
+    ));
+    let subtask_events = write_traces(workload, options.events, options.parallelism, &work)?;
+    let mut runs = Vec::new();
+    for (i, profile) in options.profiles.iter().enumerate() {
+        let dir = work.join(format!("{}-{}", ["a", "b"][i.min(1)], profile.name));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("job-conf"))
+            .and_then(|()| std::fs::create_dir_all(dir.join("conf")))
+            .map_err(|e| FlinkError::Setup(format!("{}: {e}", dir.display())))?;
+        let flink = flink_side(options, profile, &dist, &jar, &job, &dir, &work, progress)?;
+        if options.cancel.load(Ordering::Relaxed) {
+            return Err(FlinkError::Cancelled);
+        }
+        let statebench = statebench_side(options, profile, &flink, &dir, &work, progress)?;
+        runs.push(ProfileRun {
+            profile: profile.name.clone(),
+            flink,
+            statebench,
+            subtask_events: subtask_events.clone(),
+        });
+    }
+    Ok(runs)
+}
+
+/// The job on Flink with `profile`: its subtask 0's measurements.
+#[allow(clippy::too_many_arguments)]
+fn flink_side(
+    options: &Options,
+    profile: &Profile,
+    dist: &dist::Dist,
+    jar: &Path,
+    job: &[String],
+    dir: &Path,
+    work: &Path,
+    progress: &dyn Fn(&str),
+) -> Result<Side, FlinkError> {
+    let write = |p: PathBuf, text: &str| {
+        std::fs::write(&p, text).map_err(|e| FlinkError::Setup(format!("{}: {e}", p.display())))
+    };
+    let config = crate::export::flink(profile);
+    write(dir.join("job-conf/config.yaml"), &config)?;
+    write(dir.join("factory-knobs.txt"), &factory_knobs(&config))?;
+    let (_cluster, rest) = match &options.cluster {
+        Some(url) => {
+            let rest = rest::Rest::new(url);
+            rest.check_version(dist::FLINK_VERSION)?;
+            (None, rest)
+        }
+        None => {
+            let port = cluster::free_port()?;
+            write(
+                dir.join("conf/config.yaml"),
+                &(config.clone() + &cluster::cluster_settings(port, dir)),
+            )?;
+            let c = cluster::Cluster::start(
+                dist,
+                &dir.join("conf"),
+                port,
+                options.taskmanagers,
+                dir,
+                &options.cancel,
+                progress,
+            )?;
+            let rest = c.rest.clone();
+            rest.check_version(dist::FLINK_VERSION)?;
+            (Some(c), rest)
+        }
+    };
+    progress(&format!(
+        "profile '{}': uploading and running the job (parallelism {})",
+        profile.name, options.parallelism
+    ));
+    let jar_id = rest.upload(jar)?;
+    let out = dir.join("flink");
+    let mut args: Vec<String> = vec![
+        "--trace".into(),
+        work.join("trace.csv").display().to_string(),
+    ];
+    args.extend(job.iter().cloned());
+    args.extend([
+        "--flink-conf-dir".into(),
+        dir.join("job-conf").display().to_string(),
+        "--factory-knobs".into(),
+        dir.join("factory-knobs.txt").display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+        "--environment".into(),
+        "context".into(),
+        "--parallelism".into(),
+        options.parallelism.to_string(),
+    ]);
+    std::fs::create_dir_all(&out)
+        .map_err(|e| FlinkError::Setup(format!("{}: {e}", out.display())))?;
+    let job_id = rest.run_jar(&jar_id, dist::ENTRY_CLASS, &args)?;
+    let started = Instant::now();
+    let mut said = Instant::now();
+    loop {
+        if options.cancel.load(Ordering::Relaxed) {
+            progress(&format!("cancelling job {job_id}"));
+            rest.cancel(&job_id)?;
+            let until = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < until && rest.job_state(&job_id)? != "CANCELED" {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            return Err(FlinkError::Cancelled);
+        }
+        let state = rest.job_state(&job_id)?;
+        match state.as_str() {
+            "FINISHED" => break,
+            "FAILED" | "CANCELED" | "SUSPENDED" => {
+                let why = rest
+                    .failure(&job_id)
+                    .unwrap_or_else(|| "no exception recorded".into());
+                return Err(FlinkError::Job(format!(
+                    "the Flink job {job_id} ended {state}: {why} (logs: {})",
+                    dir.join("logs").display()
+                )));
+            }
+            _ => {}
+        }
+        if said.elapsed() >= Duration::from_secs(5) {
+            progress(&format!(
+                "  job {job_id} {state}, {:.0} s",
+                started.elapsed().as_secs_f64()
+            ));
+            said = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    progress(&format!(
+        "  job {job_id} FINISHED in {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    let sub = if options.parallelism == 1 {
+        out.clone()
+    } else {
+        out.join("subtask-0")
+    };
+    evidence::flink_side(&sub)
+}
+
+/// statebench on subtask 0's share of the trace, at the rate Flink's subtask 0 reached.
+fn statebench_side(
+    options: &Options,
+    profile: &Profile,
+    flink: &Side,
+    dir: &Path,
+    work: &Path,
+    progress: &dyn Fn(&str),
+) -> Result<Side, FlinkError> {
+    let mut workload = options.workload.clone();
+    workload.spec.trace = Some(work.join("trace-subtask-0.csv"));
+    workload.spec.partitions = 1;
+    workload.spec.idle_partitions = Vec::new();
+    let rate = flink.events_per_sec.round().max(1.0) as u64;
+    workload.spec.rate = Rate::PerSecond(rate);
+    let trace = crate::pipeline::trace::Trace::load_into(&mut workload)
+        .map_err(|e| FlinkError::Setup(e.to_string()))?;
+    let events = trace.as_ref().map_or(0, |t| t.len() as u64);
+    progress(&format!(
+        "profile '{}': statebench on subtask 0's {events} events at {rate} events/s (Flink's subtask 0)",
+        profile.name
+    ));
+    let data = dir.join("statebench");
+    let config = crate::engine::EngineConfig {
+        events,
+        trace,
+        ..crate::engine::EngineConfig::new(workload, profile.clone(), &data)
+    };
+    let outcome = crate::engine::run_to_completion(config)
+        .map_err(|e| FlinkError::Job(format!("statebench's run failed: {e:#}")))?;
+    let summary = crate::summary::Summary::new(&outcome);
+    evidence::statebench_side(&summary, &data)
+}
+
+/// Whether Ctrl-C was pressed (for the command's handler).
+pub fn cancel_flag() -> Arc<AtomicBool> {
+    Arc::new(AtomicBool::new(false))
+}
