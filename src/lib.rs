@@ -84,6 +84,15 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     }) {
         return 3;
     }
+    // A run the user cancelled (Ctrl-C), as a shell reports SIGINT.
+    if err.chain().any(|e| {
+        matches!(
+            e.downcast_ref::<flink::FlinkError>(),
+            Some(flink::FlinkError::Cancelled)
+        )
+    }) {
+        return 130;
+    }
     if err
         .chain()
         .any(|e| e.is::<ConfigError>() || e.is::<UsageError>() || data_dir_in_use(e))
