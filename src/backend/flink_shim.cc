@@ -62,9 +62,15 @@ class SealOrder : public rocksdb::EventListener {
 
   // A column family statebench_wbm620_before_write switched for the WriteBufferManager:
   // RocksDB names that flush manual, but FRocksDB 6.20 makes it for the WriteBufferManager.
-  void SwitchedForWbm(const std::string& cf) {
+  // `by` is +1 for a switch asked for, -1 when RocksDB refused it.
+  void SwitchedForWbm(const std::string& cf, int by) {
     std::lock_guard<std::mutex> lock(mutex_);
-    switched_[cf] += 1;
+    uint64_t& n = switched_[cf];
+    if (by > 0) {
+      n += 1;
+    } else if (n > 0) {
+      n -= 1;
+    }
   }
 
   // Counts the flushes the WriteBufferManager forced and the memtable data (keys and
@@ -304,8 +310,13 @@ int statebench_wbm620_before_write(statebench_instance_t* memory) try {
   rocksdb::FlushOptions flush;
   flush.wait = false;
   flush.allow_write_stall = true;
-  memory->seal_order->SwitchedForWbm(picked->GetName());
-  return memory->db->Flush(flush, picked).ok() ? 1 : -1;
+  // Noted before the flush is asked for: it may complete before Flush returns.
+  memory->seal_order->SwitchedForWbm(picked->GetName(), 1);
+  if (!memory->db->Flush(flush, picked).ok()) {
+    memory->seal_order->SwitchedForWbm(picked->GetName(), -1);
+    return -1;
+  }
+  return 1;
 } catch (...) {
   return -1;
 }

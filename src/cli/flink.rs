@@ -21,7 +21,7 @@ With --cluster URL the job runs on your session cluster through its REST API (up
 
 Needs a JDK (java, javac, jar) and a Flink 1.20 distribution: --flink-dist, FLINK_HOME, or PyPI's apache-flink-libraries 1.20.1 in ~/.cache/flink as parity/setup.sh fetches it.
 
-Exit codes: 0 done (and with --compare, as predicted), 1 the job failed or Flink did not move as predicted, 2 bad input or a missing JDK or distribution, 3 Flink's REST API (cluster down, wrong version), 130 cancelled with Ctrl-C (the job is cancelled and the cluster stopped first).";
+Exit codes: 0 done (and with --compare, as predicted), 1 the job or the embedded cluster failed, or Flink did not move as predicted, 2 bad input or a missing JDK or distribution, 3 Flink's REST API (cluster down, wrong version), 130 cancelled with Ctrl-C (the job is cancelled and the cluster stopped first).";
 
 #[derive(Debug, Args)]
 pub struct FlinkRunArgs {

@@ -28,7 +28,10 @@ pub struct Cluster<'a> {
 /// The cluster's own settings, appended to the profile's exported configuration: localhost,
 /// one slot per TaskManager (one subtask, one RocksDB instance, one slot's managed memory each),
 /// the REST port, and where uploads and temporary files go.
-pub fn cluster_settings(rest_port: u16, dir: &Path) -> String {
+pub fn cluster_settings(rest_port: u16, dir: &Path, managed: u64) -> String {
+    // Flink's default 1 GB TaskManager, grown by the slot's managed memory so the profile's
+    // memory fits beside the heap, network and JVM overhead it had.
+    let process_mib = 1024 + managed.div_ceil(1 << 20);
     format!(
         "\n# --- statebench flink run: an embedded session cluster on localhost, 1 slot per TaskManager\n\
          jobmanager.rpc.address: localhost\n\
@@ -37,7 +40,7 @@ pub fn cluster_settings(rest_port: u16, dir: &Path) -> String {
          taskmanager.host: localhost\n\
          taskmanager.bind-host: localhost\n\
          taskmanager.numberOfTaskSlots: 1\n\
-         taskmanager.memory.process.size: 1024m\n\
+         taskmanager.memory.process.size: {process_mib}m\n\
          rest.address: localhost\n\
          rest.bind-address: localhost\n\
          rest.port: {rest_port}\n\
@@ -116,6 +119,7 @@ impl<'a> Cluster<'a> {
         cluster.spawn("jobmanager", &mut jm)?;
         // Flink's TaskManager memory calculation, as taskmanager.sh runs it.
         let params = Command::new("java")
+            .process_group(0)
             .arg("-cp")
             .arg(format!(
                 "{}:{}",
@@ -128,6 +132,9 @@ impl<'a> Cluster<'a> {
             .arg(conf)
             .output()
             .map_err(|e| FlinkError::Setup(format!("BashJavaUtils: {e}")))?;
+        if cancel.load(Ordering::Relaxed) {
+            return Err(FlinkError::Cancelled);
+        }
         let text = String::from_utf8_lossy(&params.stdout).into_owned()
             + &String::from_utf8_lossy(&params.stderr);
         let results: Vec<&str> = text
@@ -211,7 +218,7 @@ impl<'a> Cluster<'a> {
             }
             self.check_alive()?;
             if start.elapsed() > START_TIMEOUT {
-                return Err(FlinkError::Setup(format!(
+                return Err(FlinkError::Cluster(format!(
                     "no {what} after {} s (logs: {})",
                     START_TIMEOUT.as_secs(),
                     self.logs.display()
@@ -225,17 +232,24 @@ impl<'a> Cluster<'a> {
     pub fn check_alive(&mut self) -> Result<(), FlinkError> {
         for (name, child) in &mut self.processes {
             if let Ok(Some(status)) = child.try_wait() {
+                // The log's errors, or what the JVM printed before it had a log.
                 let log = self.logs.join(format!("{name}.log"));
+                let out = self.logs.join(format!("{name}.out"));
                 let text = std::fs::read_to_string(&log).unwrap_or_default();
-                let tail: Vec<&str> = text
+                let mut tail: Vec<&str> = text
                     .lines()
                     .filter(|l| l.contains("ERROR") || l.contains("Exception"))
                     .rev()
                     .take(5)
                     .collect();
-                return Err(FlinkError::Setup(format!(
-                    "the {name} ended ({status}); its log {}:\n{}",
+                let printed = std::fs::read_to_string(&out).unwrap_or_default();
+                if tail.is_empty() {
+                    tail = printed.lines().rev().take(10).collect();
+                }
+                return Err(FlinkError::Cluster(format!(
+                    "the {name} ended ({status}); {} and {}:\n{}",
                     log.display(),
+                    out.display(),
                     tail.into_iter().rev().collect::<Vec<_>>().join("\n")
                 )));
             }

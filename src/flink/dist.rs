@@ -238,7 +238,10 @@ pub fn job_jar(dist: &Dist, cache: &Path) -> Result<PathBuf, FlinkError> {
 }
 
 fn run_tool(cmd: &mut Command, what: &str) -> Result<(), FlinkError> {
+    use std::os::unix::process::CommandExt;
+    // Its own process group: a Ctrl-C reaches statebench, which stops after the build.
     let out = cmd
+        .process_group(0)
         .output()
         .map_err(|e| FlinkError::Setup(format!("{what}: {e}")))?;
     if out.status.success() {

@@ -17,7 +17,7 @@ use crate::summary::Summary;
 #[derive(Debug, Clone, Default)]
 pub struct Side {
     pub events: u64,
-    /// Events over the seconds the instance was open (its LOG's first to last line).
+    /// Events over the seconds from the first record to the end of input.
     pub events_per_sec: f64,
     pub flushes: u64,
     /// Flushes the WriteBufferManager forced.
@@ -75,9 +75,6 @@ fn from_log(side: &mut Side, log: &LogEvidence) {
         .count() as u64;
     side.write_stops = log.stops.values().sum();
     side.write_delays = log.stalls.values().sum();
-    if log.span_secs > 0.0 {
-        side.events_per_sec = side.events as f64 / log.span_secs;
-    }
 }
 
 /// Flink's subtask: what the parity operator wrote into `dir` when its input ended
@@ -93,6 +90,19 @@ pub fn flink_side(dir: &Path) -> Result<Side, FlinkError> {
     let json: Value = serde_json::from_str(&text)
         .map_err(|e| FlinkError::Job(format!("{}: {e}", path.display())))?;
     let ticker = |name: &str| json["tickers"][name].as_u64().unwrap_or(0);
+    let elapsed_ms = json["job"]["elapsed_ms"].as_u64().unwrap_or(0);
+    // The job finds its instance's statistics by the task thread that built it; failing that,
+    // the JVM's last instance's, which are subtask 0's only if it was alone.
+    let instances = json["rocksdb_instances_in_jvm"].as_u64().unwrap_or(1);
+    let own = json["statistics_of_this_subtask"]
+        .as_bool()
+        .unwrap_or(false);
+    if instances > 1 && !own {
+        return Err(FlinkError::Job(format!(
+            "{}: {instances} RocksDB instances ran in one TaskManager, so its statistics are not subtask 0's alone: run on TaskManagers of one slot each (taskmanager.numberOfTaskSlots: 1)",
+            path.display()
+        )));
+    }
     let mut side = Side {
         events: json["job"]["events"].as_u64().unwrap_or(0),
         flushes: json["histograms"]["FLUSH_TIME_count"].as_u64().unwrap_or(0),
@@ -106,6 +116,13 @@ pub fn flink_side(dir: &Path) -> Result<Side, FlinkError> {
         ..Side::default()
     };
     from_log(&mut side, &LogEvidence::parse(&log_text(dir, "flink-")?));
+    // The subtask's own clock, first record to end of input (the LOG's span ends at its last
+    // line, which a profile that rarely flushes writes early).
+    side.events_per_sec = if elapsed_ms > 0 {
+        side.events as f64 * 1000.0 / elapsed_ms as f64
+    } else {
+        0.0
+    };
     Ok(side)
 }
 
@@ -129,6 +146,7 @@ pub fn statebench_side(summary: &Summary, data: &Path) -> Result<Side, FlinkErro
     })?;
     let log = LogEvidence::parse(&log_text(&db, "")?);
     from_log(&mut side, &log);
+    side.events_per_sec = summary.events_per_sec;
     // statebench counts FRocksDB 6.20's switches as the WriteBufferManager's; its RocksDB 11
     // LOG names them manual.
     side.wbm_flushes = summary.wbm_flushes;
@@ -281,6 +299,9 @@ pub fn render(runs: &[ProfileRun], parallelism: u32) -> String {
                 .collect::<Vec<_>>()
                 .join(" / ")
         );
+        for note in &run.notes {
+            let _ = writeln!(out, "  note: {note}");
+        }
         let _ = writeln!(
             out,
             "  {:<28} {:>14} {:>14} {:>10}",
@@ -348,6 +369,7 @@ mod tests {
             flink: side(flushes, stops, stall_ms),
             statebench: side(sb.0, sb.1, sb.2),
             subtask_events: vec![1, 1],
+            notes: Vec::new(),
         }
     }
 

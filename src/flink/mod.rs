@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::config::job::OperatorSpec;
+use crate::config::units::human_bytes;
 use crate::config::workload::{Rate, SerializerKind};
 use crate::config::{Profile, Workload};
 
@@ -39,6 +40,9 @@ pub enum FlinkError {
     /// The job ran and failed, or its output is missing.
     #[error("{0}")]
     Job(String),
+    /// The embedded cluster failed: a JVM ended, or it did not come up in time.
+    #[error("{0}")]
+    Cluster(String),
     #[error("cancelled: the Flink job was cancelled and the cluster stopped")]
     Cancelled,
 }
@@ -69,6 +73,8 @@ pub struct ProfileRun {
     pub statebench: Side,
     /// Every subtask's events, in subtask order (how the keys spread).
     pub subtask_events: Vec<u64>,
+    /// What differs between the two sides' setups (the cluster's own memory, an unknown rate).
+    pub notes: Vec<String>,
 }
 
 /// The job the workload describes, as the parity job's arguments: windows, out-of-orderness,
@@ -166,10 +172,11 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
         )));
     }
     let job = job_args(workload)?;
-    if options.parallelism == 0 || options.taskmanagers == 0 {
-        return Err(FlinkError::Setup(
-            "--parallelism and --taskmanagers must be at least 1".to_string(),
-        ));
+    let max = u32::from(crate::backend::keys::MAX_PARALLELISM);
+    if options.parallelism == 0 || options.taskmanagers == 0 || options.parallelism > max {
+        return Err(FlinkError::Setup(format!(
+            "--parallelism must be 1 to {max} (the job's key groups) and --taskmanagers at least 1"
+        )));
     }
     if options.cluster.is_none() && options.taskmanagers < options.parallelism {
         return Err(FlinkError::Setup(format!(
@@ -211,16 +218,35 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
         std::fs::create_dir_all(dir.join("job-conf"))
             .and_then(|()| std::fs::create_dir_all(dir.join("conf")))
             .map_err(|e| FlinkError::Setup(format!("{}: {e}", dir.display())))?;
-        let flink = flink_side(options, profile, &dist, &jar, &job, &dir, &work, progress)?;
+        let mut notes = Vec::new();
+        let (flink, memory) =
+            flink_side(options, profile, &dist, &jar, &job, &dir, &work, progress)?;
         if options.cancel.load(Ordering::Relaxed) {
             return Err(FlinkError::Cancelled);
         }
-        let statebench = statebench_side(options, profile, &flink, &dir, &work, progress)?;
+        // A user's cluster keeps its own managed memory: statebench runs with what Flink had.
+        let mut profile = profile.clone();
+        if let Some(per_slot) = memory
+            && profile.knobs.memory_mode == crate::config::profile::MemoryMode::Managed
+            && per_slot != profile.knobs.managed_memory.0
+        {
+            notes.push(format!(
+                "the cluster's managed memory is {} a slot, not the profile's {}: statebench ran with the cluster's",
+                human_bytes(per_slot as f64),
+                human_bytes(profile.knobs.managed_memory.0 as f64)
+            ));
+            profile = profile
+                .edited("memory.managed-size", &format!("{per_slot}b"))
+                .map_err(|e| FlinkError::Setup(e.to_string()))?;
+        }
+        let statebench =
+            statebench_side(options, &profile, &flink, &dir, &work, &mut notes, progress)?;
         runs.push(ProfileRun {
             profile: profile.name.clone(),
             flink,
             statebench,
             subtask_events: subtask_events.clone(),
+            notes,
         });
     }
     Ok(runs)
@@ -237,24 +263,31 @@ fn flink_side(
     dir: &Path,
     work: &Path,
     progress: &dyn Fn(&str),
-) -> Result<Side, FlinkError> {
+) -> Result<(Side, Option<u64>), FlinkError> {
     let write = |p: PathBuf, text: &str| {
         std::fs::write(&p, text).map_err(|e| FlinkError::Setup(format!("{}: {e}", p.display())))
     };
     let config = crate::export::flink(profile);
     write(dir.join("job-conf/config.yaml"), &config)?;
     write(dir.join("factory-knobs.txt"), &factory_knobs(&config))?;
-    let (_cluster, rest) = match &options.cluster {
+    let (_cluster, rest, memory) = match &options.cluster {
         Some(url) => {
             let rest = rest::Rest::new(url);
             rest.check_version(dist::FLINK_VERSION)?;
-            (None, rest)
+            let memory = rest.managed_per_slot()?;
+            (None, rest, memory)
         }
         None => {
             let port = cluster::free_port()?;
+            let managed =
+                if profile.knobs.memory_mode == crate::config::profile::MemoryMode::Managed {
+                    profile.knobs.managed_memory.0
+                } else {
+                    0
+                };
             write(
                 dir.join("conf/config.yaml"),
-                &(config.clone() + &cluster::cluster_settings(port, dir)),
+                &(config.clone() + &cluster::cluster_settings(port, dir, managed)),
             )?;
             let c = cluster::Cluster::start(
                 dist,
@@ -267,7 +300,7 @@ fn flink_side(
             )?;
             let rest = c.rest.clone();
             rest.check_version(dist::FLINK_VERSION)?;
-            (Some(c), rest)
+            (Some(c), rest, None)
         }
     };
     progress(&format!(
@@ -295,20 +328,46 @@ fn flink_side(
     ]);
     std::fs::create_dir_all(&out)
         .map_err(|e| FlinkError::Setup(format!("{}: {e}", out.display())))?;
-    let job_id = rest.run_jar(&jar_id, dist::ENTRY_CLASS, &args)?;
+    let job_id = rest.run_jar(&jar_id, dist::ENTRY_CLASS, &args);
+    rest.delete_jar(&jar_id);
+    let job_id = job_id?;
     let started = Instant::now();
     let mut said = Instant::now();
+    let mut failed_polls = 0;
     loop {
         if options.cancel.load(Ordering::Relaxed) {
             progress(&format!("cancelling job {job_id}"));
             rest.cancel(&job_id)?;
             let until = Instant::now() + Duration::from_secs(60);
-            while Instant::now() < until && rest.job_state(&job_id)? != "CANCELED" {
+            while Instant::now() < until
+                && !rest
+                    .job_state(&job_id)
+                    .is_ok_and(|s| ["CANCELED", "FINISHED", "FAILED"].contains(&s.as_str()))
+            {
                 std::thread::sleep(Duration::from_millis(500));
             }
             return Err(FlinkError::Cancelled);
         }
-        let state = rest.job_state(&job_id)?;
+        // A poll that fails is tried again; several in a row cancel the job (it must not run
+        // on unwatched on a user's cluster) and end the run.
+        let state = match rest.job_state(&job_id) {
+            Ok(state) => {
+                failed_polls = 0;
+                state
+            }
+            Err(e) if failed_polls < 5 => {
+                failed_polls += 1;
+                progress(&format!(
+                    "  polling job {job_id} failed ({e}); trying again"
+                ));
+                std::thread::sleep(Duration::from_secs(2));
+                continue;
+            }
+            Err(e) => {
+                let _ = rest.cancel(&job_id);
+                return Err(e);
+            }
+        };
         match state.as_str() {
             "FINISHED" => break,
             "FAILED" | "CANCELED" | "SUSPENDED" => {
@@ -340,7 +399,7 @@ fn flink_side(
     } else {
         out.join("subtask-0")
     };
-    evidence::flink_side(&sub)
+    Ok((evidence::flink_side(&sub)?, memory))
 }
 
 /// statebench on subtask 0's share of the trace, at the rate Flink's subtask 0 reached.
@@ -350,20 +409,34 @@ fn statebench_side(
     flink: &Side,
     dir: &Path,
     work: &Path,
+    notes: &mut Vec<String>,
     progress: &dyn Fn(&str),
 ) -> Result<Side, FlinkError> {
     let mut workload = options.workload.clone();
     workload.spec.trace = Some(work.join("trace-subtask-0.csv"));
     workload.spec.partitions = 1;
     workload.spec.idle_partitions = Vec::new();
-    let rate = flink.events_per_sec.round().max(1.0) as u64;
-    workload.spec.rate = Rate::PerSecond(rate);
+    // Flush and stall counts follow write speed against flush speed: Flink's pace.
+    let rate = flink.events_per_sec.round() as u64;
+    workload.spec.rate = if rate > 0 {
+        Rate::PerSecond(rate)
+    } else {
+        notes.push(
+            "Flink's subtask 0 recorded no processing time: statebench ran unpaced".to_string(),
+        );
+        Rate::Max
+    };
     let trace = crate::pipeline::trace::Trace::load_into(&mut workload)
         .map_err(|e| FlinkError::Setup(e.to_string()))?;
     let events = trace.as_ref().map_or(0, |t| t.len() as u64);
     progress(&format!(
-        "profile '{}': statebench on subtask 0's {events} events at {rate} events/s (Flink's subtask 0)",
-        profile.name
+        "profile '{}': statebench on subtask 0's {events} events at {} (Flink's subtask 0)",
+        profile.name,
+        if rate > 0 {
+            format!("{rate} events/s")
+        } else {
+            "full speed".to_string()
+        }
     ));
     let data = dir.join("statebench");
     let config = crate::engine::EngineConfig {

@@ -11,6 +11,8 @@ use super::FlinkError;
 use crate::util::http::{self, Body};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// A jar's run: its main() runs in the JobManager first.
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
 #[derive(Debug, Clone)]
 pub struct Rest {
@@ -25,7 +27,17 @@ impl Rest {
     }
 
     fn call(&self, method: &str, path: &str, body: Option<Body<'_>>) -> Result<Value, FlinkError> {
-        let r = http::request(method, &self.url, path, body, TIMEOUT).map_err(|e| {
+        self.call_within(method, path, body, TIMEOUT)
+    }
+
+    fn call_within(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Body<'_>>,
+        timeout: Duration,
+    ) -> Result<Value, FlinkError> {
+        let r = http::request(method, &self.url, path, body, timeout).map_err(|e| {
             FlinkError::Rest(format!(
                 "{e} (is the cluster running, and is {} its REST address?)",
                 self.url
@@ -105,14 +117,25 @@ impl Rest {
     ) -> Result<String, FlinkError> {
         let body =
             serde_json::json!({ "entryClass": entry_class, "programArgsList": args }).to_string();
-        let answer = self.call(
-            "POST",
-            &format!("/jars/{jar_id}/run"),
-            Some(Body {
-                content_type: "application/json",
-                bytes: body.as_bytes(),
-            }),
-        )?;
+        // The job's main() runs in the JobManager: an error answer here is the job's failure
+        // (a bad argument or configuration), not the cluster's.
+        // The answer comes once main() has read the trace and submitted the job graph.
+        let answer = self
+            .call_within(
+                "POST",
+                &format!("/jars/{jar_id}/run"),
+                Some(Body {
+                    content_type: "application/json",
+                    bytes: body.as_bytes(),
+                }),
+                RUN_TIMEOUT,
+            )
+            .map_err(|e| match e {
+                FlinkError::Rest(why) if why.contains(": HTTP ") => {
+                    FlinkError::Job(format!("the job did not start: {why}"))
+                }
+                other => other,
+            })?;
         answer["jobid"]
             .as_str()
             .map(str::to_string)
@@ -141,8 +164,115 @@ impl Rest {
         Some(line.trim_start_matches("Caused by: ").to_string())
     }
 
+    /// Removes an uploaded jar (best effort: the cluster deletes its uploads when it stops).
+    pub fn delete_jar(&self, jar_id: &str) {
+        let _ = self.call("DELETE", &format!("/jars/{jar_id}"), None);
+    }
+
+    /// Managed memory per slot of the cluster's TaskManagers (the smallest, if they differ),
+    /// from `/taskmanagers`' memory configuration; None if none is registered.
+    pub fn managed_per_slot(&self) -> Result<Option<u64>, FlinkError> {
+        let answer = self.call("GET", "/taskmanagers", None)?;
+        Ok(answer["taskmanagers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|tm| {
+                let managed = tm["memoryConfiguration"]["managedMemory"].as_u64()?;
+                let slots = tm["slotsNumber"].as_u64().filter(|n| *n > 0)?;
+                Some(managed / slots)
+            })
+            .min())
+    }
+
     pub fn cancel(&self, job: &str) -> Result<(), FlinkError> {
         self.call("PATCH", &format!("/jobs/{job}?mode=cancel"), None)
             .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// A server answering each request by its first line (`METHOD /path`) from `routes`:
+    /// (prefix, status, body); 404 for the rest.
+    fn serve(routes: &'static [(&'static str, u16, &'static str)]) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut s) = stream else { return };
+                let (mut seen, mut buf) = (Vec::new(), [0u8; 4096]);
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&seen).into_owned();
+                let line = head.lines().next().unwrap_or("").to_string();
+                let (status, body) = routes
+                    .iter()
+                    .find(|(p, _, _)| line.starts_with(p))
+                    .map_or((404, "{\"errors\": [\"Not found: /x\"]}"), |(_, s, b)| {
+                        (*s, *b)
+                    });
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 {status} X\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        format!("http://127.0.0.1:{port}")
+    }
+
+    #[test]
+    fn a_failed_job_names_its_deepest_cause_and_an_error_answer_its_message() {
+        // What Flink 1.20 answers for a failed job (abridged): the root exception's deepest
+        // "Caused by" is the cause a user acts on.
+        static ROUTES: [(&str, u16, &str); 5] = [
+            (
+                "GET /taskmanagers",
+                200,
+                r#"{"taskmanagers": [{"slotsNumber": 2, "memoryConfiguration": {"managedMemory": 1073741824}}, {"slotsNumber": 1, "memoryConfiguration": {"managedMemory": 536870912}}]}"#,
+            ),
+            (
+                "GET /jobs/j1/exceptions",
+                200,
+                r#"{"root-exception": "org.apache.flink.runtime.JobException: Recovery is suppressed by NoRestartBackoffTimeStrategy\n\tat x\nCaused by: java.io.IOException: Could not open RocksDB\n\tat y\nCaused by: org.rocksdb.RocksDBException: No space left on device\n\tat z", "exceptionHistory": {"entries": []}}"#,
+            ),
+            ("GET /jobs/j1", 200, r#"{"jid": "j1", "state": "FAILED"}"#),
+            (
+                "GET /jobs/missing",
+                404,
+                r#"{"errors": ["org.apache.flink.runtime.rest.NotFoundException: Job missing not found\n\tat a"]}"#,
+            ),
+            (
+                "POST /jars/upload",
+                200,
+                r#"{"filename": "/tmp/flink-web/flink-web-upload/1b2c_statebench-flink-job.jar", "status": "success"}"#,
+            ),
+        ];
+        let rest = Rest::new(&serve(&ROUTES));
+        assert_eq!(rest.job_state("j1").unwrap(), "FAILED");
+        assert_eq!(
+            rest.failure("j1").unwrap(),
+            "org.rocksdb.RocksDBException: No space left on device"
+        );
+        let err = rest.job_state("missing").unwrap_err().to_string();
+        assert!(
+            err.contains("HTTP 404") && err.contains("Job missing not found"),
+            "{err}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let jar = dir.path().join("job.jar");
+        std::fs::write(&jar, b"PK\x03\x04").unwrap();
+        assert_eq!(rest.upload(&jar).unwrap(), "1b2c_statebench-flink-job.jar");
+        // 1 GiB over 2 slots and 512 MiB over 1: 512 MiB a slot.
+        assert_eq!(rest.managed_per_slot().unwrap(), Some(512 << 20));
     }
 }

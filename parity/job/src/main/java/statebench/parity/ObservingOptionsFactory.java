@@ -23,6 +23,14 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
 
     /** The statistics of the (one, at parallelism 1) RocksDB instance, read by the harness. */
     static volatile Statistics statistics;
+    /** RocksDB instances this JVM made options for (more than one: {@link #statistics} is the last's). */
+    static final java.util.concurrent.atomic.AtomicInteger instances = new java.util.concurrent.atomic.AtomicInteger();
+    /**
+     * Each instance's statistics by the thread that built it: a subtask's own task thread, the
+     * one its operator later measures in (several subtasks in one TaskManager stay apart).
+     */
+    static final Map<Thread, Statistics> byThread =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
     /** The rate limiter attached to that instance, if io.rate-limit-per-sec asked for one. */
     static volatile RateLimiter rateLimiter;
 
@@ -80,6 +88,8 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
         current.setStatistics(stats);
         statistics = stats;
         instanceStatistics = stats;
+        instances.incrementAndGet();
+        byThread.put(Thread.currentThread(), stats);
         if (knobs.containsKey("use-direct-reads")) {
             current.setUseDirectReads(Boolean.parseBoolean(knobs.get("use-direct-reads")));
         }

@@ -161,7 +161,7 @@ public class ParityJob {
         long start = System.nanoTime();
         env.execute("statebench parity");
         System.err.printf("parity: Flink job finished in %.1f s%n", (System.nanoTime() - start) / 1e9);
-        if (!Files.exists(Path.of(out, "flink.json"))) {
+        if (!Files.exists(parallelism == 1 ? Path.of(out, "flink.json") : Path.of(out, "subtask-0", "flink.json"))) {
             System.err.println("parity: the job ended without measuring (no final watermark reached the operator)");
             System.exit(1);
         }

@@ -49,6 +49,18 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
         this.exportCheck = exportCheck;
     }
 
+    /** When this subtask's first record arrived (System.nanoTime), 0 before. */
+    private long firstRecordNanos;
+
+    @Override
+    public void processElement(org.apache.flink.streaming.runtime.streamrecord.StreamRecord<TraceEvent> element)
+            throws Exception {
+        if (firstRecordNanos == 0) {
+            firstRecordNanos = System.nanoTime();
+        }
+        super.processElement(element);
+    }
+
     @Override
     public void processWatermark(Watermark mark) throws Exception {
         if (mark.getTimestamp() == Long.MAX_VALUE) {
@@ -118,7 +130,9 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
         }
         json.put("timer_batch_flushed_before_measuring", flushed);
 
-        Statistics stats = ObservingOptionsFactory.statistics;
+        Statistics own = ObservingOptionsFactory.byThread.get(Thread.currentThread());
+        Statistics stats = own != null ? own : ObservingOptionsFactory.statistics;
+        json.put("statistics_of_this_subtask", own != null);
         Map<String, Object> tickers = new TreeMap<>();
         Map<String, Object> histograms = new TreeMap<>();
         if (stats != null) {
@@ -134,6 +148,7 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
             }
         }
         json.put("tickers", tickers);
+        json.put("rocksdb_instances_in_jvm", ObservingOptionsFactory.instances.get());
         json.put("histograms", histograms);
 
         Map<String, Object> job = new TreeMap<>();
@@ -149,6 +164,8 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
         job.put("missing_decrements", fn.missingDecrements);
         job.put("negative_counts", fn.negativeCounts);
         job.put("last_watermark", lastWatermark);
+        // From the first record to the end of input: the subtask's processing time.
+        job.put("elapsed_ms", firstRecordNanos == 0 ? 0 : (System.nanoTime() - firstRecordNanos) / 1_000_000);
         job.put("watermarks", watermarks);
         json.put("job", job);
 
@@ -186,6 +203,9 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
             if (!copied.contains("LOG") && logFile != null && new File(logFile).getParentFile() != null) {
                 String instance = flat(dbDir.getParentFile().getName());
                 File[] logs = new File(logFile).getParentFile().listFiles();
+                if (logs == null) {
+                    logs = new File[0];
+                }
                 Arrays.sort(logs);
                 for (File f : logs) {
                     String name = f.getName();
