@@ -374,9 +374,12 @@ fn flink_side(
                 let why = rest
                     .failure(&job_id)
                     .unwrap_or_else(|| "no exception recorded".into());
+                let logs = match &options.cluster {
+                    Some(url) => format!("the cluster's own, and {url}/#/job/completed/{job_id}"),
+                    None => dir.join("logs").display().to_string(),
+                };
                 return Err(FlinkError::Job(format!(
-                    "the Flink job {job_id} ended {state}: {why} (logs: {})",
-                    dir.join("logs").display()
+                    "the Flink job {job_id} ended {state}: {why} (logs: {logs})"
                 )));
             }
             _ => {}
