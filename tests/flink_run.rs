@@ -77,10 +77,10 @@ fn a_cluster_that_is_down_or_runs_another_flink_is_a_rest_error() {
 fn what_it_cannot_run_is_refused_with_why_before_anything_is_written() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path().join("w").to_string_lossy().into_owned();
-    // Another operator kind.
-    let (text, code) = refused(&w, "sessions-aggregate", &[]);
+    // A chain of operators.
+    let (text, code) = refused(&w, "dedup-then-sessions", &[]);
     assert!(
-        text.contains("runs the frequency counter") && text.contains("parity/run-kinds"),
+        text.contains("a chain of operators") && text.contains("parity/run-kinds"),
         "{text}"
     );
     assert_eq!(code, 2);

@@ -15,7 +15,7 @@ pub enum FlinkCommand {
     Run(FlinkRunArgs),
 }
 
-const AFTER_HELP: &str = "How: the workload's events are written as a trace (WORK/trace.csv). The job (the field reports' frequency counter on Flink's own KeyedProcessOperator, compiled here against the distribution's lib/ with javac) replays it with the profile's exported config.yaml (WORK/<profile>/job-conf), its keyed operator at --parallelism, on an embedded session cluster started from the distribution's jars: a JobManager (StandaloneSessionClusterEntrypoint) and --taskmanagers TaskManager processes (TaskManagerRunner, memory from Flink's own calculator), one slot each, on localhost; logs in WORK/<profile>/logs. Each subtask measures its RocksDB instance when the input ends (WORK/<profile>/flink/subtask-N). statebench then runs subtask 0's share of the trace (the keys of its key groups) at the rate Flink's subtask 0 reached.
+const AFTER_HELP: &str = "How: the workload's events are written as a trace (WORK/trace.csv). The job (the field reports' frequency counter on Flink's own KeyedProcessOperator, or Flink's own operator for the workload's other kind, compiled here against the distribution's lib/ with javac) replays it with the profile's exported config.yaml (WORK/<profile>/job-conf), its keyed operator at --parallelism, on an embedded session cluster started from the distribution's jars: a JobManager (StandaloneSessionClusterEntrypoint) and --taskmanagers TaskManager processes (TaskManagerRunner, memory from Flink's own calculator), one slot each, on localhost; logs in WORK/<profile>/logs. Each subtask measures its RocksDB instance when the input ends (WORK/<profile>/flink/subtask-N). statebench then runs subtask 0's share of the trace (the keys of its key groups) at the rate Flink's subtask 0 reached.
 
 With --cluster URL the job runs on your session cluster through its REST API (upload, run, poll; Ctrl-C cancels the job). Its TaskManagers must read WORK (the trace) and write into it (their measurements): a cluster on this machine or a shared file system. Its memory settings are the cluster's own: its managed memory per slot is read from /taskmanagers and statebench runs with it; only the job's state backend settings come from the profile.
 
@@ -25,7 +25,7 @@ Exit codes: 0 done (and with --compare, as predicted), 1 the job or the embedded
 
 #[derive(Debug, Args)]
 pub struct FlinkRunArgs {
-    /// Workload (a shipped name or a YAML file): the frequency counter of the ads-* workloads.
+    /// Workload (a shipped name or a YAML file): one keyed operator, any kind.
     #[arg(short, long, value_name = "WORKLOAD")]
     pub workload: String,
     /// Profile (a shipped name or a YAML file).

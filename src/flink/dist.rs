@@ -10,9 +10,10 @@ use super::FlinkError;
 /// The Flink version the job and its configuration are written for.
 pub const FLINK_VERSION: &str = "1.20";
 
-/// The parity job's sources (parity/job): the field reports' frequency counter on Flink's own
-/// `KeyedProcessOperator`, measuring RocksDB when its bounded input ends.
-const SOURCES: [(&str, &str); 10] = [
+/// The parity jobs' sources (parity/job): the field reports' frequency counter on Flink's own
+/// `KeyedProcessOperator`, and the kinds job (Flink's own operator for every other kind), each
+/// measuring RocksDB when its bounded input ends. Paths under `statebench/parity/`.
+const SOURCES: [(&str, &str); 29] = [
     (
         "AdsFrequencyStats.java",
         include_str!("../../parity/job/src/main/java/statebench/parity/AdsFrequencyStats.java"),
@@ -46,6 +47,10 @@ const SOURCES: [(&str, &str); 10] = [
         include_str!("../../parity/job/src/main/java/statebench/parity/ParityOperator.java"),
     ),
     (
+        "RocksDBFiles.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/RocksDBFiles.java"),
+    ),
+    (
         "TimerDecrement.java",
         include_str!("../../parity/job/src/main/java/statebench/parity/TimerDecrement.java"),
     ),
@@ -57,10 +62,93 @@ const SOURCES: [(&str, &str); 10] = [
         "TraceSource.java",
         include_str!("../../parity/job/src/main/java/statebench/parity/TraceSource.java"),
     ),
+    (
+        "kinds/Chain.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Chain.java"),
+    ),
+    (
+        "kinds/CountingRocksDB.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/CountingRocksDB.java"),
+    ),
+    (
+        "kinds/Functions.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Functions.java"),
+    ),
+    (
+        "kinds/InputWatermarks.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/InputWatermarks.java"),
+    ),
+    (
+        "kinds/KEvent.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/KEvent.java"),
+    ),
+    (
+        "kinds/KindsJob.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/KindsJob.java"),
+    ),
+    (
+        "kinds/KindsSource.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/KindsSource.java"),
+    ),
+    (
+        "kinds/Mix.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Mix.java"),
+    ),
+    (
+        "kinds/Operators.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Operators.java"),
+    ),
+    (
+        "kinds/Out.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Out.java"),
+    ),
+    (
+        "kinds/Probe.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Probe.java"),
+    ),
+    (
+        "kinds/ProbedIntervalJoinOperator.java",
+        include_str!(
+            "../../parity/job/src/main/java/statebench/parity/kinds/ProbedIntervalJoinOperator.java"
+        ),
+    ),
+    (
+        "kinds/ProbedKeyedProcessOperator.java",
+        include_str!(
+            "../../parity/job/src/main/java/statebench/parity/kinds/ProbedKeyedProcessOperator.java"
+        ),
+    ),
+    (
+        "kinds/ProbedReduceOperator.java",
+        include_str!(
+            "../../parity/job/src/main/java/statebench/parity/kinds/ProbedReduceOperator.java"
+        ),
+    ),
+    (
+        "kinds/ProbedWindowOperator.java",
+        include_str!(
+            "../../parity/job/src/main/java/statebench/parity/kinds/ProbedWindowOperator.java"
+        ),
+    ),
+    (
+        "kinds/ProcessInterpreter.java",
+        include_str!(
+            "../../parity/job/src/main/java/statebench/parity/kinds/ProcessInterpreter.java"
+        ),
+    ),
+    (
+        "kinds/ResultSink.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/ResultSink.java"),
+    ),
+    (
+        "kinds/Spec.java",
+        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Spec.java"),
+    ),
 ];
 
-/// The job's entry class.
+/// The jobs' entry classes: the frequency counter, and every other operator kind.
 pub const ENTRY_CLASS: &str = "statebench.parity.ParityJob";
+pub const KINDS_ENTRY_CLASS: &str = "statebench.parity.kinds.KindsJob";
 
 /// The opens Flink's own launch scripts pass to a Java 17 JVM (Kryo and reflection).
 pub const JAVA_OPENS: [&str; 10] = [
@@ -204,7 +292,7 @@ pub fn job_jar(dist: &Dist, cache: &Path) -> Result<PathBuf, FlinkError> {
         .map_err(|e| io(&cache.display().to_string(), e))?;
     let src = tmp.path().join("src/statebench/parity");
     let classes = tmp.path().join("classes");
-    std::fs::create_dir_all(&src).map_err(|e| io("the job's sources", e))?;
+    std::fs::create_dir_all(src.join("kinds")).map_err(|e| io("the job's sources", e))?;
     std::fs::create_dir_all(&classes).map_err(|e| io("the job's classes", e))?;
     let mut files = Vec::new();
     for (name, text) in SOURCES {

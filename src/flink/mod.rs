@@ -1,9 +1,9 @@
 //! `statebench flink run`: the workload as a real Flink 1.20 job, and the same events through
 //! statebench, side by side.
 //!
-//! The workload's events are written as a trace; the parity job (parity/job: the field reports'
-//! frequency counter on Flink's own `KeyedProcessOperator`, built here into a jar against the
-//! distribution's lib/) replays it on a Flink session cluster with the profile's exported
+//! The workload's events are written as a trace; a parity job (parity/job: the field reports'
+//! frequency counter on Flink's own `KeyedProcessOperator`, or for the other kinds Flink's own
+//! operator, built here into a jar against the distribution's lib/) replays it on a Flink session cluster with the profile's exported
 //! `config.yaml`: by default an embedded one on localhost (a JobManager and N TaskManager
 //! processes, one slot each), or the user's (`--cluster URL`). Each subtask of the keyed
 //! operator measures its RocksDB instance when the input ends (RocksDB's statistics, its LOG).
@@ -77,34 +77,53 @@ pub struct ProfileRun {
     pub notes: Vec<String>,
 }
 
-/// The job the workload describes, as the parity job's arguments: windows, out-of-orderness,
-/// the timerState TTL (0: none), the serializer.
-fn job_args(workload: &Workload) -> Result<Vec<String>, FlinkError> {
-    let OperatorSpec::Frequency(f) = workload.operator() else {
-        return Err(FlinkError::Setup(format!(
-            "workload '{}': flink run runs the frequency counter (the ads-* workloads) as a Flink job; its job is '{}' (parity/run-kinds replays the other operator kinds through Flink's own operators in a MiniCluster)",
-            workload.name,
-            workload.operator().kind()
-        )));
-    };
+/// The Flink job that runs the workload: its entry class and arguments (besides the trace,
+/// configuration and output), and whether it reads trace v2 (value sizes and inputs).
+struct FlinkJob {
+    entry_class: &'static str,
+    args: Vec<String>,
+    /// A join: each record's input is its partition too (each input its own partitions).
+    join: bool,
+    v2: bool,
+}
+
+/// The frequency counter runs as the parity job (windows, out-of-orderness, the timerState TTL,
+/// 0: none, the serializer); every other operator kind as the kinds job, Flink's own operator
+/// for it, reading the workload's `job:` section from `workload_file`.
+fn flink_job(workload: &Workload, workload_file: &Path) -> Result<FlinkJob, FlinkError> {
     if workload.operators().len() > 1 {
         return Err(FlinkError::Setup(format!(
-            "workload '{}': a chain of operators; flink run runs one operator",
+            "workload '{}': a chain of operators; flink run runs one keyed operator (parity/run-kinds runs chains in a MiniCluster)",
             workload.name
         )));
     }
+    let watermarks = [
+        "--watermark-every".to_string(),
+        crate::engine::WATERMARK_EVERY_EVENTS.to_string(),
+    ];
+    let OperatorSpec::Frequency(f) = workload.operator() else {
+        let mut args = vec![
+            "--workload".to_string(),
+            workload_file.display().to_string(),
+        ];
+        args.extend(watermarks);
+        return Ok(FlinkJob {
+            entry_class: dist::KINDS_ENTRY_CLASS,
+            args,
+            join: workload.operator().kind() == "interval-join",
+            v2: true,
+        });
+    };
     let windows: Vec<String> = f
         .windows
         .iter()
         .map(|w| format!("{}={}", Workload::window_label(*w), w.0))
         .collect();
-    Ok(vec![
+    let mut args = vec![
         "--windows".into(),
         windows.join(","),
         "--out-of-orderness".into(),
         workload.spec.event_time.out_of_orderness.0.to_string(),
-        "--watermark-every".into(),
-        crate::engine::WATERMARK_EVERY_EVENTS.to_string(),
         "--ttl".into(),
         f.timer_state_ttl.map_or(0, |t| t.0).to_string(),
         "--serializer".into(),
@@ -113,7 +132,14 @@ fn job_args(workload: &Workload) -> Result<Vec<String>, FlinkError> {
             SerializerKind::Generic => "kryo",
         }
         .into(),
-    ])
+    ];
+    args.extend(watermarks);
+    Ok(FlinkJob {
+        entry_class: dist::ENTRY_CLASS,
+        args,
+        join: false,
+        v2: false,
+    })
 }
 
 /// The exported configuration's knobs Flink's configuration cannot set (`#   knob: value  ->
@@ -137,6 +163,7 @@ fn operator_index(kg: u16, parallelism: u32) -> u32 {
 /// every subtask's event count.
 fn write_traces(
     workload: &Workload,
+    job: &FlinkJob,
     events: u64,
     parallelism: u32,
     dir: &Path,
@@ -147,14 +174,28 @@ fn write_traces(
     let mut a = std::io::BufWriter::new(std::fs::File::create(&all).map_err(|e| io(&all, e))?);
     let mut s = std::io::BufWriter::new(std::fs::File::create(&share).map_err(|e| io(&share, e))?);
     let mut per_subtask = vec![0u64; parallelism as usize];
+    // The key strings the workload's job keys by (zero-padded to its key size, if it has one).
+    let names = crate::pipeline::source::KeyNames::of(workload);
     let mut key = String::new();
+    let mut line = String::new();
     for e in crate::pipeline::source::Generator::new(workload).take(events as usize) {
-        crate::pipeline::source::Generator::user_key(e.user, &mut key);
-        writeln!(a, "{key},{}", e.event_time).map_err(|e| io(&all, e))?;
+        names.write(e.user, &mut key);
+        line.clear();
+        if job.v2 {
+            // key,event_time,partition,value_size,input: one source, a join's inputs apart.
+            let partition = if job.join { e.input } else { 0 };
+            line.push_str(&format!(
+                "{key},{},{partition},{},{}",
+                e.event_time, e.value_size, e.input
+            ));
+        } else {
+            line.push_str(&format!("{key},{},0", e.event_time));
+        }
+        writeln!(a, "{line}").map_err(|e| io(&all, e))?;
         let index = operator_index(crate::backend::keys::key_group(&key), parallelism);
         per_subtask[index as usize] += 1;
         if index == 0 {
-            writeln!(s, "{key},{},0", e.event_time).map_err(|e| io(&share, e))?;
+            writeln!(s, "{line}").map_err(|e| io(&share, e))?;
         }
     }
     a.flush().map_err(|e| io(&all, e))?;
@@ -171,7 +212,8 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
             workload.name
         )));
     }
-    let job = job_args(workload)?;
+    // Refused before anything is written (the file is named once the work folder exists).
+    flink_job(workload, Path::new("workload.yaml"))?;
     let max = u32::from(crate::backend::keys::MAX_PARALLELISM);
     if options.parallelism == 0 || options.taskmanagers == 0 || options.parallelism > max {
         return Err(FlinkError::Setup(format!(
@@ -210,7 +252,14 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
         "writing {} events of '{}' as the job's trace",
         options.events, workload.name
     ));
-    let subtask_events = write_traces(workload, options.events, options.parallelism, &work)?;
+    // The kinds job reads the workload's job: section and event time from the file.
+    let workload_file = work.join("workload.yaml");
+    let yaml = serde_norway::to_string(&workload.spec)
+        .map_err(|e| FlinkError::Setup(format!("the workload as YAML: {e}")))?;
+    std::fs::write(&workload_file, yaml)
+        .map_err(|e| FlinkError::Setup(format!("{}: {e}", workload_file.display())))?;
+    let job = flink_job(workload, &workload_file)?;
+    let subtask_events = write_traces(workload, &job, options.events, options.parallelism, &work)?;
     let mut runs = Vec::new();
     for (i, profile) in options.profiles.iter().enumerate() {
         let dir = work.join(format!("{}-{}", ["a", "b"][i.min(1)], profile.name));
@@ -259,7 +308,7 @@ fn flink_side(
     profile: &Profile,
     dist: &dist::Dist,
     jar: &Path,
-    job: &[String],
+    job: &FlinkJob,
     dir: &Path,
     work: &Path,
     progress: &dyn Fn(&str),
@@ -313,7 +362,7 @@ fn flink_side(
         "--trace".into(),
         work.join("trace.csv").display().to_string(),
     ];
-    args.extend(job.iter().cloned());
+    args.extend(job.args.iter().cloned());
     args.extend([
         "--flink-conf-dir".into(),
         dir.join("job-conf").display().to_string(),
@@ -328,7 +377,7 @@ fn flink_side(
     ]);
     std::fs::create_dir_all(&out)
         .map_err(|e| FlinkError::Setup(format!("{}: {e}", out.display())))?;
-    let job_id = rest.run_jar(&jar_id, dist::ENTRY_CLASS, &args);
+    let job_id = rest.run_jar(&jar_id, job.entry_class, &args);
     rest.delete_jar(&jar_id);
     let job_id = job_id?;
     let started = Instant::now();
@@ -417,7 +466,9 @@ fn statebench_side(
 ) -> Result<Side, FlinkError> {
     let mut workload = options.workload.clone();
     workload.spec.trace = Some(work.join("trace-subtask-0.csv"));
-    workload.spec.partitions = 1;
+    // One source, as the Flink job's; a join's two inputs each in a partition of its own.
+    let join = workload.operator().kind() == "interval-join";
+    workload.spec.partitions = if join { 2 } else { 1 };
     workload.spec.idle_partitions = Vec::new();
     // Flush and stall counts follow write speed against flush speed: Flink's pace.
     let rate = flink.events_per_sec.round() as u64;

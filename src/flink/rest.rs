@@ -45,13 +45,27 @@ impl Rest {
         })?;
         let parsed: Option<Value> = serde_json::from_str(&r.body).ok();
         if !(200..300).contains(&r.status) {
-            // Flink answers errors as {"errors": ["<exception>: <message>\n\tat ..."]}.
-            let why = parsed
+            // Flink answers errors as {"errors": ["<exception>: <message>\n\tat ...", ...]}:
+            // the first line, and the deepest "Caused by" of any of them (a job's main() that
+            // failed is "Could not execute application." with its cause below).
+            let errors: Vec<&str> = parsed
                 .as_ref()
-                .and_then(|v| v["errors"][0].as_str())
-                .and_then(|e| e.lines().find(|l| !l.trim().is_empty()))
-                .map(str::to_string)
-                .unwrap_or_else(|| r.body.chars().take(300).collect());
+                .and_then(|v| v["errors"].as_array())
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let first = errors
+                .first()
+                .and_then(|e| e.lines().find(|l| !l.trim().is_empty()));
+            let cause = errors
+                .iter()
+                .flat_map(|e| e.lines())
+                .rfind(|l| l.starts_with("Caused by: "))
+                .map(|l| l.trim_start_matches("Caused by: "));
+            let why = match (first, cause) {
+                (Some(first), Some(cause)) => format!("{first} Caused by: {cause}"),
+                (Some(first), None) => first.to_string(),
+                _ => r.body.chars().take(300).collect(),
+            };
             return Err(FlinkError::Rest(format!(
                 "{method} {}{path}: HTTP {}: {why}",
                 self.url, r.status

@@ -1,6 +1,7 @@
 package statebench.parity;
 
 import java.io.File;
+import java.io.IOException;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -80,18 +81,13 @@ public class ParityJob {
         String confDir = opts.get("flink-conf-dir");
         boolean exportCheck = confDir != null;
         if (exportCheck) {
-            // Flink parses the exported config.yaml itself; nothing of it is mapped here.
-            Configuration loaded = GlobalConfiguration.loadConfiguration(confDir);
+            // Flink parses the exported config.yaml itself; nothing of it is mapped here. The
+            // knobs the export names an options-factory call for go explicitly to our factory.
+            Configuration loaded = RocksDBFiles.loadExported(confDir, opts.get("factory-knobs"), conf);
             profile.putAll(new TreeMap<>(loaded.toMap()));
-            conf.addAll(loaded);
             StringBuilder read = new StringBuilder();
             profile.forEach((k, v) -> read.append(k).append(": ").append(v).append('\n'));
             Files.writeString(Path.of(out, "flink-loaded-config.txt"), read.toString(), StandardCharsets.UTF_8);
-            // The knobs the export names an options-factory call for: explicitly, to our factory.
-            String factoryKnobs = opts.get("factory-knobs");
-            if (factoryKnobs != null) {
-                readKeyValues(factoryKnobs).forEach((k, v) -> conf.setString(ObservingOptionsFactory.PREFIX + k, v));
-            }
         } else {
             profile.putAll(readKeyValues(require(opts, "flink-conf")));
             profile.forEach(conf::setString);
@@ -168,7 +164,7 @@ public class ParityJob {
     }
 
     /** {@code key: value} lines; blank lines and {@code #} comments skipped. */
-    private static Map<String, String> readKeyValues(String path) throws Exception {
+    static Map<String, String> readKeyValues(String path) throws IOException {
         Map<String, String> values = new LinkedHashMap<>();
         for (String line : Files.readAllLines(Path.of(path), StandardCharsets.UTF_8)) {
             line = line.trim();

@@ -102,15 +102,6 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
         return dir.toString();
     }
 
-    /** Letters and digits kept, everything else '_' (how RocksDB flattens a path into a name). */
-    private static String flat(String path) {
-        StringBuilder sb = new StringBuilder();
-        for (char c : path.toCharArray()) {
-            sb.append(Character.isLetterOrDigit(c) ? c : '_');
-        }
-        return sb.toString();
-    }
-
     @SuppressWarnings("deprecation")
     private void measure() throws Exception {
         String outDir = subtaskDir();
@@ -181,10 +172,7 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
             long latestNumber = -1;
             for (File f : files) {
                 String name = f.getName();
-                if (name.equals("LOG") || name.startsWith("LOG.old")) {
-                    Files.copy(f.toPath(), Path.of(outDir, "flink-" + name), StandardCopyOption.REPLACE_EXISTING);
-                    copied.add(name);
-                } else if (name.startsWith("OPTIONS-")) {
+                if (name.startsWith("OPTIONS-")) {
                     long n = Long.parseLong(name.substring("OPTIONS-".length()));
                     if (n > latestNumber) {
                         latestNumber = n;
@@ -192,30 +180,10 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
                     }
                 }
             }
+            RocksDBFiles.copyLogs(dbDir, outDir, copied);
             if (latestOptions != null) {
                 Files.copy(latestOptions.toPath(), Path.of(outDir, "flink.OPTIONS"), StandardCopyOption.REPLACE_EXISTING);
                 copied.add(latestOptions.getName());
-            }
-            // A TaskManager started with -Dlog.file (a cluster, not a MiniCluster) has Flink
-            // relocate RocksDB's LOG into its log directory (RocksDBResourceContainer
-            // .relocateDefaultDbLogDir), named after the database's path: <path>_LOG[.old.N].
-            String logFile = System.getProperty("log.file");
-            if (!copied.contains("LOG") && logFile != null && new File(logFile).getParentFile() != null) {
-                String instance = flat(dbDir.getParentFile().getName());
-                File[] logs = new File(logFile).getParentFile().listFiles();
-                if (logs == null) {
-                    logs = new File[0];
-                }
-                Arrays.sort(logs);
-                for (File f : logs) {
-                    String name = f.getName();
-                    int at = name.lastIndexOf("_LOG");
-                    if (at > 0 && flat(name.substring(0, at)).contains(instance)) {
-                        String rest = name.substring(at + 1);
-                        Files.copy(f.toPath(), Path.of(outDir, "flink-" + rest), StandardCopyOption.REPLACE_EXISTING);
-                        copied.add(name);
-                    }
-                }
             }
         }
         json.put("copied_files", copied);

@@ -63,8 +63,13 @@ public class KindsJob {
         long outOfOrderness = eventTime == null ? 0 : eventTime.millis("out-of-orderness", 0);
 
         Configuration conf = new Configuration();
-        Map<String, String> profile = readKeyValues(require(opts, "flink-conf"));
-        profile.forEach(conf::setString);
+        String confDir = opts.get("flink-conf-dir");
+        if (confDir != null) {
+            // statebench flink run: the profile's exported config.yaml, as Flink loads it.
+            statebench.parity.RocksDBFiles.loadExported(confDir, opts.get("factory-knobs"), conf);
+        } else {
+            readKeyValues(require(opts, "flink-conf")).forEach(conf::setString);
+        }
         conf.setString("state.backend.type", "rocksdb");
         conf.setString("state.backend.rocksdb.options-factory", ObservingOptionsFactory.class.getName());
         conf.setString("state.backend.rocksdb.localdir", new File(out, "flink-rocksdb").getAbsolutePath());
@@ -72,7 +77,14 @@ public class KindsJob {
         conf.setString("pipeline.max-parallelism", "256");
         conf.setString("pipeline.auto-watermark-interval", "0");
         conf.setString("pipeline.force-kryo", "false");
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+        // --environment context: submitted to a cluster (statebench flink run), its keyed
+        // operators at --parallelism (the source stays 1).
+        boolean context = opts.getOrDefault("environment", "local").equals("context");
+        int parallelism = Integer.parseInt(opts.getOrDefault("parallelism", "1"));
+        StreamExecutionEnvironment env = context
+                ? StreamExecutionEnvironment.getExecutionEnvironment(conf)
+                : StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+        env.setParallelism(context ? parallelism : 1);
 
         String trace = require(opts, "trace");
         List<KEvent> events = KindsSource.read(trace);
@@ -100,6 +112,7 @@ public class KindsJob {
             Probe probe = chain ? new Probe(new File(out).getAbsolutePath(), kind, i)
                     : new Probe(new File(out).getAbsolutePath(), kind);
             probe.compactAtEnd = Boolean.parseBoolean(opts.getOrDefault("compact-at-end", "false"));
+            probe.parallelism = context ? parallelism : 1;
             Operators.Built built = Operators.build(env, workloadPath, job, kind, input, probe);
             job.done();
             String prefix = chain ? "op" + i + "." : "";
@@ -114,6 +127,15 @@ public class KindsJob {
 
         Files.writeString(Path.of(out, "flink-trace.txt"), "events " + events.size() + "\nkeys "
                 + events.stream().map(e -> e.key).distinct().count() + "\n", StandardCharsets.UTF_8);
+        if (context) {
+            if (chain) {
+                throw new IllegalArgumentException("a chain runs only in the local environment");
+            }
+            // Submitted to a cluster: a detached submission returns here at once; each subtask
+            // writes its own measurements. No System.exit: this main runs in the JobManager.
+            env.executeAsync("statebench flink run: " + kind0);
+            return;
+        }
         long start = System.nanoTime();
         env.execute("statebench parity: " + kind0 + (chain ? " chain of " + operators.size() : ""));
         System.err.printf("parity: Flink %s job finished in %.1f s%n", chain ? "chain" : kind0,

@@ -172,6 +172,8 @@ final class Operators {
                 // .process(f): KeyedStream.IntervalJoined.process's operator and serializers.
                 TypeSerializer<Tuple3<String, Long, byte[]>> serializer =
                         Functions.RECORD.createSerializer(env.getConfig().getSerializerConfig());
+                // The generator's share of right-input records: the trace already holds it.
+                job.string("right-share", "");
                 return new Built(keyed.transform("Interval Join", outType, new ProbedIntervalJoinOperator<String>(
                         job.millis("lower"), job.millis("upper"), job.bool("lower-inclusive", true),
                         job.bool("upper-inclusive", true), serializer, new Functions.EmitPair(), probe)), "join",

@@ -71,6 +71,10 @@ public final class Probe implements java.io.Serializable {
     private boolean installed;
     /** After measuring: flush and compact every state column family, counting what the TTL filter drops. */
     boolean compactAtEnd;
+    /** The operator's parallelism: above 1 each subtask measures into outDir/subtask-&lt;index&gt;. */
+    int parallelism = 1;
+    /** When the first element arrived (System.nanoTime), 0 before. */
+    private transient long firstNanos;
 
     public Probe(String outDir, String kind) {
         this(outDir, kind, -1);
@@ -131,6 +135,9 @@ public final class Probe implements java.io.Serializable {
     }
 
     void onElement(long timestamp) {
+        if (events == 0) {
+            firstNanos = System.nanoTime();
+        }
         events++;
         if (timestamp > clock.now) {
             clock.now = timestamp;
@@ -144,6 +151,9 @@ public final class Probe implements java.io.Serializable {
      */
     void onElement(long timestamp, Object value) {
         if (value instanceof KEvent && ((KEvent) value).now != Long.MIN_VALUE) {
+            if (events == 0) {
+                firstNanos = System.nanoTime();
+            }
             events++;
             long now = ((KEvent) value).now;
             if (now > clock.now) {
@@ -167,6 +177,16 @@ public final class Probe implements java.io.Serializable {
             return;
         }
         measured = true;
+        // This subtask's directory: the start of its key-group range names it (Flink gives
+        // operator index i the key groups whose keyGroup * parallelism / 256 is i).
+        String outDir = this.outDir;
+        if (parallelism > 1) {
+            int start = ((org.apache.flink.runtime.state.CheckpointableKeyedStateBackend<?>) backend)
+                    .getKeyGroupRange().getStartKeyGroup();
+            Path dir = Path.of(outDir, "subtask-" + (start * parallelism / 256));
+            Files.createDirectories(dir);
+            outDir = dir.toString();
+        }
         Map<String, Object> json = new TreeMap<>();
         json.put("kind", kind);
         json.put("backend_class", backend.getClass().getName());
@@ -206,6 +226,8 @@ public final class Probe implements java.io.Serializable {
         job.put("timers_fired", eventTimers + processingTimers);
         job.put("watermarks", watermarks);
         job.put("last_watermark", lastWatermark);
+        // From the first element to the end of input: the subtask's processing time.
+        job.put("elapsed_ms", firstNanos == 0 ? 0 : (System.nanoTime() - firstNanos) / 1_000_000);
         job.put("processing_time", clock.now);
         job.put("merges", counting.total(CountingRocksDB.MERGES));
         job.put("gets", counting.total(CountingRocksDB.GETS));
@@ -242,6 +264,9 @@ public final class Probe implements java.io.Serializable {
                 Files.copy(latest.toPath(), Path.of(outDir, name), StandardCopyOption.REPLACE_EXISTING);
                 copied.add(latest.getName());
             }
+        }
+        if (index < 0) {
+            statebench.parity.RocksDBFiles.copyLogs(dbDir, outDir, copied);
         }
         json.put("copied_files", copied);
         json.put("index", index);
