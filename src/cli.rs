@@ -97,7 +97,7 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// the evidence describes, the advisor's findings on that evidence and the case study each
     /// matches.
     #[command(
-        after_help = "DIR is a RocksDB instance's directory (Flink: an operator's db/ under state.backend.rocksdb.localdir, or io.tmp.dirs), or a directory holding several, one level down. Files read: LOG, LOG.old.*, flink-LOG* and the newest OPTIONS-*. Run the job here to A/B the fix: statebench run -w WORKLOAD_FILE -p PROFILE_FILE with the files --workload-out and --profile-out wrote."
+        after_help = "DIR is a RocksDB instance's directory (Flink: an operator's db/ under state.backend.rocksdb.localdir, or io.tmp.dirs), or a directory holding several, one level down. Files read: LOG, LOG.old.*, flink-LOG* and the newest OPTIONS-*. Run the job here to A/B the fix: statebench run -w WORKLOAD_FILE -p PROFILE_FILE with the files --workload-out and --profile-out wrote. URL (http://host:8081) diagnoses a running job from Flink's REST API alone: its native RocksDB metrics (stall time, stopped writes) and the cluster's configuration (/jobmanager/config); without its LOG only a flush storm's stalls show, and no workload is written."
     )]
     Diagnose(DiagnoseArgs),
     /// Run the workload as a real Flink 1.20 job (an embedded cluster started from Flink's jars,

@@ -379,6 +379,8 @@ fn fake_flink() -> String {
             let metrics = format!("/jobs/{jid}/vertices/{keyed}/subtasks/metrics");
             let (status, body) = if path == "/config" {
                 (200, read("config.json"))
+            } else if path == "/jobmanager/config" {
+                (200, read("jobmanager-config.json"))
             } else if path == "/jobs" {
                 (200, read("jobs.json"))
             } else if path == format!("/jobs/{jid}") {
@@ -478,9 +480,45 @@ fn a_running_jobs_metrics_come_from_flinks_rest_api() {
         err.contains("cannot reach") && err.contains("JobManager"),
         "{err}"
     );
-    let out = Command::new(bin).args(["diagnose", &url]).output().unwrap();
+    let out = Command::new(bin)
+        .args(["diagnose", &url, "--rest", &url])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--rest"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rest goes with a directory"));
+}
+
+/// The same running job through its REST API alone (no LOG): the profile from the cluster's
+/// configuration (/jobmanager/config, captured from a second run of parity/rest-evidence with
+/// the same configuration), and the flush storm as far as metrics show it: a budget per column
+/// family under the write buffer, and stall time.
+#[test]
+fn a_running_job_alone_through_its_rest_api_shows_the_flush_storms_stalls() {
+    let url = fake_flink();
+    let d = diagnose::diagnose_url(&url, Default::default()).unwrap();
+    assert_eq!(d.profile.knobs.managed_memory.0, 18 << 20);
+    assert_eq!(d.profile.knobs.write_buffer_size.0, 4 << 20);
+    assert_eq!(d.profile.knobs.write_buffer_ratio, 0.25);
+    let storm = d.findings.iter().find(|f| f.id == "wbm-budget").unwrap();
+    assert!(
+        storm
+            .evidence
+            .iter()
+            .any(|e| e.metric.contains("stall-micros") && e.value == "0.7 s"),
+        "{:?}",
+        storm.evidence
+    );
+    assert!(d.instances.is_empty() && d.workload.is_err());
+    let out = Command::new(env!("CARGO_BIN_EXE_statebench"))
+        .args(["diagnose", &url])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("wbm-budget") && text.contains("Flink 1.20.1 at"),
+        "{text}"
+    );
 }
 
 /// The Prometheus scrape Flink served at the same moment as those REST answers reads the same

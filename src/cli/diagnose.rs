@@ -6,7 +6,10 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
-    /// The evidence: a RocksDB instance's directory, or a directory of several.
+    /// The evidence: a RocksDB instance's directory, or a directory of several; or a running
+    /// job's JobManager REST address (http://host:8081): its native RocksDB metrics and its
+    /// cluster's configuration alone (no LOG: fewer findings, no workload).
+    #[arg(value_name = "DIR|URL")]
     pub dir: PathBuf,
     /// Write the profile the job ran with here (statebench YAML, atomically).
     #[arg(long, value_name = "FILE")]
@@ -26,7 +29,7 @@ pub struct DiagnoseArgs {
     /// a Prometheus scrape beside the evidence would be.
     #[arg(long, value_name = "URL")]
     pub rest: Option<String>,
-    /// The job to read with --rest (default: the only running one).
+    /// The job to read with --rest or a URL (default: the only running one).
     #[arg(long, value_name = "JOB_ID")]
     pub job: Option<String>,
     /// Print the diagnosis as JSON: per instance what the LOG says, the profile (YAML and

@@ -55,4 +55,7 @@ pub struct FlinkRunArgs {
     /// statebench's data. Kept after the run.
     #[arg(long, value_name = "DIR", default_value = "statebench-flink")]
     pub work: PathBuf,
+    /// Print the side by side as JSON: per profile both sides' numbers, and each judged change.
+    #[arg(long)]
+    pub json: bool,
 }

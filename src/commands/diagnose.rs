@@ -20,15 +20,15 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<()> {
         workload_out.as_deref(),
     );
     let (like, rest, job) = (like.as_deref(), rest.as_deref(), job.as_deref());
-    if dir.to_string_lossy().starts_with("http") {
+    let url = dir.to_string_lossy().into_owned();
+    let by_url = url.starts_with("http://") || url.starts_with("https://");
+    if by_url && rest.is_some() {
         return Err(UsageError(format!(
-            "{}: a URL: give the directory of the job's RocksDB LOG and OPTIONS files, and Flink's REST address with --rest {} (its running job's native RocksDB metrics are read from there)",
-            dir.display(),
-            dir.display()
+            "{url} is Flink's REST address already: --rest goes with a directory of RocksDB LOG files"
         ))
         .into());
     }
-    if !dir.is_dir() {
+    if !by_url && !dir.is_dir() {
         return Err(UsageError(format!(
             "{}: not a directory: give the directory of a RocksDB instance (its LOG and OPTIONS files), or one holding several",
             dir.display()
@@ -36,7 +36,7 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<()> {
         .into());
     }
     let like = like.map(crate::config::Workload::load).transpose()?;
-    if job.is_some() && rest.is_none() {
+    if job.is_some() && rest.is_none() && !by_url {
         return Err(UsageError(
             "--job names a job of the REST API: give --rest URL too".to_string(),
         )
@@ -47,7 +47,12 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<()> {
         rest,
         job,
     };
-    let diagnosis = diagnose::diagnose(dir, sources).map_err(|e| match e {
+    let diagnosis = if by_url {
+        diagnose::diagnose_url(&url, diagnose::Sources { job, ..sources })
+    } else {
+        diagnose::diagnose(dir, sources)
+    }
+    .map_err(|e| match e {
         DiagnoseError::NoLog(_) | DiagnoseError::Profile { .. } => {
             anyhow::Error::new(UsageError(e.to_string()))
         }

@@ -13,6 +13,7 @@ pub fn run(args: FlinkRunArgs) -> anyhow::Result<()> {
     if let Some(other) = &args.compare {
         profiles.push(super::load_profile(other)?);
     }
+    let json = args.json;
     let events = args.events.unwrap_or(workload.spec.events);
     if events == 0 {
         return Err(UsageError("--events must be at least 1".to_string()).into());
@@ -46,7 +47,14 @@ pub fn run(args: FlinkRunArgs) -> anyhow::Result<()> {
         FlinkError::Setup(_) => anyhow::Error::new(UsageError(e.to_string())),
         other => anyhow::Error::new(other),
     })?;
-    print!("{}", flink::render(&runs, options.parallelism));
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&flink::to_json(&runs, options.parallelism))?
+        );
+    } else {
+        print!("{}", flink::render(&runs, options.parallelism));
+    }
     if let [a, b] = &runs[..] {
         let missed: Vec<&str> = flink::evidence_changes(a, b)
             .into_iter()

@@ -258,3 +258,77 @@ fn stalls(instances: &[Instance], found: &[Finding]) -> Option<Finding> {
         note: Some("level-0 files: compactions fall behind (more thread.num, bigger or fewer flushes); pending compaction bytes: the same, or the limits".to_string()),
     })
 }
+
+/// A running job seen through Flink's REST API alone (`diagnose URL`): no LOG says why it
+/// flushed, but a WriteBufferManager budget per column family below the write buffer (its
+/// configuration) and write stall time or stopped writes (its native metrics) are the flush
+/// storm of case study 1 as far as metrics can show it.
+pub(super) fn stalls_under_a_short_budget(
+    profile: &Profile,
+    d: &Derived,
+    metrics: &NativeMetrics,
+) -> Option<Finding> {
+    let buffer = profile.knobs.write_buffer_size.0;
+    if !d.shared || d.write_buffer_budget_per_column_family >= buffer {
+        return None;
+    }
+    let stall_micros = metrics.sum("stall_micros").unwrap_or(0.0);
+    let stopped = metrics.sum("is_write_stopped").unwrap_or(0.0);
+    if stall_micros <= 0.0 && stopped <= 0.0 {
+        return None;
+    }
+    let (main, alternatives) = wbm_budget::recommended(profile, d)?;
+    Some(Finding {
+        id: "wbm-budget",
+        severity: if stopped > 0.0 {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        },
+        diagnosis: format!(
+            "The WriteBufferManager gives each of the {} state column families about {} of memtable memory, less than writebuffer.size {}, and writes stalled: it forces flushes before memtables fill (case study 1). Flink's metrics do not say why each flush happened; the job's RocksDB LOG does (diagnose DIR).",
+            d.state_column_families,
+            human_bytes(d.write_buffer_budget_per_column_family as f64),
+            human_bytes(buffer as f64)
+        ),
+        evidence: vec![
+            Evidence::new(
+                "WBM budget per column family (the cluster's configuration)",
+                human_bytes(d.write_buffer_budget_per_column_family as f64),
+                format!(">= writebuffer.size {}", human_bytes(buffer as f64)),
+            ),
+            Evidence::new(
+                "write stall time (Flink's native metric stall-micros)",
+                format!("{:.1} s", stall_micros / 1e6),
+                "0",
+            ),
+            Evidence::new(
+                "writes stopped now (is-write-stopped, summed over subtasks and column families)",
+                format!("{stopped:.0}"),
+                "0",
+            ),
+        ],
+        from_secs: 0.0,
+        to_secs: 0.0,
+        recommendation: main.changes,
+        memory_cost: main.memory_cost,
+        job_changes: Vec::new(),
+        effect: Some(main.effect),
+        alternatives,
+        note: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_stall_time_a_short_budget_alone_is_no_finding() {
+        // flink-default: 28.4 MiB of WriteBufferManager per state against 64 MiB buffers.
+        let p = Profile::load("flink-default").unwrap();
+        let d = p.derived(3);
+        assert!(d.write_buffer_budget_per_column_family < p.knobs.write_buffer_size.0);
+        assert!(stalls_under_a_short_budget(&p, &d, &NativeMetrics::default()).is_none());
+    }
+}

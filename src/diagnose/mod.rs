@@ -351,6 +351,52 @@ pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError
     })
 }
 
+/// A running job through Flink's REST API alone (`diagnose URL`): its native RocksDB metrics,
+/// and the profile its cluster's configuration gives. Without a LOG there is no LSM, no flush
+/// reason and no workload; what the metrics show is judged (`evidence_rules`).
+pub fn diagnose_url(url: &str, sources: Sources) -> Result<Diagnosis, DiagnoseError> {
+    let read = rest::fetch(url, sources.job)?;
+    let config = rest::cluster_config(url)?;
+    let found = profile::from_cluster_config(url, &config);
+    let profile = found.profile.map_err(|why| DiagnoseError::Profile {
+        path: PathBuf::from(url),
+        why,
+    })?;
+    let metrics = read.metrics;
+    // The column families that hold state (keys), as a LOG's flushed ones would: each takes a
+    // share of the WriteBufferManager (Flink's timer column family too; an empty one none).
+    let state_cfs = metrics
+        .by_column_family("estimate_num_keys")
+        .iter()
+        .filter(|(cf, keys)| cf.as_str() != "default" && **keys > 0.0)
+        .count()
+        .max(1);
+    let derived = profile.derived(state_cfs);
+    let findings: Vec<Finding> =
+        evidence_rules::stalls_under_a_short_budget(&profile, &derived, &metrics)
+            .into_iter()
+            .collect();
+    Ok(Diagnosis {
+        rest: Some(RestJob {
+            url: url.to_string(),
+            flink_version: read.flink_version,
+            job_id: read.job_id,
+            job_name: read.job_name,
+            job_state: read.job_state,
+        }),
+        workload: Err(
+            "no LOG: the workload is derived from a RocksDB LOG's flushes (diagnose DIR)"
+                .to_string(),
+        ),
+        instances: Vec::new(),
+        profile_yaml: found.yaml,
+        profile,
+        profile_notes: found.notes,
+        findings,
+        metrics: Some(metrics),
+    })
+}
+
 /// The advisor's rules a LOG feeds: they read the LSM's levels and files.
 const LSM_RULES: &[&str] = &["level-sizing"];
 

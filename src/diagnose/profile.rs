@@ -250,6 +250,44 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
     }
 }
 
+/// The profile a running job's cluster configuration gives (`diagnose URL`: `GET
+/// /jobmanager/config` as `key: value` lines), read as statebench reads any Flink configuration.
+pub(super) fn from_cluster_config(url: &str, text: &str) -> Found {
+    let notes = vec![format!(
+        "memory and RocksDB options from the cluster's configuration ({url}/jobmanager/config); options the job sets in its own code or configuration, and an options factory's, are not in it"
+    )];
+    let profile = tempfile::Builder::new()
+        .prefix("statebench-diagnose-")
+        .tempdir()
+        .map_err(|e| format!("a temporary folder: {e}"))
+        .and_then(|dir| {
+            let path = dir.path().join("flink-conf.yaml");
+            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            Profile::load(&path.display().to_string())
+                .map_err(|e| format!("{url}/jobmanager/config: {e}"))
+        });
+    let mut yaml = String::from(
+        "# The profile a running Flink job's cluster configuration gives, read by `statebench\n\
+         # diagnose URL` from the JobManager's /jobmanager/config.\n\
+         description: diagnosed from a running job's cluster configuration\n\
+         extends: flink-default\n",
+    );
+    if let (Ok(p), Ok(default)) = (&profile, Profile::load("flink-default")) {
+        for (key, _, value) in p.knob_differences(&default) {
+            yaml.push_str(&format!("{key}: {value}\n"));
+        }
+    }
+    Found {
+        profile: profile.map(|mut p| {
+            p.name = "diagnosed".to_string();
+            p
+        }),
+        memory_from_config: true,
+        yaml,
+        notes,
+    }
+}
+
 /// The memory knobs from the LOG's block caches: one shared cache (Flink's managed memory, or
 /// fixed-per-slot) or one per column family (`memory.managed: false`).
 fn memory(

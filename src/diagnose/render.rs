@@ -87,7 +87,15 @@ pub fn render(
     if let Some(m) = &d.metrics {
         out.push_str(&render_metrics(m));
     }
-    let _ = writeln!(out, "\nthe profile it ran with (OPTIONS and LOG):");
+    let _ = writeln!(
+        out,
+        "\nthe profile it ran with ({}):",
+        if d.instances.is_empty() {
+            "the cluster's configuration"
+        } else {
+            "OPTIONS and LOG"
+        }
+    );
     for line in d.profile_yaml.lines().filter(|l| !l.starts_with('#')) {
         let _ = writeln!(out, "  {line}");
     }
@@ -264,7 +272,11 @@ fn render_metrics(m: &super::NativeMetrics) -> String {
     let _ = writeln!(
         out,
         "Flink's native RocksDB metrics ({}, {} samples):",
-        files.join(", "),
+        if files.is_empty() {
+            "through the REST API".to_string()
+        } else {
+            files.join(", ")
+        },
         m.samples.len()
     );
     if let Some(stall) = m.sum("stall_micros") {

@@ -85,6 +85,26 @@ fn parse_id(id: &str) -> Option<(Option<String>, String)> {
 }
 
 /// Reads the RocksDB metrics of `job` (None: the only running job) from the REST API at `base`.
+/// The cluster's configuration as its JobManager serves it (`GET /jobmanager/config`:
+/// `[{"key", "value"}]`), as `key: value` lines of a Flink configuration file.
+pub fn cluster_config(base: &str) -> Result<String, RestError> {
+    let answer = get_json(base, "/jobmanager/config")?;
+    let entries = answer.as_array().ok_or_else(|| RestError::Answer {
+        url: format!("{}/jobmanager/config", base.trim_end_matches('/')),
+        why: "not a list of keys and values".to_string(),
+    })?;
+    Ok(entries
+        .iter()
+        .filter_map(|e| {
+            Some(format!(
+                "{}: {}\n",
+                e["key"].as_str()?,
+                e["value"].as_str()?
+            ))
+        })
+        .collect())
+}
+
 pub fn fetch(base: &str, job: Option<&str>) -> Result<RestMetrics, RestError> {
     let config = get_json(base, "/config")?;
     let flink_version = config["flink-version"]

@@ -14,7 +14,7 @@ use crate::diagnose::log::LogEvidence;
 use crate::summary::Summary;
 
 /// One RocksDB instance's run, in the numbers the side by side compares.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Side {
     pub events: u64,
     /// Events over the seconds from the first record to the end of input.
@@ -231,7 +231,7 @@ fn show(v: f64, bytes: bool) -> String {
 }
 
 /// How one metric moved from the first profile to the second on each side.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Change {
     pub metric: &'static str,
     pub flink: (f64, f64),
@@ -239,7 +239,8 @@ pub struct Change {
     pub verdict: Verdict,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Same direction, and Flink's relative change at least half of statebench's.
     AsPredicted,
@@ -283,6 +284,27 @@ pub fn changes(a: &ProfileRun, b: &ProfileRun) -> Vec<Change> {
             }
         })
         .collect()
+}
+
+/// The side by side as JSON (`flink run --json`): per profile both sides' numbers, and with two
+/// profiles each judged change.
+pub fn to_json(runs: &[ProfileRun], parallelism: u32) -> serde_json::Value {
+    let changes = match runs {
+        [a, b] => changes(a, b),
+        _ => Vec::new(),
+    };
+    serde_json::json!({
+        "parallelism": parallelism,
+        "compared": "Flink's subtask 0 against statebench on its events",
+        "profiles": runs.iter().map(|r| serde_json::json!({
+            "profile": r.profile,
+            "notes": r.notes,
+            "subtask_events": r.subtask_events,
+            "flink": r.flink,
+            "statebench": r.statebench,
+        })).collect::<Vec<_>>(),
+        "changes": changes,
+    })
 }
 
 /// The side by side, as the terminal prints it.
@@ -392,6 +414,13 @@ mod tests {
         // statebench predicted no change (5 %): not judged.
         let b = run(100, 0, 0, (241, 0, 0));
         assert_eq!(changes(&a, &b)[0].verdict, Verdict::NothingPredicted);
+        // --json: both sides' numbers per profile, each change with its verdict.
+        let j = to_json(&[a, b], 2);
+        assert_eq!(j["profiles"][0]["flink"]["flushes"], 200);
+        assert_eq!(j["profiles"][1]["statebench"]["flushes"], 241);
+        assert_eq!(j["changes"][0]["metric"], "flushes");
+        assert_eq!(j["changes"][0]["verdict"], "nothing-predicted");
+        assert_eq!(j["changes"][2]["verdict"], "as-predicted");
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::config::units::human_bytes;
 use crate::config::workload::{Rate, SerializerKind};
 use crate::config::{Profile, Workload};
 
-pub use evidence::{Change, Side, Verdict, changes as evidence_changes, render};
+pub use evidence::{Change, Side, Verdict, changes as evidence_changes, render, to_json};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FlinkError {
@@ -67,6 +67,7 @@ pub struct Options {
 }
 
 /// One profile's two runs.
+#[derive(Debug, Clone)]
 pub struct ProfileRun {
     pub profile: String,
     pub flink: Side,
