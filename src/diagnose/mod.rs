@@ -121,7 +121,7 @@ fn is_options(name: &str) -> bool {
 
 /// The instances whose LOG is in `dir`: one, or (a shared log directory) one per prefix. The
 /// newest OPTIONS file belongs to the instance when the directory holds only one.
-fn instances_in(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
+pub fn instances_in(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
     let mut logs: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
     let mut options = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io(dir))? {

@@ -32,39 +32,18 @@ pub struct Side {
     pub compactions: u64,
 }
 
-/// The LOG (and LOG.old.*) files in `dir` whose names end in `suffix_of_log` order, as text.
-fn log_text(dir: &Path, prefix: &str) -> Result<String, FlinkError> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| FlinkError::Job(format!("{}: {e}", dir.display())))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .is_some_and(|n| {
-                    n == format!("{prefix}LOG") || n.starts_with(&format!("{prefix}LOG.old"))
-                })
-        })
-        .collect();
-    // LOG.old.<micros> oldest first, the current LOG last.
-    files.sort_by_key(|p| {
-        let n = p.file_name().map(|n| n.to_string_lossy().into_owned());
-        (n.as_deref().is_some_and(|n| n.ends_with("LOG")), n)
-    });
-    if files.is_empty() {
-        return Err(FlinkError::Job(format!(
-            "{}: no RocksDB {prefix}LOG",
+/// The one RocksDB instance whose LOG (LOG.old.* first; Flink's copies are flink-LOG*) is in
+/// `dir`, read as `diagnose` reads it.
+fn instance_log(dir: &Path) -> Result<LogEvidence, FlinkError> {
+    let mut found = crate::diagnose::instances_in(dir)
+        .map_err(|e| FlinkError::Job(format!("{}: {e}", dir.display())))?;
+    match found.len() {
+        1 => Ok(found.remove(0).log),
+        n => Err(FlinkError::Job(format!(
+            "{}: {n} RocksDB LOGs where one instance's was expected",
             dir.display()
-        )));
+        ))),
     }
-    let mut text = String::new();
-    for f in files {
-        let bytes =
-            std::fs::read(&f).map_err(|e| FlinkError::Job(format!("{}: {e}", f.display())))?;
-        text.push_str(&String::from_utf8_lossy(&bytes));
-        text.push('\n');
-    }
-    Ok(text)
 }
 
 fn from_log(side: &mut Side, log: &LogEvidence) {
@@ -91,18 +70,6 @@ pub fn flink_side(dir: &Path) -> Result<Side, FlinkError> {
         .map_err(|e| FlinkError::Job(format!("{}: {e}", path.display())))?;
     let ticker = |name: &str| json["tickers"][name].as_u64().unwrap_or(0);
     let elapsed_ms = json["job"]["elapsed_ms"].as_u64().unwrap_or(0);
-    // The job finds its instance's statistics by the task thread that built it; failing that,
-    // the JVM's last instance's, which are subtask 0's only if it was alone.
-    let instances = json["rocksdb_instances_in_jvm"].as_u64().unwrap_or(1);
-    let own = json["statistics_of_this_subtask"]
-        .as_bool()
-        .unwrap_or(false);
-    if instances > 1 && !own {
-        return Err(FlinkError::Job(format!(
-            "{}: {instances} RocksDB instances ran in one TaskManager, so its statistics are not subtask 0's alone: run on TaskManagers of one slot each (taskmanager.numberOfTaskSlots: 1)",
-            path.display()
-        )));
-    }
     let mut side = Side {
         events: json["job"]["events"].as_u64().unwrap_or(0),
         flushes: json["histograms"]["FLUSH_TIME_count"].as_u64().unwrap_or(0),
@@ -115,7 +82,7 @@ pub fn flink_side(dir: &Path) -> Result<Side, FlinkError> {
         compaction_bytes: ticker("COMPACT_WRITE_BYTES"),
         ..Side::default()
     };
-    from_log(&mut side, &LogEvidence::parse(&log_text(dir, "flink-")?));
+    from_log(&mut side, &instance_log(dir)?);
     // The subtask's own clock, first record to end of input (the LOG's span ends at its last
     // line, which a profile that rarely flushes writes early).
     side.events_per_sec = if elapsed_ms > 0 {
@@ -144,8 +111,7 @@ pub fn statebench_side(summary: &Summary, data: &Path) -> Result<Side, FlinkErro
             data.display()
         ))
     })?;
-    let log = LogEvidence::parse(&log_text(&db, "")?);
-    from_log(&mut side, &log);
+    from_log(&mut side, &instance_log(&db)?);
     side.events_per_sec = summary.events_per_sec;
     // statebench counts FRocksDB 6.20's switches as the WriteBufferManager's; its RocksDB 11
     // LOG names them manual.

@@ -23,14 +23,6 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
 
     /** The statistics of the (one, at parallelism 1) RocksDB instance, read by the harness. */
     static volatile Statistics statistics;
-    /** RocksDB instances this JVM made options for (more than one: {@link #statistics} is the last's). */
-    static final java.util.concurrent.atomic.AtomicInteger instances = new java.util.concurrent.atomic.AtomicInteger();
-    /**
-     * Each instance's statistics by the thread that built it: a subtask's own task thread, the
-     * one its operator later measures in (several subtasks in one TaskManager stay apart).
-     */
-    static final Map<Thread, Statistics> byThread =
-            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
     /** The rate limiter attached to that instance, if io.rate-limit-per-sec asked for one. */
     static volatile RateLimiter rateLimiter;
 
@@ -41,6 +33,32 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
     transient volatile Statistics instanceStatistics;
 
     private final Map<String, String> knobs = new TreeMap<>();
+
+    /**
+     * The statistics of {@code backend}'s own RocksDB instance (the factory its options
+     * container holds); the JVM's last instance's if its factory is not this one.
+     */
+    public static Statistics statisticsOf(Object backend) throws ReflectiveOperationException {
+        Object container = field(backend.getClass(), "optionsContainer").get(backend);
+        Object factory = field(container.getClass(), "optionsFactory").get(container);
+        Statistics own = factory instanceof ObservingOptionsFactory
+                ? ((ObservingOptionsFactory) factory).instanceStatistics
+                : null;
+        return own != null ? own : statistics;
+    }
+
+    private static java.lang.reflect.Field field(Class<?> type, String name) throws NoSuchFieldException {
+        for (Class<?> c = type; c != null; c = c.getSuperclass()) {
+            try {
+                java.lang.reflect.Field f = c.getDeclaredField(name);
+                f.setAccessible(true);
+                return f;
+            } catch (NoSuchFieldException e) {
+                // look further up
+            }
+        }
+        throw new NoSuchFieldException(type.getName() + "." + name);
+    }
 
     @Override
     public RocksDBOptionsFactory configure(ReadableConfig configuration) {
@@ -88,8 +106,6 @@ public class ObservingOptionsFactory implements ConfigurableRocksDBOptionsFactor
         current.setStatistics(stats);
         statistics = stats;
         instanceStatistics = stats;
-        instances.incrementAndGet();
-        byThread.put(Thread.currentThread(), stats);
         if (knobs.containsKey("use-direct-reads")) {
             current.setUseDirectReads(Boolean.parseBoolean(knobs.get("use-direct-reads")));
         }

@@ -121,9 +121,7 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
         }
         json.put("timer_batch_flushed_before_measuring", flushed);
 
-        Statistics own = ObservingOptionsFactory.byThread.get(Thread.currentThread());
-        Statistics stats = own != null ? own : ObservingOptionsFactory.statistics;
-        json.put("statistics_of_this_subtask", own != null);
+        Statistics stats = ObservingOptionsFactory.statisticsOf(backend);
         Map<String, Object> tickers = new TreeMap<>();
         Map<String, Object> histograms = new TreeMap<>();
         if (stats != null) {
@@ -139,7 +137,6 @@ public class ParityOperator extends KeyedProcessOperator<String, TraceEvent, Voi
             }
         }
         json.put("tickers", tickers);
-        json.put("rocksdb_instances_in_jvm", ObservingOptionsFactory.instances.get());
         json.put("histograms", histograms);
 
         Map<String, Object> job = new TreeMap<>();

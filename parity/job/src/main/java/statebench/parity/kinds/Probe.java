@@ -197,14 +197,7 @@ public final class Probe implements java.io.Serializable {
 
         // The Statistics of this backend's RocksDB instance (its options factory's); a chain has
         // one instance per operator.
-        Object container = field(backend.getClass(), "optionsContainer").get(backend);
-        Object factory = field(container.getClass(), "optionsFactory").get(container);
-        Statistics stats = factory instanceof ObservingOptionsFactory
-                ? (Statistics) field(ObservingOptionsFactory.class, "instanceStatistics").get(factory)
-                : null;
-        if (stats == null) {
-            stats = (Statistics) field(ObservingOptionsFactory.class, "statistics").get(null);
-        }
+        Statistics stats = ObservingOptionsFactory.statisticsOf(backend);
         Map<String, Object> tickers = new TreeMap<>();
         Map<String, Object> histograms = new TreeMap<>();
         if (stats != null) {
