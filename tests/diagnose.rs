@@ -381,6 +381,8 @@ fn fake_flink() -> String {
                 (200, read("config.json"))
             } else if path == "/jobmanager/config" {
                 (200, read("jobmanager-config.json"))
+            } else if path == "/taskmanagers" {
+                (200, read("taskmanagers.json"))
             } else if path == "/jobs" {
                 (200, read("jobs.json"))
             } else if path == format!("/jobs/{jid}") {
@@ -519,6 +521,27 @@ fn a_running_job_alone_through_its_rest_api_shows_the_flush_storms_stalls() {
         text.contains("wbm-budget") && text.contains("Flink 1.20.1 at"),
         "{text}"
     );
+    // The flush storm's stalls, and nothing else: its L0 never reached the slowdown trigger.
+    assert!(
+        storm.diagnosis.contains("consistent with the flush storm")
+            && storm.evidence.iter().any(|e| e.metric.contains("L0 files")),
+        "{}",
+        storm.diagnosis
+    );
+    // What needs a LOG is refused before anything is read.
+    for args in [["--like", "ads-minutes"], ["--workload-out", "w.yaml"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_statebench"))
+            .args(["diagnose", &url])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(args[0]) && err.contains("needs a RocksDB LOG"),
+            "{err}"
+        );
+    }
 }
 
 /// The Prometheus scrape Flink served at the same moment as those REST answers reads the same

@@ -88,6 +88,10 @@ fn what_it_cannot_run_is_refused_with_why_before_anything_is_written() {
     let (text, code) = refused(&w, "ads-minutes", &["--parallelism", "3"]);
     assert!(text.contains("needs 3 slots"), "{text}");
     assert_eq!(code, 2);
+    // A subtask the keyed operator does not have.
+    let (text, code) = refused(&w, "ads-minutes", &["--subtask", "2"]);
+    assert!(text.contains("subtasks are 0 to 1"), "{text}");
+    assert_eq!(code, 2);
     // No distribution where it was said to be.
     let missing = work.path().join("no-flink").to_string_lossy().into_owned();
     let (text, code) = refused(&w, "ads-minutes", &["--flink-dist", &missing]);

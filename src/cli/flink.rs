@@ -15,7 +15,7 @@ pub enum FlinkCommand {
     Run(FlinkRunArgs),
 }
 
-const AFTER_HELP: &str = "How: the workload's events are written as a trace (WORK/trace.csv). The job (the field reports' frequency counter on Flink's own KeyedProcessOperator, or Flink's own operator for the workload's other kind, compiled here against the distribution's lib/ with javac) replays it with the profile's exported config.yaml (WORK/<profile>/job-conf), its keyed operator at --parallelism, on an embedded session cluster started from the distribution's jars: a JobManager (StandaloneSessionClusterEntrypoint) and --taskmanagers TaskManager processes (TaskManagerRunner, memory from Flink's own calculator), one slot each, on localhost; logs in WORK/<profile>/logs. Each subtask measures its RocksDB instance when the input ends (WORK/<profile>/flink/subtask-N). statebench then runs subtask 0's share of the trace (the keys of its key groups) at the rate Flink's subtask 0 reached.
+const AFTER_HELP: &str = "How: the workload's events are written as a trace (WORK/trace.csv). The job (the field reports' frequency counter on Flink's own KeyedProcessOperator, or Flink's own operator for the workload's other kind, compiled here against the distribution's lib/ with javac) replays it with the profile's exported config.yaml (WORK/<profile>/job-conf), its keyed operator at --parallelism, on an embedded session cluster started from the distribution's jars: a JobManager (StandaloneSessionClusterEntrypoint) and --taskmanagers TaskManager processes (TaskManagerRunner, memory from Flink's own calculator), one slot each, on localhost; logs in WORK/<profile>/logs. Each subtask measures its RocksDB instance when the input ends (WORK/<profile>/flink/subtask-N). statebench then runs one subtask's share of the trace (the keys of its key groups; the busiest subtask, or --subtask N) at the rate Flink's subtask reached.
 
 With --cluster URL the job runs on your session cluster through its REST API (upload, run, poll; Ctrl-C cancels the job). Its TaskManagers must read WORK (the trace) and write into it (their measurements): a cluster on this machine or a shared file system. Its memory settings are the cluster's own: its managed memory per slot is read from /taskmanagers and statebench runs with it; only the job's state backend settings come from the profile.
 
@@ -41,6 +41,10 @@ pub struct FlinkRunArgs {
     /// subtasks, each with its own RocksDB instance and slot.
     #[arg(long, default_value_t = 2)]
     pub parallelism: u32,
+    /// The subtask whose RocksDB is compared (0 to parallelism - 1). Default: the one with
+    /// the most events, where a skewed workload's RocksDB works hardest.
+    #[arg(long, value_name = "N")]
+    pub subtask: Option<u32>,
     /// TaskManager processes of the embedded cluster, one slot each.
     #[arg(long, default_value_t = 2)]
     pub taskmanagers: u32,

@@ -28,6 +28,17 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    if by_url && (like.is_some() || workload_out.is_some()) {
+        let flag = if like.is_some() {
+            "--like"
+        } else {
+            "--workload-out"
+        };
+        return Err(UsageError(format!(
+            "{flag} needs a RocksDB LOG (the workload is derived from its flushes), which {url} does not serve: give the directory of the job's LOG files, with --rest {url} for its metrics"
+        ))
+        .into());
+    }
     if !by_url && !dir.is_dir() {
         return Err(UsageError(format!(
             "{}: not a directory: give the directory of a RocksDB instance (its LOG and OPTIONS files), or one holding several",
@@ -53,9 +64,10 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<()> {
         diagnose::diagnose(dir, sources)
     }
     .map_err(|e| match e {
-        DiagnoseError::NoLog(_) | DiagnoseError::Profile { .. } => {
-            anyhow::Error::new(UsageError(e.to_string()))
-        }
+        // A directory the user gave that holds no usable evidence is a usage error; a running
+        // cluster's configuration statebench cannot read as a profile is not (exit 1).
+        DiagnoseError::NoLog(_) => anyhow::Error::new(UsageError(e.to_string())),
+        DiagnoseError::Profile { .. } if !by_url => anyhow::Error::new(UsageError(e.to_string())),
         other => anyhow::Error::new(other),
     })?;
     if let Some(path) = profile_out {

@@ -41,6 +41,7 @@ pub fn run(args: FlinkRunArgs) -> anyhow::Result<()> {
         dist: args.flink_dist,
         work: args.work,
         cancel,
+        subtask: args.subtask,
     };
     let progress = |line: &str| eprintln!("[flink run] {line}");
     let runs = flink::run(&options, &progress).map_err(|e| match e {

@@ -278,36 +278,81 @@ pub(super) fn stalls_under_a_short_budget(
         return None;
     }
     let (main, alternatives) = wbm_budget::recommended(profile, d)?;
+    let k = &profile.knobs;
+    // Flink's gauges are now, the stall time is since the start: a compaction-side cause
+    // (too many L0 files, too many pending compaction bytes) may show now or may have passed.
+    let l0 = metrics.max_of_one("num_files_at_level0");
+    let pending = metrics.max_of_one("estimate_pending_compaction_bytes");
+    let immutable = metrics.max_of_one("num_immutable_mem_table");
+    let compaction_behind = l0.is_some_and(|n| n >= f64::from(k.level0_slowdown_writes_trigger))
+        || pending.is_some_and(|b| b >= k.soft_pending_compaction_bytes_limit.0 as f64);
+    let cause = if compaction_behind {
+        format!(
+            "That is consistent with a flush storm (case study 1), but compaction is behind too (L0 files {}, slowdown at {}; pending compaction bytes {}), which stalls writes by itself: the job's RocksDB LOG says which stalled them (\"Stalling writes because ...\", diagnose DIR).",
+            l0.map_or("-".to_string(), |n| format!("{n:.0}")),
+            k.level0_slowdown_writes_trigger,
+            pending.map_or("-".to_string(), human_bytes),
+        )
+    } else {
+        let seen = match (l0, pending) {
+            (None, None) => "Flink's metrics here show neither L0 files nor pending compaction bytes (enable num-files-at-level and estimate-pending-compaction-bytes to rule compaction out)".to_string(),
+            _ => "no compaction-side cause shows now (L0 files and pending compaction bytes under their limits)".to_string(),
+        };
+        format!(
+            "That is consistent with the flush storm of case study 1: forced flushes before memtables fill; {seen}. Flink's metrics do not say why each flush happened or why writes stalled; the job's RocksDB LOG does (diagnose DIR)."
+        )
+    };
+    let mut evidence = vec![
+        Evidence::new(
+            "WBM budget per column family (the cluster's configuration)",
+            human_bytes(d.write_buffer_budget_per_column_family as f64),
+            format!(">= writebuffer.size {}", human_bytes(buffer as f64)),
+        ),
+        Evidence::new(
+            "write stall time (Flink's native metric stall-micros)",
+            format!("{:.1} s", stall_micros / 1e6),
+            "0",
+        ),
+        Evidence::new(
+            "writes stopped now (is-write-stopped, summed over subtasks and column families)",
+            format!("{stopped:.0}"),
+            "0",
+        ),
+    ];
+    if let Some(n) = immutable {
+        evidence.push(Evidence::new(
+            "immutable memtables now (num-immutable-mem-table, the most of one column family)",
+            format!("{n:.0}"),
+            format!(
+                "< writebuffer.count - 1 = {}",
+                k.max_write_buffer_number.saturating_sub(1)
+            ),
+        ));
+    }
+    if let Some(n) = l0 {
+        evidence.push(Evidence::new(
+            "L0 files now (num-files-at-level0, the most of one column family)",
+            format!("{n:.0}"),
+            format!(
+                "< {}, the slowdown trigger",
+                k.level0_slowdown_writes_trigger
+            ),
+        ));
+    }
     Some(Finding {
         id: "wbm-budget",
-        severity: if stopped > 0.0 {
+        severity: if stopped > 0.0 && !compaction_behind {
             Severity::Critical
         } else {
             Severity::Warning
         },
         diagnosis: format!(
-            "The WriteBufferManager gives each of the {} state column families about {} of memtable memory, less than writebuffer.size {}, and writes stalled: it forces flushes before memtables fill (case study 1). Flink's metrics do not say why each flush happened; the job's RocksDB LOG does (diagnose DIR).",
+            "The WriteBufferManager gives each of the {} state column families about {} of memtable memory, less than writebuffer.size {}, and writes stalled. {cause}",
             d.state_column_families,
             human_bytes(d.write_buffer_budget_per_column_family as f64),
             human_bytes(buffer as f64)
         ),
-        evidence: vec![
-            Evidence::new(
-                "WBM budget per column family (the cluster's configuration)",
-                human_bytes(d.write_buffer_budget_per_column_family as f64),
-                format!(">= writebuffer.size {}", human_bytes(buffer as f64)),
-            ),
-            Evidence::new(
-                "write stall time (Flink's native metric stall-micros)",
-                format!("{:.1} s", stall_micros / 1e6),
-                "0",
-            ),
-            Evidence::new(
-                "writes stopped now (is-write-stopped, summed over subtasks and column families)",
-                format!("{stopped:.0}"),
-                "0",
-            ),
-        ],
+        evidence,
         from_secs: 0.0,
         to_secs: 0.0,
         recommendation: main.changes,
@@ -330,5 +375,42 @@ mod tests {
         let d = p.derived(3);
         assert!(d.write_buffer_budget_per_column_family < p.knobs.write_buffer_size.0);
         assert!(stalls_under_a_short_budget(&p, &d, &NativeMetrics::default()).is_none());
+    }
+
+    #[test]
+    fn stalls_with_compaction_behind_are_not_blamed_on_the_budget_alone() {
+        let p = Profile::load("minutes-wbm-starved").unwrap();
+        let d = p.derived(3);
+        let scrape = |l0: u32| {
+            let mut m = NativeMetrics::default();
+            m.add(&format!(
+                "flink_taskmanager_job_task_operator_rocksdb_stall_micros{{subtask_index=\"0\"}} 2000000\n\
+                 flink_taskmanager_job_task_operator_column_family_rocksdb_is_write_stopped{{column_family=\"s\",subtask_index=\"0\"}} 1\n\
+                 flink_taskmanager_job_task_operator_column_family_rocksdb_num_files_at_level0{{column_family=\"s\",subtask_index=\"0\"}} {l0}\n\
+                 flink_taskmanager_job_task_operator_column_family_rocksdb_num_files_at_level0{{column_family=\"s\",subtask_index=\"1\"}} 4\n"
+            ));
+            stalls_under_a_short_budget(&p, &d, &m).unwrap()
+        };
+        let storm = scrape(3);
+        assert_eq!(storm.severity, Severity::Critical);
+        assert!(
+            storm.diagnosis.contains("consistent with the flush storm"),
+            "{}",
+            storm.diagnosis
+        );
+        // One subtask's L0 at the slowdown trigger (the sum over subtasks would not count).
+        let behind = scrape(p.knobs.level0_slowdown_writes_trigger);
+        assert_eq!(behind.severity, Severity::Warning);
+        assert!(
+            behind.diagnosis.contains("compaction is behind too"),
+            "{}",
+            behind.diagnosis
+        );
+        let l0 = behind
+            .evidence
+            .iter()
+            .find(|e| e.metric.contains("L0 files"))
+            .unwrap();
+        assert_eq!(l0.value, p.knobs.level0_slowdown_writes_trigger.to_string());
     }
 }

@@ -15,6 +15,9 @@ pub struct Sample {
     /// The subtask (and operator) it came from: the labels other than the column family.
     pub instance: String,
     pub value: f64,
+    /// The largest of the subtasks' values, where `value` is a sum over them (Flink's REST
+    /// API aggregates); `value` itself for one subtask's sample.
+    pub max: f64,
 }
 
 /// Every RocksDB sample of one or more scrapes.
@@ -109,6 +112,7 @@ impl NativeMetrics {
                 column_family,
                 instance,
                 value,
+                max: value,
             });
         }
     }
@@ -135,6 +139,15 @@ impl NativeMetrics {
             }
         }
         out
+    }
+
+    /// The largest value one subtask's column family (or instance) reported for `metric`.
+    pub fn max_of_one(&self, metric: &str) -> Option<f64> {
+        self.samples
+            .iter()
+            .filter(|s| s.metric == metric)
+            .map(|s| s.max)
+            .reduce(f64::max)
     }
 
     /// Block cache hits / (hits + misses), when both were reported.

@@ -12,6 +12,7 @@ mod render;
 pub mod rest;
 pub mod workload;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::advisor::{self, Finding};
@@ -357,20 +358,15 @@ pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError
 pub fn diagnose_url(url: &str, sources: Sources) -> Result<Diagnosis, DiagnoseError> {
     let read = rest::fetch(url, sources.job)?;
     let config = rest::cluster_config(url)?;
-    let found = profile::from_cluster_config(url, &config);
+    let per_slot = rest::cluster_managed_per_slot(url)?;
+    let mut found = profile::from_cluster_config(url, &config, per_slot);
     let profile = found.profile.map_err(|why| DiagnoseError::Profile {
         path: PathBuf::from(url),
         why,
     })?;
     let metrics = read.metrics;
-    // The column families that hold state (keys), as a LOG's flushed ones would: each takes a
-    // share of the WriteBufferManager (Flink's timer column family too; an empty one none).
-    let state_cfs = metrics
-        .by_column_family("estimate_num_keys")
-        .iter()
-        .filter(|(cf, keys)| cf.as_str() != "default" && **keys > 0.0)
-        .count()
-        .max(1);
+    let (state_cfs, assumed) = state_column_families(&metrics);
+    found.notes.extend(assumed);
     let derived = profile.derived(state_cfs);
     let findings: Vec<Finding> =
         evidence_rules::stalls_under_a_short_budget(&profile, &derived, &metrics)
@@ -397,6 +393,36 @@ pub fn diagnose_url(url: &str, sources: Sources) -> Result<Diagnosis, DiagnoseEr
     })
 }
 
+/// How many column families hold state in each RocksDB instance (the most of any subtask), as a
+/// LOG's flushed ones would show: each takes a share of the WriteBufferManager. Every native
+/// property metric is per column family, so any one names them; with `estimate-num-keys`
+/// enabled, an empty one (no writes, no memtable) does not count. Without any per-column-family
+/// metric the count is unknown: 1 is assumed, and the note says so (it overstates each one's
+/// share of the budget).
+fn state_column_families(metrics: &metrics::NativeMetrics) -> (usize, Option<String>) {
+    let keys = metrics.by_column_family("estimate_num_keys");
+    let mut per_instance: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for s in &metrics.samples {
+        let Some(cf) = s.column_family.as_deref() else {
+            continue;
+        };
+        if cf == "default" || keys.get(cf).is_some_and(|k| *k <= 0.0) {
+            continue;
+        }
+        per_instance.entry(&s.instance).or_default().insert(cf);
+    }
+    match per_instance.values().map(BTreeSet::len).max() {
+        Some(n) if n > 0 => (n, None),
+        _ => (
+            1,
+            Some(
+                "no per-column-family metric was reported: 1 state column family assumed, which overstates each one's share of the WriteBufferManager (enable e.g. state.backend.rocksdb.metrics.estimate-num-keys)"
+                    .to_string(),
+            ),
+        ),
+    }
+}
+
 /// The advisor's rules a LOG feeds: they read the LSM's levels and files.
 const LSM_RULES: &[&str] = &["level-sizing"];
 
@@ -413,6 +439,43 @@ pub fn case_study(id: &str) -> Option<(u32, &'static str)> {
 #[cfg(test)]
 mod tests {
     use super::log_prefix;
+    use super::metrics::NativeMetrics;
+
+    #[test]
+    fn state_column_families_are_counted_from_any_per_column_family_metric() {
+        let count = |scrape: &str| {
+            let mut m = NativeMetrics::default();
+            m.add(scrape);
+            super::state_column_families(&m)
+        };
+        let cf = |metric: &str, cf: &str, subtask: u32, v: f64| {
+            format!(
+                "flink_taskmanager_job_task_operator_column_family_rocksdb_{metric}{{column_family=\"{cf}\",subtask_index=\"{subtask}\"}} {v}\n"
+            )
+        };
+        // estimate-num-keys off (Flink's default): the stop gauges name the column families.
+        let stops = ["window_stats", "timer_state", "default"]
+            .iter()
+            .flat_map(|c| {
+                [
+                    cf("is_write_stopped", c, 0, 0.0),
+                    cf("is_write_stopped", c, 1, 0.0),
+                ]
+            })
+            .collect::<String>();
+        assert_eq!(count(&stops), (2, None));
+        // With it, an empty one (processing-time timers never set) takes no memtable.
+        let keys = stops.clone()
+            + &cf("estimate_num_keys", "window_stats", 0, 10.0)
+            + &cf("estimate_num_keys", "timer_state", 0, 0.0);
+        assert_eq!(count(&keys), (1, None));
+        // No per-column-family metric at all: 1, said.
+        let (n, note) = count(
+            "flink_taskmanager_job_task_operator_rocksdb_stall_micros{subtask_index=\"0\"} 5\n",
+        );
+        assert_eq!(n, 1);
+        assert!(note.unwrap().contains("assumed"));
+    }
 
     #[test]
     fn a_log_file_names_its_instance() {

@@ -4,6 +4,7 @@
 
 use super::Instance;
 use crate::config::Profile;
+use crate::config::units::human_bytes;
 
 /// The profile found, its YAML, and how each value was found or why it was assumed.
 pub(super) struct Found {
@@ -252,8 +253,10 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
 
 /// The profile a running job's cluster configuration gives (`diagnose URL`: `GET
 /// /jobmanager/config` as `key: value` lines), read as statebench reads any Flink configuration.
-pub(super) fn from_cluster_config(url: &str, text: &str) -> Found {
-    let notes = vec![format!(
+/// `managed_per_slot` is what the TaskManagers report (`GET /taskmanagers`): a TaskManager
+/// started with settings of its own has memory the JobManager's configuration does not show.
+pub(super) fn from_cluster_config(url: &str, text: &str, managed_per_slot: Option<u64>) -> Found {
+    let mut notes = vec![format!(
         "memory and RocksDB options from the cluster's configuration ({url}/jobmanager/config); options the job sets in its own code or configuration, and an options factory's, are not in it"
     )];
     let profile = tempfile::Builder::new()
@@ -265,6 +268,21 @@ pub(super) fn from_cluster_config(url: &str, text: &str) -> Found {
             std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
             Profile::load(&path.display().to_string())
                 .map_err(|e| format!("{url}/jobmanager/config: {e}"))
+        })
+        .and_then(|p| match managed_per_slot {
+            Some(per_slot)
+                if p.knobs.memory_mode == crate::config::profile::MemoryMode::Managed
+                    && per_slot != p.knobs.managed_memory.0 =>
+            {
+                notes.push(format!(
+                    "memory.managed-size {}: the managed memory per slot the TaskManagers report ({url}/taskmanagers), not the {} the JobManager's configuration gives",
+                    human_bytes(per_slot as f64),
+                    human_bytes(p.knobs.managed_memory.0 as f64)
+                ));
+                p.edited("memory.managed-size", &format!("{per_slot}b"))
+                    .map_err(|e| format!("{url}/taskmanagers: {e}"))
+            }
+            _ => Ok(p),
         });
     let mut yaml = String::from(
         "# The profile a running Flink job's cluster configuration gives, read by `statebench\n\
@@ -321,4 +339,53 @@ fn memory(
         "memory.managed-size {} MiB: one block cache of {capacity} bytes shared by the column families is (3 - r) / 3 of managed memory; r, memory.write-buffer-ratio, is not in the LOG: Flink's default 0.5 assumed",
         managed >> 20
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::from_cluster_config;
+
+    /// The JobManager's configuration of parity/rest-evidence's cluster (18 MB managed), as
+    /// `rest::cluster_config` turns it into lines.
+    fn cluster_config() -> String {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/flink-rest/jobmanager-config.json"
+        );
+        let entries: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        entries
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}: {}\n",
+                    e["key"].as_str().unwrap(),
+                    e["value"].as_str().unwrap()
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_taskmanagers_own_managed_memory_wins_over_the_jobmanagers_configuration() {
+        let text = cluster_config();
+        let same = from_cluster_config("http://jm:8081", &text, Some(18 << 20));
+        assert_eq!(same.profile.unwrap().knobs.managed_memory.0, 18 << 20);
+        assert_eq!(same.notes.len(), 1);
+        // A TaskManager started with -Dtaskmanager.memory.managed.size of its own.
+        let own = from_cluster_config("http://jm:8081", &text, Some(128 << 20));
+        assert_eq!(own.profile.unwrap().knobs.managed_memory.0, 128 << 20);
+        assert!(
+            own.notes[1].contains("the TaskManagers report"),
+            "{:?}",
+            own.notes
+        );
+        assert!(
+            own.yaml.contains("memory.managed-size: 128"),
+            "{}",
+            own.yaml
+        );
+    }
 }

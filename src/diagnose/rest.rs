@@ -85,6 +85,27 @@ fn parse_id(id: &str) -> Option<(Option<String>, String)> {
 }
 
 /// Reads the RocksDB metrics of `job` (None: the only running job) from the REST API at `base`.
+/// Managed memory per slot of the TaskManagers in a `GET /taskmanagers` answer (the smallest,
+/// if they differ); None if none is registered.
+pub fn managed_per_slot(taskmanagers: &Value) -> Option<u64> {
+    taskmanagers["taskmanagers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tm| {
+            let managed = tm["memoryConfiguration"]["managedMemory"].as_u64()?;
+            let slots = tm["slotsNumber"].as_u64().filter(|n| *n > 0)?;
+            Some(managed / slots)
+        })
+        .min()
+}
+
+/// The managed memory per slot the cluster's TaskManagers really have: each may have been
+/// started with settings of its own, which `/jobmanager/config` does not show.
+pub fn cluster_managed_per_slot(base: &str) -> Result<Option<u64>, RestError> {
+    Ok(managed_per_slot(&get_json(base, "/taskmanagers")?))
+}
+
 /// The cluster's configuration as its JobManager serves it (`GET /jobmanager/config`:
 /// `[{"key", "value"}]`), as `key: value` lines of a Flink configuration file.
 pub fn cluster_config(base: &str) -> Result<String, RestError> {
@@ -160,7 +181,7 @@ pub fn fetch(base: &str, job: Option<&str>) -> Result<RestMetrics, RestError> {
             .map(str::to_string)
             .collect();
         for chunk in ids.chunks(IDS_PER_REQUEST) {
-            let values = get_json(base, &format!("{path}?get={}&agg=sum", chunk.join(",")))?;
+            let values = get_json(base, &format!("{path}?get={}&agg=sum,max", chunk.join(",")))?;
             for m in values.as_array().into_iter().flatten() {
                 let (Some(id), Some(sum)) = (m["id"].as_str(), m["sum"].as_f64()) else {
                     continue;
@@ -171,6 +192,7 @@ pub fn fetch(base: &str, job: Option<&str>) -> Result<RestMetrics, RestError> {
                         column_family,
                         instance: format!("job_id={job_id},vertex={vid}"),
                         value: sum,
+                        max: m["max"].as_f64().unwrap_or(sum),
                     });
                 }
             }

@@ -1,6 +1,6 @@
 //! What each side measured, read the same way where both have it (each RocksDB instance's own
-//! LOG, parsed by `diagnose`), and the side by side: per profile, Flink's subtask 0 against
-//! statebench on its share; with two profiles, the change on each side and whether Flink's
+//! LOG, parsed by `diagnose`), and the side by side: per profile, one of Flink's subtasks (the
+//! busiest by default) against statebench on its share; with two profiles, the change on each side and whether Flink's
 //! followed statebench's prediction.
 
 use std::fmt::Write as _;
@@ -149,7 +149,7 @@ const fn metric(name: &'static str, get: fn(&Side) -> f64, bytes: bool, judged: 
 }
 
 const METRICS: [Metric; 10] = [
-    metric("events (subtask 0)", |s| s.events as f64, false, false),
+    metric("events (the subtask's)", |s| s.events as f64, false, false),
     metric("events/s", |s| s.events_per_sec, false, false),
     metric("flushes", |s| s.flushes as f64, false, true),
     metric(
@@ -200,9 +200,20 @@ fn show(v: f64, bytes: bool) -> String {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Change {
     pub metric: &'static str,
+    /// (first profile, second profile); `{"before": a, "after": b}` in JSON.
+    #[serde(serialize_with = "before_after")]
     pub flink: (f64, f64),
+    #[serde(serialize_with = "before_after")]
     pub statebench: (f64, f64),
     pub verdict: Verdict,
+}
+
+fn before_after<S: serde::Serializer>(pair: &(f64, f64), s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct as _;
+    let mut out = s.serialize_struct("BeforeAfter", 2)?;
+    out.serialize_field("before", &pair.0)?;
+    out.serialize_field("after", &pair.1)?;
+    out.end()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -261,7 +272,8 @@ pub fn to_json(runs: &[ProfileRun], parallelism: u32) -> serde_json::Value {
     };
     serde_json::json!({
         "parallelism": parallelism,
-        "compared": "Flink's subtask 0 against statebench on its events",
+        "compared": "one of Flink's subtasks against statebench on its events",
+        "subtask": runs.first().map(|r| r.subtask),
         "profiles": runs.iter().map(|r| serde_json::json!({
             "profile": r.profile,
             "notes": r.notes,
@@ -279,8 +291,9 @@ pub fn render(runs: &[ProfileRun], parallelism: u32) -> String {
     for run in runs {
         let _ = writeln!(
             out,
-            "\nprofile '{}': Flink subtask 0 of {parallelism} against statebench on the same events (subtasks' events: {})",
+            "\nprofile '{}': Flink subtask {} of {parallelism} against statebench on the same events (subtasks' events: {})",
             run.profile,
+            run.subtask,
             run.subtask_events
                 .iter()
                 .map(u64::to_string)
@@ -356,6 +369,7 @@ mod tests {
             profile: "p".into(),
             flink: side(flushes, stops, stall_ms),
             statebench: side(sb.0, sb.1, sb.2),
+            subtask: 0,
             subtask_events: vec![1, 1],
             notes: Vec::new(),
         }
@@ -387,6 +401,8 @@ mod tests {
         assert_eq!(j["changes"][0]["metric"], "flushes");
         assert_eq!(j["changes"][0]["verdict"], "nothing-predicted");
         assert_eq!(j["changes"][2]["verdict"], "as-predicted");
+        assert_eq!(j["changes"][0]["flink"]["before"], 200.0);
+        assert_eq!(j["changes"][0]["statebench"]["after"], 241.0);
     }
 
     #[test]
@@ -396,6 +412,28 @@ mod tests {
             super::super::factory_knobs(config),
             "io.rate-limit-per-sec: 3mb\n"
         );
+    }
+
+    #[test]
+    fn the_busiest_subtask_is_compared_and_its_share_holds_its_keys_alone() {
+        assert_eq!(super::super::busiest(&[10, 30, 30, 5]), 1);
+        assert_eq!(super::super::busiest(&[7]), 0);
+        let dir = tempfile::tempdir().unwrap();
+        let keys: Vec<String> = (0..200).map(|i| format!("user-{i}")).collect();
+        let lines: String = keys.iter().map(|k| format!("{k},1000,0\n")).collect();
+        std::fs::write(dir.path().join("trace.csv"), &lines).unwrap();
+        let mut seen = 0;
+        for subtask in 0..3 {
+            let share = super::super::write_share(dir.path(), 3, subtask).unwrap();
+            let text = std::fs::read_to_string(share.trace).unwrap();
+            for line in text.lines() {
+                let key = line.split(',').next().unwrap();
+                let kg = crate::backend::keys::key_group(key);
+                assert_eq!(super::super::operator_index(kg, 3), subtask, "{line}");
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, keys.len(), "every line in exactly one share");
     }
 
     #[test]

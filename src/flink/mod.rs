@@ -7,8 +7,8 @@
 //! `config.yaml`: by default an embedded one on localhost (a JobManager and N TaskManager
 //! processes, one slot each), or the user's (`--cluster URL`). Each subtask of the keyed
 //! operator measures its RocksDB instance when the input ends (RocksDB's statistics, its LOG).
-//! statebench then runs subtask 0's share of the trace (the keys of its key groups, at the
-//! rate Flink's subtask reached) on the same profile. A second profile (`--compare`) repeats
+//! statebench then runs one subtask's share of the trace (the busiest one's, or `--subtask N`:
+//! the keys of its key groups, at the rate Flink's subtask reached) on the same profile. A second profile (`--compare`) repeats
 //! both, and the change from the first to the second is judged: does Flink's RocksDB move as
 //! statebench predicted?
 
@@ -64,6 +64,9 @@ pub struct Options {
     pub work: PathBuf,
     /// Set by Ctrl-C: the running job is cancelled.
     pub cancel: Arc<AtomicBool>,
+    /// The subtask compared; None: the one with the most events (the first of those), where a
+    /// skewed workload's RocksDB works hardest.
+    pub subtask: Option<u32>,
 }
 
 /// One profile's two runs.
@@ -72,6 +75,8 @@ pub struct ProfileRun {
     pub profile: String,
     pub flink: Side,
     pub statebench: Side,
+    /// The subtask compared.
+    pub subtask: u32,
     /// Every subtask's events, in subtask order (how the keys spread).
     pub subtask_events: Vec<u64>,
     /// What differs between the two sides' setups (the cluster's own memory, an unknown rate).
@@ -159,10 +164,9 @@ fn operator_index(kg: u16, parallelism: u32) -> u32 {
     (u32::from(kg) * parallelism) / u32::from(crate::backend::keys::MAX_PARALLELISM)
 }
 
-/// Writes the workload's first `events` events as the job's trace (`key,event_time`) and
-/// subtask 0's share of them (`key,event_time,0`, one partition, as the job's one source);
-/// every subtask's event count.
-fn write_traces(
+/// Writes the workload's first `events` events as the job's trace (`key,event_time,0`, one
+/// partition, as the job's one source; or trace v2); every subtask's event count.
+fn write_trace(
     workload: &Workload,
     job: &FlinkJob,
     events: u64,
@@ -170,38 +174,71 @@ fn write_traces(
     dir: &Path,
 ) -> Result<Vec<u64>, FlinkError> {
     use std::io::Write;
-    let io = |p: &Path, e: std::io::Error| FlinkError::Setup(format!("{}: {e}", p.display()));
-    let (all, share) = (dir.join("trace.csv"), dir.join("trace-subtask-0.csv"));
+    let all = dir.join("trace.csv");
     let mut a = std::io::BufWriter::new(std::fs::File::create(&all).map_err(|e| io(&all, e))?);
-    let mut s = std::io::BufWriter::new(std::fs::File::create(&share).map_err(|e| io(&share, e))?);
     let mut per_subtask = vec![0u64; parallelism as usize];
     // The key strings the workload's job keys by (zero-padded to its key size, if it has one).
     let names = crate::pipeline::source::KeyNames::of(workload);
     let mut key = String::new();
-    let mut line = String::new();
     for e in crate::pipeline::source::Generator::new(workload).take(events as usize) {
         names.write(e.user, &mut key);
-        line.clear();
         if job.v2 {
             // key,event_time,partition,value_size,input: one source, a join's inputs apart.
             let partition = if job.join { e.input } else { 0 };
-            line.push_str(&format!(
+            writeln!(
+                a,
                 "{key},{},{partition},{},{}",
                 e.event_time, e.value_size, e.input
-            ));
+            )
         } else {
-            line.push_str(&format!("{key},{},0", e.event_time));
+            writeln!(a, "{key},{},0", e.event_time)
         }
-        writeln!(a, "{line}").map_err(|e| io(&all, e))?;
+        .map_err(|e| io(&all, e))?;
         let index = operator_index(crate::backend::keys::key_group(&key), parallelism);
         per_subtask[index as usize] += 1;
-        if index == 0 {
+    }
+    a.flush().map_err(|e| io(&all, e))?;
+    Ok(per_subtask)
+}
+
+/// The subtask compared, and its share of the trace.
+struct Share {
+    subtask: u32,
+    trace: PathBuf,
+}
+
+/// `subtask`'s share of the trace (the lines whose key its key groups hold), for statebench.
+fn write_share(dir: &Path, parallelism: u32, subtask: u32) -> Result<Share, FlinkError> {
+    use std::io::{BufRead, Write};
+    let (all, share) = (
+        dir.join("trace.csv"),
+        dir.join(format!("trace-subtask-{subtask}.csv")),
+    );
+    let read = std::io::BufReader::new(std::fs::File::open(&all).map_err(|e| io(&all, e))?);
+    let mut s = std::io::BufWriter::new(std::fs::File::create(&share).map_err(|e| io(&share, e))?);
+    for line in read.lines() {
+        let line = line.map_err(|e| io(&all, e))?;
+        // Keys are the generator's names: no comma in them.
+        let key = line.split(',').next().unwrap_or_default();
+        if operator_index(crate::backend::keys::key_group(key), parallelism) == subtask {
             writeln!(s, "{line}").map_err(|e| io(&share, e))?;
         }
     }
-    a.flush().map_err(|e| io(&all, e))?;
     s.flush().map_err(|e| io(&share, e))?;
-    Ok(per_subtask)
+    Ok(Share {
+        subtask,
+        trace: share,
+    })
+}
+
+fn io(p: &Path, e: std::io::Error) -> FlinkError {
+    FlinkError::Setup(format!("{}: {e}", p.display()))
+}
+
+/// The subtask with the most events (the first of those).
+fn busiest(per_subtask: &[u64]) -> u32 {
+    let most = per_subtask.iter().copied().max().unwrap_or(0);
+    per_subtask.iter().position(|n| *n == most).unwrap_or(0) as u32
 }
 
 /// Runs everything `options` asks for; `progress` hears each step.
@@ -219,6 +256,13 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
     if options.parallelism == 0 || options.taskmanagers == 0 || options.parallelism > max {
         return Err(FlinkError::Setup(format!(
             "--parallelism must be 1 to {max} (the job's key groups) and --taskmanagers at least 1"
+        )));
+    }
+    if let Some(k) = options.subtask.filter(|k| *k >= options.parallelism) {
+        return Err(FlinkError::Setup(format!(
+            "--subtask {k}: the keyed operator's subtasks are 0 to {} (--parallelism {})",
+            options.parallelism - 1,
+            options.parallelism
         )));
     }
     if options.cluster.is_none() && options.taskmanagers < options.parallelism {
@@ -260,7 +304,9 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
     std::fs::write(&workload_file, yaml)
         .map_err(|e| FlinkError::Setup(format!("{}: {e}", workload_file.display())))?;
     let job = flink_job(workload, &workload_file)?;
-    let subtask_events = write_traces(workload, &job, options.events, options.parallelism, &work)?;
+    let subtask_events = write_trace(workload, &job, options.events, options.parallelism, &work)?;
+    let subtask = options.subtask.unwrap_or_else(|| busiest(&subtask_events));
+    let share = write_share(&work, options.parallelism, subtask)?;
     let mut runs = Vec::new();
     for (i, profile) in options.profiles.iter().enumerate() {
         let dir = work.join(format!("{}-{}", ["a", "b"][i.min(1)], profile.name));
@@ -269,8 +315,9 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
             .and_then(|()| std::fs::create_dir_all(dir.join("conf")))
             .map_err(|e| FlinkError::Setup(format!("{}: {e}", dir.display())))?;
         let mut notes = Vec::new();
-        let (flink, memory) =
-            flink_side(options, profile, &dist, &jar, &job, &dir, &work, progress)?;
+        let (flink, memory) = flink_side(
+            options, profile, &dist, &jar, &job, &dir, &work, subtask, progress,
+        )?;
         if options.cancel.load(Ordering::Relaxed) {
             return Err(FlinkError::Cancelled);
         }
@@ -289,12 +336,14 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
                 .edited("memory.managed-size", &format!("{per_slot}b"))
                 .map_err(|e| FlinkError::Setup(e.to_string()))?;
         }
-        let statebench =
-            statebench_side(options, &profile, &flink, &dir, &work, &mut notes, progress)?;
+        let statebench = statebench_side(
+            options, &profile, &flink, &dir, &share, &mut notes, progress,
+        )?;
         runs.push(ProfileRun {
             profile: profile.name.clone(),
             flink,
             statebench,
+            subtask,
             subtask_events: subtask_events.clone(),
             notes,
         });
@@ -302,7 +351,7 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
     Ok(runs)
 }
 
-/// The job on Flink with `profile`: its subtask 0's measurements.
+/// The job on Flink with `profile`: subtask `subtask`'s measurements.
 #[allow(clippy::too_many_arguments)]
 fn flink_side(
     options: &Options,
@@ -312,6 +361,7 @@ fn flink_side(
     job: &FlinkJob,
     dir: &Path,
     work: &Path,
+    subtask: u32,
     progress: &dyn Fn(&str),
 ) -> Result<(Side, Option<u64>), FlinkError> {
     let write = |p: PathBuf, text: &str| {
@@ -450,23 +500,24 @@ fn flink_side(
     let sub = if options.parallelism == 1 {
         out.clone()
     } else {
-        out.join("subtask-0")
+        out.join(format!("subtask-{subtask}"))
     };
     Ok((evidence::flink_side(&sub)?, memory))
 }
 
-/// statebench on subtask 0's share of the trace, at the rate Flink's subtask 0 reached.
+/// statebench on `subtask`'s share of the trace (`share`), at the rate Flink's subtask reached.
 fn statebench_side(
     options: &Options,
     profile: &Profile,
     flink: &Side,
     dir: &Path,
-    work: &Path,
+    share: &Share,
     notes: &mut Vec<String>,
     progress: &dyn Fn(&str),
 ) -> Result<Side, FlinkError> {
     let mut workload = options.workload.clone();
-    workload.spec.trace = Some(work.join("trace-subtask-0.csv"));
+    let subtask = share.subtask;
+    workload.spec.trace = Some(share.trace.clone());
     // One source, as the Flink job's; a join's two inputs each in a partition of its own.
     let join = workload.operator().kind() == "interval-join";
     workload.spec.partitions = if join { 2 } else { 1 };
@@ -476,16 +527,16 @@ fn statebench_side(
     workload.spec.rate = if rate > 0 {
         Rate::PerSecond(rate)
     } else {
-        notes.push(
-            "Flink's subtask 0 recorded no processing time: statebench ran unpaced".to_string(),
-        );
+        notes.push(format!(
+            "Flink's subtask {subtask} recorded no processing time: statebench ran unpaced"
+        ));
         Rate::Max
     };
     let trace = crate::pipeline::trace::Trace::load_into(&mut workload)
         .map_err(|e| FlinkError::Setup(e.to_string()))?;
     let events = trace.as_ref().map_or(0, |t| t.len() as u64);
     progress(&format!(
-        "profile '{}': statebench on subtask 0's {events} events at {} (Flink's subtask 0)",
+        "profile '{}': statebench on subtask {subtask}'s {events} events at {} (Flink's subtask {subtask})",
         profile.name,
         if rate > 0 {
             format!("{rate} events/s")

@@ -187,16 +187,7 @@ impl Rest {
     /// from `/taskmanagers`' memory configuration; None if none is registered.
     pub fn managed_per_slot(&self) -> Result<Option<u64>, FlinkError> {
         let answer = self.call("GET", "/taskmanagers", None)?;
-        Ok(answer["taskmanagers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|tm| {
-                let managed = tm["memoryConfiguration"]["managedMemory"].as_u64()?;
-                let slots = tm["slotsNumber"].as_u64().filter(|n| *n > 0)?;
-                Some(managed / slots)
-            })
-            .min())
+        Ok(crate::diagnose::rest::managed_per_slot(&answer))
     }
 
     pub fn cancel(&self, job: &str) -> Result<(), FlinkError> {

@@ -12,10 +12,13 @@ pub fn render_findings(findings: &[Finding]) -> String {
     let mut out = format!("  findings ({}):\n", findings.len());
     for f in findings {
         let severity = format!("{:?}", f.severity).to_lowercase();
-        out.push_str(&format!(
-            "  [{severity}] {} ({:.0}-{:.0} s): {}\n",
-            f.id, f.from_secs, f.to_secs, f.diagnosis
-        ));
+        // Evidence without a time axis (a running job's metrics now) has no span to show.
+        let span = if f.to_secs > 0.0 {
+            format!(" ({:.0}-{:.0} s)", f.from_secs, f.to_secs)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!("  [{severity}] {}{span}: {}\n", f.id, f.diagnosis));
         for e in &f.evidence {
             out.push_str(&format!(
                 "      {}: {} (threshold {})\n",

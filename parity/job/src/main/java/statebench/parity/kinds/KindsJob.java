@@ -20,6 +20,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.streaming.api.windowing.assigners.EventTimeSessionWindows;
 import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
@@ -84,7 +85,9 @@ public class KindsJob {
         StreamExecutionEnvironment env = context
                 ? StreamExecutionEnvironment.getExecutionEnvironment(conf)
                 : StreamExecutionEnvironment.createLocalEnvironment(1, conf);
-        env.setParallelism(context ? parallelism : 1);
+        // Everything but the keyed operator at 1 (Operators.keyed sets it to --parallelism): a
+        // map before keyBy at --parallelism would shuffle the trace round-robin first.
+        env.setParallelism(1);
 
         String trace = require(opts, "trace");
         List<KEvent> events = KindsSource.read(trace);
@@ -116,9 +119,15 @@ public class KindsJob {
             Operators.Built built = Operators.build(env, workloadPath, job, kind, input, probe);
             job.done();
             String prefix = chain ? "op" + i + "." : "";
-            @SuppressWarnings("deprecation")
-            var sink = built.results.addSink(new ResultSink(built.mode, prefix));
-            sink.name(chain ? "results of op" + i : "results");
+            if (context) {
+                // On a cluster nothing reads the results back (ResultSink keeps them in the
+                // TaskManager's heap): discarded, chained to the operator at its parallelism.
+                built.results.sinkTo(new DiscardingSink<>()).setParallelism(parallelism).name("results");
+            } else {
+                @SuppressWarnings("deprecation")
+                var sink = built.results.addSink(new ResultSink(built.mode, prefix));
+                sink.name(chain ? "results of op" + i : "results");
+            }
             if (i + 1 < operators.size()) {
                 input = built.results.process(new Operators.ToNext(built.emit, i))
                         .returns(TypeInformation.of(KEvent.class)).name("op" + i + " emits");

@@ -10,6 +10,7 @@ import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.windowing.assigners.EventTimeSessionWindows;
@@ -130,11 +131,13 @@ final class Operators {
                 String keep = job.string("keep", "first");
                 Functions.Ttl ttl = Functions.Ttl.of(job);
                 if (keep.equals("first")) {
-                    return new Built(keyed.transform("dedup", outType,
-                            new ProbedKeyedProcessOperator<>(new Functions.DedupFirst(ttl), probe)), "dedup-first", Emit.RECORD);
+                    return new Built(keyed(keyed.transform("dedup", outType,
+                            new ProbedKeyedProcessOperator<>(new Functions.DedupFirst(ttl), probe)), probe),
+                            "dedup-first", Emit.RECORD);
                 } else if (keep.equals("last")) {
-                    return new Built(keyed.transform("dedup", outType,
-                            new ProbedKeyedProcessOperator<>(new Functions.DedupLast(ttl), probe)), "dedup-last", Emit.RECORD);
+                    return new Built(keyed(keyed.transform("dedup", outType,
+                            new ProbedKeyedProcessOperator<>(new Functions.DedupLast(ttl), probe)), probe),
+                            "dedup-last", Emit.RECORD);
                 }
                 throw new IllegalArgumentException(job.where() + ".keep must be first or last, not " + keep);
             }
@@ -142,8 +145,8 @@ final class Operators {
                 String function = job.string("function", "reduce");
                 Functions.Ttl ttl = Functions.Ttl.of(job);
                 if (function.equals("aggregate")) {
-                    return new Built(keyed.transform("aggregate", outType,
-                            new ProbedKeyedProcessOperator<>(new Functions.Aggregate(ttl), probe)), "aggregate",
+                    return new Built(keyed(keyed.transform("aggregate", outType,
+                            new ProbedKeyedProcessOperator<>(new Functions.Aggregate(ttl), probe)), probe), "aggregate",
                             Emit.ACCUMULATOR);
                 } else if (function.equals("reduce") && ttl.ttlMs == 0) {
                     // keyBy().reduce(f): what KeyedStream.reduce builds (StreamGroupedReduceOperator,
@@ -152,9 +155,10 @@ final class Operators {
                             .returns(Functions.COUNTED)
                             .keyBy((KeySelector<Tuple3<String, Long, Long>, String>) t -> t.f0, Types.STRING);
                     ReduceFunction<Tuple3<String, Long, Long>> reduce = (a, b) -> Tuple3.of(a.f0, a.f1 + b.f1, a.f2 + b.f2);
-                    DataStream<Out> results = counted.transform("Keyed Reduce", Functions.COUNTED, new ProbedReduceOperator<>(
-                                    reduce, Functions.COUNTED.createSerializer(env.getConfig().getSerializerConfig()), probe))
-                            .map(t -> new Out(t.f0, t.f1, t.f2, 0, 0)).returns(outType);
+                    DataStream<Out> results = keyed(keyed(counted.transform("Keyed Reduce", Functions.COUNTED,
+                            new ProbedReduceOperator<>(reduce,
+                                    Functions.COUNTED.createSerializer(env.getConfig().getSerializerConfig()), probe)),
+                            probe).map(t -> new Out(t.f0, t.f1, t.f2, 0, 0)).returns(outType), probe);
                     return new Built(results, "aggregate", Emit.REDUCED_TUPLE);
                 }
                 throw new IllegalArgumentException(job.where() + ".function must be reduce (no ttl) or aggregate");
@@ -162,7 +166,7 @@ final class Operators {
             case "process": {
                 ProcessInterpreter fn = ProcessInterpreter.of(job, job.raw("states"), job.raw("on-event"),
                         job.raw("on-timer"));
-                return new Built(keyed.transform("process", outType, new ProbedKeyedProcessOperator<>(fn, probe)),
+                return new Built(keyed(keyed.transform("process", outType, new ProbedKeyedProcessOperator<>(fn, probe)), probe),
                         "process", Emit.PROCESS);
             }
             case "window":
@@ -174,9 +178,9 @@ final class Operators {
                         Functions.RECORD.createSerializer(env.getConfig().getSerializerConfig());
                 // The generator's share of right-input records: the trace already holds it.
                 job.string("right-share", "");
-                return new Built(keyed.transform("Interval Join", outType, new ProbedIntervalJoinOperator<String>(
+                return new Built(keyed(keyed.transform("Interval Join", outType, new ProbedIntervalJoinOperator<String>(
                         job.millis("lower"), job.millis("upper"), job.bool("lower-inclusive", true),
-                        job.bool("upper-inclusive", true), serializer, new Functions.EmitPair(), probe)), "join",
+                        job.bool("upper-inclusive", true), serializer, new Functions.EmitPair(), probe)), probe), "join",
                         Emit.PAIR);
             }
             default:
@@ -221,7 +225,8 @@ final class Operators {
                 ReduceFunction<Tuple3<String, Long, Long>> reduce = (x, y) -> Tuple3.of(x.f0, x.f1 + y.f1, x.f2 + y.f2);
                 WindowOperator<String, Tuple3<String, Long, Long>, ?, Out, TimeWindow> op =
                         b.reduce(reduce, new Functions.EmitReduced());
-                return new Built(counted.transform(b.generateOperatorName(), outType, ProbedWindowOperator.of(op, probe)),
+                return new Built(keyed(counted.transform(b.generateOperatorName(), outType, ProbedWindowOperator.of(op, probe)),
+                        probe),
                         "window", Emit.WINDOW_REDUCED);
             }
             case "aggregate":
@@ -235,13 +240,23 @@ final class Operators {
                         ? b.process(new Functions.EmitElements())
                         : b.aggregate(new Functions.CountSum(), new Functions.EmitAggregated(),
                                 Types.TUPLE(Types.LONG, Types.LONG));
-                return new Built(records.transform(b.generateOperatorName(), outType, ProbedWindowOperator.of(op, probe)),
+                return new Built(keyed(records.transform(b.generateOperatorName(), outType, ProbedWindowOperator.of(op, probe)),
+                        probe),
                         "window", function.equals("process") ? Emit.WINDOW_PROCESSED : Emit.WINDOW_AGGREGATED);
             }
             default:
                 throw new IllegalArgumentException(job.where() + ".function must be reduce, aggregate or process, not "
                         + function);
         }
+    }
+
+    /**
+     * The keyed operator (and what is chained after it) at the probe's parallelism; everything
+     * before keyBy stays at the environment's 1, so the trace's order and watermarks reach each
+     * subtask as they leave the one source (ParityJob does the same).
+     */
+    private static <T> SingleOutputStreamOperator<T> keyed(SingleOutputStreamOperator<T> op, Probe probe) {
+        return op.setParallelism(probe.parallelism);
     }
 
     private static <T> WindowOperatorBuilder<T, String, TimeWindow> builder(StreamExecutionEnvironment env,

@@ -75,6 +75,8 @@ public final class Probe implements java.io.Serializable {
     int parallelism = 1;
     /** When the first element arrived (System.nanoTime), 0 before. */
     private transient long firstNanos;
+    /** When the final watermark arrived (System.nanoTime), 0 before. */
+    private transient long endNanos;
 
     public Probe(String outDir, String kind) {
         this(outDir, kind, -1);
@@ -164,11 +166,16 @@ public final class Probe implements java.io.Serializable {
         }
     }
 
-    /** A regular watermark (the maximum one is measured after it fired everything). */
+    /**
+     * A regular watermark (the maximum one is measured after it fired everything, but the
+     * subtask's clock stops when it arrives: the end of input, as ParityOperator's does).
+     */
     void onWatermark(Watermark mark) {
         if (mark.getTimestamp() != Long.MAX_VALUE) {
             lastWatermark = mark.getTimestamp();
             watermarks++;
+        } else if (endNanos == 0) {
+            endNanos = System.nanoTime();
         }
     }
 
@@ -219,8 +226,10 @@ public final class Probe implements java.io.Serializable {
         job.put("timers_fired", eventTimers + processingTimers);
         job.put("watermarks", watermarks);
         job.put("last_watermark", lastWatermark);
-        // From the first element to the end of input: the subtask's processing time.
-        job.put("elapsed_ms", firstNanos == 0 ? 0 : (System.nanoTime() - firstNanos) / 1_000_000);
+        // From the first element to the end of input (the final watermark's arrival, before it
+        // fired the windows and timers left): the subtask's processing time.
+        long end = endNanos == 0 ? System.nanoTime() : endNanos;
+        job.put("elapsed_ms", firstNanos == 0 ? 0 : (end - firstNanos) / 1_000_000);
         job.put("processing_time", clock.now);
         job.put("merges", counting.total(CountingRocksDB.MERGES));
         job.put("gets", counting.total(CountingRocksDB.GETS));
