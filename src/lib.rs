@@ -70,6 +70,22 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 /// Exit code for an error: 2 for bad input (configuration, arguments), 3 when Flink's REST API
 /// did not answer as a running job's would, 1 for anything else.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
+    // A URL statebench cannot use (https://, no host) is bad input, not a REST API's answer.
+    if err.chain().any(|e| {
+        matches!(
+            e.downcast_ref::<diagnose::DiagnoseError>(),
+            Some(diagnose::DiagnoseError::Rest(
+                diagnose::rest::RestError::Http(util::http::HttpError::Url { .. })
+            ))
+        ) || matches!(
+            e.downcast_ref::<diagnose::rest::RestError>(),
+            Some(diagnose::rest::RestError::Http(
+                util::http::HttpError::Url { .. }
+            ))
+        )
+    }) {
+        return 2;
+    }
     // Flink's REST API did not answer as a running job's would (down, no such job, no metrics).
     if err.chain().any(|e| {
         e.is::<diagnose::rest::RestError>()

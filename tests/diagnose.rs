@@ -482,6 +482,18 @@ fn a_running_jobs_metrics_come_from_flinks_rest_api() {
         err.contains("cannot reach") && err.contains("JobManager"),
         "{err}"
     );
+    assert_eq!(err.matches("cannot reach").count(), 1, "said once: {err}");
+    // A URL statebench cannot read is bad input, not a JobManager to go and check.
+    let out = Command::new(bin)
+        .args(["diagnose", "https://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("only http://") && !err.contains("JobManager running"),
+        "{err}"
+    );
     let out = Command::new(bin)
         .args(["diagnose", &url, "--rest", &url])
         .output()
@@ -579,5 +591,111 @@ fn a_real_scrape_reads_what_the_rest_api_does() {
     assert_eq!(
         s.by_column_family("estimate_num_keys")["timer_state"],
         r.by_column_family("estimate_num_keys")["timer-state"]
+    );
+}
+
+/// Writes `set`'s evidence as Flink lays an instance out under `root`
+/// (`flink-io-x/job_<job>_op_<operator>__<subtask>_<parallelism>__uuid_<n>/db`), its LOG
+/// naming that path as its database's.
+fn as_flink_instance(set: &str, root: &Path, subtask: u32, parallelism: u32) {
+    let name = format!(
+        "job_84a97a1d45c24f74a0ad6fd58887135b_op_ParityOperator_90bea66de1c231edf33913ecd54406c1__{subtask}_{parallelism}__uuid_{subtask}"
+    );
+    let db = root.join("flink-io-x").join(name).join("db");
+    std::fs::create_dir_all(&db).unwrap();
+    copy_evidence(set, &db, &["config.yaml", "README.md"]);
+    let log = std::fs::read_to_string(db.join("LOG")).unwrap();
+    let log: String = log
+        .lines()
+        .map(|l| match l.split_once("Options.wal_dir: ") {
+            Some((head, _)) => format!("{head}Options.wal_dir: {}\n", db.display()),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(db.join("LOG"), log).unwrap();
+}
+
+/// Two subtasks of one job, each in a slot of its own, found where Flink keeps them (three
+/// levels down): the budget is one slot's (3 column families at 1 MiB each, as for one
+/// instance), not both instances' together; the same instance copied twice counts once.
+#[test]
+fn instances_of_several_slots_are_judged_per_slot() {
+    let tmp = tempfile::tempdir().unwrap();
+    as_flink_instance("flush-storm", tmp.path(), 1, 2);
+    as_flink_instance("flush-storm", tmp.path(), 2, 2);
+    std::fs::copy(
+        evidence("flush-storm").join("config.yaml"),
+        tmp.path().join("config.yaml"),
+    )
+    .unwrap();
+    let d = diagnose::diagnose(tmp.path(), Default::default()).unwrap();
+    assert_eq!(d.instances.len(), 2);
+    let one = diagnosed("flush-storm");
+    let storm = |d: &Diagnosis| {
+        d.findings
+            .iter()
+            .find(|f| f.id == "wbm-budget")
+            .cloned()
+            .unwrap()
+    };
+    let (both, alone) = (storm(&d), storm(&one));
+    assert!(
+        both.diagnosis.contains("for 3 column families"),
+        "{}",
+        both.diagnosis
+    );
+    assert_eq!(both.recommendation, alone.recommendation);
+    assert!(
+        d.profile_notes
+            .iter()
+            .any(|n| n.contains("2 instances in 2 slots")),
+        "{:?}",
+        d.profile_notes
+    );
+    // One operator's states cannot be split over slots: that is offered as no fix.
+    assert!(
+        !both
+            .alternatives
+            .iter()
+            .any(|a| a.effect.contains("state column families per slot")),
+        "{:?}",
+        both.alternatives
+    );
+    // The same instance copied twice (one path in both LOGs): one slot, counted once.
+    let twice = tempfile::tempdir().unwrap();
+    for sub in ["a", "b"] {
+        std::fs::create_dir(twice.path().join(sub)).unwrap();
+        copy_evidence("flush-storm", &twice.path().join(sub), &[]);
+    }
+    let d = diagnose::diagnose(twice.path(), Default::default()).unwrap();
+    assert!(storm(&d).diagnosis.contains("for 3 column families"));
+}
+
+/// A configuration beside the evidence that is not what the job ran with (its cache is not
+/// the LOG's): the LOG's block cache decides the memory, and the note says so.
+#[test]
+fn the_logs_block_cache_wins_over_a_configuration_that_contradicts_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_evidence("flush-storm", tmp.path(), &["config.yaml"]);
+    let config = std::fs::read_to_string(evidence("flush-storm").join("config.yaml")).unwrap();
+    let config: String = config
+        .lines()
+        .filter(|l| !l.starts_with("taskmanager.memory.managed.size"))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        + "taskmanager.memory.managed.size: 256mb\n";
+    std::fs::write(tmp.path().join("config.yaml"), config).unwrap();
+    let d = diagnose::diagnose(tmp.path(), Default::default()).unwrap();
+    assert_eq!(d.profile.knobs.managed_memory.0, 18 << 20);
+    assert!(
+        d.profile_notes.iter().any(|n| n.contains("the LOG shows")),
+        "{:?}",
+        d.profile_notes
+    );
+    let storm = d.findings.iter().find(|f| f.id == "wbm-budget").unwrap();
+    assert!(
+        storm.diagnosis.contains("about 1.0 MiB each"),
+        "{}",
+        storm.diagnosis
     );
 }

@@ -70,6 +70,14 @@ fn a_cluster_that_is_down_or_runs_another_flink_is_a_rest_error() {
         "{text}"
     );
     assert_eq!(code, 3);
+    // A Flink 1.20 whose slots are taken: the job would wait for them.
+    let busy = answering(r#"{"flink-version": "1.20.1", "slots-total": 1, "slots-available": 0}"#);
+    let (text, code) = refused(&w, "ads-minutes", &["--cluster", &busy]);
+    assert!(
+        text.contains("has 0 free task slots of 1") && text.contains("--parallelism 2 needs 2"),
+        "{text}"
+    );
+    assert_eq!(code, 2);
     assert!(!work.path().join("w").exists(), "nothing written");
 }
 

@@ -18,10 +18,11 @@ const SMALL: f64 = 0.25;
 const FILTER_BYTES: u64 = 64 << 10;
 const CRITICAL_FILTER_BYTES: u64 = 1 << 20;
 
+/// `operators`: the instances (operators) sharing the slot judged, None if not known.
 pub(super) fn check(
     instances: &[Instance],
     profile: &Profile,
-    d: &Derived,
+    (d, operators): (&Derived, Option<usize>),
     memory_from_config: bool,
     metrics: Option<&NativeMetrics>,
 ) -> Vec<Finding> {
@@ -29,7 +30,7 @@ pub(super) fn check(
     out.extend(flush_storm(
         instances,
         profile,
-        d,
+        (d, operators),
         memory_from_config,
         metrics,
     ));
@@ -59,7 +60,7 @@ fn stops_and_stalls(instances: &[Instance], matching: &str) -> (u64, u64) {
 fn flush_storm(
     instances: &[Instance],
     profile: &Profile,
-    d: &Derived,
+    (d, operators): (&Derived, Option<usize>),
     memory_from_config: bool,
     metrics: Option<&NativeMetrics>,
 ) -> Option<Finding> {
@@ -82,7 +83,7 @@ fn flush_storm(
     }
     let (stops, stalls) = stops_and_stalls(instances, "memtable");
     let stall_micros = metrics.and_then(|m| m.sum("stall_micros"));
-    let (main, alternatives) = wbm_budget::recommended(profile, d)?;
+    let (main, alternatives) = wbm_budget::recommended(profile, d, operators)?;
     let severity = if stops > 0 {
         Severity::Critical
     } else if stalls > 0 || stall_micros.is_some_and(|s| s > 0.0) {
@@ -263,10 +264,12 @@ fn stalls(instances: &[Instance], found: &[Finding]) -> Option<Finding> {
 /// flushed, but a WriteBufferManager budget per column family below the write buffer (its
 /// configuration) and write stall time or stopped writes (its native metrics) are the flush
 /// storm of case study 1 as far as metrics can show it.
+/// `operators`: the job's operators with RocksDB metrics (they may share a slot).
 pub(super) fn stalls_under_a_short_budget(
     profile: &Profile,
     d: &Derived,
     metrics: &NativeMetrics,
+    operators: Option<usize>,
 ) -> Option<Finding> {
     let buffer = profile.knobs.write_buffer_size.0;
     if !d.shared || d.write_buffer_budget_per_column_family >= buffer {
@@ -277,7 +280,7 @@ pub(super) fn stalls_under_a_short_budget(
     if stall_micros <= 0.0 && stopped <= 0.0 {
         return None;
     }
-    let (main, alternatives) = wbm_budget::recommended(profile, d)?;
+    let (main, alternatives) = wbm_budget::recommended(profile, d, operators)?;
     let k = &profile.knobs;
     // Flink's gauges are now, the stall time is since the start: a compaction-side cause
     // (too many L0 files, too many pending compaction bytes) may show now or may have passed.
@@ -374,7 +377,7 @@ mod tests {
         let p = Profile::load("flink-default").unwrap();
         let d = p.derived(3);
         assert!(d.write_buffer_budget_per_column_family < p.knobs.write_buffer_size.0);
-        assert!(stalls_under_a_short_budget(&p, &d, &NativeMetrics::default()).is_none());
+        assert!(stalls_under_a_short_budget(&p, &d, &NativeMetrics::default(), None).is_none());
     }
 
     #[test]
@@ -389,7 +392,7 @@ mod tests {
                  flink_taskmanager_job_task_operator_column_family_rocksdb_num_files_at_level0{{column_family=\"s\",subtask_index=\"0\"}} {l0}\n\
                  flink_taskmanager_job_task_operator_column_family_rocksdb_num_files_at_level0{{column_family=\"s\",subtask_index=\"1\"}} 4\n"
             ));
-            stalls_under_a_short_budget(&p, &d, &m).unwrap()
+            stalls_under_a_short_budget(&p, &d, &m, Some(1)).unwrap()
         };
         let storm = scrape(3);
         assert_eq!(storm.severity, Severity::Critical);

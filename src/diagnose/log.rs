@@ -63,6 +63,9 @@ pub struct LogEvidence {
     pub high_pri_pool_ratio: Option<f64>,
     /// Column families the LOG names, in the order it first names them.
     pub column_families: Vec<String>,
+    /// The database's path (`Options.wal_dir`, the database's own by default): Flink names
+    /// it after the job, the operator and the subtask, wherever the LOG was copied to.
+    pub db_path: Option<String>,
 }
 
 /// A LOG line's timestamp (`2026/12/02-10:53:26.061465`) in microseconds of a calendar that
@@ -122,6 +125,11 @@ impl LogEvidence {
             if let Some(t) = timestamp(line) {
                 first.get_or_insert(t);
                 last = Some(t);
+            }
+            if ev.db_path.is_none()
+                && let Some(path) = line.split("Options.wal_dir: ").nth(1)
+            {
+                ev.db_path = Some(path.trim().to_string());
             }
             if let Some(json) = line.split("EVENT_LOG_v1 ").nth(1) {
                 let Ok(e) = serde_json::from_str::<Value>(json) else {

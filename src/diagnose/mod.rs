@@ -28,7 +28,7 @@ pub use render::{render, to_json};
 
 /// One RocksDB instance's evidence: its directory, LOG (with its older LOG files before it) and
 /// newest OPTIONS file.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Instance {
     pub dir: PathBuf,
     pub logs: Vec<PathBuf>,
@@ -177,10 +177,23 @@ pub fn instances_in(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
     Ok(out)
 }
 
-/// The instances under `dir`: itself, or its subdirectories one level down.
+/// How far below the directory given instances are looked for: Flink keeps each in
+/// `<localdir>/flink-io-<uuid>/job_<...>_op_<...>__uuid_<...>/db`.
+const SEARCH_DEPTH: usize = 3;
+
+/// The instances under `dir`: itself, or the directories below it (up to `SEARCH_DEPTH`
+/// levels, not below one that holds an instance).
 fn instances(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
+    let out = instances_below(dir, SEARCH_DEPTH)?;
+    if out.is_empty() {
+        return Err(DiagnoseError::NoLog(dir.to_path_buf()));
+    }
+    Ok(out)
+}
+
+fn instances_below(dir: &Path, depth: usize) -> Result<Vec<Instance>, DiagnoseError> {
     let here = instances_in(dir)?;
-    if !here.is_empty() {
+    if !here.is_empty() || depth == 0 {
         return Ok(here);
     }
     let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -192,12 +205,108 @@ fn instances(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
     subdirs.sort();
     let mut out = Vec::new();
     for sub in subdirs {
-        out.extend(instances_in(&sub)?);
-    }
-    if out.is_empty() {
-        return Err(DiagnoseError::NoLog(dir.to_path_buf()));
+        out.extend(instances_below(&sub, depth - 1)?);
     }
     Ok(out)
+}
+
+/// The job and subtask number of a Flink RocksDB instance's path
+/// (`job_<job id>_op_<operator>_<operator id>__<subtask + 1>_<parallelism>__uuid_<uuid>`).
+fn flink_subtask(path: &str) -> Option<(String, u32)> {
+    let name = path
+        .split('/')
+        .find(|c| c.starts_with("job_") && c.contains("_op_") && c.contains("__uuid_"))?;
+    let job = name.strip_prefix("job_")?.split("_op_").next()?;
+    let (rest, parallelism) = name.split("__uuid_").next()?.rsplit_once('_')?;
+    let (_, subtask) = rest.rsplit_once("__")?;
+    parallelism.parse::<u32>().ok()?;
+    Some((job.to_string(), subtask.parse().ok()?))
+}
+
+/// The instances grouped by the slot they ran in (indices into `instances`), and whether the
+/// slots are known. Flink's path names an instance's job and subtask: one subtask of every
+/// operator shares a slot (slot sharing), so the same job and subtask number is one slot. An
+/// instance whose path does not say is taken as a slot of its own. The same instance twice
+/// (the same path) counts once.
+fn slots(instances: &[Instance]) -> (Vec<Vec<usize>>, bool) {
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    let mut known = true;
+    for (i, inst) in instances.iter().enumerate() {
+        let id = inst
+            .log
+            .db_path
+            .clone()
+            .unwrap_or_else(|| inst.dir.display().to_string());
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let slot = match inst.log.db_path.as_deref().and_then(flink_subtask) {
+            Some((job, subtask)) => format!("job {job}, subtask {subtask}"),
+            None => {
+                known = false;
+                id
+            }
+        };
+        groups.entry(slot).or_default().push(i);
+    }
+    (groups.into_values().collect(), known)
+}
+
+/// The column families a LOG shows (its flushed ones and its live files'), as a run's LSM.
+fn column_family_names(log: &LogEvidence) -> Vec<&String> {
+    let mut names: Vec<&String> = log.active_levels.keys().collect();
+    for f in log.files.values() {
+        if !names.contains(&&f.cf) {
+            names.push(&f.cf);
+        }
+    }
+    names
+}
+
+/// The state column families sharing one slot's WriteBufferManager (the slot with the most),
+/// the instances (operators) in it, the slot whose instances wrote most (the workload is one
+/// slot's: its events, its rate), and a note when the instances ran in several slots.
+fn per_slot(instances: &[Instance]) -> (usize, Option<usize>, Vec<usize>, Option<String>) {
+    let (groups, known) = slots(instances);
+    let cfs = |g: &Vec<usize>| {
+        g.iter()
+            .map(|&i| column_family_names(&instances[i].log).len())
+            .sum::<usize>()
+    };
+    let flushed = |g: &Vec<usize>| {
+        g.iter()
+            .flat_map(|&i| &instances[i].log.flushes)
+            .map(|f| f.data_bytes)
+            .sum::<u64>()
+    };
+    let fullest = groups.iter().max_by_key(|g| cfs(g));
+    let most = fullest.map_or(1, cfs).max(1);
+    // The operators (instances) in that slot: one operator's states cannot be split.
+    let operators = fullest.map(Vec::len);
+    let busiest = groups
+        .iter()
+        .max_by_key(|g| flushed(g))
+        .cloned()
+        .unwrap_or_default();
+    let note = (groups.len() > 1).then(|| {
+        format!(
+            "{} instances in {} slots ({}): each slot has its own WriteBufferManager and cache, so the budget is judged for the slot with the most state column families ({most}), and the workload is the busiest slot's ({})",
+            instances.len(),
+            groups.len(),
+            if known {
+                "by their paths: Flink's job and subtask"
+            } else {
+                "a path without Flink's job and subtask is taken as a slot of its own"
+            },
+            busiest
+                .iter()
+                .map(|&i| instances[i].dir.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    });
+    (most, operators, busiest, note)
 }
 
 /// The Prometheus scrapes in `dir` and the instances' directories (`*.prom`, `metrics.txt`).
@@ -247,13 +356,7 @@ fn as_run(instances: &[Instance]) -> (Summary, Vec<MetricsSnapshot>) {
         summary.compaction_bytes_written += log.compaction_bytes;
         flushed += log.flushes.iter().map(|f| f.data_bytes).sum::<u64>();
         snapshot.elapsed_secs = snapshot.elapsed_secs.max(log.span_secs);
-        let mut names: Vec<&String> = log.active_levels.keys().collect();
-        for f in log.files.values() {
-            if !names.contains(&&f.cf) {
-                names.push(&f.cf);
-            }
-        }
-        for cf in names {
+        for cf in column_family_names(log) {
             let levels: Vec<LevelSample> = log
                 .levels(cf)
                 .into_iter()
@@ -314,9 +417,9 @@ pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError
     if let Some(stall) = metrics.as_ref().and_then(|m| m.sum("stall_micros")) {
         summary.stall_micros = stall as u64;
     }
-    let state_cfs = snapshots
-        .last()
-        .map_or(1, |s| s.rocksdb.lsm.column_families.len().max(1));
+    let (state_cfs, operators, busiest, slots_note) = per_slot(&instances);
+    let mut profile_notes = found.notes;
+    profile_notes.extend(slots_note);
     let derived = profile.derived(state_cfs);
     let input = advisor::Input {
         profile: &profile,
@@ -333,20 +436,21 @@ pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError
     findings.extend(evidence_rules::check(
         &instances,
         &profile,
-        &derived,
+        (&derived, operators),
         found.memory_from_config,
         metrics.as_ref(),
     ));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let one_slot: Vec<Instance> = busiest.iter().map(|&i| instances[i].clone()).collect();
     let workload =
-        workload::derive(&instances, &profile, sources.like).map_err(|e| format!("{e:#}"));
+        workload::derive(&one_slot, &profile, sources.like).map_err(|e| format!("{e:#}"));
     Ok(Diagnosis {
         rest: rest_job,
         workload,
         instances,
         profile_yaml: found.yaml,
         profile,
-        profile_notes: found.notes,
+        profile_notes,
         findings,
         metrics,
     })
@@ -366,10 +470,20 @@ pub fn diagnose_url(url: &str, sources: Sources) -> Result<Diagnosis, DiagnoseEr
     })?;
     let metrics = read.metrics;
     let (state_cfs, assumed) = state_column_families(&metrics);
+    // The job's vertices with RocksDB metrics: its stateful operators.
+    let operators = Some(
+        metrics
+            .samples
+            .iter()
+            .map(|s| s.instance.as_str())
+            .collect::<BTreeSet<_>>()
+            .len()
+            .max(1),
+    );
     found.notes.extend(assumed);
     let derived = profile.derived(state_cfs);
     let findings: Vec<Finding> =
-        evidence_rules::stalls_under_a_short_budget(&profile, &derived, &metrics)
+        evidence_rules::stalls_under_a_short_budget(&profile, &derived, &metrics, operators)
             .into_iter()
             .collect();
     Ok(Diagnosis {
@@ -393,8 +507,8 @@ pub fn diagnose_url(url: &str, sources: Sources) -> Result<Diagnosis, DiagnoseEr
     })
 }
 
-/// How many column families hold state in each RocksDB instance (the most of any subtask), as a
-/// LOG's flushed ones would show: each takes a share of the WriteBufferManager. Every native
+/// How many column families hold state in one slot (every vertex's, through the REST API), as
+/// a LOG's flushed ones would show: each takes a share of the WriteBufferManager. Every native
 /// property metric is per column family, so any one names them; with `estimate-num-keys`
 /// enabled, an empty one (no writes, no memtable) does not count. Without any per-column-family
 /// metric the count is unknown: 1 is assumed, and the note says so (it overstates each one's
@@ -411,16 +525,19 @@ fn state_column_families(metrics: &metrics::NativeMetrics) -> (usize, Option<Str
         }
         per_instance.entry(&s.instance).or_default().insert(cf);
     }
-    match per_instance.values().map(BTreeSet::len).max() {
-        Some(n) if n > 0 => (n, None),
-        _ => (
-            1,
-            Some(
-                "no per-column-family metric was reported: 1 state column family assumed, which overstates each one's share of the WriteBufferManager (enable e.g. state.backend.rocksdb.metrics.estimate-num-keys)"
-                    .to_string(),
-            ),
-        ),
+    // Through the REST API an instance is a vertex (its subtasks summed): one subtask of each
+    // shares a slot (slot sharing), so their column families add up.
+    let n = per_instance.values().map(BTreeSet::len).sum::<usize>();
+    if n > 0 {
+        return (n, None);
     }
+    (
+        1,
+        Some(
+            "no per-column-family metric was reported: 1 state column family assumed, which overstates each one's share of the WriteBufferManager (enable e.g. state.backend.rocksdb.metrics.estimate-num-keys)"
+                .to_string(),
+        ),
+    )
 }
 
 /// The advisor's rules a LOG feeds: they read the LSM's levels and files.
@@ -448,27 +565,26 @@ mod tests {
             m.add(scrape);
             super::state_column_families(&m)
         };
-        let cf = |metric: &str, cf: &str, subtask: u32, v: f64| {
+        // One vertex's metric (the REST API sums its subtasks) for column family `cf`.
+        let cf = |metric: &str, cf: &str, vertex: &str, v: f64| {
             format!(
-                "flink_taskmanager_job_task_operator_column_family_rocksdb_{metric}{{column_family=\"{cf}\",subtask_index=\"{subtask}\"}} {v}\n"
+                "flink_taskmanager_job_task_operator_column_family_rocksdb_{metric}{{column_family=\"{cf}\",operator_id=\"{vertex}\"}} {v}\n"
             )
         };
         // estimate-num-keys off (Flink's default): the stop gauges name the column families.
         let stops = ["window_stats", "timer_state", "default"]
             .iter()
-            .flat_map(|c| {
-                [
-                    cf("is_write_stopped", c, 0, 0.0),
-                    cf("is_write_stopped", c, 1, 0.0),
-                ]
-            })
+            .map(|c| cf("is_write_stopped", c, "op1", 0.0))
             .collect::<String>();
         assert_eq!(count(&stops), (2, None));
         // With it, an empty one (processing-time timers never set) takes no memtable.
         let keys = stops.clone()
-            + &cf("estimate_num_keys", "window_stats", 0, 10.0)
-            + &cf("estimate_num_keys", "timer_state", 0, 0.0);
+            + &cf("estimate_num_keys", "window_stats", "op1", 10.0)
+            + &cf("estimate_num_keys", "timer_state", "op1", 0.0);
         assert_eq!(count(&keys), (1, None));
+        // A second stateful vertex: one subtask of each shares a slot, and its budget.
+        let two = stops.clone() + &cf("is_write_stopped", "dedup_state", "op2", 0.0);
+        assert_eq!(count(&two), (3, None));
         // No per-column-family metric at all: 1, said.
         let (n, note) = count(
             "flink_taskmanager_job_task_operator_rocksdb_stall_micros{subtask_index=\"0\"} 5\n",

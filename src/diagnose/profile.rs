@@ -216,8 +216,14 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
     {
         let derived = p.derived(1).block_cache_capacity;
         if derived != capacity {
+            // The LOG's cache is what the job ran with: managed memory from it (Flink: cache =
+            // (3 - r) / 3 of it), at the configuration's write-buffer ratio.
+            let r = p.knobs.write_buffer_ratio;
+            let managed = (capacity as f64 * 3.0 / (3.0 - r)).round() as u64;
+            edits.push(("memory.managed-size".into(), format!("{managed}b")));
             notes.push(format!(
-                "the configuration gives a block cache of {derived} bytes, the LOG shows {capacity}: was the job run with another configuration?"
+                "the configuration gives a block cache of {derived} bytes, the LOG shows {capacity}: the job ran with other memory than this configuration says (-D settings, or another file); memory.managed-size {} from the LOG's cache at the configuration's ratio {r}",
+                human_bytes(managed as f64)
             ));
         }
     }

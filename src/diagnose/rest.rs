@@ -19,10 +19,9 @@ const IDS_PER_REQUEST: usize = 40;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RestError {
-    #[error(
-        "{0} (is the JobManager running, and is this its REST address, rest.address:rest.port?)"
-    )]
-    Http(#[from] HttpError),
+    // Not a `source`: its text is in the message already.
+    #[error("{}", http_message(.0))]
+    Http(HttpError),
     #[error("{url}: HTTP {status}: {why}")]
     Status {
         url: String,
@@ -31,6 +30,21 @@ pub enum RestError {
     },
     #[error("{url}: {why}")]
     Answer { url: String, why: String },
+}
+
+fn http_message(e: &HttpError) -> String {
+    match e {
+        HttpError::Url { .. } => e.to_string(),
+        e => format!(
+            "{e} (is the JobManager running, and is this its REST address, rest.address:rest.port?)"
+        ),
+    }
+}
+
+impl From<HttpError> for RestError {
+    fn from(e: HttpError) -> Self {
+        RestError::Http(e)
+    }
 }
 
 /// The job's RocksDB metrics, and what was read (for the report).

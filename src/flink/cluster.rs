@@ -27,14 +27,16 @@ pub struct Cluster<'a> {
 
 /// The cluster's own settings, appended to the profile's exported configuration: localhost,
 /// one slot per TaskManager (one subtask, one RocksDB instance, one slot's managed memory each),
-/// the REST port, and where uploads and temporary files go.
-pub fn cluster_settings(rest_port: u16, dir: &Path, managed: u64) -> String {
+/// the REST and RPC ports (free ones: another Flink on this machine keeps its 6123), and where
+/// uploads and temporary files go. The other ports are Flink's default 0: any free one.
+pub fn cluster_settings(rest_port: u16, rpc_port: u16, dir: &Path, managed: u64) -> String {
     // Flink's default 1 GB TaskManager, grown by the slot's managed memory so the profile's
     // memory fits beside the heap, network and JVM overhead it had.
     let process_mib = 1024 + managed.div_ceil(1 << 20);
     format!(
         "\n# --- statebench flink run: an embedded session cluster on localhost, 1 slot per TaskManager\n\
          jobmanager.rpc.address: localhost\n\
+         jobmanager.rpc.port: {rpc_port}\n\
          jobmanager.bind-host: localhost\n\
          jobmanager.memory.process.size: 1024m\n\
          taskmanager.host: localhost\n\
@@ -59,14 +61,18 @@ appender.file.fileName = ${sys:log.file}\n\
 appender.file.layout.type = PatternLayout\n\
 appender.file.layout.pattern = %d{HH:mm:ss,SSS} %-5p %c{1} - %m%n\n";
 
-/// A free TCP port on localhost (for the REST endpoint).
-pub fn free_port() -> Result<u16, FlinkError> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| FlinkError::Setup(format!("no free port on localhost: {e}")))?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| FlinkError::Setup(format!("no free port on localhost: {e}")))
+/// `N` distinct free TCP ports on localhost (the REST and RPC endpoints): each held until all
+/// are found, so none is given twice.
+pub fn free_ports<const N: usize>() -> Result<[u16; N], FlinkError> {
+    let no = |e: std::io::Error| FlinkError::Setup(format!("no free port on localhost: {e}"));
+    let mut held = Vec::with_capacity(N);
+    let mut ports = [0u16; N];
+    for port in &mut ports {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(no)?;
+        *port = listener.local_addr().map_err(no)?.port();
+        held.push(listener);
+    }
+    Ok(ports)
 }
 
 impl<'a> Cluster<'a> {
@@ -236,21 +242,26 @@ impl<'a> Cluster<'a> {
                 let log = self.logs.join(format!("{name}.log"));
                 let out = self.logs.join(format!("{name}.out"));
                 let text = std::fs::read_to_string(&log).unwrap_or_default();
-                let mut tail: Vec<&str> = text
+                // The first errors are the cause (a port in use, a bad setting); the last are
+                // the shutdown they set off.
+                let errors: Vec<&str> = text
                     .lines()
                     .filter(|l| l.contains("ERROR") || l.contains("Exception"))
-                    .rev()
                     .take(5)
                     .collect();
                 let printed = std::fs::read_to_string(&out).unwrap_or_default();
-                if tail.is_empty() {
-                    tail = printed.lines().rev().take(10).collect();
-                }
+                let shown = if errors.is_empty() {
+                    let mut last: Vec<&str> = printed.lines().rev().take(10).collect();
+                    last.reverse();
+                    last
+                } else {
+                    errors
+                };
                 return Err(FlinkError::Cluster(format!(
-                    "the {name} ended ({status}); {} and {}:\n{}",
+                    "the {name} ended ({status}); {} and {}, first errors:\n{}",
                     log.display(),
                     out.display(),
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                    shown.join("\n")
                 )));
             }
         }

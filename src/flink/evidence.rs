@@ -135,11 +135,18 @@ struct Metric {
     name: &'static str,
     get: fn(&Side) -> f64,
     bytes: bool,
-    /// Judged in the change from one profile to the other (what a profile fix moves).
-    judged: bool,
+    /// Judged in the change from one profile to the other (what a profile fix moves): the
+    /// smallest change on a side that counts as one (below it, noise: a flush or two, a few
+    /// hundred ms of stall time).
+    judged: Option<f64>,
 }
 
-const fn metric(name: &'static str, get: fn(&Side) -> f64, bytes: bool, judged: bool) -> Metric {
+const fn metric(
+    name: &'static str,
+    get: fn(&Side) -> f64,
+    bytes: bool,
+    judged: Option<f64>,
+) -> Metric {
     Metric {
         name,
         get,
@@ -149,40 +156,46 @@ const fn metric(name: &'static str, get: fn(&Side) -> f64, bytes: bool, judged: 
 }
 
 const METRICS: [Metric; 10] = [
-    metric("events (the subtask's)", |s| s.events as f64, false, false),
-    metric("events/s", |s| s.events_per_sec, false, false),
-    metric("flushes", |s| s.flushes as f64, false, true),
+    metric("events (the subtask's)", |s| s.events as f64, false, None),
+    // statebench is paced at Flink's rate: equal unless it fell behind.
+    metric(
+        "events/s (paced at Flink's)",
+        |s| s.events_per_sec,
+        false,
+        None,
+    ),
+    metric("flushes", |s| s.flushes as f64, false, Some(5.0)),
     metric(
         "flushes forced by the WBM",
         |s| s.wbm_flushes as f64,
         false,
-        true,
+        Some(5.0),
     ),
-    metric("write stops (LOG)", |s| s.write_stops as f64, false, true),
     metric(
-        "write delays (LOG)",
-        |s| s.write_delays as f64,
+        "write stops (LOG)",
+        |s| s.write_stops as f64,
         false,
-        false,
+        Some(5.0),
     ),
+    metric("write delays (LOG)", |s| s.write_delays as f64, false, None),
     metric(
         "stall time (ms)",
         |s| s.stall_micros as f64 / 1000.0,
         false,
-        true,
+        Some(500.0),
     ),
     metric(
         "bytes written by the job",
         |s| s.user_bytes as f64,
         true,
-        false,
+        None,
     ),
-    metric("flush bytes", |s| s.flush_bytes as f64, true, false),
+    metric("flush bytes", |s| s.flush_bytes as f64, true, None),
     metric(
         "compaction bytes written",
         |s| s.compaction_bytes as f64,
         true,
-        false,
+        None,
     ),
 ];
 
@@ -221,7 +234,7 @@ fn before_after<S: serde::Serializer>(pair: &(f64, f64), s: S) -> Result<S::Ok, 
 pub enum Verdict {
     /// Same direction, and Flink's relative change at least half of statebench's.
     AsPredicted,
-    /// statebench predicted (almost) no change: not judged.
+    /// statebench predicted (almost) no change, and Flink did not move by half or more.
     NothingPredicted,
     NotAsPredicted,
 }
@@ -241,14 +254,24 @@ fn relative(a: f64, b: f64) -> f64 {
 pub fn changes(a: &ProfileRun, b: &ProfileRun) -> Vec<Change> {
     METRICS
         .iter()
-        .filter(|m| m.judged)
-        .map(|m| {
+        .filter_map(|m| m.judged.map(|floor| (m, floor)))
+        .map(|(m, floor)| {
             let f = ((m.get)(&a.flink), (m.get)(&b.flink));
             let s = ((m.get)(&a.statebench), (m.get)(&b.statebench));
             let (rf, rs) = (relative(f.0, f.1), relative(s.0, s.1));
-            let verdict = if rs.abs() < NO_CHANGE {
-                Verdict::NothingPredicted
-            } else if rf.signum() == rs.signum() && rf.abs() >= 0.5 * rs.abs().min(1.0) {
+            // A change smaller than the floor is noise, whatever its ratio (3 -> 2 flushes).
+            let moved = |(x, y): (f64, f64), r: f64| (y - x).abs() >= floor && r.abs() >= NO_CHANGE;
+            let verdict = if !moved(s, rs) {
+                // Nothing predicted: Flink must not have moved by half or more either.
+                if moved(f, rf) && rf.abs() >= 0.5 {
+                    Verdict::NotAsPredicted
+                } else {
+                    Verdict::NothingPredicted
+                }
+            } else if moved(f, rf)
+                && rf.signum() == rs.signum()
+                && rf.abs() >= 0.5 * rs.abs().min(1.0)
+            {
                 Verdict::AsPredicted
             } else {
                 Verdict::NotAsPredicted
@@ -391,9 +414,21 @@ mod tests {
         // Flink's rose.
         let b = run(300, 0, 0, (12, 0, 0));
         assert_eq!(changes(&a, &b)[0].verdict, Verdict::NotAsPredicted);
-        // statebench predicted no change (5 %): not judged.
+        // statebench predicted no change (5 %), and Flink halved: not as predicted.
         let b = run(100, 0, 0, (241, 0, 0));
+        assert_eq!(changes(&a, &b)[0].verdict, Verdict::NotAsPredicted);
+        // Neither moved much: nothing predicted.
+        let b = run(190, 0, 0, (241, 0, 0));
         assert_eq!(changes(&a, &b)[0].verdict, Verdict::NothingPredicted);
+        // A flush or two is noise on either side, whatever its ratio.
+        let small = |f, sb| changes(&run(3, 0, 0, (3, 0, 0)), &run(f, 0, 0, (sb, 0, 0)))[0].verdict;
+        assert_eq!(small(3, 2), Verdict::NothingPredicted);
+        assert_eq!(small(1, 3), Verdict::NothingPredicted);
+        // Stall time: under half a second is noise too; Flink's 0 -> 12 s where statebench
+        // saw 0 -> 0.2 s is not.
+        let stall = |f, sb| changes(&run(0, 0, 0, (0, 0, 0)), &run(0, 0, f, (0, 0, sb)))[3].verdict;
+        assert_eq!(stall(12_000, 200), Verdict::NotAsPredicted);
+        assert_eq!(stall(300, 200), Verdict::NothingPredicted);
         // --json: both sides' numbers per profile, each change with its verdict.
         let j = to_json(&[a, b], 2);
         assert_eq!(j["profiles"][0]["flink"]["flushes"], 200);

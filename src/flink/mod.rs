@@ -279,7 +279,9 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
     }
     // The user's cluster answers, and runs Flink 1.20, before anything is built or written.
     if let Some(url) = &options.cluster {
-        let version = rest::Rest::new(url).check_version(dist::FLINK_VERSION)?;
+        let rest = rest::Rest::new(url);
+        let version = rest.check_version(dist::FLINK_VERSION)?;
+        rest.check_slots(options.parallelism)?;
         progress(&format!("cluster {url}: Flink {version}"));
     }
     // With --cluster too: the job jar is compiled against a distribution's lib/.
@@ -378,7 +380,7 @@ fn flink_side(
             (None, rest, memory)
         }
         None => {
-            let port = cluster::free_port()?;
+            let [port, rpc_port] = cluster::free_ports()?;
             let managed =
                 if profile.knobs.memory_mode == crate::config::profile::MemoryMode::Managed {
                     profile.knobs.managed_memory.0
@@ -387,7 +389,7 @@ fn flink_side(
                 };
             write(
                 dir.join("conf/config.yaml"),
-                &(config.clone() + &cluster::cluster_settings(port, dir, managed)),
+                &(config.clone() + &cluster::cluster_settings(port, rpc_port, dir, managed)),
             )?;
             let c = cluster::Cluster::start(
                 dist,

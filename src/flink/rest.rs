@@ -37,11 +37,13 @@ impl Rest {
         body: Option<Body<'_>>,
         timeout: Duration,
     ) -> Result<Value, FlinkError> {
-        let r = http::request(method, &self.url, path, body, timeout).map_err(|e| {
-            FlinkError::Rest(format!(
+        let r = http::request(method, &self.url, path, body, timeout).map_err(|e| match e {
+            // Not a cluster's answer: a URL statebench cannot use (https://, no host).
+            http::HttpError::Url { .. } => FlinkError::Setup(e.to_string()),
+            e => FlinkError::Rest(format!(
                 "{e} (is the cluster running, and is {} its REST address?)",
                 self.url
-            ))
+            )),
         })?;
         let parsed: Option<Value> = serde_json::from_str(&r.body).ok();
         if !(200..300).contains(&r.status) {
@@ -93,6 +95,23 @@ impl Rest {
             )));
         }
         Ok(version)
+    }
+
+    /// An error unless the cluster has `parallelism` free slots now (`GET /overview`): a job
+    /// that cannot get them waits, on a user's cluster, until Flink's slot request times out.
+    pub fn check_slots(&self, parallelism: u32) -> Result<(), FlinkError> {
+        let overview = self.call("GET", "/overview", None)?;
+        let (total, free) = (
+            overview["slots-total"].as_u64().unwrap_or(0),
+            overview["slots-available"].as_u64().unwrap_or(0),
+        );
+        if free < u64::from(parallelism) {
+            return Err(FlinkError::Setup(format!(
+                "{} has {free} free task slots of {total}; --parallelism {parallelism} needs {parallelism} (wait for running jobs to end, add TaskManagers, or lower --parallelism)",
+                self.url
+            )));
+        }
+        Ok(())
     }
 
     /// Uploads `jar`; its id for [`Rest::run_jar`].

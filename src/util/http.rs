@@ -11,10 +11,11 @@ use std::time::Duration;
 pub enum HttpError {
     #[error("{url}: only http:// URLs are read (host:port, e.g. http://localhost:8081)")]
     Url { url: String },
-    #[error("cannot reach {url}: {source}")]
-    Connect { url: String, source: std::io::Error },
-    #[error("{url}: {source}")]
-    Io { url: String, source: std::io::Error },
+    // `error`, not `source`: its text is in the message already, not a cause to print again.
+    #[error("cannot reach {url}: {error}")]
+    Connect { url: String, error: std::io::Error },
+    #[error("{url}: {error}")]
+    Io { url: String, error: std::io::Error },
     #[error("{url}: not an HTTP response ({why})")]
     Malformed { url: String, why: String },
 }
@@ -69,25 +70,25 @@ pub fn request(
 ) -> Result<Response, HttpError> {
     let (host, prefix) = split_url(base)?;
     let url = format!("http://{host}{}{path}", prefix.trim_end_matches('/'));
-    let io = |source| HttpError::Io {
+    let io = |error| HttpError::Io {
         url: url.clone(),
-        source,
+        error,
     };
     let addr = host
         .to_socket_addrs()
-        .map_err(|source| HttpError::Connect {
+        .map_err(|error| HttpError::Connect {
             url: url.clone(),
-            source,
+            error,
         })?
         .next()
         .ok_or_else(|| HttpError::Connect {
             url: url.clone(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
+            error: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
         })?;
     let mut stream =
-        TcpStream::connect_timeout(&addr, timeout).map_err(|source| HttpError::Connect {
+        TcpStream::connect_timeout(&addr, timeout).map_err(|error| HttpError::Connect {
             url: url.clone(),
-            source,
+            error,
         })?;
     stream.set_read_timeout(Some(timeout)).map_err(io)?;
     stream.set_write_timeout(Some(timeout)).map_err(io)?;

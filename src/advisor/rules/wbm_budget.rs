@@ -70,7 +70,9 @@ fn check(input: &Input) -> Option<Finding> {
     } else {
         Severity::Warning
     };
-    let (main, fixes) = recommended(input.profile, d)?;
+    // A chain's operators may share the slot; one operator's states cannot be split.
+    let operators = (!s.job.is_empty()).then_some(s.job.len());
+    let (main, fixes) = recommended(input.profile, d, operators)?;
     Some(Finding {
         id: RULE.id,
         severity,
@@ -133,8 +135,14 @@ fn check(input: &Input) -> Option<Finding> {
 
 /// The fixes for `profile`'s WriteBufferManager budget below its write buffer, the one to try
 /// first apart (`diagnose` proposes them on a LOG's evidence).
-pub fn recommended(profile: &Profile, d: &Derived) -> Option<(Fix, Vec<Fix>)> {
-    let mut all = fixes(profile, d);
+/// `operators`: the stateful operators whose states share the slot (None: not known); with
+/// one, fewer states per slot is no fix (one operator's states cannot be split).
+pub fn recommended(
+    profile: &Profile,
+    d: &Derived,
+    operators: Option<usize>,
+) -> Option<(Fix, Vec<Fix>)> {
+    let mut all = fixes(profile, d, operators);
     let first = all.iter().position(|f| !f.changes.is_empty())?;
     let main = all.remove(first);
     Some((main, all))
@@ -163,7 +171,7 @@ fn buffer_within(budget: u64) -> u64 {
 /// ratio raised as far as the cache allows first), fewer states per slot (the job), more
 /// managed memory. Each with its predicted effect from Flink's formulas (WBM = 2·M·r/3,
 /// cache = (3−r)·M/3, per column family = WBM / states).
-fn fixes(profile: &Profile, d: &Derived) -> Vec<Fix> {
+fn fixes(profile: &Profile, d: &Derived, operators: Option<usize>) -> Vec<Fix> {
     let k = &profile.knobs;
     let (m, r, n) = (
         k.managed_memory.0 as f64,
@@ -227,7 +235,7 @@ fn fixes(profile: &Profile, d: &Derived) -> Vec<Fix> {
         });
     }
     let fit = d.write_buffer_manager_capacity / size.max(1);
-    if fit >= 1 && fit < n {
+    if fit >= 1 && fit < n && operators != Some(1) {
         fixes.push(Fix {
             changes: Vec::new(),
             memory_cost: 0,
@@ -364,7 +372,7 @@ mod tests {
             ],
         );
         let d = p.derived(3);
-        let fixes = super::fixes(&p, &d);
+        let fixes = super::fixes(&p, &d, None);
         assert_eq!(fixes[0].changes.len(), 1);
         assert_eq!(fixes[0].changes[0].key, "memory.write-buffer-ratio");
         assert_eq!(fixes[0].changes[0].value, "0.29");
