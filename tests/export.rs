@@ -2,6 +2,7 @@
 //! against RocksDB loading the OPTIONS file back.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use clap::Parser as _;
 use rocksdb::{Cache, ColumnFamilyDescriptor, DB, Env, Options};
@@ -286,6 +287,55 @@ fn a_clusters_config_file_sizes_the_export() {
     .map(str::to_string);
     let err = statebench::run(Cli::try_parse_from(argv).unwrap()).unwrap_err();
     assert_eq!(statebench::exit_code(&err), 2, "{err}");
+}
+
+/// A profile read from a cluster's Flink configuration (or extending one) is exported for that
+/// cluster's TaskManager: its slots, not one. Written for one slot, a 4-slot TaskManager's
+/// managed memory would shrink 4 times when the export is pasted back.
+#[test]
+fn a_profile_from_a_flink_configuration_is_exported_for_its_taskmanager() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("config.yaml");
+    std::fs::write(
+        &conf,
+        "taskmanager:\n  numberOfTaskSlots: 4\n  memory:\n    process:\n      size: 4g\nstate.backend.rocksdb.writebuffer.size: 64mb\n",
+    )
+    .unwrap();
+    let export = |profile: &Path| {
+        let out = dir.path().join("export.yaml");
+        let argv = [
+            "statebench",
+            "export",
+            "-p",
+            &profile.to_string_lossy(),
+            "--format",
+            "flink",
+            "-o",
+            &out.to_string_lossy(),
+        ]
+        .map(str::to_string);
+        statebench::run(Cli::try_parse_from(argv).unwrap()).unwrap();
+        std::fs::read_to_string(&out).unwrap()
+    };
+    // The configuration's own managed memory (its fraction of 4g, over 4 slots): not pinned.
+    let text = export(&conf);
+    assert!(
+        !text.contains("\ntaskmanager.memory.managed.size:"),
+        "{text}"
+    );
+    assert!(text.contains("each of its 4 slots already"), "{text}");
+    // A profile that extends it and sets 512mb a slot: 2gb for the TaskManager's 4 slots.
+    let tuned = dir.path().join("tuned.yaml");
+    std::fs::write(
+        &tuned,
+        format!("extends: {}\nmemory.managed-size: 512mb\n", conf.display()),
+    )
+    .unwrap();
+    let text = export(&tuned);
+    assert!(
+        text.contains("taskmanager.memory.managed.size: 2gb\n"),
+        "{text}"
+    );
 }
 
 #[test]

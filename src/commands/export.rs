@@ -37,8 +37,8 @@ pub fn run(
                 .to_string()
         ));
     }
-    let cluster = cluster(taskmanager)?;
     let profile = super::load_profile(profile)?;
+    let cluster = cluster_for(&profile, taskmanager, format == Format::Flink)?;
     let text = match format {
         Format::Flink => {
             let export = export::flink_sized(&profile, flink_version.unwrap_or_default(), &cluster);
@@ -70,6 +70,33 @@ pub fn run(
 }
 
 /// The TaskManager the command line describes.
+/// The cluster an export is for: the command line's, else the TaskManager of the Flink
+/// configuration the profile is or extends (its slots and sizes: a per-slot size exported for
+/// one slot would shrink a 4-slot TaskManager's managed memory 4 times), said on stderr.
+fn cluster_for(
+    profile: &crate::config::Profile,
+    args: &TaskManagerArgs,
+    flink: bool,
+) -> anyhow::Result<Cluster> {
+    match (&profile.flink_config, &args.taskmanager_memory) {
+        (Some(path), None) if flink => {
+            let mut cluster = cluster(&TaskManagerArgs {
+                taskmanager_memory: Some(path.clone()),
+                ..args.clone()
+            })?;
+            eprintln!(
+                "export: sized for the TaskManager of {} ({} slot(s)), the Flink configuration profile '{}' comes from; --taskmanager-memory FILE or --slots N for another",
+                path.display(),
+                cluster.slots(),
+                profile.name
+            );
+            cluster.file = Some(format!("{} (the profile's own)", path.display()));
+            Ok(cluster)
+        }
+        _ => cluster(args),
+    }
+}
+
 pub(crate) fn cluster(args: &TaskManagerArgs) -> anyhow::Result<Cluster> {
     let mut cluster = Cluster {
         slots: args.slots,

@@ -95,7 +95,22 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
         } else {
             format!("1 slot ({SLOTS_KEY} unset: Flink's default; export with --slots N for N)")
         };
+        // The cluster's own configuration already gives each slot this much (a fraction of a
+        // sized TaskManager, say): written again as a size, it would only pin what the
+        // fraction says, and drift from it when the TaskManager is resized.
+        let already = before
+            .derive()
+            .ok()
+            .filter(|m| m.managed_per_slot().abs_diff(per_slot) < 1 << 10);
         match k.memory_mode {
+            MemoryMode::Managed if already.is_some() && cluster.file.is_some() => {
+                text.push_str(&format!(
+                    "# memory.managed-size {} per slot, as managed memory (memory.mode: managed): what {} gives\n\
+                     # each of its {slots_said} already: not written again.\n",
+                    format_memory_size(per_slot),
+                    cluster.describe()
+                ));
+            }
             MemoryMode::Managed => {
                 text.push_str(&format!(
                     "# memory.managed-size {} per slot, as managed memory (memory.mode: managed): {slots_said}.\n\

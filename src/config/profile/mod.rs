@@ -10,7 +10,7 @@ mod knobs;
 mod validate;
 mod values;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -74,6 +74,10 @@ pub struct Profile {
     /// When the file was a Flink configuration: what was read, derived and ignored.
     #[serde(skip)]
     pub flink_import: Option<FlinkImport>,
+    /// The Flink configuration file it is or extends (the nearest): its TaskManager's memory
+    /// (slots, sizes) is the cluster an export is for, unless told another.
+    #[serde(skip)]
+    pub flink_config: Option<PathBuf>,
 }
 
 impl Profile {
@@ -99,6 +103,11 @@ impl Profile {
         // A Flink configuration's unset keys are Flink's defaults: the built-in, never a file
         // of that name next to it.
         let mut builtin_parent = flink_import.is_some();
+        let file = |o: &Origin| match o {
+            Origin::File(path) => Some(path.clone()),
+            Origin::Builtin(_) => None,
+        };
+        let mut flink_config = flink_import.as_ref().and_then(|_| file(&origin));
         while let Some(parent) = spec.extends.clone() {
             let parent_ref = if builtin_parent {
                 parent.clone()
@@ -124,6 +133,9 @@ impl Profile {
             seen.push(porigin.to_string());
             let (pspec, pimport) = read_spec(&porigin, &ptext)?;
             builtin_parent = pimport.is_some();
+            if builtin_parent && flink_config.is_none() {
+                flink_config = file(&porigin);
+            }
             if !is_flink_default(&porigin, &ptext) {
                 set.extend(pspec.set_knobs());
             }
@@ -137,6 +149,7 @@ impl Profile {
             description: spec.description.clone(),
             knobs: spec.resolve(),
             flink_import,
+            flink_config,
             set_knobs: Vec::new(),
         };
         // A knob with a value other than flink-default's is the profile's own even where no
@@ -274,6 +287,7 @@ impl Profile {
             description: None,
             knobs,
             flink_import: None,
+            flink_config: None,
             set_knobs: Vec::new(),
         };
         profile.set_knobs = profile.differences_from_flink_default();
