@@ -146,6 +146,30 @@ fn warnings(a: &[Loaded], b: &[Loaded]) -> Vec<String> {
                 .join(", ")
         ));
     }
+    // Replayed records (restarts after failures) and restored processes: the rates and totals
+    // count other work than a clean run's.
+    for (side, r) in &all {
+        let n = |k: &str| r.summary[k].as_u64().unwrap_or(0);
+        let (events, records, replayed) =
+            (n("events"), n("records_processed"), n("records_replayed"));
+        if !r.summary["whole_job"].is_null() {
+            out.push(format!(
+                "{side} ({}) is a process restored from another's checkpoint: it processed {records} of the job's {events} records, and its totals and rates are this process's alone (its report's whole_job holds the job's)",
+                r.path
+            ));
+        } else if replayed > 0 {
+            let secs = r.summary["processing_secs"].as_f64().unwrap_or(0.0);
+            out.push(format!(
+                "{side} ({}) processed {records} records for its {events} events ({replayed} replayed after restores): its events_per_sec and per-event figures count the replayed work; its results came at {:.0} events/s (results_per_sec)",
+                r.path,
+                if secs > 0.0 {
+                    records.saturating_sub(replayed) as f64 / secs
+                } else {
+                    0.0
+                }
+            ));
+        }
+    }
     for (side, r) in &all {
         if r.segments > 1 {
             out.push(format!(
@@ -341,6 +365,34 @@ mod tests {
             workload,
             segments,
         }
+    }
+
+    #[test]
+    fn replayed_and_restored_runs_are_warned_about() {
+        let mut failed = loaded("b.json", serde_json::json!({ "name": "w" }), 40_000, 1);
+        failed.summary = serde_json::json!({
+            "events": 40_000, "records_processed": 62_032, "records_replayed": 22_032,
+            "processing_secs": 3.38,
+        });
+        let clean = loaded("a.json", serde_json::json!({ "name": "w" }), 40_000, 1);
+        let w = warnings(&[clean], &[failed]);
+        assert!(
+            w.iter()
+                .any(|w| w.contains("22032 replayed") && w.contains("11834 events/s")),
+            "{w:?}"
+        );
+        let mut restored = loaded("r.json", serde_json::json!({ "name": "w" }), 150_000, 1);
+        restored.summary = serde_json::json!({
+            "events": 150_000, "records_processed": 95_120, "records_replayed": 3_808,
+            "whole_job": { "processes": 2 },
+        });
+        let clean = loaded("a.json", serde_json::json!({ "name": "w" }), 150_000, 1);
+        let w = warnings(&[clean], &[restored]);
+        assert!(
+            w.iter()
+                .any(|w| w.contains("restored") && w.contains("95120 of the job's 150000")),
+            "{w:?}"
+        );
     }
 
     #[test]

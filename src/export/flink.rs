@@ -126,6 +126,7 @@ pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) 
     let memory = memory_lines(profile, cluster);
     out.push_str(&memory.text);
     let mut factory = Vec::new();
+    let mut disk = Vec::new();
     let mut job = Vec::new();
     let mut inherited = 0;
     for ((key, value), info) in flink_config(profile).into_iter().zip(KNOBS) {
@@ -148,6 +149,11 @@ pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) 
         if info.knob == Knob::CheckpointInterval && k.checkpoint_interval.0 == 0 {
             // Flink's checkpointing is off while the key is unset.
             out.push_str("# execution.checkpointing.interval: unset (checkpointing off)\n");
+            continue;
+        }
+        if info.knob == Knob::IoRateLimit {
+            // The disk statebench measured with (flink run's jobs apply it as this line says).
+            disk.push(format!("#   {knob}: {value}  ->  {}", factory_setter(knob)));
             continue;
         }
         if key.starts_with(FACTORY_PREFIX) {
@@ -220,6 +226,17 @@ pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) 
             version.options_factory()
         ));
         for line in factory {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    if !disk.is_empty() {
+        out.push_str(
+            "# The disk statebench measured with, not a setting to deploy: this caps flush and compaction\n\
+             # writes to stand for the disk's write bandwidth (a slot's share of a network disk). A\n\
+             # RateLimiter set in production caps them there too; only to reproduce the measurement:\n",
+        );
+        for line in disk {
             out.push_str(&line);
             out.push('\n');
         }

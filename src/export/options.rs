@@ -31,10 +31,20 @@ pub fn rocksdb_options(profile: &Profile) -> Result<String, BackendError> {
     };
     // What loading the file does not give: the cache and the WriteBufferManager are objects.
     let derived = profile.derived(crate::pipeline::operators::frequency::data_column_families());
+    // The rate limiter is an object too, and statebench's stands for the disk it measured with.
+    let limiter = match profile.knobs.io_rate_limit.0 {
+        0 => String::new(),
+        rate => format!(
+            "# Not in the file either: the RateLimiter of {rate} bytes/s (io.rate-limit-per-sec) that stands for
+             # the disk statebench measured with, not a setting to deploy; RocksDB derived
+             # delayed_write_rate={rate} from it (its own default is 16777216, Flink's too).
+"
+        ),
+    };
     let memory = if derived.shared {
         format!(
             "# Not in the file (objects, not options): one LRU block cache of {} bytes (high-priority pool\n\
-             # {}) shared by every column family, and a WriteBufferManager of {} bytes charged to it.\n",
+             # {}) shared by every column family, and a WriteBufferManager of {} bytes charged to it.\n{limiter}",
             derived.block_cache_capacity,
             derived.high_pri_pool_ratio,
             derived.write_buffer_manager_capacity
@@ -42,7 +52,7 @@ pub fn rocksdb_options(profile: &Profile) -> Result<String, BackendError> {
     } else {
         format!(
             "# Not in the file (an object, not an option): each column family's own LRU block cache of {} bytes\n\
-             # (memory.mode unmanaged); no WriteBufferManager.\n",
+             # (memory.mode unmanaged); no WriteBufferManager.\n{limiter}",
             derived.block_cache_capacity
         )
     };

@@ -47,30 +47,46 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
         "workload / profile",
         format!("{} / {}", workload.name, segment.label),
     );
-    line(
-        "events",
-        format!(
-            "{} in {:.1} s{}",
-            s.events,
-            s.processing_secs,
-            if s.stopped_early {
-                " (stopped early)"
-            } else {
-                ""
-            }
-        ),
-    );
-    // After a restore the job's position and the work done differ: the rates count the work.
+    let stopped = if s.stopped_early {
+        " (stopped early)"
+    } else {
+        ""
+    };
+    // After a restore the job's position and the work done differ: say both, and which rate
+    // is which (replayed records are real RocksDB work, not new results).
     if s.records_processed != s.events || s.records_replayed > 0 {
+        line(
+            "events",
+            format!("{} (the job's position at the end){stopped}", s.events),
+        );
         line(
             "records processed",
             format!(
-                "{} in this process (of which replayed after a restore {})",
-                s.records_processed, s.records_replayed
+                "{} in {:.1} s in this process (of which replayed after a restore {})",
+                s.records_processed, s.processing_secs, s.records_replayed
             ),
         );
+        line(
+            "throughput",
+            format!(
+                "{:.0} records/s processed (replayed ones included); new results {:.0} events/s",
+                s.events_per_sec,
+                // From the counts: reports written before `results_per_sec` have none.
+                if s.processing_secs > 0.0 {
+                    s.records_processed.saturating_sub(s.records_replayed) as f64
+                        / s.processing_secs
+                } else {
+                    0.0
+                }
+            ),
+        );
+    } else {
+        line(
+            "events",
+            format!("{} in {:.1} s{stopped}", s.events, s.processing_secs),
+        );
+        line("throughput", format!("{:.0} events/s", s.events_per_sec));
     }
-    line("throughput", format!("{:.0} events/s", s.events_per_sec));
     if let Some(job) = &s.whole_job {
         // Like for like with an unfailed run: every process's work in every process's time.
         line(

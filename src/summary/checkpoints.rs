@@ -184,19 +184,22 @@ impl CheckpointSummary {
             ));
         }
         for sp in &self.savepoints {
-            let ratio = if sp.live_sst_bytes > 0 {
-                sp.bytes as f64 / sp.live_sst_bytes as f64
+            // No SST file yet (the state all in memtables): there is no ratio to the live SST.
+            let against = if sp.live_sst_bytes > 0 {
+                let ratio = sp.bytes as f64 / sp.live_sst_bytes as f64;
+                format!(
+                    "{ratio:.2}x live SST {} ({:+.0} %)",
+                    human_bytes(sp.live_sst_bytes as f64),
+                    (ratio - 1.0) * 100.0
+                )
             } else {
-                0.0
+                "no live SST yet (the state was all in memtables): no ratio".to_string()
             };
             out.push((
                 format!("{} savepoint", sp.format),
                 format!(
-                    "{} = {:.2}x live SST {} ({:+.0} %), {:.0} ms, {}",
+                    "{} = {against}, {:.0} ms, {}",
                     human_bytes(sp.bytes as f64),
-                    ratio,
-                    human_bytes(sp.live_sst_bytes as f64),
-                    (ratio - 1.0) * 100.0,
                     sp.duration_ms,
                     sp.path
                 ),

@@ -51,6 +51,9 @@ pub struct Summary {
     pub records_replayed: u64,
     /// Records processed per second of running time.
     pub events_per_sec: f64,
+    /// New results per second of running time: records processed less those replayed after a
+    /// restore (the rate a job's output advanced; equal to `events_per_sec` without restores).
+    pub results_per_sec: f64,
     /// Running time: the last job's, from its first attempt (restores included).
     pub processing_secs: f64,
     pub stopped_early: bool,
@@ -403,6 +406,12 @@ impl Summary {
             records_replayed: last.map_or(0, |s| s.records_replayed),
             events_per_sec: if processing_secs > 0.0 {
                 records as f64 / processing_secs
+            } else {
+                0.0
+            },
+            results_per_sec: if processing_secs > 0.0 {
+                records.saturating_sub(last.map_or(0, |s| s.records_replayed)) as f64
+                    / processing_secs
             } else {
                 0.0
             },

@@ -20,9 +20,10 @@ fn check(input: &Input) -> Option<Finding> {
         .zip(k.values())
         .zip(defaults)
         .filter(|((info, _), _)| {
-            // `memory.mode` chooses between Flink keys (managed memory or fixed-per-slot).
+            // `memory.mode` chooses between Flink keys (managed memory or fixed-per-slot); the
+            // rate limiter stands for the disk statebench measured with, not something to deploy.
             info.flink_key.is_none()
-                && !matches!(info.key, "target" | "memory.mode")
+                && !matches!(info.key, "target" | "memory.mode" | "io.rate-limit-per-sec")
                 && !info.is_job_setting()
         })
         .filter(|((_, (_, value)), (_, default))| value != default)
@@ -100,14 +101,16 @@ mod tests {
             "{}",
             f.diagnosis
         );
-        // The rate limiter alone.
-        let f = &findings("flink-default", &[("io.rate-limit-per-sec", "3mb")])[0];
+        // A factory-only knob alone.
+        let f = &findings("flink-default", &[("use-direct-reads", "true")])[0];
         assert!(f.recommendation.is_empty());
         assert!(
-            f.diagnosis.contains("io.rate-limit-per-sec=3mb"),
+            f.diagnosis.contains("use-direct-reads=true"),
             "{}",
             f.diagnosis
         );
+        // The rate limiter is the modelled disk (the export says so): no deployment advice.
+        assert!(findings("flink-default", &[("io.rate-limit-per-sec", "3mb")]).is_empty());
     }
 
     #[test]
