@@ -20,7 +20,10 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
             } else {
                 ""
             };
-            println!("  {:<20} {}{production}", p.name, p.story);
+            println!(
+                "  {:<20} {}{production} [{} events a side by default]",
+                p.name, p.story, p.events
+            );
         }
         println!("failures, checkpoints and savepoints:");
         for c in recovery::CASES {
@@ -71,7 +74,14 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
         let outcome = proofs::run(proof, args.events, args.scale, &preload_dir)?;
         print!("{}", proofs::render(proof, &outcome));
         if !outcome.ok {
-            bail!("'{}' did not reproduce", proof.name);
+            match args.events {
+                Some(n) if n < proof.events => bail!(
+                    "'{}' did not reproduce at --events {n}: the case needs its state to reach its trap (flushes, files, filters), which takes about its default {} events a side",
+                    proof.name,
+                    proof.events
+                ),
+                _ => bail!("'{}' did not reproduce", proof.name),
+            }
         }
         return Ok(());
     }

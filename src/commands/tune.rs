@@ -278,6 +278,12 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             let _ = write!(out, "{}", render_rounds(&r.before, after));
         }
     }
+    if repeat == 1 && rounds.iter().any(|r| !r.applied.is_empty()) {
+        let _ = writeln!(
+            out,
+            "note: one run each side (--repeat 1): a verdict on a figure that varies from run to run (stall time, cache hit rate) can flip in another tune; --repeat 3 keeps a change only when its figure moves outside the spread of three runs before"
+        );
+    }
     let changed = current.knob_differences(&original);
     let left: Vec<&Finding> = before
         .findings

@@ -60,6 +60,11 @@ pub(super) fn factory_setter(key: &str) -> &'static str {
     }
 }
 
+/// A share of managed memory as the header says it (`83.3 %`).
+fn fraction(share: f64) -> String {
+    format!("{:.1} %", share * 100.0)
+}
+
 /// The profile as a Flink 1.20 `config.yaml` fragment (see [`flink_for`]).
 pub fn flink(profile: &Profile) -> String {
     flink_for(profile, FlinkVersion::V1_20)
@@ -94,8 +99,20 @@ pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) 
     let k = &profile.knobs;
     let derived = profile.derived(crate::pipeline::operators::frequency::data_column_families());
     let derives = if derived.shared {
+        // A profile that sets no memory writes none: the cluster's managed memory per slot
+        // decides, and these sizes hold at the one statebench measured with.
+        let at = if profile.sets(Knob::ManagedMemory) || profile.sets(Knob::MemoryMode) {
+            String::new()
+        } else {
+            format!(
+                " at statebench's {} of managed memory a slot; the profile sets none, so your cluster's decides (the cache is {} of it, the WriteBufferManager {})",
+                human_bytes(k.managed_memory.0 as f64),
+                fraction((3.0 - k.write_buffer_ratio) / 3.0),
+                fraction(2.0 * k.write_buffer_ratio / 3.0),
+            )
+        };
         format!(
-            "block cache {}, WriteBufferManager {} ({} per state column family) per slot",
+            "block cache {}, WriteBufferManager {} ({} per state column family) per slot{at}",
             human_bytes(derived.block_cache_capacity as f64),
             human_bytes(derived.write_buffer_manager_capacity as f64),
             human_bytes(derived.write_buffer_budget_per_column_family as f64),

@@ -54,7 +54,15 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
     };
     // After a restore the job's position and the work done differ: say both, and which rate
     // is which (replayed records are real RocksDB work, not new results).
-    if s.records_processed != s.events || s.records_replayed > 0 {
+    if s.records_processed == 0 && s.events > 0 {
+        line(
+            "events",
+            format!(
+                "none read: the job was at {} already (the restored state); --events above it reads on",
+                s.events
+            ),
+        );
+    } else if s.records_processed != s.events || s.records_replayed > 0 {
         line(
             "events",
             format!("{} (the job's position at the end){stopped}", s.events),
