@@ -628,9 +628,32 @@ fn instances_of_several_slots_are_judged_per_slot() {
         tmp.path().join("config.yaml"),
     )
     .unwrap();
+    // Another RocksDB's instance beside them (not a Flink operator's path): left out.
+    let other = tmp.path().join("other-app");
+    std::fs::create_dir(&other).unwrap();
+    copy_evidence("flush-storm", &other, &["config.yaml", "README.md"]);
+    let log = std::fs::read_to_string(other.join("LOG")).unwrap();
+    let log: String = log
+        .lines()
+        .map(|l| match l.split_once("Options.wal_dir: ") {
+            Some((head, _)) => format!("{head}Options.wal_dir: /var/lib/other-app/db\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(other.join("LOG"), log).unwrap();
     let d = diagnose::diagnose(tmp.path(), Default::default()).unwrap();
     assert_eq!(d.instances.len(), 2);
+    assert!(
+        d.profile_notes
+            .iter()
+            .any(|n| n.contains("left out 1") && n.contains("other-app")),
+        "{:?}",
+        d.profile_notes
+    );
     let one = diagnosed("flush-storm");
+    // The workload is one slot's: the busiest subtask's events, not both subtasks' together.
+    let events = |d: &Diagnosis| d.workload.as_ref().unwrap().workload.spec.events;
+    assert_eq!(events(&d), events(&one));
     let storm = |d: &Diagnosis| {
         d.findings
             .iter()
@@ -668,7 +691,8 @@ fn instances_of_several_slots_are_judged_per_slot() {
         copy_evidence("flush-storm", &twice.path().join(sub), &[]);
     }
     let d = diagnose::diagnose(twice.path(), Default::default()).unwrap();
-    assert!(storm(&d).diagnosis.contains("for 3 column families"));
+    assert_eq!(d.instances.len(), 1);
+    assert_eq!(storm(&d).diagnosis, storm(&one).diagnosis);
 }
 
 /// A configuration beside the evidence that is not what the job ran with (its cache is not

@@ -85,7 +85,7 @@ pub enum DiagnoseError {
         source: std::io::Error,
     },
     #[error(
-        "{0}: no RocksDB LOG file found (looked for LOG, LOG.old.*, flink-LOG* and a log directory's <db path>_LOG in it and in its subdirectories, one level down): give the directory of a RocksDB instance (Flink: the operator's db/ under state.backend.rocksdb.localdir or io.tmp.dirs), or a directory holding several"
+        "{0}: no RocksDB LOG file found (looked for LOG, LOG.old.*, flink-LOG* and a log directory's <db path>_LOG in it and in the directories below it, up to three levels down): give the directory of a RocksDB instance (Flink: the operator's db/ under state.backend.rocksdb.localdir or io.tmp.dirs), or a directory holding several"
     )]
     NoLog(PathBuf),
     #[error("{path}: {why}")]
@@ -183,15 +183,59 @@ const SEARCH_DEPTH: usize = 3;
 
 /// The instances under `dir`: itself, or the directories below it (up to `SEARCH_DEPTH`
 /// levels, not below one that holds an instance).
-fn instances(dir: &Path) -> Result<Vec<Instance>, DiagnoseError> {
-    let out = instances_below(dir, SEARCH_DEPTH)?;
-    if out.is_empty() {
+fn instances(dir: &Path) -> Result<(Vec<Instance>, Vec<String>), DiagnoseError> {
+    let mut notes = Vec::new();
+    let found = instances_below(dir, SEARCH_DEPTH, &mut notes)?;
+    if found.is_empty() {
         return Err(DiagnoseError::NoLog(dir.to_path_buf()));
     }
-    Ok(out)
+    // The same instance twice (a copy beside the original, LOG files found twice): once.
+    let mut seen = BTreeSet::new();
+    let mut out: Vec<Instance> = found
+        .into_iter()
+        .filter(|i| seen.insert(instance_id(i)))
+        .collect();
+    // Where some instances are Flink's (named by job and subtask) and others not, the others
+    // are some other RocksDB's (a directory like /tmp holds many): left out, and said.
+    let flink = out
+        .iter()
+        .filter(|i| i.log.db_path.as_deref().and_then(flink_subtask).is_some())
+        .count();
+    if flink > 0 && flink < out.len() {
+        let (kept, other): (Vec<Instance>, Vec<Instance>) = out
+            .into_iter()
+            .partition(|i| i.log.db_path.as_deref().and_then(flink_subtask).is_some());
+        notes.push(format!(
+            "left out {} RocksDB instance(s) whose path is not a Flink operator's ({}): not this job's",
+            other.len(),
+            other
+                .iter()
+                .map(|i| i.dir.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        out = kept;
+    }
+    Ok((out, notes))
 }
 
-fn instances_below(dir: &Path, depth: usize) -> Result<Vec<Instance>, DiagnoseError> {
+/// What tells instances apart: the database's path its LOG names, else its first LOG file
+/// (in a shared log directory every instance has the same directory, not the same LOG).
+fn instance_id(i: &Instance) -> String {
+    match (&i.log.db_path, i.logs.first()) {
+        (Some(path), _) => path.clone(),
+        (None, Some(log)) => log.display().to_string(),
+        (None, None) => i.dir.display().to_string(),
+    }
+}
+
+/// Instances in `dir` or below it; a directory below that cannot be read is skipped (a note
+/// says so): a directory like /tmp holds other users' private ones.
+fn instances_below(
+    dir: &Path,
+    depth: usize,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Instance>, DiagnoseError> {
     let here = instances_in(dir)?;
     if !here.is_empty() || depth == 0 {
         return Ok(here);
@@ -205,7 +249,13 @@ fn instances_below(dir: &Path, depth: usize) -> Result<Vec<Instance>, DiagnoseEr
     subdirs.sort();
     let mut out = Vec::new();
     for sub in subdirs {
-        out.extend(instances_below(&sub, depth - 1)?);
+        match instances_below(&sub, depth - 1, notes) {
+            Ok(found) => out.extend(found),
+            Err(DiagnoseError::Io { path, source }) => {
+                notes.push(format!("skipped {}: {source}", path.display()))
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok(out)
 }
@@ -226,26 +276,16 @@ fn flink_subtask(path: &str) -> Option<(String, u32)> {
 /// The instances grouped by the slot they ran in (indices into `instances`), and whether the
 /// slots are known. Flink's path names an instance's job and subtask: one subtask of every
 /// operator shares a slot (slot sharing), so the same job and subtask number is one slot. An
-/// instance whose path does not say is taken as a slot of its own. The same instance twice
-/// (the same path) counts once.
+/// instance whose path does not say is taken as a slot of its own.
 fn slots(instances: &[Instance]) -> (Vec<Vec<usize>>, bool) {
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    let mut seen = BTreeSet::new();
     let mut known = true;
     for (i, inst) in instances.iter().enumerate() {
-        let id = inst
-            .log
-            .db_path
-            .clone()
-            .unwrap_or_else(|| inst.dir.display().to_string());
-        if !seen.insert(id.clone()) {
-            continue;
-        }
         let slot = match inst.log.db_path.as_deref().and_then(flink_subtask) {
             Some((job, subtask)) => format!("job {job}, subtask {subtask}"),
             None => {
                 known = false;
-                id
+                instance_id(inst)
             }
         };
         groups.entry(slot).or_default().push(i);
@@ -280,15 +320,38 @@ fn per_slot(instances: &[Instance]) -> (usize, Option<usize>, Vec<usize>, Option
             .map(|f| f.data_bytes)
             .sum::<u64>()
     };
-    let fullest = groups.iter().max_by_key(|g| cfs(g));
-    let most = fullest.map_or(1, cfs).max(1);
-    // The operators (instances) in that slot: one operator's states cannot be split.
-    let operators = fullest.map(Vec::len);
-    let busiest = groups
+    let files = |g: &Vec<usize>| {
+        g.iter()
+            .map(|&i| instances[i].log.files.len())
+            .sum::<usize>()
+    };
+    // The first of equals (max_by_key keeps the last).
+    let first_max = |key: &dyn Fn(&Vec<usize>) -> (u64, usize)| {
+        groups
+            .iter()
+            .enumerate()
+            .max_by_key(|(n, g)| (key(g), std::cmp::Reverse(*n)))
+            .map(|(_, g)| g.clone())
+            .unwrap_or_default()
+    };
+    let fullest = first_max(&|g| (cfs(g) as u64, files(g)));
+    let most = cfs(&fullest).max(1);
+    // The operators (instances) in that slot, where the slots are known: one operator's states
+    // cannot be split.
+    let operators = known.then_some(fullest.len());
+    let busiest = first_max(&|g| (flushed(g), files(g)));
+    let jobs: BTreeSet<String> = instances
         .iter()
-        .max_by_key(|g| flushed(g))
-        .cloned()
-        .unwrap_or_default();
+        .filter_map(|i| i.log.db_path.as_deref().and_then(flink_subtask))
+        .map(|(job, _)| job)
+        .collect();
+    let several_jobs = (jobs.len() > 1).then(|| {
+        format!(
+            "the instances are of {} different jobs ({}): one job's directory at a time gives one job's answer",
+            jobs.len(),
+            jobs.iter().cloned().collect::<Vec<_>>().join(", ")
+        )
+    });
     let note = (groups.len() > 1).then(|| {
         format!(
             "{} instances in {} slots ({}): each slot has its own WriteBufferManager and cache, so the budget is judged for the slot with the most state column families ({most}), and the workload is the busiest slot's ({})",
@@ -306,6 +369,10 @@ fn per_slot(instances: &[Instance]) -> (usize, Option<usize>, Vec<usize>, Option
                 .join(", ")
         )
     });
+    let note = match (note, several_jobs) {
+        (Some(n), Some(j)) => Some(format!("{n}; {j}")),
+        (n, j) => n.or(j),
+    };
     (most, operators, busiest, note)
 }
 
@@ -393,7 +460,7 @@ fn as_run(instances: &[Instance]) -> (Summary, Vec<MetricsSnapshot>) {
 /// Reads the evidence under `dir` (and the running job's metrics through Flink's REST API, if
 /// `sources` names it) and diagnoses it.
 pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError> {
-    let instances = instances(dir)?;
+    let (instances, found_notes) = instances(dir)?;
     let found = profile::from_evidence(dir, &instances);
     let profile = found.profile.map_err(|why| DiagnoseError::Profile {
         path: dir.to_path_buf(),
@@ -419,6 +486,7 @@ pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError
     }
     let (state_cfs, operators, busiest, slots_note) = per_slot(&instances);
     let mut profile_notes = found.notes;
+    profile_notes.extend(found_notes);
     profile_notes.extend(slots_note);
     let derived = profile.derived(state_cfs);
     let input = advisor::Input {
@@ -462,8 +530,18 @@ pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError
 pub fn diagnose_url(url: &str, sources: Sources) -> Result<Diagnosis, DiagnoseError> {
     let read = rest::fetch(url, sources.job)?;
     let config = rest::cluster_config(url)?;
-    let per_slot = rest::cluster_managed_per_slot(url)?;
+    // The TaskManagers' own memory, where they answer; else the JobManager's configuration's.
+    let (per_slot, unread) = match rest::cluster_managed_per_slot(url) {
+        Ok(per_slot) => (per_slot, None),
+        Err(e) => (
+            None,
+            Some(format!(
+                "the TaskManagers' memory could not be read ({e}): the JobManager's configuration's is taken"
+            )),
+        ),
+    };
     let mut found = profile::from_cluster_config(url, &config, per_slot);
+    found.notes.extend(unread);
     let profile = found.profile.map_err(|why| DiagnoseError::Profile {
         path: PathBuf::from(url),
         why,

@@ -215,7 +215,8 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
         && log.caches <= 1
     {
         let derived = p.derived(1).block_cache_capacity;
-        if derived != capacity {
+        // Half a percent apart is rounding (Flink's and statebench's), not other memory.
+        if derived.abs_diff(capacity) as f64 > 0.005 * capacity as f64 {
             // The LOG's cache is what the job ran with: managed memory from it (Flink: cache =
             // (3 - r) / 3 of it), at the configuration's write-buffer ratio.
             let r = p.knobs.write_buffer_ratio;
@@ -276,9 +277,10 @@ pub(super) fn from_cluster_config(url: &str, text: &str, managed_per_slot: Optio
                 .map_err(|e| format!("{url}/jobmanager/config: {e}"))
         })
         .and_then(|p| match managed_per_slot {
+            // Under a MiB apart is rounding, not a TaskManager of its own.
             Some(per_slot)
                 if p.knobs.memory_mode == crate::config::profile::MemoryMode::Managed
-                    && per_slot != p.knobs.managed_memory.0 =>
+                    && per_slot.abs_diff(p.knobs.managed_memory.0) >= 1 << 20 =>
             {
                 notes.push(format!(
                     "memory.managed-size {}: the managed memory per slot the TaskManagers report ({url}/taskmanagers), not the {} the JobManager's configuration gives",

@@ -98,7 +98,6 @@ fn parse_id(id: &str) -> Option<(Option<String>, String)> {
     Some((column_family, metric))
 }
 
-/// Reads the RocksDB metrics of `job` (None: the only running job) from the REST API at `base`.
 /// Managed memory per slot of the TaskManagers in a `GET /taskmanagers` answer (the smallest,
 /// if they differ); None if none is registered.
 pub fn managed_per_slot(taskmanagers: &Value) -> Option<u64> {
@@ -140,6 +139,7 @@ pub fn cluster_config(base: &str) -> Result<String, RestError> {
         .collect())
 }
 
+/// Reads the RocksDB metrics of `job` (None: the only running job) from the REST API at `base`.
 pub fn fetch(base: &str, job: Option<&str>) -> Result<RestMetrics, RestError> {
     let config = get_json(base, "/config")?;
     let flink_version = config["flink-version"]

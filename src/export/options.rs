@@ -35,10 +35,9 @@ pub fn rocksdb_options(profile: &Profile) -> Result<String, BackendError> {
     let limiter = match profile.knobs.io_rate_limit.0 {
         0 => String::new(),
         rate => format!(
-            "# Not in the file either: the RateLimiter of {rate} bytes/s (io.rate-limit-per-sec) that stands for
-             # the disk statebench measured with, not a setting to deploy; RocksDB derived
-             # delayed_write_rate={rate} from it (its own default is 16777216, Flink's too).
-"
+            "# Not in the file either: the RateLimiter of {rate} bytes/s (io.rate-limit-per-sec) that stands for\n\
+             # the disk statebench measured with, not a setting to deploy; RocksDB derived\n\
+             # delayed_write_rate={rate} from it (its own default is 16777216, Flink's too).\n"
         ),
     };
     let memory = if derived.shared {

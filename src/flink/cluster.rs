@@ -250,15 +250,15 @@ impl<'a> Cluster<'a> {
                     .take(5)
                     .collect();
                 let printed = std::fs::read_to_string(&out).unwrap_or_default();
-                let shown = if errors.is_empty() {
+                let (what, shown) = if errors.is_empty() {
                     let mut last: Vec<&str> = printed.lines().rev().take(10).collect();
                     last.reverse();
-                    last
+                    ("what it printed last", last)
                 } else {
-                    errors
+                    ("its log's first errors", errors)
                 };
                 return Err(FlinkError::Cluster(format!(
-                    "the {name} ended ({status}); {} and {}, first errors:\n{}",
+                    "the {name} ended ({status}); {} and {}, {what}:\n{}",
                     log.display(),
                     out.display(),
                     shown.join("\n")

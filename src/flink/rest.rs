@@ -105,7 +105,8 @@ impl Rest {
             overview["slots-total"].as_u64().unwrap_or(0),
             overview["slots-available"].as_u64().unwrap_or(0),
         );
-        if free < u64::from(parallelism) {
+        // A cluster that starts TaskManagers on demand (native Kubernetes, YARN) has none yet.
+        if total > 0 && free < u64::from(parallelism) {
             return Err(FlinkError::Setup(format!(
                 "{} has {free} free task slots of {total}; --parallelism {parallelism} needs {parallelism} (wait for running jobs to end, add TaskManagers, or lower --parallelism)",
                 self.url
