@@ -164,6 +164,13 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
                         .map(|b| format!(" + the {} already set", format_memory_size(b)))
                         .unwrap_or_default(),
                 ));
+                if cluster.file.is_none() && before.task_off_heap.is_none() {
+                    // Nothing says what the job's own code already takes off-heap.
+                    text.push_str(&format!(
+                        "# The size below is RocksDB's alone: add any {TASK_OFF_HEAP_KEY} your job already\n\
+                         # sets (or export with --taskmanager-memory FILE, your cluster's configuration).\n"
+                    ));
+                }
                 text.push_str(&format!(
                     "state.backend.rocksdb.memory.fixed-per-slot: {}\n",
                     format_memory_size(per_slot)

@@ -51,6 +51,8 @@ pub struct CheckpointSummary {
     pub kind: String,
     pub completed: u64,
     pub failed: u64,
+    /// Why they failed: each reason once, with how many (`the job failed (2)`).
+    pub failure_reasons: Vec<String>,
     /// Bytes uploaded per completed checkpoint (changelog: those that did not materialize).
     pub upload_bytes: Spread,
     pub sync_ms: Spread,
@@ -86,6 +88,19 @@ impl CheckpointSummary {
             kind: outcome.kind.clone(),
             completed: done.len() as u64,
             failed: (outcome.history.len() - done.len()) as u64,
+            failure_reasons: {
+                let mut reasons: Vec<(String, u64)> = Vec::new();
+                for why in outcome.history.iter().filter_map(|c| c.failed.as_ref()) {
+                    match reasons.iter_mut().find(|(r, _)| r == why) {
+                        Some((_, n)) => *n += 1,
+                        None => reasons.push((why.clone(), 1)),
+                    }
+                }
+                reasons
+                    .into_iter()
+                    .map(|(r, n)| if n > 1 { format!("{r} ({n})") } else { r })
+                    .collect()
+            },
             // A changelog checkpoint's own upload is its log; materializations count apart, as
             // Flink reports them.
             upload_bytes: Spread::of(
@@ -131,10 +146,15 @@ impl CheckpointSummary {
         out.push((
             "checkpoints".to_string(),
             format!(
-                "{}: {} completed, {} failed; {}/min uploaded",
+                "{}: {} completed, {} failed{}; {}/min uploaded",
                 self.kind,
                 self.completed,
                 self.failed,
+                if self.failure_reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", self.failure_reasons.join("; "))
+                },
                 human_bytes(self.upload_bytes_per_minute)
             ),
         ));
