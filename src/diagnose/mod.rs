@@ -10,9 +10,10 @@ pub mod metrics;
 mod profile;
 mod render;
 pub mod rest;
+mod slots;
 pub mod workload;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::advisor::{self, Finding};
@@ -191,20 +192,18 @@ fn instances(dir: &Path) -> Result<(Vec<Instance>, Vec<String>), DiagnoseError> 
     }
     // The same instance twice (a copy beside the original, LOG files found twice): once.
     let mut seen = BTreeSet::new();
-    let mut out: Vec<Instance> = found
+    let found: Vec<Instance> = found
         .into_iter()
-        .filter(|i| seen.insert(instance_id(i)))
+        .filter(|i| seen.insert(slots::instance_id(i)))
         .collect();
     // Where some instances are Flink's (named by job and subtask) and others not, the others
     // are some other RocksDB's (a directory like /tmp holds many): left out, and said.
-    let flink = out
-        .iter()
-        .filter(|i| i.log.db_path.as_deref().and_then(flink_subtask).is_some())
-        .count();
-    if flink > 0 && flink < out.len() {
-        let (kept, other): (Vec<Instance>, Vec<Instance>) = out
-            .into_iter()
-            .partition(|i| i.log.db_path.as_deref().and_then(flink_subtask).is_some());
+    let (flink, other): (Vec<Instance>, Vec<Instance>) = found
+        .into_iter()
+        .partition(|i| slots::flink_slot(i).is_some());
+    let out = if flink.is_empty() || other.is_empty() {
+        flink.into_iter().chain(other).collect()
+    } else {
         notes.push(format!(
             "left out {} RocksDB instance(s) whose path is not a Flink operator's ({}): not this job's",
             other.len(),
@@ -214,19 +213,9 @@ fn instances(dir: &Path) -> Result<(Vec<Instance>, Vec<String>), DiagnoseError> 
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
-        out = kept;
-    }
+        flink
+    };
     Ok((out, notes))
-}
-
-/// What tells instances apart: the database's path its LOG names, else its first LOG file
-/// (in a shared log directory every instance has the same directory, not the same LOG).
-fn instance_id(i: &Instance) -> String {
-    match (&i.log.db_path, i.logs.first()) {
-        (Some(path), _) => path.clone(),
-        (None, Some(log)) => log.display().to_string(),
-        (None, None) => i.dir.display().to_string(),
-    }
 }
 
 /// Instances in `dir` or below it; a directory below that cannot be read is skipped (a note
@@ -260,41 +249,8 @@ fn instances_below(
     Ok(out)
 }
 
-/// The job and subtask number of a Flink RocksDB instance's path
-/// (`job_<job id>_op_<operator>_<operator id>__<subtask + 1>_<parallelism>__uuid_<uuid>`).
-fn flink_subtask(path: &str) -> Option<(String, u32)> {
-    let name = path
-        .split('/')
-        .find(|c| c.starts_with("job_") && c.contains("_op_") && c.contains("__uuid_"))?;
-    let job = name.strip_prefix("job_")?.split("_op_").next()?;
-    let (rest, parallelism) = name.split("__uuid_").next()?.rsplit_once('_')?;
-    let (_, subtask) = rest.rsplit_once("__")?;
-    parallelism.parse::<u32>().ok()?;
-    Some((job.to_string(), subtask.parse().ok()?))
-}
-
-/// The instances grouped by the slot they ran in (indices into `instances`), and whether the
-/// slots are known. Flink's path names an instance's job and subtask: one subtask of every
-/// operator shares a slot (slot sharing), so the same job and subtask number is one slot. An
-/// instance whose path does not say is taken as a slot of its own.
-fn slots(instances: &[Instance]) -> (Vec<Vec<usize>>, bool) {
-    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    let mut known = true;
-    for (i, inst) in instances.iter().enumerate() {
-        let slot = match inst.log.db_path.as_deref().and_then(flink_subtask) {
-            Some((job, subtask)) => format!("job {job}, subtask {subtask}"),
-            None => {
-                known = false;
-                instance_id(inst)
-            }
-        };
-        groups.entry(slot).or_default().push(i);
-    }
-    (groups.into_values().collect(), known)
-}
-
 /// The column families a LOG shows (its flushed ones and its live files'), as a run's LSM.
-fn column_family_names(log: &LogEvidence) -> Vec<&String> {
+pub(super) fn column_family_names(log: &LogEvidence) -> Vec<&String> {
     let mut names: Vec<&String> = log.active_levels.keys().collect();
     for f in log.files.values() {
         if !names.contains(&&f.cf) {
@@ -302,78 +258,6 @@ fn column_family_names(log: &LogEvidence) -> Vec<&String> {
         }
     }
     names
-}
-
-/// The state column families sharing one slot's WriteBufferManager (the slot with the most),
-/// the instances (operators) in it, the slot whose instances wrote most (the workload is one
-/// slot's: its events, its rate), and a note when the instances ran in several slots.
-fn per_slot(instances: &[Instance]) -> (usize, Option<usize>, Vec<usize>, Option<String>) {
-    let (groups, known) = slots(instances);
-    let cfs = |g: &Vec<usize>| {
-        g.iter()
-            .map(|&i| column_family_names(&instances[i].log).len())
-            .sum::<usize>()
-    };
-    let flushed = |g: &Vec<usize>| {
-        g.iter()
-            .flat_map(|&i| &instances[i].log.flushes)
-            .map(|f| f.data_bytes)
-            .sum::<u64>()
-    };
-    let files = |g: &Vec<usize>| {
-        g.iter()
-            .map(|&i| instances[i].log.files.len())
-            .sum::<usize>()
-    };
-    // The first of equals (max_by_key keeps the last).
-    let first_max = |key: &dyn Fn(&Vec<usize>) -> (u64, usize)| {
-        groups
-            .iter()
-            .enumerate()
-            .max_by_key(|(n, g)| (key(g), std::cmp::Reverse(*n)))
-            .map(|(_, g)| g.clone())
-            .unwrap_or_default()
-    };
-    let fullest = first_max(&|g| (cfs(g) as u64, files(g)));
-    let most = cfs(&fullest).max(1);
-    // The operators (instances) in that slot, where the slots are known: one operator's states
-    // cannot be split.
-    let operators = known.then_some(fullest.len());
-    let busiest = first_max(&|g| (flushed(g), files(g)));
-    let jobs: BTreeSet<String> = instances
-        .iter()
-        .filter_map(|i| i.log.db_path.as_deref().and_then(flink_subtask))
-        .map(|(job, _)| job)
-        .collect();
-    let several_jobs = (jobs.len() > 1).then(|| {
-        format!(
-            "the instances are of {} different jobs ({}): one job's directory at a time gives one job's answer",
-            jobs.len(),
-            jobs.iter().cloned().collect::<Vec<_>>().join(", ")
-        )
-    });
-    let note = (groups.len() > 1).then(|| {
-        format!(
-            "{} instances in {} slots ({}): each slot has its own WriteBufferManager and cache, so the budget is judged for the slot with the most state column families ({most}), and the workload is the busiest slot's ({})",
-            instances.len(),
-            groups.len(),
-            if known {
-                "by their paths: Flink's job and subtask"
-            } else {
-                "a path without Flink's job and subtask is taken as a slot of its own"
-            },
-            busiest
-                .iter()
-                .map(|&i| instances[i].dir.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    });
-    let note = match (note, several_jobs) {
-        (Some(n), Some(j)) => Some(format!("{n}; {j}")),
-        (n, j) => n.or(j),
-    };
-    (most, operators, busiest, note)
 }
 
 /// The Prometheus scrapes in `dir` and the instances' directories (`*.prom`, `metrics.txt`).
@@ -484,7 +368,12 @@ pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError
     if let Some(stall) = metrics.as_ref().and_then(|m| m.sum("stall_micros")) {
         summary.stall_micros = stall as u64;
     }
-    let (state_cfs, operators, busiest, slots_note) = per_slot(&instances);
+    let slots::PerSlot {
+        column_families: state_cfs,
+        operators,
+        busiest,
+        note: slots_note,
+    } = slots::per_slot(&instances);
     let mut profile_notes = found.notes;
     profile_notes.extend(found_notes);
     profile_notes.extend(slots_note);
@@ -547,7 +436,7 @@ pub fn diagnose_url(url: &str, sources: Sources) -> Result<Diagnosis, DiagnoseEr
         why,
     })?;
     let metrics = read.metrics;
-    let (state_cfs, assumed) = state_column_families(&metrics);
+    let (state_cfs, assumed) = slots::state_column_families(&metrics);
     // The job's vertices with RocksDB metrics: its stateful operators.
     let operators = Some(
         metrics
@@ -585,39 +474,6 @@ pub fn diagnose_url(url: &str, sources: Sources) -> Result<Diagnosis, DiagnoseEr
     })
 }
 
-/// How many column families hold state in one slot (every vertex's, through the REST API), as
-/// a LOG's flushed ones would show: each takes a share of the WriteBufferManager. Every native
-/// property metric is per column family, so any one names them; with `estimate-num-keys`
-/// enabled, an empty one (no writes, no memtable) does not count. Without any per-column-family
-/// metric the count is unknown: 1 is assumed, and the note says so (it overstates each one's
-/// share of the budget).
-fn state_column_families(metrics: &metrics::NativeMetrics) -> (usize, Option<String>) {
-    let keys = metrics.by_column_family("estimate_num_keys");
-    let mut per_instance: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for s in &metrics.samples {
-        let Some(cf) = s.column_family.as_deref() else {
-            continue;
-        };
-        if cf == "default" || keys.get(cf).is_some_and(|k| *k <= 0.0) {
-            continue;
-        }
-        per_instance.entry(&s.instance).or_default().insert(cf);
-    }
-    // Through the REST API an instance is a vertex (its subtasks summed): one subtask of each
-    // shares a slot (slot sharing), so their column families add up.
-    let n = per_instance.values().map(BTreeSet::len).sum::<usize>();
-    if n > 0 {
-        return (n, None);
-    }
-    (
-        1,
-        Some(
-            "no per-column-family metric was reported: 1 state column family assumed, which overstates each one's share of the WriteBufferManager (enable e.g. state.backend.rocksdb.metrics.estimate-num-keys)"
-                .to_string(),
-        ),
-    )
-}
-
 /// The advisor's rules a LOG feeds: they read the LSM's levels and files.
 const LSM_RULES: &[&str] = &["level-sizing"];
 
@@ -634,42 +490,6 @@ pub fn case_study(id: &str) -> Option<(u32, &'static str)> {
 #[cfg(test)]
 mod tests {
     use super::log_prefix;
-    use super::metrics::NativeMetrics;
-
-    #[test]
-    fn state_column_families_are_counted_from_any_per_column_family_metric() {
-        let count = |scrape: &str| {
-            let mut m = NativeMetrics::default();
-            m.add(scrape);
-            super::state_column_families(&m)
-        };
-        // One vertex's metric (the REST API sums its subtasks) for column family `cf`.
-        let cf = |metric: &str, cf: &str, vertex: &str, v: f64| {
-            format!(
-                "flink_taskmanager_job_task_operator_column_family_rocksdb_{metric}{{column_family=\"{cf}\",operator_id=\"{vertex}\"}} {v}\n"
-            )
-        };
-        // estimate-num-keys off (Flink's default): the stop gauges name the column families.
-        let stops = ["window_stats", "timer_state", "default"]
-            .iter()
-            .map(|c| cf("is_write_stopped", c, "op1", 0.0))
-            .collect::<String>();
-        assert_eq!(count(&stops), (2, None));
-        // With it, an empty one (processing-time timers never set) takes no memtable.
-        let keys = stops.clone()
-            + &cf("estimate_num_keys", "window_stats", "op1", 10.0)
-            + &cf("estimate_num_keys", "timer_state", "op1", 0.0);
-        assert_eq!(count(&keys), (1, None));
-        // A second stateful vertex: one subtask of each shares a slot, and its budget.
-        let two = stops.clone() + &cf("is_write_stopped", "dedup_state", "op2", 0.0);
-        assert_eq!(count(&two), (3, None));
-        // No per-column-family metric at all: 1, said.
-        let (n, note) = count(
-            "flink_taskmanager_job_task_operator_rocksdb_stall_micros{subtask_index=\"0\"} 5\n",
-        );
-        assert_eq!(n, 1);
-        assert!(note.unwrap().contains("assumed"));
-    }
 
     #[test]
     fn a_log_file_names_its_instance() {

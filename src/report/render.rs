@@ -79,13 +79,7 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
             format!(
                 "{:.0} records/s processed (replayed ones included); new results {:.0} events/s",
                 s.events_per_sec,
-                // From the counts: reports written before `results_per_sec` have none.
-                if s.processing_secs > 0.0 {
-                    s.records_processed.saturating_sub(s.records_replayed) as f64
-                        / s.processing_secs
-                } else {
-                    0.0
-                }
+                s.new_results_per_sec()
             ),
         );
     } else {

@@ -246,6 +246,17 @@ fn per_event(v: f64) -> String {
 }
 
 impl Summary {
+    /// New results per second: records processed less those replayed, over the running time
+    /// (`results_per_sec`, computed here also for reports written before it was kept).
+    pub fn new_results_per_sec(&self) -> f64 {
+        if self.processing_secs > 0.0 {
+            self.records_processed.saturating_sub(self.records_replayed) as f64
+                / self.processing_secs
+        } else {
+            0.0
+        }
+    }
+
     /// The job's operator kinds. A summary that does not keep them: one written before operator
     /// kinds (no state column families listed) was the frequency counter's; one written after
     /// them does not say (empty: the advisor's kind-specific rules then judge by the numbers).
@@ -399,7 +410,7 @@ impl Summary {
         let records = last.map_or(0, |s| s.records_processed);
         let io = last.map(|s| s.rocksdb.io).unwrap_or_default();
         let total_ops = ops.total();
-        Summary {
+        let mut summary = Summary {
             job: Vec::new(),
             events,
             records_processed: records,
@@ -409,12 +420,8 @@ impl Summary {
             } else {
                 0.0
             },
-            results_per_sec: if processing_secs > 0.0 {
-                records.saturating_sub(last.map_or(0, |s| s.records_replayed)) as f64
-                    / processing_secs
-            } else {
-                0.0
-            },
+            // Set from the counts below (`new_results_per_sec`).
+            results_per_sec: 0.0,
             processing_secs,
             whole_job: last.and_then(|s| s.earlier_processes).map(|earlier| {
                 let here = JobWork {
@@ -533,7 +540,9 @@ impl Summary {
             preload: None,
             sst_index_bytes: 0,
             sst_filter_bytes: 0,
-        }
+        };
+        summary.results_per_sec = summary.new_results_per_sec();
+        summary
     }
 }
 
