@@ -2,6 +2,7 @@
 //! memory numbers), what is wrong and the profile change that fixes it. Pure: no RocksDB, no
 //! printing. Each rule is one file of `rules/` and one entry of `rules::RULES`.
 
+pub mod resolve;
 pub(crate) mod rules;
 
 use serde::Serialize;
@@ -11,6 +12,7 @@ use crate::config::profile::Derived;
 use crate::engine::MetricsSnapshot;
 use crate::summary::Summary;
 
+pub use resolve::{CostClass, Overruled};
 pub use rules::RULES;
 
 /// What the advisor reads: one run (or one segment of it).
@@ -76,6 +78,14 @@ pub struct Finding {
     /// first), each with its cost and predicted effect.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Fix>,
+    /// What the finding costs the job, as measured (what its severity rests on), or why it
+    /// could not be measured and what to run to measure it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<String>,
+    /// Fixes of this finding that another finding's value for the same knob overruled
+    /// (`resolve`), with which and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overruled: Vec<Overruled>,
 }
 
 /// One way to fix a finding: profile changes (none: a change to the job or its deployment,
@@ -87,14 +97,30 @@ pub struct Fix {
     pub effect: String,
 }
 
-/// Every finding the rules make for `input`, most severe first.
+/// Every finding the rules make for `input`, most severe and cheapest fix first, one value per
+/// knob across them (`resolve`).
 pub fn advise(input: &Input) -> Vec<Finding> {
     let mut findings: Vec<Finding> = RULES
         .iter()
         .filter_map(|rule| (rule.check)(input))
         .collect();
-    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    resolve::resolve(&mut findings, &rule_order());
     findings
+}
+
+/// The rules' ids in `RULES` order: the resolver's last tie-break.
+pub fn rule_order() -> Vec<&'static str> {
+    RULES.iter().map(|r| r.id).collect()
+}
+
+impl Finding {
+    /// What the recommendation costs (a finding without one: a change to the job).
+    pub fn cost_class(&self) -> CostClass {
+        if self.recommendation.is_empty() && !self.job_changes.is_empty() {
+            return CostClass::Job;
+        }
+        CostClass::of(&self.recommendation, self.memory_cost)
+    }
 }
 
 impl Input<'_> {

@@ -241,10 +241,12 @@ impl<'a> StateAccess<'a> {
             r.get(cf, key)?;
         }
         if let Some((at, mem)) = self.mem_at(cf)? {
-            let value = mem.get(at, key).map(f).transpose();
+            let found = mem.get(at, key);
+            let size = found.map(|v| v.len());
+            let value = found.map(f).transpose();
             self.counters.gets += 1;
             if let Some(c) = self.column_families.get_mut(at) {
-                c.gets += 1;
+                c.count_get(size);
             }
             return value;
         }
@@ -256,7 +258,7 @@ impl<'a> StateAccess<'a> {
         self.latency.stop_sampled(latency::Op::Get, start);
         self.counters.gets += 1;
         if let Some(c) = self.cf(self.cf_index.of(cf)) {
-            c.gets += 1;
+            c.count_get(value.as_ref().map(|v| v.len()));
         }
         value.map(|v| f(&v)).transpose()
     }

@@ -541,6 +541,8 @@ mod tests {
             note: None,
             effect: None,
             alternatives: Vec::new(),
+            cost: None,
+            overruled: Vec::new(),
         }
     }
 

@@ -142,6 +142,8 @@ fn flush_storm(
         note: (!memory_from_config).then(|| {
             "the budget per column family assumes memory.write-buffer-ratio 0.5 (the LOG does not say it): check it in the job's configuration, or put its config.yaml beside the evidence".to_string()
         }),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 
@@ -210,6 +212,8 @@ fn whole_filters(
         note: Some(
             "a LOG shows the filters' sizes, not how often lookups miss the cache for them; Flink's native metrics count all blocks' hits and misses together (state.backend.rocksdb.metrics.block-cache-hit, state.backend.rocksdb.metrics.block-cache-miss), and a run here (`statebench reproduce filter-reads`) measures the filter's own".to_string(),
         ),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 
@@ -257,6 +261,8 @@ fn stalls(instances: &[Instance], found: &[Finding]) -> Option<Finding> {
         effect: None,
         alternatives: Vec::new(),
         note: Some("level-0 files: compactions fall behind (more thread.num, bigger or fewer flushes); pending compaction bytes: the same, or the limits".to_string()),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 
@@ -371,6 +377,8 @@ pub(super) fn stalls_under_a_short_budget(
         effect: Some(main.effect),
         alternatives,
         note: None,
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 

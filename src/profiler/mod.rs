@@ -70,6 +70,9 @@ pub struct CpuSample {
     pub buckets: Vec<BucketShare>,
     /// The functions with the most self samples, most first.
     pub top_frames: Vec<FrameShare>,
+    /// Samples inside a state iterator's seek or step (`rocksdb::DBIter`, inclusive) outside
+    /// flushes and compactions: what map iteration, and the tombstones it walks, cost.
+    pub iteration_samples: u64,
 }
 
 impl CpuSample {
@@ -114,6 +117,13 @@ impl CpuSample {
         }
     }
 
+    /// The share of the samples this profiler's own work leaves spent in state iterators
+    /// (`iteration_samples`); `None` without samples.
+    pub fn iteration_share(&self) -> Option<f64> {
+        let rest = self.shares_without_profiler().samples;
+        (rest > 0).then(|| self.iteration_samples as f64 / rest as f64)
+    }
+
     /// The bucket with the most samples.
     pub fn largest(&self) -> Option<&BucketShare> {
         self.buckets
@@ -127,8 +137,10 @@ impl CpuSample {
         let mut buckets: HashMap<Bucket, u64> = HashMap::new();
         let mut frames: HashMap<(&str, Bucket), u64> = HashMap::new();
         let mut total = 0;
+        let mut iteration = 0;
         for s in samples {
             total += s.samples;
+            iteration += s.iteration_samples;
             for b in &s.buckets {
                 *buckets.entry(b.bucket).or_default() += b.samples;
             }
@@ -136,11 +148,14 @@ impl CpuSample {
                 *frames.entry((f.frame.as_str(), f.bucket)).or_default() += f.samples;
             }
         }
-        CpuSample::from_counts(
-            total,
-            &buckets,
-            frames.into_iter().map(|((f, b), n)| (f, b, n)),
-        )
+        CpuSample {
+            iteration_samples: iteration,
+            ..CpuSample::from_counts(
+                total,
+                &buckets,
+                frames.into_iter().map(|((f, b), n)| (f, b, n)),
+            )
+        }
     }
 
     fn from_counts<'a>(
@@ -177,6 +192,7 @@ impl CpuSample {
                     share: share(samples),
                 })
                 .collect(),
+            iteration_samples: 0,
         }
     }
 }
@@ -279,6 +295,15 @@ impl Stack {
         }
     }
 
+    /// Whether the stack is inside a state iterator's seek or step (RocksDB's `DBIter`, which
+    /// skips deleted and overwritten entries), not a flush's or compaction's own iterators.
+    pub fn in_state_iterator(&self) -> bool {
+        !matches!(self.bucket, Bucket::Flush | Bucket::Compaction)
+            && self.frames.iter().any(|f| {
+                f.contains("rocksdb::DBIter::") || f.contains("rocksdb::ArenaWrappedDBIter::")
+            })
+    }
+
     pub fn new(thread: &str, frames: Vec<Arc<str>>) -> Stack {
         Stack {
             bucket: buckets::classify(thread, &frames),
@@ -334,15 +359,22 @@ impl CpuProfile {
     pub fn sample(&self) -> CpuSample {
         let mut buckets: HashMap<Bucket, u64> = HashMap::new();
         let mut frames: HashMap<(String, Bucket), u64> = HashMap::new();
+        let mut iteration = 0;
         for (stack, samples) in self.stacks() {
             *buckets.entry(stack.bucket).or_default() += samples;
             *frames.entry((stack.leaf(), stack.bucket)).or_default() += samples;
+            if stack.in_state_iterator() {
+                iteration += samples;
+            }
         }
-        CpuSample::from_counts(
-            self.samples(),
-            &buckets,
-            frames.iter().map(|((f, b), n)| (f.as_str(), *b, *n)),
-        )
+        CpuSample {
+            iteration_samples: iteration,
+            ..CpuSample::from_counts(
+                self.samples(),
+                &buckets,
+                frames.iter().map(|((f, b), n)| (f.as_str(), *b, *n)),
+            )
+        }
     }
 
     /// The stacks as folded lines (`thread;root;...;leaf count`), what flamegraphs are drawn

@@ -25,6 +25,12 @@ pub fn render_findings(findings: &[Finding]) -> String {
                 e.metric, e.value, e.threshold
             ));
         }
+        if let Some(cost) = &f.cost {
+            out.push_str(&format!("      cost to the job: {cost}\n"));
+        }
+        if f.recommendation.is_empty() && !f.overruled.is_empty() {
+            out.push_str("      fix: none left (below: what was overruled)\n");
+        }
         if !f.recommendation.is_empty() {
             let cost = if f.memory_cost > 0 {
                 format!(" (+{} managed memory)", human_bytes(f.memory_cost as f64))
@@ -52,6 +58,18 @@ pub fn render_findings(findings: &[Finding]) -> String {
             };
             out.push_str(&format!("      or ({}): {what}{cost}\n", i + 2));
             out.push_str(&format!("        predicted: {}\n", alt.effect));
+        }
+        for o in &f.overruled {
+            let what = if o.was_recommendation {
+                "its fix"
+            } else {
+                "an alternative"
+            };
+            out.push_str(&format!(
+                "      overruled ({what}): {}: {}\n",
+                Change::list(&o.changes, ": "),
+                o.reason
+            ));
         }
         if !f.job_changes.is_empty() {
             out.push_str(&format!(

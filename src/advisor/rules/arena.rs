@@ -58,6 +58,8 @@ fn check(input: &Input) -> Option<Finding> {
         effect: None,
         alternatives: Vec::new(),
         note: Some("or give the WriteBufferManager more memory (memory.managed-size, memory.write-buffer-ratio)".to_string()),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 

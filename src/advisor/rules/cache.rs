@@ -1,7 +1,7 @@
 //! A block cache too small for the working set: a low hit rate while the cache is full.
 
 use super::Rule;
-use crate::advisor::{Change, Evidence, Finding, Input, Severity};
+use crate::advisor::{Change, Evidence, Finding, Fix, Input, Severity};
 use crate::config::ByteSize;
 use crate::config::units::human_bytes;
 
@@ -44,6 +44,35 @@ fn check(input: &Input) -> Option<Finding> {
             "memory.mode unmanaged: every column family's own cache doubles, outside any budget (the TaskManager reserves none of it); memory.mode: managed with memory.managed-size bounds it",
         )
     };
+    // Lookups that mostly miss without a filter fill the cache with blocks read to learn a key
+    // is not there: the filter (no memory) first, the memory after it has been measured.
+    let (recommendation, memory_cost, alternatives, effect, note) =
+        match super::bloom::lookups_mostly_miss(input) {
+            Some(misses) => (
+                vec![
+                    Change::new("use-bloom-filter", true),
+                    Change::new("bloom-filter.bits-per-key", 10),
+                ],
+                0,
+                vec![Fix {
+                    changes: vec![recommendation],
+                    memory_cost,
+                    effect: format!("after the filter, if the hit rate stays low: {note}"),
+                }],
+                Some(format!(
+                    "{:.0} % of the lookups find nothing: without a filter each reads index and data blocks to learn it, and those blocks crowd the cache; a bloom filter answers them from the filter block, at no managed memory",
+                    100.0 * misses.misses() as f64 / misses.lookups() as f64
+                )),
+                "the filter first (free), then measure again before adding memory".to_string(),
+            ),
+            None => (
+                vec![recommendation],
+                memory_cost,
+                Vec::new(),
+                None,
+                note.to_string(),
+            ),
+        };
     Some(Finding {
         id: RULE.id,
         severity: Severity::Warning,
@@ -66,12 +95,19 @@ fn check(input: &Input) -> Option<Finding> {
         ],
         from_secs: from,
         to_secs: to,
-        recommendation: vec![recommendation],
+        recommendation,
         memory_cost,
         job_changes: Vec::new(),
-        effect: None,
-        alternatives: Vec::new(),
-        note: Some(note.to_string()),
+        effect,
+        alternatives,
+        note: Some(note),
+        cost: Some(format!(
+            "{:.1} % of {} block-cache lookups read from storage; get latency p99 {:.1} µs",
+            (1.0 - rate) * 100.0,
+            s.cache_accesses.overall,
+            s.p99_get_latency_us
+        )),
+        overruled: Vec::new(),
     })
 }
 

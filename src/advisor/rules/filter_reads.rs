@@ -100,6 +100,8 @@ fn check(input: &Input) -> Option<Finding> {
                     crate::config::profile::FLINK_PARTITIONED_BLOOM_BITS
                 )
             }),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 

@@ -125,6 +125,8 @@ fn check(input: &Input) -> Option<Finding> {
         note: Some(
             "dynamic level sizes cannot be switched on a running RocksDB: a restart (Flink: from a savepoint) applies them".to_string(),
         ),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 

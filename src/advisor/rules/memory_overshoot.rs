@@ -92,6 +92,8 @@ fn check(input: &Input) -> Option<Finding> {
             "no profile key bounds this: raise taskmanager.memory.jvm-overhead.min (and .max) by at least {} per slot of the TaskManager, or find what grows past the cache (memtables beyond the WriteBufferManager's limit, pinned blocks, table readers)",
             human_bytes(over as f64)
         )),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 
@@ -161,6 +163,8 @@ fn unbudgeted(input: &Input) -> Option<Finding> {
             "memory.mode: managed (Flink's default, state.backend.rocksdb.memory.managed: true) bounds RocksDB by the slot's managed memory, with index and filter blocks in the cache; size it with memory.managed-size (at least the {} RocksDB held here)",
             human_bytes(used as f64)
         )),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 

@@ -80,6 +80,8 @@ fn check(input: &Input) -> Option<Finding> {
         effect: None,
         alternatives: Vec::new(),
         note: (!factory.is_empty()).then(|| "`statebench export --format flink` lists them with the RocksJava calls a factory makes".to_string()),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 

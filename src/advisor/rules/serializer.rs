@@ -64,6 +64,8 @@ fn check(input: &Input) -> Option<Finding> {
         note: Some(
             "make the state types POJOs (public no-argument constructor, public or getter/setter fields); pipeline.generic-types: false makes Flink refuse the Kryo fallback instead of using it silently".to_string(),
         ),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 

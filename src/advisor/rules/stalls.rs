@@ -99,6 +99,8 @@ fn check(input: &Input) -> Option<Finding> {
         effect: None,
         alternatives: Vec::new(),
         note,
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 

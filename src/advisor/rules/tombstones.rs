@@ -20,6 +20,52 @@ pub const RULE: Rule = Rule {
 const SKIPS_PER_RECORD: f64 = 20.0;
 /// The recommended write buffer (measured on interval-join: skips per element 177 -> 71).
 const SMALL_WRITE_BUFFER: u64 = 1 << 20;
+/// Share of the job's CPU spent stepping over skipped entries from which the skipping is harm
+/// worth a write-path change (more flushes and compactions): a twentieth of the CPU.
+const HARMFUL_SKIP_SHARE: f64 = 0.05;
+
+/// What the skipping costs: the share of CPU in state iterators (the profiler's `DBIter`
+/// samples) times the share of the entries they stepped over that were skipped.
+struct Harm {
+    severity: Severity,
+    cost: String,
+}
+
+fn harm(input: &Input, skips: u64, steps: u64) -> Harm {
+    let iteration = input
+        .summary
+        .cpu
+        .as_ref()
+        .and_then(|cpu| cpu.iteration_share());
+    let Some(iteration) = iteration else {
+        return Harm {
+            severity: Severity::Info,
+            cost: "not measured: no CPU profile was taken, so what the skipping costs is unknown; `statebench run ... --profile-cpu` measures the CPU share in state iterators (this finding is a warning from 5 % of the CPU spent skipping)".to_string(),
+        };
+    };
+    let skipped = skips as f64 / (skips + steps).max(1) as f64;
+    let skipping = iteration * skipped;
+    let severity = if skipping >= HARMFUL_SKIP_SHARE {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    let judged = if severity == Severity::Warning {
+        "worth a smaller write buffer's extra flushes and compactions"
+    } else {
+        "too little to pay for a smaller write buffer's extra flushes and compactions"
+    };
+    Harm {
+        severity,
+        cost: format!(
+            "state iterators took {:.1} % of the CPU, {:.0} % of the entries they stepped over were skipped: about {:.1} % of the CPU spent skipping (threshold {:.0} %), {judged}",
+            iteration * 100.0,
+            skipped * 100.0,
+            skipping * 100.0,
+            HARMFUL_SKIP_SHARE * 100.0
+        ),
+    }
+}
 
 fn check(input: &Input) -> Option<Finding> {
     let s = input.summary;
@@ -42,10 +88,11 @@ fn check(input: &Input) -> Option<Finding> {
     } else {
         "entries put and removed one by one (an interval join's buffers, removed per timestamp by its cleanup timers)"
     };
+    let Harm { severity, cost } = harm(input, s.iterator_skips, steps);
     let (from, to) = input.whole_run();
     Some(Finding {
         id: RULE.id,
-        severity: Severity::Warning,
+        severity,
         diagnosis: format!(
             "Map iteration steps over {skips_per_record:.0} deleted or overwritten entries per record ({:.1} per seek or next it returns from): {whose} leave their tombstones in the {} memtable and in files until a compaction drops them, and every seek on the key walks them.",
             s.iterator_skips as f64 / steps as f64,
@@ -66,15 +113,18 @@ fn check(input: &Input) -> Option<Finding> {
         memory_cost: 0,
         job_changes: Vec::new(),
         effect: Some(
-            "tombstones leave the memtable at each (smaller) flush and compactions of the small files drop them: fewer entries skipped per record (measured on interval-join, 64 MB -> 1 MB: 177 -> 71), for more flushes and compactions; a narrower join bound does not help (it removes entries sooner: 285 per record at -30s..30s)".to_string(),
+            "tombstones leave the memtable at each (smaller) flush and compactions of the small files drop them: fewer entries skipped per record (measured on interval-join, 64 MB -> 1 MB: 177 -> 71), for many more flushes and compactions and a higher write amplification: take it only where the skipping costs more CPU than they do (`statebench tune` weighs both); a narrower join bound does not help (it removes entries sooner: 285 per record at -30s..30s)".to_string(),
         ),
         alternatives: Vec::new(),
         note: None,
+        cost: Some(cost),
+        overruled: Vec::new(),
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::advisor::Severity;
     use crate::advisor::testing::{Run, profile};
 
     fn run(skips: u64, write_buffer: &str) -> Run {
@@ -113,6 +163,38 @@ mod tests {
         let process = diagnosis(&["process"]);
         assert!(!process.contains("interval join"), "{process}");
         assert!(process.contains("a map state's entries"), "{process}");
+    }
+
+    #[test]
+    fn skipping_without_a_cpu_profile_is_info_and_says_how_to_measure_it() {
+        let f = &run(5_000 * 177, "64mb").findings("iterator-tombstones")[0];
+        assert_eq!(f.severity, Severity::Info);
+        assert!(
+            f.cost.as_deref().unwrap().contains("--profile-cpu"),
+            "{:?}",
+            f.cost
+        );
+    }
+
+    #[test]
+    fn skipping_is_a_warning_only_when_the_cpu_it_takes_is_measured_above_five_percent() {
+        // 177 skips per record against 10 seeks + nexts: 95 % of the entries stepped over.
+        let with_iteration = |iterating: u64| {
+            let mut r = run(5_000 * 177, "64mb");
+            r.summary.cpu = Some(crate::profiler::CpuSample {
+                samples: 1_000,
+                iteration_samples: iterating,
+                ..crate::profiler::CpuSample::default()
+            });
+            r.findings("iterator-tombstones")[0].clone()
+        };
+        // 6 % of the CPU in iterators: about 5.7 % skipping.
+        let f = with_iteration(60);
+        assert_eq!(f.severity, Severity::Warning, "{:?}", f.cost);
+        // 5 % in iterators: 4.7 % skipping, under the threshold: info.
+        let f = with_iteration(50);
+        assert_eq!(f.severity, Severity::Info, "{:?}", f.cost);
+        assert!(f.cost.unwrap().contains("too little"));
     }
 
     #[test]

@@ -62,6 +62,8 @@ fn check(input: &Input) -> Option<Finding> {
         note: Some(
             "StateTtlConfig.newBuilder(ttl).cleanupInRocksdbCompactFilter(1000) (Flink's default cleanup unless disableCleanupInBackground() is called)".to_string(),
         ),
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 

@@ -130,6 +130,8 @@ fn check(input: &Input) -> Option<Finding> {
         note: None,
         effect: Some(main.effect),
         alternatives: fixes,
+        cost: None,
+        overruled: Vec::new(),
     })
 }
 

@@ -76,9 +76,24 @@ pub struct CfOps {
     /// Bytes written: keys and values of puts and merges, and the write batches' bytes (a
     /// batch's header and record framing go to the column family of its first entry).
     pub put_bytes: u64,
+    /// Bytes of the values point lookups returned (a ListState's `get`: the whole list, every
+    /// merge operand applied).
+    pub get_bytes: u64,
+    /// Point lookups that found no value: the reads a bloom filter can answer without a data
+    /// block.
+    pub get_misses: u64,
 }
 
 impl CfOps {
+    /// One point lookup, and the size of the value it found (`None`: not found).
+    pub fn count_get(&mut self, found: Option<usize>) {
+        self.gets += 1;
+        match found {
+            Some(len) => self.get_bytes += len as u64,
+            None => self.get_misses += 1,
+        }
+    }
+
     /// The state operations (`AccessCounters::total` of this column family).
     pub fn total(&self) -> u64 {
         self.gets + self.puts + self.deletes + self.merges + self.batch_entries
@@ -95,6 +110,8 @@ impl CfOps {
             iterator_seeks: self.iterator_seeks + o.iterator_seeks,
             iterator_nexts: self.iterator_nexts + o.iterator_nexts,
             put_bytes: self.put_bytes + o.put_bytes,
+            get_bytes: self.get_bytes + o.get_bytes,
+            get_misses: self.get_misses + o.get_misses,
         }
     }
 
@@ -109,6 +126,8 @@ impl CfOps {
             iterator_seeks: self.iterator_seeks.saturating_sub(before.iterator_seeks),
             iterator_nexts: self.iterator_nexts.saturating_sub(before.iterator_nexts),
             put_bytes: self.put_bytes.saturating_sub(before.put_bytes),
+            get_bytes: self.get_bytes.saturating_sub(before.get_bytes),
+            get_misses: self.get_misses.saturating_sub(before.get_misses),
         }
     }
 }
