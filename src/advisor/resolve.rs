@@ -85,6 +85,8 @@ pub struct Overruled {
 /// Who set a knob first, and why that finding came first.
 struct Chosen {
     value: String,
+    /// Set by one of the finding's alternatives, not its recommendation.
+    alternative: bool,
     by: &'static str,
     severity: Severity,
     cost: CostClass,
@@ -113,7 +115,7 @@ pub fn resolve(findings: &mut [Finding], rule_order: &[&str]) {
                 changes: std::mem::take(&mut f.recommendation),
                 was_recommendation: true,
                 by: winner.by,
-                reason: reason(winner, &key, f.severity, f.cost_class()),
+                reason: reason(winner, &key, (f.severity, false), f.cost_class()),
             });
             // The first alternative that agrees with what stands takes its place.
             let promoted = f.alternatives.iter().position(|alt| {
@@ -138,7 +140,7 @@ pub fn resolve(findings: &mut [Finding], rule_order: &[&str]) {
         }
         let cost = f.cost_class();
         for c in &f.recommendation {
-            stand(&mut chosen, c, f.id, f.severity, cost);
+            stand(&mut chosen, c, (f.id, false), f.severity, cost);
         }
     }
     for f in findings.iter_mut() {
@@ -149,7 +151,7 @@ pub fn resolve(findings: &mut [Finding], rule_order: &[&str]) {
                 Some(key) => {
                     let winner = &chosen[&key];
                     f.overruled.push(Overruled {
-                        reason: reason(winner, &key, f.severity, cost),
+                        reason: reason(winner, &key, (f.severity, true), cost),
                         by: winner.by,
                         changes: alt.changes,
                         was_recommendation: false,
@@ -157,7 +159,7 @@ pub fn resolve(findings: &mut [Finding], rule_order: &[&str]) {
                 }
                 None => {
                     for c in &alt.changes {
-                        stand(&mut chosen, c, f.id, f.severity, cost);
+                        stand(&mut chosen, c, (f.id, true), f.severity, cost);
                     }
                     kept.push(alt);
                 }
@@ -171,12 +173,13 @@ pub fn resolve(findings: &mut [Finding], rule_order: &[&str]) {
 fn stand(
     chosen: &mut BTreeMap<String, Chosen>,
     c: &Change,
-    by: &'static str,
+    (by, alternative): (&'static str, bool),
     severity: Severity,
     cost: CostClass,
 ) {
     chosen.entry(c.key.clone()).or_insert_with(|| Chosen {
         value: c.value.clone(),
+        alternative,
         by,
         severity,
         cost,
@@ -199,9 +202,16 @@ fn first_conflict(
         .map(|c| c.key.clone())
 }
 
-fn reason(winner: &Chosen, key: &str, severity: Severity, cost: CostClass) -> String {
+fn reason(
+    winner: &Chosen,
+    key: &str,
+    (severity, alternative): (Severity, bool),
+    cost: CostClass,
+) -> String {
     let sev = |s: Severity| format!("{s:?}").to_lowercase();
-    let why = if winner.severity > severity {
+    let why = if alternative && !winner.alternative {
+        "a recommendation stands before any finding's alternatives".to_string()
+    } else if winner.severity > severity {
         format!(
             "its harm is measured as {}, this finding's as {}",
             sev(winner.severity),
@@ -216,7 +226,8 @@ fn reason(winner: &Chosen, key: &str, severity: Severity, cost: CostClass) -> St
     } else {
         "it comes first in the rules' order (a cause before the symptoms it leaves)".to_string()
     };
-    format!("{} sets {key}: {} ({why})", winner.by, winner.value)
+    let verb = if winner.alternative { "offers" } else { "sets" };
+    format!("{} {verb} {key}: {} ({why})", winner.by, winner.value)
 }
 
 #[cfg(test)]

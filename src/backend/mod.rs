@@ -157,14 +157,18 @@ impl StateBackend {
     /// The job's column families (not RocksDB's default one), in creation order.
     /// Bytes of index blocks and of filter blocks in the SST files of the job's states
     /// (RocksDB's aggregated table properties of each column family that holds state).
-    pub fn sst_index_and_filter_bytes(&self) -> Result<(u64, u64), BackendError> {
-        let mut total = (0, 0);
+    /// Bytes of index and of filter blocks, and entries, in the states' SST files (RocksDB's
+    /// aggregated table properties).
+    pub fn sst_index_filter_and_entries(&self) -> Result<(u64, u64, u64), BackendError> {
+        let mut total = (0, 0, 0);
         for name in &self.data_cfs {
             let text = self
                 .db
-                .property_value_cf(self.cf(name)?, "rocksdb.aggregated-table-properties")?;
-            let (index, filter) = metrics::index_and_filter_bytes(&text.unwrap_or_default());
-            total = (total.0 + index, total.1 + filter);
+                .property_value_cf(self.cf(name)?, "rocksdb.aggregated-table-properties")?
+                .unwrap_or_default();
+            let (index, filter) = metrics::index_and_filter_bytes(&text);
+            let entries = metrics::table_property(&text, "# entries").unwrap_or(0.0) as u64;
+            total = (total.0 + index, total.1 + filter, total.2 + entries);
         }
         Ok(total)
     }

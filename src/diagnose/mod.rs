@@ -397,7 +397,8 @@ pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError
         found.memory_from_config,
         metrics.as_ref(),
     ));
-    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    // The LOG's own rules and the advisor's propose apart: one value per knob across them.
+    advisor::resolve::resolve(&mut findings, &advisor::rule_order());
     let one_slot: Vec<Instance> = busiest.iter().map(|&i| instances[i].clone()).collect();
     let workload =
         workload::derive(&one_slot, &profile, sources.like).map_err(|e| format!("{e:#}"));

@@ -474,11 +474,12 @@ pub(super) fn finish(
         None => None,
     };
     let operators = job.operator_summaries();
-    let (mut sst_index_bytes, mut sst_filter_bytes) = (0, 0);
+    let (mut sst_index_bytes, mut sst_filter_bytes, mut sst_entries) = (0, 0, 0);
     for backend in backends {
-        let (index, filter) = backend.sst_index_and_filter_bytes()?;
+        let (index, filter, entries) = backend.sst_index_filter_and_entries()?;
         sst_index_bytes += index;
         sst_filter_bytes += filter;
+        sst_entries += entries;
     }
     if job.phase != Phase::Backfill {
         jobs.push(job.job_source(false));
@@ -505,6 +506,7 @@ pub(super) fn finish(
         preload: None,
         sst_index_bytes,
         sst_filter_bytes,
+        sst_entries,
     })
 }
 

@@ -296,6 +296,8 @@ pub struct RunOutcome {
     /// Bytes of index and of filter blocks in the states' SST files at the end.
     pub sst_index_bytes: u64,
     pub sst_filter_bytes: u64,
+    /// Entries (puts, deletes, merges) in the states' SST files at the end.
+    pub sst_entries: u64,
 }
 
 /// One operator of a job: what it read, emitted and did to its RocksDB instance.

@@ -162,6 +162,8 @@ pub struct Summary {
     /// (RocksDB's aggregated table properties).
     pub sst_index_bytes: u64,
     pub sst_filter_bytes: u64,
+    /// Entries in the states' SST files at the end (0 in reports written before they were kept).
+    pub sst_entries: u64,
     /// The preloaded steady state the run started from (`run --preload`); None: none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preload: Option<crate::engine::preload::PreloadReport>,
@@ -366,6 +368,7 @@ impl Summary {
             preload: outcome.preload.clone(),
             sst_index_bytes: outcome.sst_index_bytes,
             sst_filter_bytes: outcome.sst_filter_bytes,
+            sst_entries: outcome.sst_entries,
             ..Summary::of_snapshots(
                 &outcome.snapshots,
                 outcome.processing_secs,
@@ -540,6 +543,7 @@ impl Summary {
             preload: None,
             sst_index_bytes: 0,
             sst_filter_bytes: 0,
+            sst_entries: 0,
         };
         summary.results_per_sec = summary.new_results_per_sec();
         summary

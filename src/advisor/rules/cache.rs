@@ -49,10 +49,7 @@ fn check(input: &Input) -> Option<Finding> {
     let (recommendation, memory_cost, alternatives, effect, note) =
         match super::bloom::lookups_mostly_miss(input) {
             Some(misses) => (
-                vec![
-                    Change::new("use-bloom-filter", true),
-                    Change::new("bloom-filter.bits-per-key", 10),
-                ],
+                super::bloom::filter_fix(input).0,
                 0,
                 vec![Fix {
                     changes: vec![recommendation],
