@@ -23,6 +23,11 @@ const MISS_SHARE: f64 = 0.5;
 /// Data-block accesses (block cache hits and misses) per lookup from which the misses reach SST
 /// files rather than end in the memtable.
 const DATA_BLOCKS_PER_LOOKUP: f64 = 0.1;
+/// What makes the misses a harm (a warning) rather than worth knowing (info): bytes read from
+/// storage per lookup, or data-block accesses per lookup (each a cache lookup, a binary search
+/// and a checksum even when cached).
+const HARMFUL_BYTES_PER_LOOKUP: f64 = 1024.0;
+const HARMFUL_DATA_BLOCKS_PER_LOOKUP: f64 = 0.5;
 /// Flink's and RocksDB's usual bloom filter.
 const BITS_PER_KEY: f64 = 10.0;
 
@@ -255,9 +260,18 @@ fn check(input: &Input) -> Option<Finding> {
         "-",
     ));
     evidence.push(Evidence::new("keys in the LSM (estimate)", keys, "-"));
+    let data_blocks = s.cache_accesses.data as f64 / s.gets.max(1) as f64;
+    let harmful = index_reads
+        || s.bytes_read_per_lookup >= HARMFUL_BYTES_PER_LOOKUP
+        || data_blocks >= HARMFUL_DATA_BLOCKS_PER_LOOKUP;
+    let severity = if harmful {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
     Some(Finding {
         id: RULE.id,
-        severity: Severity::Warning,
+        severity,
         diagnosis: format!(
             "Without a bloom filter each point lookup searches SST files that do not hold its key: {why}. A {BITS_PER_KEY}-bit filter answers most of those misses from about {} of filters, with no managed memory added.",
             human_bytes(filter_bytes as f64)
@@ -278,8 +292,13 @@ fn check(input: &Input) -> Option<Finding> {
             human_bytes(filter_bytes as f64)
         )),
         cost: Some(format!(
-            "{} read per lookup{}",
+            "{} read from storage per lookup, {data_blocks:.2} data-block accesses per lookup{}{}",
             human_bytes(s.bytes_read_per_lookup),
+            if harmful {
+                ""
+            } else {
+                " (a warning from 1 KiB or 0.5 data blocks per lookup: little to gain here)"
+            },
             if s.p99_get_latency_us > 0.0 {
                 format!(", get latency p99 {:.1} µs", s.p99_get_latency_us)
             } else {
@@ -352,6 +371,10 @@ mod tests {
             f.evidence
         );
         // Mostly found, or misses that read no data block (the memtable answers): no finding.
+        assert_eq!(f.severity, crate::advisor::Severity::Warning);
+        // Misses that read few data blocks, all cached: worth knowing, no harm.
+        let f = &dedup(&[], 9_900, 1_200).findings("bloom-off")[0];
+        assert_eq!(f.severity, crate::advisor::Severity::Info);
         assert!(dedup(&[], 4_000, 9_000).findings("bloom-off").is_empty());
         assert!(dedup(&[], 9_900, 500).findings("bloom-off").is_empty());
         assert!(
