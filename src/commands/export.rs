@@ -81,7 +81,11 @@ pub fn run(
             super::check_report_dir(Some(path))?;
             write_atomically(path, text.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!("written: {}", path.display());
+            if into.is_some_and(|i| same_file(i, path)) {
+                eprintln!("written: {} (merged in place)", path.display());
+            } else {
+                eprintln!("written: {}", path.display());
+            }
         }
         None => {
             // A write that fails (a full disk behind `>`) is an error, not a truncated config
@@ -193,4 +197,12 @@ fn read_flink_file(path: &Path) -> anyhow::Result<FlinkFile> {
 fn memory_config(path: &Path, file: &FlinkFile) -> anyhow::Result<TmMemoryConfig> {
     TmMemoryConfig::from_pairs(file.keys.iter().map(|k| (k.key.as_str(), k.value.as_str())))
         .map_err(|e| UsageError(format!("{}: {e}", path.display())).into())
+}
+
+/// Whether two paths name one file (the merged input rewritten by `-o`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }

@@ -227,8 +227,14 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
     };
     if let Some(m) = &derived {
         // What the export takes from the job's own memory and Flink's, against the cluster as it
-        // was (the user's sizes, or Flink's defaults for the same size).
-        let original = before.derive().ok();
+        // was: its own file's sizes (before a --taskmanager-process-size resizes it), else
+        // Flink's defaults for the size given.
+        let original = cluster
+            .config
+            .derive()
+            .ok()
+            .filter(|_| cluster.file.is_some())
+            .or_else(|| before.derive().ok());
         let squeezed = original
             .as_ref()
             .map(|o| fit::squeezes(o, m))
