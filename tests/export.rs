@@ -675,6 +675,13 @@ fn export_process(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `statebench export -p PROFILE --format flink --into INTO EXTRA...` as a process.
+fn export_into(profile: &str, into: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["-p", profile, "--format", "flink", "--into", into];
+    args.extend_from_slice(extra);
+    export_process(&args)
+}
+
 /// The user's case: a flat config.yaml that sets state.backend.type, the slots and the process
 /// size. The fragment appended to it set them twice (Flink 1.20.1: "found duplicate key");
 /// `--into` sets each once, in place, keeps the comments and lists old -> new on stderr.
@@ -685,18 +692,11 @@ fn export_into_a_flat_config_sets_every_key_once_in_place() {
     let input = "# production TaskManagers\njobmanager.rpc.address: jm.internal\ntaskmanager.numberOfTaskSlots: 2\ntaskmanager.memory.process.size: 4g   # r5.large\nstate.backend.type: hashmap\nstate.checkpoints.dir: s3://bucket/checkpoints\nstate.backend.rocksdb.writebuffer.size: 64mb\n";
     std::fs::write(&conf, input).unwrap();
     let path = conf.to_string_lossy();
-    let (code, merged, stderr) = export_process(&[
-        "-p",
+    let (code, merged, stderr) = export_into(
         "minutes-wbm-starved",
-        "--format",
-        "flink",
-        "--slots",
-        "4",
-        "--taskmanager-process-size",
-        "8g",
-        "--into",
         &path,
-    ]);
+        &["--slots", "4", "--taskmanager-process-size", "8g"],
+    );
     assert_eq!(code, 0, "{stderr}");
     // The input is untouched without -o naming it.
     assert_eq!(std::fs::read_to_string(&conf).unwrap(), input);
@@ -735,16 +735,7 @@ fn export_into_a_flat_config_sets_every_key_once_in_place() {
         "{merged}"
     );
     // -o naming the input: merged in place, atomically; the result reads back the same way.
-    let (code, _, stderr) = export_process(&[
-        "-p",
-        "minutes-wbm-starved",
-        "--format",
-        "flink",
-        "--into",
-        &path,
-        "-o",
-        &path,
-    ]);
+    let (code, _, stderr) = export_into("minutes-wbm-starved", &path, &["-o", &path]);
     assert_eq!(code, 0, "{stderr}");
     let again = std::fs::read_to_string(&conf).unwrap();
     assert!(again.starts_with("# production TaskManagers\n"), "{again}");
@@ -765,16 +756,11 @@ fn export_into_a_nested_config_replaces_the_nested_keys() {
     .unwrap();
     let out = dir.path().join("merged").join("config.yaml");
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let (code, stdout, stderr) = export_process(&[
-        "-p",
+    let (code, stdout, stderr) = export_into(
         "minutes-wbm-starved",
-        "--format",
-        "flink",
-        "--into",
         &conf.to_string_lossy(),
-        "-o",
-        &out.to_string_lossy(),
-    ]);
+        &["-o", &out.to_string_lossy()],
+    );
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "");
     let merged = std::fs::read_to_string(&out).unwrap();
@@ -811,14 +797,7 @@ fn export_into_a_legacy_flink_conf_keeps_every_other_line_verbatim() {
         "# legacy\nstate.backend: filesystem\ntaskmanager.numberOfTaskSlots: 2 # two\nnot a key value line\nstate.backend.rocksdb.writebuffer.size: 64mb\nstate.backend.rocksdb.writebuffer.size: 32mb\n",
     )
     .unwrap();
-    let (code, merged, stderr) = export_process(&[
-        "-p",
-        "minutes-wbm-starved",
-        "--format",
-        "flink",
-        "--into",
-        &conf.to_string_lossy(),
-    ]);
+    let (code, merged, stderr) = export_into("minutes-wbm-starved", &conf.to_string_lossy(), &[]);
     assert_eq!(code, 0, "{stderr}");
     let lines: Vec<&str> = merged.lines().collect();
     assert_eq!(lines[0], "# legacy");
@@ -850,16 +829,11 @@ fn export_into_an_invalid_or_missing_file_names_it() {
     )
     .unwrap();
     let out = dir.path().join("out.yaml");
-    let (code, _, stderr) = export_process(&[
-        "-p",
+    let (code, _, stderr) = export_into(
         "minutes-wbm-starved",
-        "--format",
-        "flink",
-        "--into",
         &conf.to_string_lossy(),
-        "-o",
-        &out.to_string_lossy(),
-    ]);
+        &["-o", &out.to_string_lossy()],
+    );
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains(&format!("{} line ", conf.display())),
@@ -867,14 +841,7 @@ fn export_into_an_invalid_or_missing_file_names_it() {
     );
     assert!(!out.exists());
     let missing = dir.path().join("nowhere.yaml");
-    let (code, _, stderr) = export_process(&[
-        "-p",
-        "minutes-wbm-starved",
-        "--format",
-        "flink",
-        "--into",
-        &missing.to_string_lossy(),
-    ]);
+    let (code, _, stderr) = export_into("minutes-wbm-starved", &missing.to_string_lossy(), &[]);
     assert_ne!(code, 0);
     assert!(stderr.contains("nowhere.yaml"), "{stderr}");
     // Only the Flink format merges.
@@ -923,7 +890,7 @@ fn the_fragment_names_the_keys_it_would_set_twice() {
         "2",
     ]);
     assert!(
-        text.contains("# Not safe to append to a config.yaml that sets these keys already (a cluster's often sets\n# state.backend.type, taskmanager.numberOfTaskSlots, taskmanager.memory.managed.size)"),
+        text.contains("# Appending this fragment to a config.yaml that sets one of its keys already (a cluster's\n# often sets state.backend.type, taskmanager.numberOfTaskSlots, taskmanager.memory.managed.size) sets it twice:\n"),
         "{text}"
     );
     assert!(text.contains("--into FILE"), "{text}");
@@ -947,14 +914,8 @@ fn a_managed_size_that_squeezes_the_task_heap_does_not_fit() {
         "extends: flink-default\nmemory.managed-size: 1492501154b\n",
     )
     .unwrap();
-    let (code, merged, stderr) = export_process(&[
-        "-p",
-        &profile.to_string_lossy(),
-        "--format",
-        "flink",
-        "--into",
-        &conf.to_string_lossy(),
-    ]);
+    let (code, merged, stderr) =
+        export_into(&profile.to_string_lossy(), &conf.to_string_lossy(), &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(merged.contains("\ntaskmanager.memory.managed.size: 5970004616b\n"));
     assert!(!merged.contains("fits: yes"), "{merged}");
@@ -968,16 +929,11 @@ fn a_managed_size_that_squeezes_the_task_heap_does_not_fit() {
         "{stderr}"
     );
     // The size it names keeps the task heap: exported for it, nothing is squeezed.
-    let (code, text, stderr) = export_process(&[
-        "-p",
+    let (code, text, stderr) = export_into(
         &profile.to_string_lossy(),
-        "--format",
-        "flink",
-        "--into",
         &conf.to_string_lossy(),
-        "--taskmanager-process-size",
-        "11560mb",
-    ]);
+        &["--taskmanager-process-size", "11560mb"],
+    );
     assert_eq!(code, 0, "{stderr}");
     assert!(text.contains("#   fits: yes"), "{text}");
     assert!(!stderr.contains("does not fit"), "{stderr}");

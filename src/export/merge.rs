@@ -165,9 +165,9 @@ pub(super) fn paste_note(keys: &[(String, String)], cluster: &Cluster) -> String
                 .filter(|k| COMMONLY_SET.contains(k))
                 .collect();
             format!(
-                "# Not safe to append to a config.yaml that sets these keys already (a cluster's often sets\n\
-                 # {}): set twice, {duplicate}.\n\
-                 # `statebench export ... --into FILE` merges them into FILE, every key once.\n",
+                "# Appending this fragment to a config.yaml that sets one of its keys already (a cluster's\n\
+                 # often sets {}) sets it twice:\n\
+                 # {duplicate}. `statebench export ... --into FILE` merges it into FILE, every key once.\n",
                 common.join(", ")
             )
         }
