@@ -130,14 +130,14 @@ pub(super) fn paste_note(keys: &[(String, String)], cluster: &Cluster) -> String
                         let name = if old.key == *key {
                             String::new()
                         } else {
-                            format!(" as {}", old.key)
+                            format!("{}: ", old.key)
                         };
                         let line = if old.line > 0 {
                             format!("line {}: ", old.line)
                         } else {
                             String::new()
                         };
-                        format!("{key} ({line}{}{name} -> {value})", old.value)
+                        format!("{key} ({line}{name}{} -> {value})", old.value)
                     })
                 })
                 .collect();
@@ -196,23 +196,30 @@ pub fn merge_into(
         origin: origin.to_string(),
         message,
     };
-    let (text, rewritten) = match in_place(&file, input, fragment, keys) {
-        Ok(text) => (text, None),
-        Err(why) if file.format == Format::Yaml => {
-            (rewrite(origin, input, fragment, keys, &why)?, Some(why))
-        }
-        Err(why) => return Err(invalid(format!("cannot merge the export into it: {why}"))),
+    // In place, read back and checked; a YAML file whose edit does not read back as it must is
+    // rewritten from its parsed keys instead (and checked the same way).
+    let read_back = |text: &str| -> Result<FlinkFile, String> {
+        let merged = flink_in::read_keys_in(origin, text, file.format)
+            .map_err(|e| format!("the merge does not read back as a Flink configuration ({e})"))?;
+        check(&file, &merged, keys)
+            .map_err(|e| format!("the merge does not read back as it must ({e})"))?;
+        Ok(merged)
     };
-    let merged = flink_in::read_keys_in(origin, &text, file.format).map_err(|e| {
-        invalid(format!(
-            "the merge does not read back as a Flink configuration ({e}); nothing written"
-        ))
-    })?;
-    check(&file, &merged, keys).map_err(|e| {
-        invalid(format!(
-            "the merge does not read back as it must ({e}); nothing written"
-        ))
-    })?;
+    let edited = in_place(&file, input, fragment, keys)
+        .and_then(|text| read_back(&text).map(|merged| (text, merged)));
+    let (text, merged, rewritten) = match edited {
+        Ok((text, merged)) => (text, merged, None),
+        Err(why) if file.format == Format::Yaml => {
+            let text = rewrite(origin, input, fragment, keys, &why)?;
+            let merged = read_back(&text).map_err(|e| invalid(format!("{e}; nothing written")))?;
+            (text, merged, Some(why))
+        }
+        Err(why) => {
+            return Err(invalid(format!(
+                "cannot merge the export into it: {why}; nothing written"
+            )));
+        }
+    };
     Ok(Merged {
         text,
         format: file.format,
@@ -593,6 +600,24 @@ mod tests {
             "/c"
         );
         assert_eq!(merged.file.get("parallelism.default").unwrap().value, "2");
+    }
+
+    #[test]
+    fn an_edit_that_does_not_read_back_falls_back_to_the_rewrite() {
+        // Lines appended after YAML's document end marker would be a second document.
+        let input = "state.backend.type: hashmap\npipeline.name: x\n...\n";
+        let k = keys(&[
+            ("state.backend.type", "rocksdb"),
+            ("taskmanager.numberOfTaskSlots", "4"),
+        ]);
+        let merged = merge_into(&origin("config.yaml"), input, &fragment(&k), &k).unwrap();
+        let why = merged.rewritten.expect("rewritten");
+        assert!(why.contains("does not read back"), "{why}");
+        assert_eq!(
+            merged.file.get("state.backend.type").unwrap().value,
+            "rocksdb"
+        );
+        assert_eq!(merged.file.get("pipeline.name").unwrap().value, "x");
     }
 
     #[test]
