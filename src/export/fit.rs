@@ -182,4 +182,32 @@ mod tests {
         ]);
         assert_eq!(squeezes(&before, &roomy), []);
     }
+
+    #[test]
+    fn framework_memory_and_jvm_overhead_are_weighed_like_the_task_heap() {
+        let (_, before) = derive(&[("taskmanager.memory.process.size", "4g")]);
+        let mut after = before;
+        // 21 % less JVM overhead is squeezed, 19 % less framework heap is not.
+        after.jvm_overhead = before.jvm_overhead * 79 / 100;
+        after.framework_heap = before.framework_heap * 81 / 100;
+        let found = squeezes(&before, &after);
+        assert_eq!(
+            found.iter().map(|s| s.what).collect::<Vec<_>>(),
+            ["JVM overhead"]
+        );
+        assert!(
+            found[0]
+                .describe()
+                .starts_with("JVM overhead 409.6 MiB -> 323.6 MiB (-21 %")
+        );
+        // One slot with a task heap under 256 MiB that shrank by 10 %: squeezed a slot.
+        let (_, small) = derive(&[("taskmanager.memory.process.size", "1g")]);
+        let mut less = small;
+        less.task_heap = small.task_heap * 9 / 10;
+        let found = squeezes(&small, &less);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].per_slot, Some(less.task_heap));
+        // The same small heap, not shrunk by the export: the cluster's own, not a squeeze.
+        assert_eq!(squeezes(&small, &small), []);
+    }
 }
