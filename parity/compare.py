@@ -338,6 +338,18 @@ def grouped(diffs):
     return [(pattern % ", ".join(cfs) if cfs else pattern, shown) for (pattern, shown), cfs in groups.items()]
 
 
+def load_flink_config(path):
+    """A configuration as Flink loaded it (`key: value` lines: ParityJob's flink-loaded-config.txt,
+    ConfigDump's output) -> {key: value}."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if ": " in line:
+                k, v = line.rstrip("\n").split(": ", 1)
+                out[k] = v
+    return out
+
+
 def load_flink(directory):
     with open(os.path.join(directory, "flink.json"), encoding="utf-8") as f:
         return json.load(f)

@@ -192,12 +192,7 @@ def main():
             if line and not line.startswith("#"):
                 k, v = line.split(":", 1)
                 exported[k.strip()] = v.strip()
-    loaded = {}
-    with open(os.path.join(a.flink, "flink-loaded-config.txt"), encoding="utf-8") as f:
-        for line in f:
-            if ": " in line:
-                k, v = line.rstrip("\n").split(": ", 1)
-                loaded[k] = v
+    loaded = compare.load_flink_config(os.path.join(a.flink, "flink-loaded-config.txt"))
     as_written = [k for k, v in exported.items() if loaded.get(k) == v]
     row("(config.yaml)", "keys Flink loaded as written", len(as_written), len(exported),
         len(as_written) == len(exported))

@@ -8,7 +8,8 @@ line), runs `statebench export -p flink-default --format flink --taskmanager-mem
 DIR/<name>/config.yaml` (its `#   <key>  ...  (<bytes> bytes)` lines), and compares every size
 byte for byte. Prints a table; exits non-zero on any difference.
 
-  tm_memory_check.py --statebench BIN --java-classpath CP --work DIR
+  tm_memory_check.py --statebench BIN --java-classpath CP --work DIR [--config NAME=FILE ...]
+  (--config: also a whole Flink configuration file as it is, e.g. one `export --into` merged)
   tm_memory_check.py --flink-only ...   prints Flink's values as the Rust table (tm_memory.rs)
 
 Standard library only.
@@ -101,22 +102,33 @@ def main():
     p.add_argument("--java-classpath", required=True, help="bash-java-utils.jar and Flink's lib/*")
     p.add_argument("--work", required=True)
     p.add_argument("--flink-only", action="store_true")
+    p.add_argument("--config", action="append", default=[], metavar="NAME=FILE",
+                   help="a Flink configuration file compared as it is")
     a = p.parse_args()
 
     failed = []
-    for name, conf in SETTINGS:
+    cases = [(name, conf, None) for name, conf in SETTINGS]
+    for given in a.config:
+        name, _, path = given.partition("=")
+        cases.append((name, {"file": path}, path))
+    for name, conf, path in cases:
         d = os.path.join(a.work, name)
         os.makedirs(d, exist_ok=True)
         config = os.path.join(d, "config.yaml")
-        with open(config, "w", encoding="utf-8") as f:
-            for k, v in conf.items():
-                f.write(f"{k}: {v}\n")
+        if path is not None:
+            with open(path, encoding="utf-8") as src, open(config, "w", encoding="utf-8") as f:
+                f.write(src.read())
+        else:
+            with open(config, "w", encoding="utf-8") as f:
+                for k, v in conf.items():
+                    f.write(f"{k}: {v}\n")
         flink = flink_sizes(a.java_classpath, d)
         if a.flink_only:
-            pairs = ", ".join(f'("{k}", "{v}")' for k, v in conf.items())
-            values = ", ".join(str(flink[k]) for k in FIELDS if k not in (
-                "taskmanager.memory.network.max", "taskmanager.memory.jvm-overhead.max"))
-            print(f"    (&[{pairs}], [{values}]),")
+            if path is None:
+                pairs = ", ".join(f'("{k}", "{v}")' for k, v in conf.items())
+                values = ", ".join(str(flink[k]) for k in FIELDS if k not in (
+                    "taskmanager.memory.network.max", "taskmanager.memory.jvm-overhead.max"))
+                print(f"    (&[{pairs}], [{values}]),")
             continue
         sb = statebench_sizes(a.statebench, config)
         if "error" in sb:
@@ -137,7 +149,7 @@ def main():
     if failed:
         print("FAIL tm-memory: " + "; ".join(failed))
         return 1
-    print(f"PASS tm-memory: {len(SETTINGS)} configurations, {len(FIELDS)} sizes each, equal to the byte")
+    print(f"PASS tm-memory: {len(cases)} configurations, {len(FIELDS)} sizes each, equal to the byte")
     return 0
 
 

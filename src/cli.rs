@@ -73,6 +73,12 @@ after y), s saves the edited profile as <name>-tuned.yaml."
         format: ExportFormat,
         #[command(flatten)]
         taskmanager: TaskManagerArgs,
+        /// With --format flink: merge the export into this Flink configuration (config.yaml,
+        /// flat or nested, or flink-conf.yaml) and write the merged file: every key once, set
+        /// in place where the file sets it (listed old -> new on stderr), its comments kept;
+        /// sized for its TaskManager. The file itself is rewritten only when -o names it.
+        #[arg(long, value_name = "FILE", conflicts_with = "taskmanager_memory")]
+        into: Option<PathBuf>,
         /// Write here (atomically) instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,

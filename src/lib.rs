@@ -62,8 +62,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             profile,
             format,
             taskmanager,
+            into,
             output,
-        } => commands::export::run(&profile, format, &taskmanager, output.as_deref()),
+        } => commands::export::run(
+            &profile,
+            format,
+            &taskmanager,
+            into.as_deref(),
+            output.as_deref(),
+        ),
     }
 }
 

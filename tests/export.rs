@@ -660,3 +660,281 @@ fn bad_taskmanager_input_names_what_is_wrong() {
         "{misfit}"
     );
 }
+
+/// `statebench export ARGS` as a process: (exit code, stdout, stderr).
+fn export_process(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_statebench"))
+        .arg("export")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// `statebench export -p PROFILE --format flink --into INTO EXTRA...` as a process.
+fn export_into(profile: &str, into: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["-p", profile, "--format", "flink", "--into", into];
+    args.extend_from_slice(extra);
+    export_process(&args)
+}
+
+/// The user's case: a flat config.yaml that sets state.backend.type, the slots and the process
+/// size. The fragment appended to it set them twice (Flink 1.20.1: "found duplicate key");
+/// `--into` sets each once, in place, keeps the comments and lists old -> new on stderr.
+#[test]
+fn export_into_a_flat_config_sets_every_key_once_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("config.yaml");
+    let input = "# production TaskManagers\njobmanager.rpc.address: jm.internal\ntaskmanager.numberOfTaskSlots: 2\ntaskmanager.memory.process.size: 4g   # r5.large\nstate.backend.type: hashmap\nstate.checkpoints.dir: s3://bucket/checkpoints\nstate.backend.rocksdb.writebuffer.size: 64mb\n";
+    std::fs::write(&conf, input).unwrap();
+    let path = conf.to_string_lossy();
+    let (code, merged, stderr) = export_into(
+        "minutes-wbm-starved",
+        &path,
+        &["--slots", "4", "--taskmanager-process-size", "8g"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    // The input is untouched without -o naming it.
+    assert_eq!(std::fs::read_to_string(&conf).unwrap(), input);
+    let lines: Vec<&str> = merged.lines().collect();
+    assert_eq!(
+        lines[..7],
+        [
+            "# production TaskManagers",
+            "jobmanager.rpc.address: jm.internal",
+            "taskmanager.numberOfTaskSlots: 4",
+            "taskmanager.memory.process.size: 8gb   # r5.large",
+            "state.backend.type: rocksdb",
+            "state.checkpoints.dir: s3://bucket/checkpoints",
+            "state.backend.rocksdb.writebuffer.size: 4mb",
+        ]
+    );
+    // Every key once: the live lines' keys are distinct, and the added ones are there.
+    let keys: Vec<&str> = key_values(&merged).into_iter().map(|(k, _)| k).collect();
+    let distinct: HashSet<&str> = keys.iter().copied().collect();
+    assert_eq!(keys.len(), distinct.len(), "{merged}");
+    assert!(merged.contains("\ntaskmanager.memory.managed.size: 72mb\n"));
+    for said in [
+        "  taskmanager.numberOfTaskSlots: 2 -> 4 (line 3)",
+        "  taskmanager.memory.process.size: 4g -> 8gb (line 4)",
+        "  state.backend.type: hashmap -> rocksdb (line 5)",
+        "  state.backend.rocksdb.writebuffer.size: 64mb -> 4mb (line 7)",
+        "  taskmanager.memory.managed.size: 72mb (added)",
+    ] {
+        assert!(stderr.contains(&format!("{said}\n")), "{said}: {stderr}");
+    }
+    // The merged file's TaskManager: 8g, 4 slots, 72mb of managed memory, as derived in it.
+    assert!(
+        merged.contains(
+            "#   taskmanager.memory.managed.size                  72.0 MiB  (75497472 bytes)"
+        ),
+        "{merged}"
+    );
+    // -o naming the input: merged in place, atomically; the result reads back the same way.
+    let (code, _, stderr) = export_into("minutes-wbm-starved", &path, &["-o", &path]);
+    assert_eq!(code, 0, "{stderr}");
+    let again = std::fs::read_to_string(&conf).unwrap();
+    assert!(again.starts_with("# production TaskManagers\n"), "{again}");
+    assert!(again.contains("\nstate.backend.type: rocksdb\n"));
+    assert!(!again.contains("hashmap"));
+}
+
+/// A key set nested (`state: backend: type:`) is the key the export writes flat: replaced where
+/// it stands, in the nested file's own layout, its comments kept.
+#[test]
+fn export_into_a_nested_config_replaces_the_nested_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("config.yaml");
+    std::fs::write(
+        &conf,
+        "taskmanager:\n  numberOfTaskSlots: 4   # four cores\n  memory:\n    process:\n      size: 8g\nstate:\n  backend:\n    type: hashmap\n    rocksdb:\n      writebuffer:\n        size: 64mb\n  checkpoints:\n    dir: file:///tmp/cp\n",
+    )
+    .unwrap();
+    let out = dir.path().join("merged").join("config.yaml");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let (code, stdout, stderr) = export_into(
+        "minutes-wbm-starved",
+        &conf.to_string_lossy(),
+        &["-o", &out.to_string_lossy()],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "");
+    let merged = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        merged.starts_with("taskmanager:\n  numberOfTaskSlots: 4   # four cores\n  memory:\n    process:\n      size: 8g\nstate:\n  backend:\n    type: rocksdb\n    rocksdb:\n      writebuffer:\n        size: 4mb\n  checkpoints:\n    dir: file:///tmp/cp\n"),
+        "{merged}"
+    );
+    // Not written a second time, flat, below.
+    assert!(!merged.contains("\nstate.backend.type: "), "{merged}");
+    assert!(!merged.contains("\nstate.backend.rocksdb.writebuffer.size: "));
+    assert!(
+        stderr.contains("  state.backend.type: hashmap -> rocksdb (line 8)\n"),
+        "{stderr}"
+    );
+    // The merged file read as a profile is the profile exported, for its 4 slots.
+    let profile = Profile::load(&out.to_string_lossy()).unwrap();
+    let starved = Profile::load("minutes-wbm-starved").unwrap();
+    assert_eq!(
+        profile.knobs.write_buffer_size,
+        starved.knobs.write_buffer_size
+    );
+    assert_eq!(profile.knobs.managed_memory, starved.knobs.managed_memory);
+}
+
+/// A legacy flink-conf.yaml: lines Flink skips stay, a key set twice keeps its last line (the
+/// one Flink reads) and the first is commented out, the deprecated `state.backend` becomes
+/// `state.backend.type`.
+#[test]
+fn export_into_a_legacy_flink_conf_keeps_every_other_line_verbatim() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("flink-conf.yaml");
+    std::fs::write(
+        &conf,
+        "# legacy\nstate.backend: filesystem\ntaskmanager.numberOfTaskSlots: 2 # two\nnot a key value line\nstate.backend.rocksdb.writebuffer.size: 64mb\nstate.backend.rocksdb.writebuffer.size: 32mb\n",
+    )
+    .unwrap();
+    let (code, merged, stderr) = export_into("minutes-wbm-starved", &conf.to_string_lossy(), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = merged.lines().collect();
+    assert_eq!(lines[0], "# legacy");
+    assert_eq!(lines[1], "state.backend.type: rocksdb");
+    assert_eq!(lines[2], "taskmanager.numberOfTaskSlots: 2 # two");
+    assert_eq!(lines[3], "not a key value line");
+    assert!(lines[4].starts_with("# state.backend.rocksdb.writebuffer.size: 64mb  # statebench"));
+    assert_eq!(lines[5], "state.backend.rocksdb.writebuffer.size: 4mb");
+    assert!(
+        stderr.contains("state.backend.type: filesystem -> rocksdb (was set as state.backend, its deprecated name, line 2)"),
+        "{stderr}"
+    );
+    // 2 slots from the file: 36mb of managed memory.
+    assert!(
+        merged.contains("\ntaskmanager.memory.managed.size: 36mb\n"),
+        "{merged}"
+    );
+}
+
+/// An input that is not a Flink configuration is an error naming the file and the line, and
+/// nothing is written.
+#[test]
+fn export_into_an_invalid_or_missing_file_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("config.yaml");
+    std::fs::write(
+        &conf,
+        "state.backend.type: rocksdb\ntaskmanager:\n  memory: [4g\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out.yaml");
+    let (code, _, stderr) = export_into(
+        "minutes-wbm-starved",
+        &conf.to_string_lossy(),
+        &["-o", &out.to_string_lossy()],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{} line ", conf.display())),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+    let missing = dir.path().join("nowhere.yaml");
+    let (code, _, stderr) = export_into("minutes-wbm-starved", &missing.to_string_lossy(), &[]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("nowhere.yaml"), "{stderr}");
+    // Only the Flink format merges.
+    let (code, _, stderr) = export_process(&[
+        "-p",
+        "minutes-wbm-starved",
+        "--format",
+        "yaml",
+        "--into",
+        &conf.to_string_lossy(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
+/// The fragment's header says which of its keys the target configuration sets already when it
+/// knows that file, and otherwise which a config.yaml commonly sets, pointing at --into.
+#[test]
+fn the_fragment_names_the_keys_it_would_set_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("config.yaml");
+    std::fs::write(
+        &conf,
+        "state:\n  backend:\n    type: hashmap\ntaskmanager.numberOfTaskSlots: 4\ntaskmanager.memory.process.size: 8g\n",
+    )
+    .unwrap();
+    let (code, text, stderr) = export_process(&[
+        "-p",
+        "minutes-wbm-starved",
+        "--format",
+        "flink",
+        "--taskmanager-memory",
+        &conf.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        text.contains(&format!("# Keys {} sets already, which this fragment replaces:\n#   state.backend.type (line 3: hashmap -> rocksdb)\n", conf.display())),
+        "{text}"
+    );
+    assert!(text.contains("'found duplicate key'"), "{text}");
+    let (_, text, _) = export_process(&[
+        "-p",
+        "minutes-wbm-starved",
+        "--format",
+        "flink",
+        "--slots",
+        "2",
+    ]);
+    assert!(
+        text.contains("# Appending this fragment to a config.yaml that sets one of its keys already (a cluster's\n# often sets state.backend.type, taskmanager.numberOfTaskSlots, taskmanager.memory.managed.size) sets it twice:\n"),
+        "{text}"
+    );
+    assert!(text.contains("--into FILE"), "{text}");
+}
+
+/// The memory fix for a 4-slot, 8 GB TaskManager: about 1.4 GB of managed memory a
+/// slot wrote `taskmanager.memory.managed.size: 5970004616b` and said "fits: yes" with 455.7 MiB
+/// of task heap left (3.2 GiB before). Now it says what it squeezes and what size keeps it.
+#[test]
+fn a_managed_size_that_squeezes_the_task_heap_does_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("config.yaml");
+    std::fs::write(
+        &conf,
+        "taskmanager.numberOfTaskSlots: 4\ntaskmanager.memory.process.size: 8g\n",
+    )
+    .unwrap();
+    let profile = dir.path().join("big.yaml");
+    std::fs::write(
+        &profile,
+        "extends: flink-default\nmemory.managed-size: 1492501154b\n",
+    )
+    .unwrap();
+    let (code, merged, stderr) =
+        export_into(&profile.to_string_lossy(), &conf.to_string_lossy(), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(merged.contains("\ntaskmanager.memory.managed.size: 5970004616b\n"));
+    assert!(!merged.contains("fits: yes"), "{merged}");
+    assert!(
+        merged.contains("#   fits: NO: managed 5.6 GiB = 4 slots x 1.4 GiB for each slot's RocksDB; task heap left 455.7 MiB\n"),
+        "{merged}"
+    );
+    let squeeze = "it squeezes the job's memory: task heap 3.2 GiB -> 455.7 MiB (-86 %; 113.9 MiB a slot, under 256.0 MiB); taskmanager.memory.process.size: 11560mb keeps the task heap at 3.2 GiB";
+    assert!(
+        stderr.contains(&format!("does not fit: {squeeze}")),
+        "{stderr}"
+    );
+    // The size it names keeps the task heap: exported for it, nothing is squeezed.
+    let (code, text, stderr) = export_into(
+        &profile.to_string_lossy(),
+        &conf.to_string_lossy(),
+        &["--taskmanager-process-size", "11560mb"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.contains("#   fits: yes"), "{text}");
+    assert!(!stderr.contains("does not fit"), "{stderr}");
+}

@@ -8,6 +8,8 @@ use anyhow::{Context as _, bail};
 
 use super::UsageError;
 use crate::cli::{ExportFormat, TaskManagerArgs};
+use crate::config::Origin;
+use crate::config::flink_in::{self, FlinkFile};
 use crate::config::tm_memory::{TmMemoryConfig, parse_memory_size};
 use crate::export::{self, Cluster, Format};
 use crate::util::fs::write_atomically;
@@ -16,6 +18,7 @@ pub fn run(
     profile: &str,
     format: ExportFormat,
     taskmanager: &TaskManagerArgs,
+    into: Option<&Path>,
     output: Option<&Path>,
 ) -> anyhow::Result<()> {
     let ExportFormat {
@@ -37,15 +40,38 @@ pub fn run(
                 .to_string()
         ));
     }
+    if into.is_some() && format != Format::Flink {
+        bail!(UsageError(
+            "--into applies to --format flink only".to_string()
+        ));
+    }
     let profile = super::load_profile(profile)?;
-    let cluster = cluster_for(&profile, taskmanager, format == Format::Flink)?;
+    let cluster = match into {
+        // The merged file's TaskManager: its own sizes where the profile sets none.
+        Some(path) => {
+            let cluster = cluster(&TaskManagerArgs {
+                taskmanager_memory: Some(path.to_path_buf()),
+                ..taskmanager.clone()
+            })?;
+            eprintln!(
+                "export: sized for the TaskManager of {} ({} slot(s)), the file it merges into",
+                path.display(),
+                cluster.slots()
+            );
+            cluster
+        }
+        None => cluster_for(&profile, taskmanager, format == Format::Flink)?,
+    };
     let text = match format {
         Format::Flink => {
             let export = export::flink_sized(&profile, flink_version.unwrap_or_default(), &cluster);
             if let Some(misfit) = &export.misfit {
                 eprintln!("warning: profile '{}' does not fit: {misfit}", profile.name);
             }
-            export.text
+            match into {
+                Some(path) => merged(path, &export)?,
+                None => export.text,
+            }
         }
         other => export::export_for(&profile, other, flink_version.unwrap_or_default())
             .with_context(|| format!("cannot export profile '{}'", profile.name))?,
@@ -55,7 +81,11 @@ pub fn run(
             super::check_report_dir(Some(path))?;
             write_atomically(path, text.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!("written: {}", path.display());
+            if into.is_some_and(|i| same_file(i, path)) {
+                eprintln!("written: {} (merged in place)", path.display());
+            } else {
+                eprintln!("written: {}", path.display());
+            }
         }
         None => {
             // A write that fails (a full disk behind `>`) is an error, not a truncated config
@@ -69,7 +99,45 @@ pub fn run(
     Ok(())
 }
 
-/// The TaskManager the command line describes.
+/// `export` merged into the Flink configuration at `path`, what it changed said on stderr; the
+/// TaskManager derivation of the merged file checked against the export's.
+fn merged(path: &Path, export: &export::FlinkExport) -> anyhow::Result<String> {
+    let input =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let origin = Origin::File(path.to_path_buf());
+    // A file the reader refuses is the user's to fix (exit 2); a merge that does not read back
+    // is statebench's fault.
+    flink_in::read_keys(&origin, &input).map_err(|e| UsageError(e.to_string()))?;
+    let fragment = export.text.replacen(&export.note, "", 1);
+    let merged = export::merge_into(&origin, &input, &fragment, &export.keys)
+        .with_context(|| format!("cannot merge the export into {}", path.display()))?;
+    if let Some(expected) = &export.taskmanager {
+        let derived = memory_config(path, &merged.file)?.derive().ok();
+        if derived.as_ref() != Some(expected) {
+            bail!(
+                "the merged {}'s TaskManager memory ({derived:?}) differs from the export's ({expected:?}); nothing written",
+                path.display()
+            );
+        }
+    }
+    let changed = merged.changes.iter().filter(|c| c.changed()).count();
+    let added = merged.changes.iter().filter(|c| c.old.is_none()).count();
+    let kept = match &merged.rewritten {
+        None => "its comments and every other line kept".to_string(),
+        Some(why) => format!("rewritten from its parsed YAML, its comments lost ({why})"),
+    };
+    eprintln!(
+        "export --into {}: {} key(s) of the export, {changed} changed, {added} added, {} already set so; {kept}",
+        path.display(),
+        merged.changes.len(),
+        merged.changes.len() - changed - added,
+    );
+    for change in &merged.changes {
+        eprintln!("  {}", change.describe());
+    }
+    Ok(merged.text)
+}
+
 /// The cluster an export is for: the command line's, else the TaskManager of the Flink
 /// configuration the profile is or extends (its slots and sizes: a per-slot size exported for
 /// one slot would shrink a 4-slot TaskManager's managed memory 4 times), said on stderr.
@@ -108,84 +176,33 @@ pub(crate) fn cluster(args: &TaskManagerArgs) -> anyhow::Result<Cluster> {
         })?);
     }
     if let Some(path) = &args.taskmanager_memory {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let pairs = flink_config_pairs(&text)
-            .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
-        let config =
-            TmMemoryConfig::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
-        cluster.config = config;
+        let file = read_flink_file(path)?;
+        cluster.config = memory_config(path, &file)?;
         cluster.file = Some(path.display().to_string());
+        cluster.set = file.keys;
     }
     Ok(cluster)
 }
 
-/// A Flink configuration file's `(key, value)` pairs: `config.yaml` in Flink 1.19+'s standard
-/// YAML, nested (`taskmanager: {memory: {process: {size: 4g}}}`) or flat, or a legacy
-/// `flink-conf.yaml` (`key: value` lines, which need not be valid YAML).
-pub fn flink_config_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
-    match serde_norway::from_str::<serde_norway::Value>(text) {
-        Ok(serde_norway::Value::Mapping(map)) => {
-            let mut out = Vec::new();
-            flatten("", &serde_norway::Value::Mapping(map), &mut out);
-            Ok(out)
-        }
-        Ok(serde_norway::Value::Null) => Ok(Vec::new()),
-        Ok(_) => Err("not a Flink configuration (a mapping of keys to values)".to_string()),
-        Err(yaml) => {
-            // flink-conf.yaml: `key: value` per line, `#` comments.
-            let mut out = Vec::new();
-            for (n, line) in text.lines().enumerate() {
-                let line = line.trim();
-                if line.is_empty() || line.starts_with('#') {
-                    continue;
-                }
-                let Some((key, value)) = line.split_once(':') else {
-                    return Err(format!(
-                        "line {} is neither YAML ({yaml}) nor 'key: value'",
-                        n + 1
-                    ));
-                };
-                out.push((key.trim().to_string(), value.trim().to_string()));
-            }
-            Ok(out)
-        }
-    }
+/// A Flink configuration file (config.yaml, flat or nested, or a legacy flink-conf.yaml) read
+/// by the one reader of Flink configurations: errors name the file and the line.
+fn read_flink_file(path: &Path) -> anyhow::Result<FlinkFile> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    flink_in::read_keys(&Origin::File(path.to_path_buf()), &text)
+        .map_err(|e| UsageError(e.to_string()).into())
 }
 
-fn flatten(prefix: &str, value: &serde_norway::Value, out: &mut Vec<(String, String)>) {
-    use serde_norway::Value;
-    match value {
-        Value::Mapping(map) => {
-            for (k, v) in map {
-                let key = match k {
-                    Value::String(s) => s.clone(),
-                    other => scalar(other),
-                };
-                let full = if prefix.is_empty() {
-                    key
-                } else {
-                    format!("{prefix}.{key}")
-                };
-                flatten(&full, v, out);
-            }
-        }
-        other => out.push((prefix.to_string(), scalar(other))),
-    }
+/// The TaskManager memory keys of `file` (read from `path`).
+fn memory_config(path: &Path, file: &FlinkFile) -> anyhow::Result<TmMemoryConfig> {
+    TmMemoryConfig::from_pairs(file.keys.iter().map(|k| (k.key.as_str(), k.value.as_str())))
+        .map_err(|e| UsageError(format!("{}: {e}", path.display())).into())
 }
 
-fn scalar(value: &serde_norway::Value) -> String {
-    use serde_norway::Value;
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::Null => String::new(),
-        Value::Sequence(items) => items.iter().map(scalar).collect::<Vec<_>>().join(";"),
-        other => serde_norway::to_string(other)
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
+/// Whether two paths name one file (the merged input rewritten by `-o`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }

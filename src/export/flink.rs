@@ -80,6 +80,13 @@ pub fn flink_for(profile: &Profile, version: FlinkVersion) -> String {
 #[derive(Debug, Clone)]
 pub struct FlinkExport {
     pub text: String,
+    /// The fragment's live `key: value` lines, in order.
+    pub keys: Vec<(String, String)>,
+    /// The header's lines on the keys a configuration may set already (part of `text`).
+    pub note: String,
+    /// What the profile squeezes in the TaskManager (task heap, framework, JVM overhead), one
+    /// sentence each (the export says them in comments too).
+    pub warnings: Vec<String>,
     /// `Some(reason)` when the profile's memory does not fit the given TaskManager (the export
     /// says so in a comment too).
     pub misfit: Option<String>,
@@ -259,11 +266,28 @@ pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) 
         }
     }
     out.push_str(&memory.report);
+    let keys = live_keys(&out);
+    let note = super::merge::paste_note(&keys, cluster);
+    if let Some(at) = out.find("state.backend.type: rocksdb\n") {
+        out.insert_str(at, &note);
+    }
     FlinkExport {
         text: out,
+        keys,
+        note,
         misfit: memory.misfit,
+        warnings: memory.warnings,
         taskmanager: memory.taskmanager,
     }
+}
+
+/// The `key: value` lines of a fragment this module wrote (every other line is a comment).
+fn live_keys(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[cfg(test)]

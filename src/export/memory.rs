@@ -1,6 +1,8 @@
 //! The memory of a `flink` export: managed memory or fixed-per-slot for the TaskManager's slots,
 //! Flink's whole memory derivation and whether the profile fits.
 
+use super::fit;
+use crate::config::flink_in::SetKey;
 use crate::config::profile::{Knob, MemoryMode};
 use crate::config::tm_memory::{
     CONSUMER_WEIGHTS_KEY, MANAGED_FRACTION_KEY, MANAGED_SIZE_KEY, PROCESS_SIZE_KEY, SLOTS_KEY,
@@ -20,6 +22,8 @@ pub struct Cluster {
     pub process_size: Option<u64>,
     /// `--slots`: written live.
     pub slots: Option<u32>,
+    /// Every key of that file (the export says which of its keys the file sets already).
+    pub set: Vec<SetKey>,
 }
 
 impl Cluster {
@@ -64,6 +68,7 @@ pub(super) struct MemoryLines {
     pub(super) text: String,
     pub(super) report: String,
     pub(super) misfit: Option<String>,
+    pub(super) warnings: Vec<String>,
     pub(super) taskmanager: Option<TmMemory>,
 }
 
@@ -188,6 +193,7 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
             text,
             report: String::new(),
             misfit: None,
+            warnings: Vec::new(),
             taskmanager: None,
         };
     }
@@ -201,6 +207,7 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
         }
     );
     let mut misfit = None;
+    let mut warnings = Vec::new();
     let derived = match after.derive() {
         Ok(m) => Some(m),
         Err(e) => {
@@ -219,6 +226,41 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
         }
     };
     if let Some(m) = &derived {
+        // What the export takes from the job's own memory and Flink's, against the cluster as it
+        // was: its own file's sizes (before a --taskmanager-process-size resizes it), else
+        // Flink's defaults for the size given.
+        let original = cluster
+            .config
+            .derive()
+            .ok()
+            .filter(|_| cluster.file.is_some())
+            .or_else(|| before.derive().ok());
+        let squeezed = original
+            .as_ref()
+            .map(|o| fit::squeezes(o, m))
+            .unwrap_or_default();
+        let squeeze = if squeezed.is_empty() {
+            None
+        } else {
+            let parts: Vec<String> = squeezed.iter().map(fit::Squeeze::describe).collect();
+            let keep = original
+                .as_ref()
+                .filter(|o| squeezed.iter().any(|s| s.what == "task heap") && o.task_heap > 0)
+                .and_then(|o| {
+                    fit::size_keeping_task_heap(&after, o)
+                        .map(|(key, size)| fit::keeping(key, size, o.task_heap))
+                });
+            warnings.extend(
+                squeezed
+                    .iter()
+                    .map(|s| format!("the export squeezes the {}", s.describe())),
+            );
+            Some(format!(
+                "it squeezes the job's memory: {}{}",
+                parts.join(", "),
+                keep.map(|k| format!("; {k}")).unwrap_or_default()
+            ))
+        };
         for (key, bytes) in m.flink_sizes() {
             report.push_str(&format!(
                 "#   {key:<44} {:>12}  ({bytes} bytes)\n",
@@ -246,13 +288,15 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
                 human_bytes(per_slot as f64)
             ),
             (true, MemoryMode::Managed) => {
-                let fits = rocksdb >= per_slot;
-                if !fits {
+                let fits = rocksdb >= per_slot && squeeze.is_none();
+                if rocksdb < per_slot {
                     misfit = Some(format!(
                         "each slot's RocksDB gets {} of managed memory, less than memory.managed-size {}",
                         human_bytes(rocksdb as f64),
                         human_bytes(per_slot as f64)
                     ));
+                } else if let Some(squeeze) = &squeeze {
+                    misfit = Some(squeeze.clone());
                 }
                 format!(
                     "#   fits: {}: managed {} = {} slots x {} for each slot's RocksDB; task heap left {}\n",
@@ -273,13 +317,16 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
                 human_bytes(m.task_heap as f64)
             ),
             (true, MemoryMode::FixedPerSlot) => {
-                let fits = m.task_off_heap_per_slot() >= per_slot;
-                if !fits {
+                let covered = m.task_off_heap_per_slot() >= per_slot;
+                let fits = covered && squeeze.is_none();
+                if !covered {
                     misfit = Some(format!(
                         "task off-heap memory per slot {} does not cover fixed-per-slot {}",
                         human_bytes(m.task_off_heap_per_slot() as f64),
                         human_bytes(per_slot as f64)
                     ));
+                } else if let Some(squeeze) = &squeeze {
+                    misfit = Some(squeeze.clone());
                 }
                 format!(
                     "#   fits: {}: task off-heap {} = {} slots x {} covers fixed-per-slot {}; task heap left {}\n",
@@ -293,11 +340,33 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
             }
         };
         report.push_str(&verdict);
+        if let Some(squeeze) = &squeeze {
+            report.push_str(&format!("#   {}\n", wrap_comment(squeeze)));
+        }
     }
     MemoryLines {
         text,
         report,
         misfit,
+        warnings,
         taskmanager: derived,
     }
+}
+
+/// A sentence as comment lines of the TaskManager report (`#   ` each, about 100 columns).
+fn wrap_comment(text: &str) -> String {
+    let mut out = String::new();
+    let mut width = 0;
+    for word in text.split(' ') {
+        if width > 0 && width + word.len() > 92 {
+            out.push_str("\n#   ");
+            width = 0;
+        } else if width > 0 {
+            out.push(' ');
+            width += 1;
+        }
+        out.push_str(word);
+        width += word.len();
+    }
+    out
 }

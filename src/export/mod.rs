@@ -4,14 +4,17 @@
 use crate::backend::BackendError;
 use crate::config::Profile;
 
+mod fit;
 mod flink;
 mod memory;
+mod merge;
 mod options;
 
 pub use flink::{
     FlinkExport, TTL_PERIODIC_COMPACTION_KEY, TTL_QUERY_TIME_KEY, flink, flink_for, flink_sized,
 };
 pub use memory::Cluster;
+pub use merge::{Change, Merged, merge_into};
 pub use options::rocksdb_options;
 
 /// What `export` writes.

@@ -165,38 +165,178 @@ fn scalar_text(value: &serde_norway::Value) -> String {
     }
 }
 
-/// The line of each key of a block-style YAML file, by its flattened (dotted) path.
-fn yaml_key_lines(text: &str) -> HashMap<String, usize> {
-    let mut lines = HashMap::new();
+/// What follows a key's colon on its line in a block-style YAML file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanValue {
+    /// A plain or quoted scalar on the key's line: its byte range in the line.
+    Scalar { start: usize, end: usize },
+    /// Nothing: a mapping, a block sequence or null follows.
+    Block,
+    /// A flow collection (`{...}`, `[...]`), a block scalar (`|`, `>`), an anchor, an alias or a
+    /// tag: not one plain value.
+    Other,
+}
+
+/// One key of a block-style YAML file, as written: its flattened (dotted) path, its lines
+/// (0-based: the key's own and the last line of its value), the key as written and what follows
+/// its colon. A key inside a flow mapping (`state: {backend: {type: rocksdb}}`) has no span of
+/// its own: the key holding the mapping does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpan {
+    pub path: String,
+    /// The path of the mapping the key is in (empty at the top level).
+    pub parent: String,
+    pub line: usize,
+    pub last_line: usize,
+    pub indent: usize,
+    /// The key as written (quotes kept), from `indent`.
+    pub written: String,
+    pub value: SpanValue,
+}
+
+/// The key of a block-style YAML line: where its colon is (one followed by a space or the end).
+fn key_colon(content: &str) -> Option<usize> {
+    content
+        .char_indices()
+        .find(|&(i, c)| c == ':' && content[i + 1..].chars().next().is_none_or(|n| n == ' '))
+        .map(|(i, _)| i)
+}
+
+/// Where the plain or quoted scalar starting at `from` in `line` ends (before a ` #` comment
+/// and trailing spaces), or `None` for anything else.
+fn scalar_end(line: &str, from: usize) -> Option<usize> {
+    let rest = &line[from..];
+    let first = rest.chars().next()?;
+    match first {
+        '"' => {
+            let mut escaped = false;
+            for (i, c) in rest.char_indices().skip(1) {
+                match c {
+                    '\\' if !escaped => escaped = true,
+                    '"' if !escaped => return Some(from + i + 1),
+                    _ => escaped = false,
+                }
+            }
+            None
+        }
+        '\'' => {
+            let bytes = rest.as_bytes();
+            let mut i = 1;
+            while i < bytes.len() {
+                if bytes[i] == b'\'' {
+                    if bytes.get(i + 1) == Some(&b'\'') {
+                        i += 2;
+                        continue;
+                    }
+                    return Some(from + i + 1);
+                }
+                i += 1;
+            }
+            None
+        }
+        '{' | '[' | '|' | '>' | '&' | '*' | '!' | '%' | '@' | '`' => None,
+        _ => {
+            let end = rest.find(" #").unwrap_or(rest.len());
+            Some(from + rest[..end].trim_end().len())
+        }
+    }
+}
+
+/// Every key of a block-style YAML file, in the order written. Lines inside a block scalar or a
+/// flow collection are not read as keys.
+pub fn yaml_key_spans(text: &str) -> Vec<KeySpan> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut spans: Vec<KeySpan> = Vec::new();
     let mut stack: Vec<(usize, String)> = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    // Lines deeper than this indent belong to the value of the key before (a block scalar, a
+    // flow collection over several lines).
+    let mut skip_deeper: Option<usize> = None;
+    for (n, line) in lines.iter().enumerate() {
         let content = line.trim_start();
-        if content.is_empty()
-            || content.starts_with('#')
-            || content.starts_with("- ")
-            || content.starts_with("---")
-        {
+        let indent = line.len() - content.len();
+        if content.is_empty() || content.starts_with('#') {
             continue;
         }
-        let indent = line.len() - content.len();
-        let Some(colon) = content
-            .char_indices()
-            .find(|&(i, c)| c == ':' && content[i + 1..].chars().next().is_none_or(|n| n == ' '))
-            .map(|(i, _)| i)
-        else {
+        if let Some(deeper) = skip_deeper {
+            if indent > deeper {
+                continue;
+            }
+            skip_deeper = None;
+        }
+        if content.starts_with("- ") || content == "-" || content.starts_with("---") {
+            continue;
+        }
+        let Some(colon) = key_colon(content) else {
             continue;
         };
-        let key = content[..colon]
-            .trim()
-            .trim_matches(['"', '\''])
-            .to_string();
+        let written = content[..colon].trim_end().to_string();
+        let key = written.trim_matches(['"', '\'']).to_string();
         while stack.last().is_some_and(|(i, _)| *i >= indent) {
             stack.pop();
         }
-        let mut path: Vec<&str> = stack.iter().map(|(_, k)| k.as_str()).collect();
-        path.push(&key);
-        lines.entry(path.join(".")).or_insert(n + 1);
+        let parent: Vec<&str> = stack.iter().map(|(_, k)| k.as_str()).collect();
+        let parent = parent.join(".");
+        let path = if parent.is_empty() {
+            key.clone()
+        } else {
+            format!("{parent}.{key}")
+        };
+        let after = indent + colon + 1;
+        let from = after + (line[after..].len() - line[after..].trim_start().len());
+        let value = if line[from..].is_empty() || line[from..].starts_with('#') {
+            SpanValue::Block
+        } else {
+            match scalar_end(line, from) {
+                Some(end) => SpanValue::Scalar { start: from, end },
+                None => {
+                    skip_deeper = Some(indent);
+                    SpanValue::Other
+                }
+            }
+        };
+        spans.push(KeySpan {
+            path,
+            parent,
+            line: n,
+            last_line: n,
+            indent,
+            written,
+            value,
+        });
         stack.push((indent, key));
+    }
+    // Each key's value ends where the next key at its indent or less starts (block sequences may
+    // sit at the key's own indent), less the blank and comment lines before it.
+    for i in 0..spans.len() {
+        let (line, indent) = (spans[i].line, spans[i].indent);
+        let next = spans[i + 1..]
+            .iter()
+            .find(|s| s.indent <= indent)
+            .map_or(lines.len(), |s| s.line);
+        let mut last = line;
+        for (n, l) in lines.iter().enumerate().take(next).skip(line + 1) {
+            let content = l.trim_start();
+            if content.is_empty() || content.starts_with('#') || content.starts_with("---") {
+                continue;
+            }
+            let deeper = l.len() - content.len() > indent;
+            let item = content.starts_with('-') && l.len() - content.len() == indent;
+            if deeper || item && spans[i].value == SpanValue::Block {
+                last = n;
+            } else {
+                break;
+            }
+        }
+        spans[i].last_line = last;
+    }
+    spans
+}
+
+/// The line of each key of a block-style YAML file (1-based), by its flattened (dotted) path.
+fn yaml_key_lines(text: &str) -> HashMap<String, usize> {
+    let mut lines = HashMap::new();
+    for span in yaml_key_spans(text) {
+        lines.entry(span.path).or_insert(span.line + 1);
     }
     lines
 }
@@ -299,22 +439,69 @@ pub(super) fn flatten_yaml(
     Ok((entries, layout))
 }
 
-/// Flink 1.x's `GlobalConfiguration.loadYAMLResource`: lines it cannot split are skipped (and
-/// said so here); a later line with the same key wins.
-pub(super) fn parse_legacy(text: &str, notes: &mut Vec<String>) -> Vec<Entry> {
-    let mut entries = Vec::new();
+/// The `key: value` lines of a legacy `flink-conf.yaml` as Flink 1.x's
+/// `GlobalConfiguration.loadYAMLResource` splits them (a `#` ends the line's configuration, the
+/// line is split at its first `": "`), with where each value is; `Err` for a line it skips.
+fn legacy_lines(text: &str) -> Vec<Result<KeySpan, (usize, String)>> {
+    let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        let conf = line.split('#').next().unwrap_or("").trim();
+        let conf_end = line.find('#').unwrap_or(line.len());
+        let conf = line[..conf_end].trim();
         if conf.is_empty() {
             continue;
         }
-        match conf.split_once(": ") {
-            Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => entries.push(Entry {
-                key: k.trim().to_string(),
-                value: FlinkValue::Scalar(v.trim().to_string()),
-                line: n + 1,
-            }),
-            _ => notes.push(format!(
+        let indent = line.len() - line.trim_start().len();
+        let Some(sep) = line[..conf_end].find(": ") else {
+            out.push(Err((n, conf.to_string())));
+            continue;
+        };
+        let key = line[indent..sep].trim();
+        let from =
+            sep + 2 + (line[sep + 2..conf_end].len() - line[sep + 2..conf_end].trim_start().len());
+        let end = line[..conf_end].trim_end().len();
+        if key.is_empty() || from >= end {
+            out.push(Err((n, conf.to_string())));
+            continue;
+        }
+        out.push(Ok(KeySpan {
+            path: key.to_string(),
+            parent: String::new(),
+            line: n,
+            last_line: n,
+            indent,
+            written: key.to_string(),
+            value: SpanValue::Scalar { start: from, end },
+        }));
+    }
+    out
+}
+
+/// Every `key: value` line of a legacy `flink-conf.yaml` Flink reads, with where its value is.
+pub fn legacy_key_spans(text: &str) -> Vec<KeySpan> {
+    legacy_lines(text)
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect()
+}
+
+/// Flink 1.x's `GlobalConfiguration.loadYAMLResource`: lines it cannot split are skipped (and
+/// said so here); a later line with the same key wins.
+pub(super) fn parse_legacy(text: &str, notes: &mut Vec<String>) -> Vec<Entry> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut entries = Vec::new();
+    for parsed in legacy_lines(text) {
+        match parsed {
+            Ok(span) => {
+                let SpanValue::Scalar { start, end } = span.value else {
+                    continue;
+                };
+                entries.push(Entry {
+                    key: span.path,
+                    value: FlinkValue::Scalar(lines[span.line][start..end].to_string()),
+                    line: span.line + 1,
+                });
+            }
+            Err((n, conf)) => notes.push(format!(
                 "line {} skipped, as Flink skips it: '{conf}' is not a 'key: value' pair (a space after ':' and a value are needed)",
                 n + 1
             )),

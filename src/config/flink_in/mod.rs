@@ -31,7 +31,7 @@ use super::flink::FACTORY_PREFIX;
 use super::profile::{KNOBS, Knob, KnobInfo, KnobValue, MemoryMode};
 use super::tm_memory::{self, TmMemoryConfig};
 use super::{ConfigError, Origin, nearest};
-pub use format::{Format, Layout, detect};
+pub use format::{Format, KeySpan, Layout, SpanValue, detect, legacy_key_spans, yaml_key_spans};
 use format::{comment_knobs, flatten_yaml, parse_legacy};
 pub use keys::is_flink_key;
 use keys::{key_lists, why_ignored};
@@ -103,6 +103,103 @@ impl FlinkImport {
         }
         out
     }
+}
+
+/// One key a Flink configuration file sets, flattened as Flink flattens it, its value as a
+/// string in Flink's syntax (a YAML list joined by `;`), and its line (1-based; 0 when unknown).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetKey {
+    pub key: String,
+    pub value: String,
+    pub line: usize,
+}
+
+/// A Flink configuration file as Flink reads it: which format, how its keys are written, and
+/// every key it sets in the order written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlinkFile {
+    pub format: Format,
+    pub layout: Layout,
+    pub keys: Vec<SetKey>,
+    /// Lines Flink skips (a legacy file's lines that are not `key: value`).
+    pub notes: Vec<String>,
+}
+
+impl FlinkFile {
+    /// The value Flink ends up with for `key`: a later line wins, as in Flink.
+    pub fn get(&self, key: &str) -> Option<&SetKey> {
+        self.keys.iter().rev().find(|k| k.key == key)
+    }
+}
+
+/// The format of a Flink configuration: Flink 1.x's legacy `flink-conf.yaml` by its name (as
+/// Flink chooses), standard YAML otherwise; a file of another name that is not YAML but all
+/// `key: value` lines is read as the legacy format.
+fn format_of(origin: &Origin, text: &str) -> Format {
+    let name = match origin {
+        Origin::File(path) => path.file_name().and_then(|f| f.to_str()).unwrap_or(""),
+        _ => "",
+    };
+    if name.ends_with("flink-conf.yaml") || name.ends_with("flink-conf.yml") {
+        return Format::Legacy;
+    }
+    let named = name == "config.yaml" || name == "config.yml";
+    if !named && serde_norway::from_str::<serde_norway::Value>(text).is_err() {
+        let mut notes = Vec::new();
+        let entries = parse_legacy(text, &mut notes);
+        if notes.is_empty() && !entries.is_empty() {
+            return Format::Legacy;
+        }
+    }
+    Format::Yaml
+}
+
+/// Reads the keys of the Flink configuration `text` (from `origin`) as Flink does: the one
+/// reader of Flink configuration files for every command (profiles, `--taskmanager-memory`,
+/// `export --into`). Errors name the file and the line.
+pub fn read_keys(origin: &Origin, text: &str) -> Result<FlinkFile, ConfigError> {
+    read_keys_in(origin, text, format_of(origin, text))
+}
+
+/// [`read_keys`] of a file in `format`.
+pub fn read_keys_in(origin: &Origin, text: &str, format: Format) -> Result<FlinkFile, ConfigError> {
+    let mut notes = Vec::new();
+    let (entries, layout) = match format {
+        Format::Legacy => (parse_legacy(text, &mut notes), Layout::Legacy),
+        // Comments alone: a configuration that sets nothing yet.
+        Format::Yaml
+            if matches!(
+                serde_norway::from_str::<serde_norway::Value>(text),
+                Ok(serde_norway::Value::Null)
+            ) =>
+        {
+            (Vec::new(), Layout::Flat)
+        }
+        Format::Yaml => flatten_yaml(origin, text)?,
+    };
+    let keys = entries
+        .into_iter()
+        .map(|e| SetKey {
+            value: match &e.value {
+                FlinkValue::List(items) => items.join(";"),
+                other => other.show(),
+            },
+            key: e.key,
+            line: e.line,
+        })
+        .collect();
+    Ok(FlinkFile {
+        format,
+        layout,
+        keys,
+        notes,
+    })
+}
+
+/// The current key of a key Flink 1.20 or 2.0 deprecated (`state.backend` ->
+/// `state.backend.type`).
+pub fn current_key(deprecated: &str) -> Option<&'static str> {
+    key_lists().deprecated.get(deprecated).copied()
 }
 
 /// Reads one file: its errors name the file, the key and the line. (Its memory keys are read in
