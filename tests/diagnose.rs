@@ -723,3 +723,93 @@ fn the_logs_block_cache_wins_over_a_configuration_that_contradicts_it() {
         storm.diagnosis
     );
 }
+
+/// A real Flink 1.20.1 LOG of a job with 64 MB of managed memory a slot (level-sizing's: its
+/// block cache has a capacity of 55,924,053 B), found without its OPTIONS file or its
+/// configuration (Flink's `state.backend.rocksdb.log.dir` keeps the LOG apart): the slot's
+/// memory comes from that cache at the assumed ratio 0.5, the budget per state column family
+/// is 7.1 MiB (not flink-default's 28.4 MiB), and the profile written carries both.
+#[test]
+fn a_log_without_options_gives_the_slots_own_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_evidence("level-sizing", tmp.path(), &["config.yaml", "OPTIONS"]);
+    let d = diagnose::diagnose(tmp.path(), Default::default()).unwrap();
+    assert!(d.instances.iter().all(|i| i.options.is_none()));
+    assert_eq!(d.profile.knobs.managed_memory.0, 64 << 20);
+    assert_eq!(d.profile.knobs.write_buffer_ratio, 0.5);
+    let derived = d.profile.derived(3);
+    // Flink: WBM = 2 * 64 MiB * 0.5 / 3 = 21.3 MiB, over 3 states 7.1 MiB each.
+    assert_eq!(derived.write_buffer_budget_per_column_family, 7_456_540);
+    let notes = d.profile_notes.join("\n");
+    assert!(notes.contains("0.5 assumed"), "{notes}");
+    assert!(
+        notes.contains("(assumed) gives a block cache of 53.3 MiB and a WriteBufferManager of 21.3 MiB for 3 state column families, about 7.1 MiB each"),
+        "{notes}"
+    );
+    assert!(
+        d.profile_yaml.contains("\nmemory.managed-size: 64mb\n"),
+        "{}",
+        d.profile_yaml
+    );
+    assert!(
+        d.profile_yaml.contains("\nmemory.write-buffer-ratio: 0.5 "),
+        "{}",
+        d.profile_yaml
+    );
+    // The profile written reads back as that memory.
+    let written = tmp.path().join("diagnosed.yaml");
+    std::fs::write(&written, &d.profile_yaml).unwrap();
+    let back = Profile::load(&written.display().to_string()).unwrap();
+    assert_eq!(back.knobs.managed_memory.0, 64 << 20);
+    assert_eq!(back.knobs.write_buffer_ratio, 0.5);
+    let text = diagnose::render(&d, None, None);
+    assert!(text.contains("the LOG alone: no OPTIONS file"), "{text}");
+}
+
+/// The flush storm of a 64 MB slot (a RocksDB LOG of a run at flink-default with 64 MB of
+/// managed memory, its OPTIONS file left out: tests/fixtures/rocksdb-evidence/wbm-64mb): the
+/// WriteBufferManager's budget is judged for the memory the LOG's cache implies (21.3 MiB, 7.1
+/// MiB per column family) and its fix fits that budget, not flink-default's 28.4 MiB.
+#[test]
+fn a_flush_storm_without_options_is_judged_for_the_logs_budget() {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rocksdb-evidence/wbm-64mb");
+    let d = diagnose::diagnose(&dir, Default::default()).unwrap();
+    assert!(d.instances[0].options.is_none());
+    let storm = d
+        .findings
+        .iter()
+        .find(|f| f.id == "wbm-budget")
+        .unwrap_or_else(|| panic!("{:?}\n{}", ids(&d), diagnose::render(&d, None, None)));
+    assert!(
+        storm
+            .diagnosis
+            .contains("(21.3 MiB for 3 column families, about 7.1 MiB each)"),
+        "{}",
+        storm.diagnosis
+    );
+    let buffer: Vec<&str> = storm
+        .recommendation
+        .iter()
+        .filter(|c| c.key == "writebuffer.size")
+        .map(|c| c.value.as_str())
+        .collect();
+    assert_eq!(buffer, ["7mb"], "{:?}", storm.recommendation);
+    // Where the LOG shows no capacity, the assumption is said.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(dir.join("LOG")).unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("capacity :"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(tmp.path().join("LOG"), without).unwrap();
+    let d = diagnose::diagnose(tmp.path(), Default::default()).unwrap();
+    assert!(
+        d.profile_notes
+            .iter()
+            .any(|n| n.contains("no block cache capacity in the LOG: memory is assumed flink-default's (memory.managed-size 256.0 MiB a slot, memory.write-buffer-ratio 0.5)")),
+        "{:?}",
+        d.profile_notes
+    );
+}

@@ -61,6 +61,10 @@ pub struct LogEvidence {
     pub cache_capacities: Vec<u64>,
     pub caches: usize,
     pub high_pri_pool_ratio: Option<f64>,
+    /// Whether index and filter blocks live in the block cache (`cache_index_and_filter_blocks`
+    /// of the table options printed for the column families: true if any says so), the LOG's
+    /// word where no OPTIONS file is beside it.
+    pub cache_index_and_filter_blocks: Option<bool>,
     /// Column families the LOG names, in the order it first names them.
     pub column_families: Vec<String>,
     /// The database's path (`Options.wal_dir`, the database's own by default): Flink names
@@ -176,6 +180,10 @@ impl LogEvidence {
                 }
             } else if let Some(r) = trimmed.strip_prefix("high_pri_pool_ratio: ") {
                 ev.high_pri_pool_ratio = r.trim().parse().ok();
+            } else if let Some(v) = trimmed.strip_prefix("cache_index_and_filter_blocks: ") {
+                let on = v.trim() == "1";
+                ev.cache_index_and_filter_blocks =
+                    Some(on || ev.cache_index_and_filter_blocks.unwrap_or(false));
             }
             // A trivial move: "[cf] Moving #12 to level-2 4096 bytes".
             if let Some(rest) = line.split("Moving #").nth(1) {

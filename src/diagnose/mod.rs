@@ -341,6 +341,28 @@ fn as_run(instances: &[Instance]) -> (Summary, Vec<MetricsSnapshot>) {
     (summary, vec![snapshot])
 }
 
+/// The slot's memory as Flink divides it, for the profile read: what the findings' fixes are
+/// computed for, with the write-buffer ratio it holds at (assumed where no configuration said).
+fn budget_note(
+    profile: &Profile,
+    d: &crate::config::profile::Derived,
+    from_config: bool,
+) -> Option<String> {
+    let h = |b: u64| crate::config::units::human_bytes(b as f64);
+    d.shared.then(|| {
+        format!(
+            "the slot's budget: managed memory {} at memory.write-buffer-ratio {}{} gives a block cache of {} and a WriteBufferManager of {} for {} state column families, about {} each",
+            h(profile.knobs.managed_memory.0),
+            profile.knobs.write_buffer_ratio,
+            if from_config { "" } else { " (assumed)" },
+            h(d.block_cache_capacity),
+            h(d.write_buffer_manager_capacity),
+            d.state_column_families,
+            h(d.write_buffer_budget_per_column_family)
+        )
+    })
+}
+
 /// Reads the evidence under `dir` (and the running job's metrics through Flink's REST API, if
 /// `sources` names it) and diagnoses it.
 pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError> {
@@ -378,6 +400,7 @@ pub fn diagnose(dir: &Path, sources: Sources) -> Result<Diagnosis, DiagnoseError
     profile_notes.extend(found_notes);
     profile_notes.extend(slots_note);
     let derived = profile.derived(state_cfs);
+    profile_notes.extend(budget_note(&profile, &derived, found.memory_from_config));
     let input = advisor::Input {
         profile: &profile,
         derived: &derived,

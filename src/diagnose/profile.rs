@@ -125,6 +125,9 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
                 .cloned()
         })
         .unwrap_or_else(|| "default".to_string());
+    // Index and filter blocks in the one cache: the OPTIONS file says it, else the LOG's table
+    // options, else one cache for all column families is taken as Flink's shared one.
+    let mut shared = log.cache_index_and_filter_blocks.unwrap_or(log.caches <= 1);
     match &inst.options {
         None => notes.push(format!(
             "{}: no OPTIONS file: every RocksDB option is Flink's default here",
@@ -183,10 +186,7 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
                     b.filter_bytes, b.entries
                 ));
             }
-            let shared = file.table(&cf, "cache_index_and_filter_blocks") == Some("true");
-            if config.is_none() {
-                memory(log, shared, &mut edits, &mut notes);
-            }
+            shared = file.table(&cf, "cache_index_and_filter_blocks") == Some("true");
             let partitioned = file.table(&cf, "partition_filters") == Some("true");
             if shared {
                 edits.push((
@@ -196,6 +196,9 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
             }
         }
     }
+    // Without the job's configuration the LOG's block cache is all that tells its memory, with
+    // or without an OPTIONS file (Flink may have moved the LOG away from it).
+    let ratio_assumed = config.is_none() && memory(log, shared, &mut edits, &mut notes);
     let base = match &config {
         Some(path) => {
             notes.push(format!(
@@ -244,6 +247,14 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
     if let (Ok(p), Ok(default)) = (&profile, Profile::load("flink-default")) {
         for (key, _, value) in p.knob_differences(&default) {
             yaml.push_str(&format!("{key}: {value}\n"));
+        }
+        // The ratio the managed memory was derived at, written even where it is the default's:
+        // the memory above holds only with it.
+        if ratio_assumed && !yaml.contains("\nmemory.write-buffer-ratio:") {
+            yaml.push_str(&format!(
+                "memory.write-buffer-ratio: {}   # assumed (Flink's default): the LOG does not say it\n",
+                p.knobs.write_buffer_ratio
+            ));
         }
     }
     let profile = profile.map(|mut p| {
@@ -315,16 +326,26 @@ pub(super) fn from_cluster_config(url: &str, text: &str, managed_per_slot: Optio
 }
 
 /// The memory knobs from the LOG's block caches: one shared cache (Flink's managed memory, or
-/// fixed-per-slot) or one per column family (`memory.managed: false`).
+/// fixed-per-slot) or one per column family (`memory.managed: false`). True when managed memory
+/// was derived at an assumed write-buffer ratio.
 fn memory(
     log: &super::LogEvidence,
     shared: bool,
     edits: &mut Vec<(String, String)>,
     notes: &mut Vec<String>,
-) {
+) -> bool {
     let Some(capacity) = log.cache_capacities.iter().copied().max() else {
-        notes.push("no block cache capacity in the LOG: memory is flink-default's".into());
-        return;
+        let default = Profile::load("flink-default").ok();
+        let (managed, ratio) = default.map_or((String::from("?"), 0.5), |p| {
+            (
+                human_bytes(p.knobs.managed_memory.0 as f64),
+                p.knobs.write_buffer_ratio,
+            )
+        });
+        notes.push(format!(
+            "no block cache capacity in the LOG: memory is assumed flink-default's (memory.managed-size {managed} a slot, memory.write-buffer-ratio {ratio}): the budgets below hold only for it; put the job's config.yaml beside the evidence for its own"
+        ));
+        return false;
     };
     if log.caches > 1 && !shared {
         edits.push(("memory.mode".into(), "unmanaged".into()));
@@ -333,7 +354,7 @@ fn memory(
             "memory.mode unmanaged: {} column families each with a cache of their own of {capacity} bytes, index and filter blocks outside them",
             log.caches
         ));
-        return;
+        return false;
     }
     // Flink: cache = (3 - r) * M / 3; the ratio r is not in the LOG: Flink's default 0.5.
     let ratio = 0.5;
@@ -347,6 +368,7 @@ fn memory(
         "memory.managed-size {} MiB: one block cache of {capacity} bytes shared by the column families is (3 - r) / 3 of managed memory; r, memory.write-buffer-ratio, is not in the LOG: Flink's default 0.5 assumed",
         managed >> 20
     ));
+    true
 }
 
 #[cfg(test)]

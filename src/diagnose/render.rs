@@ -92,8 +92,10 @@ pub fn render(
         "\nthe profile it ran with ({}):",
         if d.instances.is_empty() {
             "the cluster's configuration"
-        } else {
+        } else if d.instances.iter().any(|i| i.options.is_some()) {
             "OPTIONS and LOG"
+        } else {
+            "the LOG alone: no OPTIONS file"
         }
     );
     for line in d.profile_yaml.lines().filter(|l| !l.starts_with('#')) {
