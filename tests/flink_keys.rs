@@ -31,8 +31,14 @@ const NAMED_ON_PURPOSE: &[&str] = &[
 
 /// The files, or the folders of modules split into several files (every file in them), that
 /// read a user's Flink configuration: they may name the deprecated keys Flink 1.20.1 still reads
-/// (its fallback keys), as long as the list knows them.
-const DEPRECATED_KEY_READERS: &[&str] = &["src/config/tm_memory", "src/config/flink_in"];
+/// (its fallback keys), as long as the list knows them. `export --into` renames the deprecated
+/// keys a user's file sets to the current ones (src/export/merge.rs, shown in docs/export.md).
+const DEPRECATED_KEY_READERS: &[&str] = &[
+    "src/config/tm_memory",
+    "src/config/flink_in",
+    "src/export/merge.rs",
+    "docs/export.md",
+];
 
 /// Knobs whose YAML key is not Flink's key without the prefix, and why.
 const YAML_KEY_EXCEPTIONS: &[(&str, &str, &str)] = &[(
