@@ -43,6 +43,24 @@ fn every_shipped_workload_loads_and_is_built_in() {
     );
 }
 
+/// A user's own Flink configuration shipped beside the profiles (profiles/flink/*/config.yaml,
+/// read as Flink's conf dir): issue 33's 4-slot TaskManager of an 8 GB process.
+#[test]
+fn every_shipped_flink_configuration_loads_as_its_taskmanager() {
+    let dirs: Vec<String> = std::fs::read_dir("profiles/flink")
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .collect();
+    assert!(!dirs.is_empty());
+    for dir in &dirs {
+        Profile::load(dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
+    }
+    let p = Profile::load("profiles/flink/tm-8g-4-slots").unwrap();
+    // Flink's memory model: 0.4 of the total Flink memory of an 8 GiB process, over 4 slots.
+    assert_eq!(p.knobs.managed_memory, ByteSize(746_250_577));
+    assert!(p.knobs.memory_mode.is_shared());
+}
+
 #[test]
 fn case_study_profiles_differ_where_their_story_says() {
     let starved = Profile::load("minutes-wbm-starved").unwrap();

@@ -61,6 +61,15 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../workloads/dedup-then-sessions.yaml"),
     ),
     ("latest-1k", include_str!("../../workloads/latest-1k.yaml")),
+    (
+        "orders-payments",
+        include_str!("../../workloads/orders-payments.yaml"),
+    ),
+    ("dedup-ids", include_str!("../../workloads/dedup-ids.yaml")),
+    (
+        "sessions-zipf-1m",
+        include_str!("../../workloads/sessions-zipf-1m.yaml"),
+    ),
 ];
 
 /// 2026-01-01T00:00:00Z, the default start of event time.
@@ -370,15 +379,16 @@ impl Workload {
             parse_yaml(&text, &origin).map_err(|e| section::job_error(&text, e))?;
         let name = origin.name();
         let mut spec = spec;
-        // A trace path is relative to the workload file that names it.
-        if let (Some(trace), super::Origin::File(file)) = (&spec.trace, &origin)
+        // A trace path is relative to the workload file that names it (a shipped workload's
+        // file is workloads/<name>.yaml).
+        if let Some(trace) = &spec.trace
             && trace.is_relative()
         {
-            spec.trace = Some(
-                file.parent()
-                    .unwrap_or(std::path::Path::new("."))
-                    .join(trace),
-            );
+            let folder = match &origin {
+                super::Origin::File(file) => file.parent().unwrap_or(std::path::Path::new(".")),
+                _ => std::path::Path::new("workloads"),
+            };
+            spec.trace = Some(folder.join(trace));
         }
         // A chain's problems name `job[i].<field>` and their line.
         if let Some(job) = &spec.job
