@@ -57,10 +57,12 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// contrast reproduced (the advisor named the cause and the evidence moved), 1 when it did
     /// not. Without a name, list them.
     Reproduce(ReproduceArgs),
-    /// Run, ask the advisor, apply its recommendations to a new profile (`extends:` the
-    /// original), re-run the same workload and keep a change only when its finding is gone;
-    /// repeat until no finding is left or the rounds run out. Prints before / after for every
-    /// round and writes the tuned profile (and with --report, the proof as JSON).
+    /// Search the advisor's fixes on the scorecard: each round runs candidates (every finding's
+    /// recommendation and alternatives, neighbouring values of their knobs, and the findings'
+    /// job changes, reported apart) against the profile kept so far, and keeps one only when
+    /// the objective improves beyond noise, no constraint breaks and no other figure gets worse
+    /// beyond its band unless allowed (or paid for by a 10 % objective gain, the cost printed).
+    /// Writes the tuned profile (`extends:` the original; with --report, the proof as JSON).
     Tune(TuneArgs),
     /// A profile in the formats users deploy: a Flink 1.20 or 2.x config.yaml fragment (only
     /// what the profile sets; memory as managed memory for --slots), the RocksDB OPTIONS file

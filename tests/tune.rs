@@ -113,35 +113,22 @@ fn tune_without_a_memory_budget_removes_the_stalls_with_no_extra_memory() {
     assert!(json["runs"].as_u64().unwrap() <= 12, "{}", json["runs"]);
 }
 
+/// `tune` on smoke with `extra` arguments, which must fail: its error.
+fn refused(extra: &[&str]) -> String {
+    let mut args = vec!["tune", "-w", "smoke", "-p", "flink-default"];
+    args.extend_from_slice(extra);
+    run(&args).unwrap_err().to_string()
+}
+
 #[test]
 fn a_figure_not_allowed_is_refused_by_name_and_min_task_heap_needs_a_taskmanager() {
-    let err = run(&[
-        "tune",
-        "-w",
-        "smoke",
-        "-p",
-        "flink-default",
-        "--allow",
-        "p999,lattency",
-    ])
-    .unwrap_err()
-    .to_string();
+    let err = refused(&["--allow", "p999,lattency"]);
     assert!(
         err.contains("unknown figure 'lattency'") && err.contains("valid: events-per-sec"),
         "{err}"
     );
     // A built-in profile has no TaskManager: refused before any run.
-    let err = run(&[
-        "tune",
-        "-w",
-        "smoke",
-        "-p",
-        "flink-default",
-        "--min-task-heap",
-        "512mb",
-    ])
-    .unwrap_err()
-    .to_string();
+    let err = refused(&["--min-task-heap", "512mb"]);
     assert!(
         err.contains("--min-task-heap needs a TaskManager") && err.contains("flink-default"),
         "{err}"

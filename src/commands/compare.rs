@@ -411,6 +411,31 @@ mod tests {
     }
 
     #[test]
+    fn each_side_is_scored_from_its_summaries_with_its_reports_context() {
+        let mut a = loaded("a.json", serde_json::json!({ "name": "w" }), 1_000, 1);
+        a.summary = serde_json::json!({
+            "events": 1_000, "records_processed": 1_000, "events_per_sec": 500.0, "flushes": 4,
+        });
+        a.context = Context {
+            paced: false,
+            managed_memory: 1 << 20,
+            task_heap: Some(3 << 30),
+        };
+        let card = score(&[a]).unwrap();
+        assert_eq!(card.median(Figure::Flushes), Some(4.0));
+        assert_eq!(card.show(Figure::TaskHeap), "3.0 GiB");
+        assert_eq!(card.show(Figure::ManagedMemory), "1.0 MiB");
+        // A summary of the wrong shape names its report.
+        let mut bad = loaded("b.json", serde_json::json!({ "name": "w" }), 1_000, 1);
+        bad.summary = serde_json::json!({ "flushes": "many" });
+        let err = score(&[bad]).unwrap_err().to_string();
+        assert!(
+            err.contains("b.json") && err.contains("cannot be read"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn replayed_and_restored_runs_are_warned_about() {
         let mut failed = loaded("b.json", serde_json::json!({ "name": "w" }), 40_000, 1);
         failed.summary = serde_json::json!({

@@ -191,32 +191,20 @@ fn decide(
         }
     };
     let band = format!("{}{}", runs(before), runs(after));
-    match obj.verdict {
-        Verdict::Unknown => {
-            return (
-                Decision::Rejected(format!("{}: not measured", obj.describe())),
-                deltas,
-            );
-        }
-        Verdict::Worse => {
-            return (
-                Decision::Rejected(format!("{}: worse beyond the band{band}", obj.describe())),
-                deltas,
-            );
-        }
+    let what = obj.describe();
+    let early = match obj.verdict {
+        Verdict::Better => None,
+        Verdict::Unknown => Some(Decision::Rejected(format!("{what}: not measured"))),
+        Verdict::Worse => Some(Decision::Rejected(format!(
+            "{what}: worse beyond the band{band}"
+        ))),
         Verdict::Same if obj.gain().is_some_and(|g| g > 0.0) => {
-            return (
-                Decision::Unsure(format!("{}: within the band{band}", obj.describe())),
-                deltas,
-            );
+            Some(Decision::Unsure(format!("{what}: within the band{band}")))
         }
-        Verdict::Same => {
-            return (
-                Decision::Rejected(format!("{}: not better{band}", obj.describe())),
-                deltas,
-            );
-        }
-        Verdict::Better => {}
+        Verdict::Same => Some(Decision::Rejected(format!("{what}: not better{band}"))),
+    };
+    if let Some(decision) = early {
+        return (decision, deltas);
     }
     if let (Some(max), Some(wa)) = (constraints.max_write_amp, after.median(Figure::WriteAmp))
         && wa > max
@@ -731,12 +719,15 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     } else {
         // The guarantee: never worse than the start beyond a band unless allowed or paid for.
         let (decision, deltas) = decide(&start.scorecard, &base.scorecard, objective, &constraints);
-        let _ = writeln!(out, "the tuned profile against the start:");
-        let _ = write!(
-            out,
-            "{}",
-            scorecard::render(&[("start", &start.scorecard), ("tuned", &base.scorecard)])
-        );
+        // After one kept round its table above is this one.
+        if rounds.iter().filter(|r| r.chosen.is_some()).count() > 1 {
+            let _ = writeln!(out, "the tuned profile against the start:");
+            let _ = write!(
+                out,
+                "{}",
+                scorecard::render(&[("start", &start.scorecard), ("tuned", &base.scorecard)])
+            );
+        }
         match decision {
             Decision::Kept(why) => {
                 let cost = original_cost(&original, &current);

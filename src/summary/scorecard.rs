@@ -490,7 +490,7 @@ pub fn render(columns: &[(&str, &Scorecard)]) -> String {
         out.push_str(row.trim_end());
         out.push('\n');
     }
-    if first.runs <= 1 || last.is_some_and(|l| l.runs <= 1) {
+    if last.is_some_and(|l| first.runs <= 1 || l.runs <= 1) {
         let _ = writeln!(
             out,
             "  (one run a side has no band: timings count beyond {:.0} %, counters exactly)",
@@ -688,7 +688,10 @@ mod tests {
         assert_eq!(wa.describe(), "write amplification 0.31 -> 1.65 (5.32x)");
         // One column: no change column.
         let alone = render(&[("this run", &before)]);
-        assert!(!alone.contains("change"), "{alone}");
+        assert!(
+            !alone.contains("change") && !alone.contains("no band"),
+            "{alone}"
+        );
     }
 
     #[test]
