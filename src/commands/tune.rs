@@ -263,6 +263,30 @@ fn decide(
     }
 }
 
+/// Why `profile` breaks a constraint known before running it (the memory budget, the task heap
+/// its TaskManager leaves); None: it may run.
+fn refused_before_running(profile: &Profile, constraints: &Constraints) -> Option<String> {
+    let managed = profile.knobs.managed_memory;
+    if managed.0 > constraints.memory_budget {
+        return Some(format!(
+            "not run: needs memory.managed-size {managed} ({} over the budget {}; --memory-budget {managed} allows it)",
+            human_bytes((managed.0 - constraints.memory_budget) as f64),
+            human_bytes(constraints.memory_budget as f64),
+        ));
+    }
+    let min = constraints.min_task_heap?;
+    let heap = super::task_heap_left(profile);
+    heap.is_none_or(|h| h < min).then(|| {
+        format!(
+            "not run: task heap left {} under --min-task-heap {}",
+            heap.map_or("none (Flink refuses the TaskManager)".to_string(), |h| {
+                human_bytes(h as f64)
+            }),
+            human_bytes(min as f64)
+        )
+    })
+}
+
 /// Neighbouring values of a change's knob: half and twice a size, the other value of a
 /// boolean, 5 / 10 / 15 bits per key.
 fn neighbours(change: &Change) -> Vec<String> {
@@ -561,33 +585,12 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
                 verdict,
             };
             // Constraints known before running cost no run.
-            if cand.kind == Kind::Profile {
-                let managed = cand.profile.knobs.managed_memory.0;
-                if managed > constraints.memory_budget {
-                    tried_profiles.push(cand.profile.knobs.clone());
-                    round.tried.push(refuse(format!(
-                        "not run: needs memory.managed-size {} ({} over the budget {}; --memory-budget {} allows it)",
-                        cand.profile.knobs.managed_memory,
-                        human_bytes((managed - constraints.memory_budget) as f64),
-                        human_bytes(constraints.memory_budget as f64),
-                        cand.profile.knobs.managed_memory
-                    )));
-                    continue;
-                }
-                if let Some(min) = constraints.min_task_heap {
-                    let heap = super::task_heap_left(&cand.profile);
-                    if heap.is_none_or(|h| h < min) {
-                        tried_profiles.push(cand.profile.knobs.clone());
-                        round.tried.push(refuse(format!(
-                            "not run: task heap left {} under --min-task-heap {}",
-                            heap.map_or("none (Flink refuses the TaskManager)".to_string(), |h| {
-                                human_bytes(h as f64)
-                            }),
-                            human_bytes(min as f64)
-                        )));
-                        continue;
-                    }
-                }
+            if cand.kind == Kind::Profile
+                && let Some(why) = refused_before_running(&cand.profile, &constraints)
+            {
+                tried_profiles.push(cand.profile.knobs.clone());
+                round.tried.push(refuse(why));
+                continue;
             }
             if runner.left() == 0 || (cand.kind == Kind::Profile && round_runs >= args.round_runs) {
                 round
@@ -1048,6 +1051,40 @@ mod tests {
         assert!(
             matches!(&d, Decision::Rejected(w) if w.contains("worse beyond the band")),
             "{d:?}"
+        );
+    }
+
+    #[test]
+    fn a_candidate_over_the_budget_or_squeezing_the_task_heap_is_refused_before_running() {
+        // A 4-slot, 8 GB TaskManager: 711.7 MiB of managed memory a slot, 3.2 GiB of task heap.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/valid/flink-4-slots-8g/config.yaml"
+        );
+        let profile = Profile::load(path).unwrap();
+        let heap = crate::commands::task_heap_left(&profile).unwrap();
+        assert_eq!(human_bytes(heap as f64), "3.2 GiB");
+        let constraints = Constraints {
+            memory_budget: 2 << 30,
+            max_write_amp: None,
+            min_task_heap: Some(2 << 30),
+            allow: Vec::new(),
+        };
+        assert_eq!(refused_before_running(&profile, &constraints), None);
+        // 1.5 GiB a slot: 6 GiB of managed memory leaves the job's own heap under 2 GiB.
+        let squeezed = profile.edited("memory.managed-size", "1536mb").unwrap();
+        let why = refused_before_running(&squeezed, &constraints).unwrap();
+        assert!(
+            why.starts_with("not run: task heap left")
+                && why.ends_with("under --min-task-heap 2.0 GiB"),
+            "{why}"
+        );
+        let over = profile.edited("memory.managed-size", "3gb").unwrap();
+        let why = refused_before_running(&over, &constraints).unwrap();
+        assert!(
+            why.contains("needs memory.managed-size 3gb")
+                && why.contains("over the budget 2.0 GiB"),
+            "{why}"
         );
     }
 
