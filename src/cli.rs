@@ -57,10 +57,12 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// contrast reproduced (the advisor named the cause and the evidence moved), 1 when it did
     /// not. Without a name, list them.
     Reproduce(ReproduceArgs),
-    /// Run, ask the advisor, apply its recommendations to a new profile (`extends:` the
-    /// original), re-run the same workload and keep a change only when its finding is gone;
-    /// repeat until no finding is left or the rounds run out. Prints before / after for every
-    /// round and writes the tuned profile (and with --report, the proof as JSON).
+    /// Search the advisor's fixes on the scorecard: each round runs candidates (every finding's
+    /// recommendation and alternatives, neighbouring values of their knobs, and the findings'
+    /// job changes, reported apart) against the profile kept so far, and keeps one only when
+    /// the objective improves beyond noise, no constraint breaks and no other figure gets worse
+    /// beyond its band unless allowed (or paid for by a 10 % objective gain, the cost printed).
+    /// Writes the tuned profile (`extends:` the original; with --report, the proof as JSON).
     Tune(TuneArgs),
     /// A profile in the formats users deploy: a Flink 1.20 or 2.x config.yaml fragment (only
     /// what the profile sets; memory as managed memory for --slots), the RocksDB OPTIONS file
@@ -592,11 +594,32 @@ pub struct TuneArgs {
     /// Where to write the tuned profile (default: <profile>-tuned.yaml here, never over a file).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Run each side (before, and every round's re-run) this many times: the tables show the
-    /// median and the range, and a change is kept only when its finding's metric moves
-    /// outside the range of the runs before.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    /// Runs a candidate may take at most: one first, more (with the base run again to give it
+    /// a band) while its objective gain is within the band; the tables show median (min–max).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub repeat: u32,
+    /// What the search improves: throughput (events/s, or CPU per event where the workload's
+    /// rate bounds it), latency (event p99) or memory (RocksDB's peak).
+    #[arg(long, value_enum, default_value = "throughput")]
+    pub objective: crate::commands::tune::Objective,
+    /// A candidate whose write amplification exceeds this is rejected.
+    #[arg(long, value_name = "X")]
+    pub max_write_amp: Option<f64>,
+    /// A candidate that leaves the TaskManager less task heap than this is not run (the
+    /// profile must be, or extend, a Flink configuration with the TaskManager's memory).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub min_task_heap: Option<crate::config::ByteSize>,
+    /// Scorecard figures a candidate may make worse (comma-separated): events-per-sec,
+    /// cpu-per-event, p99, p999, write-amp, bytes-written-per-event, flushes, compactions,
+    /// stall-time, bytes-per-lookup, live-sst, rocksdb-memory, managed-memory, task-heap.
+    #[arg(long, value_name = "FIGURE[,FIGURE]", value_delimiter = ',', value_parser = crate::summary::scorecard::Figure::parse)]
+    pub allow: Vec<crate::summary::scorecard::Figure>,
+    /// Runs the whole tune may take (the start's, every candidate's and repeat's).
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_runs: u32,
+    /// Runs of profile candidates one round may take (the job changes' are apart).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub round_runs: u32,
 }
 
 fn parse_size(text: &str) -> Result<crate::config::ByteSize, String> {

@@ -82,6 +82,13 @@ fn the_operator_kinds_cases_reproduce_and_the_fix_clears_the_finding() {
         let text = reproduce::proofs::render(proof, &outcome);
         assert!(outcome.ok, "{text}");
         assert_eq!(outcome.named.as_ref().map(|f| f.id), Some(proof.finding));
+        // The proof prints both sides' scorecards, the after side judged against the before.
+        let (before, after) = outcome.scorecards.as_ref().unwrap();
+        assert_eq!((before.runs, after.runs), (1, 1));
+        assert!(
+            text.contains("scorecard") && text.contains("write amplification"),
+            "{text}"
+        );
         assert!(
             outcome.after_findings.iter().all(|f| f.id != proof.finding),
             "{name}: the fixed run still makes the finding\n{text}"

@@ -321,6 +321,18 @@ fn a_b_shows_both_sides_labelled_and_writes_both_reports_and_the_comparison() {
     let table = std::fs::read_to_string(dir.path().join("ab-compare.txt")).unwrap();
     assert!(table.contains("throughput (events/s)"), "{table}");
     assert!(table.contains("minutes-wbm-sized"), "{table}");
+    // Both sides' scorecards in the one layout, and in each report.
+    assert!(
+        table.contains("scorecard") && table.contains("write amplification"),
+        "{table}"
+    );
+    for side in [&a, &b] {
+        assert!(
+            side["segments"][0]["scorecard"]["scores"].is_array(),
+            "{}",
+            side["segments"][0]
+        );
+    }
     let screen = session.screen();
     assert!(screen.contains("ab-compare.txt"), "{screen}");
 }

@@ -63,13 +63,38 @@ fn tune_without_a_memory_budget_removes_the_stalls_with_no_extra_memory() {
     assert_eq!(profile.knobs.managed_memory.0, 18 << 20);
     assert!(profile.knobs.write_buffer_ratio > 0.25, "{text}");
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&proof).unwrap()).unwrap();
-    // Round 1: one finding's fix, wbm-budget's, which costs no memory, kept.
+    // Round 1: the candidates from the findings, each measured on the scorecard against the
+    // start; the one kept is a wbm-budget fix that costs no memory.
     let round = &json["rounds"][0];
-    let applied = round["applied"].as_array().unwrap();
-    assert_eq!(applied.len(), 1, "{applied:?}");
-    assert_eq!(applied[0]["finding"], "wbm-budget");
-    assert_eq!(applied[0]["memory_cost"], 0);
-    assert_eq!(applied[0]["kept"], true, "{}", applied[0]["verdict"]);
+    let tried = round["tried"].as_array().unwrap();
+    let chosen = &tried[round["chosen"].as_u64().unwrap() as usize];
+    assert_eq!(chosen["finding"], "wbm-budget", "{chosen}");
+    assert_eq!(chosen["memory_cost"], 0);
+    assert_eq!(chosen["kept"], true, "{}", chosen["verdict"]);
+    // The fix over the memory budget was refused without a run, saying what it needs.
+    let over: Vec<&Value> = tried
+        .iter()
+        .filter(|t| t["verdict"].as_str().unwrap().contains("over the budget"))
+        .collect();
+    assert!(
+        over.iter()
+            .all(|t| t["runs"] == 0 && t["memory_cost"].as_u64().unwrap() > 0),
+        "{over:?}"
+    );
+    // Every candidate that ran has its scorecard and every figure judged against the base.
+    for t in tried.iter().filter(|t| t["runs"].as_u64().unwrap() > 0) {
+        let figures: Vec<&str> = t["deltas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["figure"].as_str().unwrap())
+            .collect();
+        assert!(
+            figures.contains(&"p999") && figures.contains(&"write-amp"),
+            "{figures:?}"
+        );
+        assert!(t["measured"]["scorecard"]["scores"].is_array(), "{t}");
+    }
     let ids = |m: &Value| -> Vec<String> {
         m["findings"]
             .as_array()
@@ -78,10 +103,34 @@ fn tune_without_a_memory_budget_removes_the_stalls_with_no_extra_memory() {
             .map(|f| f["id"].as_str().unwrap().to_string())
             .collect()
     };
-    assert!(ids(&round["before"]).contains(&"wbm-budget".to_string()));
-    assert!(round["before"]["summary"]["stall_micros"].as_u64().unwrap() > 0);
+    assert!(ids(&round["base"]).contains(&"wbm-budget".to_string()));
+    assert!(round["base"]["summary"]["stall_micros"].as_u64().unwrap() > 0);
     // The tuned profile: no stall, and no wbm-budget or write-stalls finding left.
     let last = &json["final"];
     assert_eq!(last["summary"]["stall_micros"], 0, "{:?}", ids(last));
     assert!(!ids(last).contains(&"write-stalls".to_string()));
+    // The whole tune stayed within its runs.
+    assert!(json["runs"].as_u64().unwrap() <= 12, "{}", json["runs"]);
+}
+
+/// `tune` on smoke with `extra` arguments, which must fail: its error.
+fn refused(extra: &[&str]) -> String {
+    let mut args = vec!["tune", "-w", "smoke", "-p", "flink-default"];
+    args.extend_from_slice(extra);
+    run(&args).unwrap_err().to_string()
+}
+
+#[test]
+fn a_figure_not_allowed_is_refused_by_name_and_min_task_heap_needs_a_taskmanager() {
+    let err = refused(&["--allow", "p999,lattency"]);
+    assert!(
+        err.contains("unknown figure 'lattency'") && err.contains("valid: events-per-sec"),
+        "{err}"
+    );
+    // A built-in profile has no TaskManager: refused before any run.
+    let err = refused(&["--min-task-heap", "512mb"]);
+    assert!(
+        err.contains("--min-task-heap needs a TaskManager") && err.contains("flink-default"),
+        "{err}"
+    );
 }

@@ -111,11 +111,12 @@ pub fn resolve(findings: &mut [Finding], rule_order: &[&str]) {
     for f in findings.iter_mut() {
         if let Some(key) = first_conflict(&f.recommendation, &chosen, f.id) {
             let winner = &chosen[&key];
+            let reason = reason(winner, &key, (f.severity, false), f.cost_class());
             f.overruled.push(Overruled {
                 changes: std::mem::take(&mut f.recommendation),
                 was_recommendation: true,
                 by: winner.by,
-                reason: reason(winner, &key, (f.severity, false), f.cost_class()),
+                reason,
             });
             // The first alternative that agrees with what stands takes its place.
             let promoted = f.alternatives.iter().position(|alt| {
@@ -312,12 +313,9 @@ mod tests {
         assert_eq!(t.overruled.len(), 1);
         assert_eq!(t.overruled[0].by, "wbm-budget");
         assert!(t.overruled[0].was_recommendation);
-        assert!(
-            t.overruled[0]
-                .reason
-                .starts_with("wbm-budget sets writebuffer.size: 28mb"),
-            "{}",
-            t.overruled[0].reason
+        assert_eq!(
+            t.overruled[0].reason,
+            "wbm-budget sets writebuffer.size: 28mb (it comes first in the rules' order (a cause before the symptoms it leaves))"
         );
         for (knob, values) in values_per_knob(&fs) {
             assert_eq!(values.len(), 1, "{knob}: {values:?}");

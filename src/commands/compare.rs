@@ -1,6 +1,7 @@
-//! `statebench compare A.json B.json`: two run reports' summaries, number by number (with
-//! `--repeat N`, N reports per side: medians, ranges, and which differences are real), after
-//! warnings when the reports did not run the same workload, event count or segments.
+//! `statebench compare A.json B.json`: two run reports' scorecards, then their summaries number
+//! by number (with `--repeat N`, N reports per side: medians, ranges, and which differences are
+//! real), after warnings when the reports did not run the same workload, event count or
+//! segments.
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,9 @@ use serde_json::Value;
 
 use super::UsageError;
 use super::advise::read_segments;
+use crate::config::ByteSize;
+use crate::summary::Summary;
+use crate::summary::scorecard::{self, Context, Figure, Scorecard};
 
 /// One report as compare reads it: its last segment's summary, and what it ran.
 struct Loaded {
@@ -17,6 +21,8 @@ struct Loaded {
     summary: Value,
     workload: Value,
     segments: usize,
+    /// What its scorecard reads beside the summary.
+    context: Context,
 }
 
 /// `compare A.json B.json`, or with `--repeat N` N reports of A then N of B (runs of the same
@@ -45,6 +51,10 @@ pub fn run(reports: &[PathBuf], repeat: usize, all: bool) -> anyhow::Result<()> 
             println!("  {side}: {} ({})", r.path, r.label);
         }
     }
+    print!(
+        "{}",
+        scorecard::render(&[("A", &score(a)?), ("B", &score(b)?)])
+    );
     if repeat == 1 {
         let (mut x, mut y) = (Vec::new(), Vec::new());
         numbers("", &a[0].summary, &mut x);
@@ -81,13 +91,45 @@ fn load(path: &Path) -> anyhow::Result<Loaded> {
     // The workload is the report's (schema 2) or the run's own (schema 1).
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let whole: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    // The scorecard's context as the run scored it; a report written before scorecards: the
+    // workload's rate and the profile's managed memory, no TaskManager.
+    let context = match serde_json::from_value::<Scorecard>(last["scorecard"].clone()) {
+        Ok(card) => Context {
+            paced: card.paced,
+            managed_memory: card.median(Figure::ManagedMemory).map_or(0, |m| m as u64),
+            task_heap: card.median(Figure::TaskHeap).map(|h| h as u64),
+        },
+        Err(_) => Context {
+            paced: whole["workload"]["rate"].is_u64(),
+            managed_memory: last["profile"]["knobs"]["memory.managed-size"]
+                .as_str()
+                .and_then(ByteSize::parse)
+                .map_or(0, |b| b.0),
+            task_heap: None,
+        },
+    };
     Ok(Loaded {
         path: path.display().to_string(),
         label,
         summary: last["summary"].clone(),
         workload: whole["workload"].clone(),
         segments: segments.len(),
+        context,
     })
+}
+
+/// One side's scorecard over its reports.
+fn score(runs: &[Loaded]) -> anyhow::Result<Scorecard> {
+    let summaries = runs
+        .iter()
+        .map(|r| {
+            serde_json::from_value::<Summary>(r.summary.clone()).map_err(|e| {
+                UsageError(format!("{}: its summary cannot be read: {e}", r.path)).into()
+            })
+        })
+        .collect::<anyhow::Result<Vec<Summary>>>()?;
+    let context = runs.first().map_or_else(Context::default, |r| r.context);
+    Ok(Scorecard::new(&summaries, &context))
 }
 
 /// What makes the reports' numbers not comparable: different workloads (name or settings),
@@ -364,7 +406,33 @@ mod tests {
             summary: serde_json::json!({ "events": events, "flushes": 3 }),
             workload,
             segments,
+            context: Context::default(),
         }
+    }
+
+    #[test]
+    fn each_side_is_scored_from_its_summaries_with_its_reports_context() {
+        let mut a = loaded("a.json", serde_json::json!({ "name": "w" }), 1_000, 1);
+        a.summary = serde_json::json!({
+            "events": 1_000, "records_processed": 1_000, "events_per_sec": 500.0, "flushes": 4,
+        });
+        a.context = Context {
+            paced: false,
+            managed_memory: 1 << 20,
+            task_heap: Some(3 << 30),
+        };
+        let card = score(&[a]).unwrap();
+        assert_eq!(card.median(Figure::Flushes), Some(4.0));
+        assert_eq!(card.show(Figure::TaskHeap), "3.0 GiB");
+        assert_eq!(card.show(Figure::ManagedMemory), "1.0 MiB");
+        // A summary of the wrong shape names its report.
+        let mut bad = loaded("b.json", serde_json::json!({ "name": "w" }), 1_000, 1);
+        bad.summary = serde_json::json!({ "flushes": "many" });
+        let err = score(&[bad]).unwrap_err().to_string();
+        assert!(
+            err.contains("b.json") && err.contains("cannot be read"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -153,3 +153,27 @@ impl Job {
         })
     }
 }
+
+/// What a scorecard reads beside a run's summary, for `profile` on `workload`: whether the
+/// workload is paced, the profile's managed memory, and the task heap its TaskManager leaves.
+pub(crate) fn score_context(
+    workload: &Workload,
+    profile: &Profile,
+) -> crate::summary::scorecard::Context {
+    crate::summary::scorecard::Context::of(workload, profile, task_heap_left(profile))
+}
+
+/// The task heap the TaskManager of the Flink configuration `profile` is (or extends) has left
+/// with the profile's memory in place, as `export` derives it; None: the profile has no
+/// TaskManager to size, or Flink would refuse it (`export` says why).
+pub(crate) fn task_heap_left(profile: &Profile) -> Option<u64> {
+    let path = profile.flink_config.clone()?;
+    let cluster = export::cluster(&cli::TaskManagerArgs {
+        taskmanager_memory: Some(path),
+        ..cli::TaskManagerArgs::default()
+    })
+    .ok()?;
+    crate::export::flink_sized(profile, crate::export::FlinkVersion::default(), &cluster)
+        .taskmanager
+        .map(|m| m.task_heap)
+}

@@ -117,6 +117,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         .profile_cpu
         .then(profiler::Session::start)
         .transpose()?;
+    let cpu_at_start = crate::util::process_cpu::seconds();
     let handle = engine::spawn(EngineConfig {
         events,
         duration,
@@ -153,6 +154,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         progress.update(&snapshot);
     }
     let mut outcome = handle.join().context("the run failed")?;
+    let cpu_secs = cpu_at_start
+        .zip(crate::util::process_cpu::seconds())
+        .map(|(a, b)| (b - a).max(0.0));
     drop(cpu);
     progress.finish();
 
@@ -183,7 +187,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot write the final counts {}", path.display()))?;
     }
     let segments = [RunSegment::whole(profile, outcome)];
-    let report = Report::new(&workload, &segments);
+    let mut report = Report::new(&workload, &segments);
+    for segment in &mut report.segments {
+        segment.summary.process_cpu_secs = cpu_secs;
+    }
+    report.score(|p| super::score_context(&workload, p));
     if let Some(path) = &args.job.report {
         report
             .write_json(path)

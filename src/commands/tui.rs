@@ -52,8 +52,13 @@ pub fn run(args: TuiArgs) -> anyhow::Result<()> {
     })?;
     // Whatever each side left is reported, also when the other side (or the loop) failed.
     let b_segments: Vec<_> = ended.b.into_iter().collect();
-    let report_a = (!ended.a.is_empty()).then(|| Report::new(&workload, &ended.a));
-    let report_b = (!b_segments.is_empty()).then(|| Report::new(&workload, &b_segments));
+    let scored = |segments| {
+        let mut report = Report::new(&workload, segments);
+        report.score(|p| super::score_context(&workload, p));
+        report
+    };
+    let report_a = (!ended.a.is_empty()).then(|| scored(&ended.a));
+    let report_b = (!b_segments.is_empty()).then(|| scored(&b_segments));
     let comparison = match (report_a.as_ref(), report_b.as_ref()) {
         (Some(a), Some(b)) => a
             .segments

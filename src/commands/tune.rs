@@ -1,6 +1,12 @@
-//! `statebench tune`: run, advise, apply one finding's fix, re-run the same workload, and keep
-//! the change only when the finding behind it is gone and its metric moved outside the spread
-//! of the runs before (`--repeat N` runs each side N times).
+//! `statebench tune`: a search with constraints. Each round measures candidates against the
+//! profile kept so far, on the whole scorecard: the advisor's fixes (each finding's
+//! recommendation and alternatives), neighbouring values of the knobs they change, and the
+//! findings' job changes (measured and reported apart, never written into the profile). A
+//! profile candidate is kept only when the objective improves beyond noise, no constraint
+//! breaks, and no other figure gets worse beyond its band unless `--allow`ed or the objective
+//! gains at least [`TRADE_OFF_GAIN`] (then the cost is printed). Runs are capped per round and
+//! for the whole tune; a candidate whose gain is within the band is run again, up to
+//! `--repeat` runs.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -8,150 +14,306 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::Job;
-use crate::advisor::{Change, Finding, Severity};
+use super::{Job, UsageError};
+use crate::advisor::{Change, Finding};
 use crate::cli::TuneArgs;
-use crate::config::Profile;
 use crate::config::units::human_bytes;
+use crate::config::{ByteSize, Profile, Workload};
 use crate::engine::EngineConfig;
 use crate::report;
 use crate::reproduce::proofs;
 use crate::summary::Summary;
+use crate::summary::scorecard::{self, Context, Delta, Figure, Scorecard, Verdict};
 use crate::util::fs::write_atomically;
 
-/// One profile measured `--repeat` times: the median run (by events/s) and every run.
+/// An objective gain this large (a share of the start's figure) pays for other figures getting
+/// worse: the candidate is kept and the cost printed.
+pub const TRADE_OFF_GAIN: f64 = 0.10;
+
+/// What tune improves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Objective {
+    /// Events/s; CPU per event where the workload's `rate:` bounds the run (it cannot go
+    /// faster).
+    #[default]
+    Throughput,
+    /// Event latency p99.
+    Latency,
+    /// RocksDB's memory at its peak.
+    Memory,
+}
+
+impl Objective {
+    fn figure(self, rate_bound: bool) -> Figure {
+        match self {
+            Objective::Throughput if rate_bound => Figure::CpuPerEvent,
+            Objective::Throughput => Figure::EventsPerSec,
+            Objective::Latency => Figure::P99Latency,
+            Objective::Memory => Figure::RocksdbMemory,
+        }
+    }
+}
+
+/// The runs of one profile (and workload) on the job, and their scorecard.
 #[derive(Clone, Serialize)]
 struct Measured {
     profile: String,
-    /// The median run's summary and findings.
+    scorecard: Scorecard,
+    /// The median run (by events/s): its summary and findings stand for the side.
     summary: Summary,
     findings: Vec<Finding>,
-    /// Every run's summary (one without --repeat).
+    /// Every run's summary.
     repeats: Vec<Summary>,
-    /// Every run's findings, for the judgement.
     #[serde(skip)]
-    repeat_findings: Vec<Vec<Finding>>,
+    runs: Vec<(Summary, Vec<Finding>)>,
+    #[serde(skip)]
+    context: Context,
 }
 
-/// A round: the one finding whose fix was applied, and what the re-run says.
-#[derive(Serialize)]
-struct Round {
-    before: Measured,
-    applied: Vec<Applied>,
-    /// Fixes passed over because they need more memory than the budget, and how much.
-    over_budget: Vec<String>,
-    after: Option<Measured>,
+impl Measured {
+    fn new(profile: &Profile, context: Context, first: (Summary, Vec<Finding>)) -> Measured {
+        let mut m = Measured {
+            profile: profile.name.clone(),
+            scorecard: Scorecard::new(&[], &context),
+            summary: Summary::default(),
+            findings: Vec::new(),
+            repeats: Vec::new(),
+            runs: Vec::new(),
+            context,
+        };
+        m.add(first);
+        m
+    }
+
+    fn add(&mut self, run: (Summary, Vec<Finding>)) {
+        self.runs.push(run);
+        self.repeats = self.runs.iter().map(|r| r.0.clone()).collect();
+        self.scorecard = Scorecard::new(&self.repeats, &self.context);
+        let mut order: Vec<usize> = (0..self.runs.len()).collect();
+        order.sort_by(|&x, &y| {
+            self.runs[x]
+                .0
+                .events_per_sec
+                .total_cmp(&self.runs[y].0.events_per_sec)
+        });
+        let median = order[(order.len() - 1) / 2];
+        self.summary = self.runs[median].0.clone();
+        self.findings = self.runs[median].1.clone();
+    }
 }
 
-#[derive(Serialize)]
-struct Applied {
+/// What a candidate changes: the profile, or the job (never written into the profile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Profile,
+    Job,
+}
+
+/// One candidate: where it came from and what it changes.
+struct Candidate {
+    kind: Kind,
     finding: &'static str,
+    /// "recommendation", "alternative 2", "neighbour of writebuffer.size".
+    source: String,
+    changes: Vec<Change>,
+    profile: Profile,
+    workload: Workload,
+}
+
+/// A candidate as tried: its measurement, its scorecard against the round's base, the verdict.
+#[derive(Serialize)]
+struct Tried {
+    kind: Kind,
+    finding: &'static str,
+    source: String,
     changes: Vec<String>,
-    /// Managed memory the fix adds, bytes.
+    /// Managed memory it adds, bytes.
     memory_cost: u64,
-    /// Gone (or less severe) in every re-run, and the finding's own metric moved outside the
-    /// spread of the runs before: the change is kept.
+    /// Runs it took (0: refused before running, by a constraint).
+    runs: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    measured: Option<Measured>,
+    deltas: Vec<Delta>,
     kept: bool,
-    /// The measured reason for the verdict.
     verdict: String,
 }
 
-/// The number each finding is about, and which way is better: a change is kept only when it
-/// moves this number outside the spread of the runs before it.
-fn metric(finding: &str) -> (&'static str, fn(&Summary) -> f64, bool) {
-    match finding {
-        "write-stalls" | "wbm-budget" => (
-            "write stalls (ms)",
-            |s| s.stall_micros as f64 / 1000.0,
-            true,
-        ),
-        "filter-reads" => (
-            "filter bytes read / lookup",
-            |s| s.filter_bytes_read_per_lookup,
-            true,
-        ),
-        "bloom-off" => ("bytes read / lookup", |s| s.bytes_read_per_lookup, true),
-        "cache-hit-low" => (
-            "block cache hit (%)",
-            |s| s.cache_hit_rate.overall.unwrap_or(0.0) * 100.0,
-            false,
-        ),
-        // The rule's evidence is the level count (measured write amplification can rise with
-        // a bigger base level: docs/correctness.md).
-        "level-sizing" => (
-            "active levels (max)",
-            |s| f64::from(s.active_levels_max),
-            true,
-        ),
-        "arena-vs-wbm" => ("flushes", |s| s.flushes as f64, true),
-        _ => ("events/s", |s| s.events_per_sec, false),
-    }
+#[derive(Serialize)]
+struct Round {
+    base: Measured,
+    tried: Vec<Tried>,
+    /// Index into `tried` of the candidate kept for the next round.
+    chosen: Option<usize>,
+    /// Candidates not tried: the round's or the tune's runs were used up.
+    not_tried: Vec<String>,
 }
 
-/// Median and range of `values` (empty: zeros).
-fn spread(values: &[f64]) -> (f64, f64, f64) {
-    report::median_min_max(values).unwrap_or((0.0, 0.0, 0.0))
+/// The constraints and what the user lets get worse.
+struct Constraints {
+    memory_budget: u64,
+    max_write_amp: Option<f64>,
+    min_task_heap: Option<u64>,
+    allow: Vec<Figure>,
 }
 
-/// "12.3 (10.1–14.2)" for several runs, "12.3" for one.
-fn show_spread(values: &[f64]) -> String {
-    let (median, min, max) = spread(values);
-    if values.len() > 1 {
-        format!("{median:.1} ({min:.1}–{max:.1})")
-    } else {
-        format!("{median:.1}")
-    }
+/// The verdict on a profile candidate against the round's base.
+#[derive(Debug, PartialEq)]
+enum Decision {
+    Kept(String),
+    Rejected(String),
+    /// The objective moved the better way but within the band: more runs may tell.
+    Unsure(String),
 }
 
-/// Whether `after` is better than `before` with no overlap of their ranges.
-fn outside_spread(before: &[f64], after: &[f64], lower_is_better: bool) -> bool {
-    let (_, bmin, bmax) = spread(before);
-    let (_, amin, amax) = spread(after);
-    if lower_is_better {
-        amax < bmin
-    } else {
-        amin > bmax
-    }
-}
-
-/// Keep `finding`'s fix? Its finding gone or less severe in every re-run, and its metric moved
-/// outside the spread of the runs before.
-fn judge(finding: &Finding, before: &Measured, after: &Measured) -> (bool, String) {
-    let worst_after = after
-        .repeat_findings
-        .iter()
-        .filter_map(|fs| fs.iter().find(|f| f.id == finding.id).map(|f| f.severity))
-        .max();
-    let (name, read, lower) = metric(finding.id);
-    let b: Vec<f64> = before.repeats.iter().map(read).collect();
-    let a: Vec<f64> = after.repeats.iter().map(read).collect();
-    let moved = format!("{name} {} -> {}", show_spread(&b), show_spread(&a));
-    let runs = if after.repeats.len() > 1 {
-        format!("in all {} re-runs", after.repeats.len())
-    } else {
-        "in the re-run".to_string()
+/// Keep `after` over `before`? The objective better beyond noise, `--max-write-amp` held, and
+/// no other figure worse beyond its band unless allowed or paid for by a gain of
+/// [`TRADE_OFF_GAIN`] or more (said as the cost).
+fn decide(
+    before: &Scorecard,
+    after: &Scorecard,
+    objective: Figure,
+    constraints: &Constraints,
+) -> (Decision, Vec<Delta>) {
+    let deltas = scorecard::judge(before, after);
+    let Some(obj) = deltas.iter().find(|d| d.figure == objective).copied() else {
+        return (
+            Decision::Rejected(format!("{} not measured", objective.label())),
+            deltas,
+        );
     };
-    let severity = |s: Severity| format!("{s:?}").to_lowercase();
-    match worst_after {
-        Some(s) if s >= finding.severity => (
-            false,
-            format!("{} still {} {runs}; {moved}", finding.id, severity(s)),
-        ),
-        _ if !outside_spread(&b, &a, lower) => (
-            false,
-            format!("{moved}: not outside the spread of the runs before, so no real difference"),
-        ),
-        Some(s) => (
-            true,
-            format!(
-                "{} {} -> {} {runs}; {moved}",
-                finding.id,
-                severity(finding.severity),
-                severity(s)
-            ),
-        ),
-        None => (true, format!("{} gone {runs}; {moved}", finding.id)),
+    let runs = |c: &Scorecard| {
+        if c.runs > 1 {
+            format!(" ({} runs)", c.runs)
+        } else {
+            String::new()
+        }
+    };
+    let band = format!("{}{}", runs(before), runs(after));
+    let what = obj.describe();
+    let early = match obj.verdict {
+        Verdict::Better => None,
+        Verdict::Unknown => Some(Decision::Rejected(format!("{what}: not measured"))),
+        Verdict::Worse => Some(Decision::Rejected(format!(
+            "{what}: worse beyond the band{band}"
+        ))),
+        Verdict::Same if obj.gain().is_some_and(|g| g > 0.0) => {
+            Some(Decision::Unsure(format!("{what}: within the band{band}")))
+        }
+        Verdict::Same => Some(Decision::Rejected(format!("{what}: not better{band}"))),
+    };
+    if let Some(decision) = early {
+        return (decision, deltas);
     }
+    if let (Some(max), Some(wa)) = (constraints.max_write_amp, after.median(Figure::WriteAmp))
+        && wa > max
+    {
+        let d = deltas
+            .iter()
+            .find(|d| d.figure == Figure::WriteAmp)
+            .map_or_else(|| format!("write amplification {wa:.2}"), Delta::describe);
+        return (
+            Decision::Rejected(format!("{d} over --max-write-amp {max}")),
+            deltas,
+        );
+    }
+    let worse: Vec<&Delta> = deltas
+        .iter()
+        .filter(|d| d.verdict == Verdict::Worse && d.figure != objective)
+        .collect();
+    let (allowed, costs): (Vec<&Delta>, Vec<&Delta>) = worse
+        .into_iter()
+        .partition(|d| constraints.allow.contains(&d.figure));
+    let list = |ds: &[&Delta]| {
+        ds.iter()
+            .map(|d| d.describe())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut text = format!("{} beyond the band{band}", obj.describe());
+    if !allowed.is_empty() {
+        text.push_str(&format!("; allowed worse: {}", list(&allowed)));
+    }
+    let gain = obj.gain().unwrap_or(0.0);
+    if costs.is_empty() {
+        text.push_str("; nothing else worse beyond its band");
+        (Decision::Kept(text), deltas)
+    } else if gain >= TRADE_OFF_GAIN {
+        text.push_str(&format!(
+            "; COST (paid for by {:+.0} %, at least {:.0} %): {}",
+            gain * 100.0,
+            TRADE_OFF_GAIN * 100.0,
+            list(&costs)
+        ));
+        (Decision::Kept(text), deltas)
+    } else {
+        let names: Vec<&str> = costs.iter().map(|d| d.figure.name()).collect();
+        (
+            Decision::Rejected(format!(
+                "{} beyond its band, for {} {:+.0} % (under the {:.0} % that pays for a cost; --allow {} lets it)",
+                list(&costs),
+                objective.label(),
+                gain * 100.0,
+                TRADE_OFF_GAIN * 100.0,
+                names.join(",")
+            )),
+            deltas,
+        )
+    }
+}
+
+/// Why `profile` breaks a constraint known before running it (the memory budget, the task heap
+/// its TaskManager leaves); None: it may run.
+fn refused_before_running(profile: &Profile, constraints: &Constraints) -> Option<String> {
+    let managed = profile.knobs.managed_memory;
+    if managed.0 > constraints.memory_budget {
+        return Some(format!(
+            "not run: needs memory.managed-size {managed} ({} over the budget {}; --memory-budget {managed} allows it)",
+            human_bytes((managed.0 - constraints.memory_budget) as f64),
+            human_bytes(constraints.memory_budget as f64),
+        ));
+    }
+    let min = constraints.min_task_heap?;
+    let heap = super::task_heap_left(profile);
+    heap.is_none_or(|h| h < min).then(|| {
+        format!(
+            "not run: task heap left {} under --min-task-heap {}",
+            heap.map_or("none (Flink refuses the TaskManager)".to_string(), |h| {
+                human_bytes(h as f64)
+            }),
+            human_bytes(min as f64)
+        )
+    })
+}
+
+/// Neighbouring values of a change's knob: half and twice a size, the other value of a
+/// boolean, 5 / 10 / 15 bits per key.
+fn neighbours(change: &Change) -> Vec<String> {
+    let value = change.value.trim();
+    match value {
+        "true" => return vec!["false".to_string()],
+        "false" => return vec!["true".to_string()],
+        _ => {}
+    }
+    if change.key.ends_with("bits-per-key") {
+        return ["5", "10", "15"]
+            .iter()
+            .filter(|v| value.parse::<f64>().ok() != v.parse::<f64>().ok())
+            .map(|v| v.to_string())
+            .collect();
+    }
+    // A size says its unit (a plain number is a count or a ratio).
+    if value.chars().any(|c| c.is_ascii_alphabetic())
+        && let Some(size) = ByteSize::parse(value)
+        && size.0 >= 2 << 10
+    {
+        return vec![
+            ByteSize(size.0 / 2).to_string(),
+            ByteSize(size.0.saturating_mul(2)).to_string(),
+        ];
+    }
+    Vec::new()
 }
 
 /// `profile` with `changes` applied.
@@ -165,218 +327,477 @@ fn apply(profile: &Profile, id: &str, changes: &[Change]) -> anyhow::Result<Prof
     Ok(edited)
 }
 
+/// The round's candidates from `findings` on `current`, most severe finding first and cheapest
+/// first: every recommendation, then the alternatives, then neighbouring values of the
+/// recommendations' knobs; the job changes apart. None equals `current` or another candidate.
+fn candidates(
+    findings: &[Finding],
+    current: &Profile,
+    workload: &Workload,
+) -> anyhow::Result<Vec<Candidate>> {
+    let mut out: Vec<Candidate> = Vec::new();
+    let mut push = |finding: &Finding,
+                    source: String,
+                    changes: Vec<Change>|
+     -> anyhow::Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        // A value the knob refuses (a neighbour below its minimum) is no candidate.
+        let Ok(profile) = apply(current, finding.id, &changes) else {
+            return Ok(());
+        };
+        if profile.knobs == current.knobs || out.iter().any(|c| c.profile.knobs == profile.knobs) {
+            return Ok(());
+        }
+        out.push(Candidate {
+            kind: Kind::Profile,
+            finding: finding.id,
+            source,
+            changes,
+            profile,
+            workload: workload.clone(),
+        });
+        Ok(())
+    };
+    let findings: Vec<&Finding> = findings.iter().collect();
+    for f in &findings {
+        push(f, "recommendation".to_string(), f.recommendation.clone())?;
+    }
+    for f in &findings {
+        for (i, alt) in f.alternatives.iter().enumerate() {
+            push(f, format!("alternative {}", i + 1), alt.changes.clone())?;
+        }
+    }
+    for f in &findings {
+        for (i, c) in f.recommendation.iter().enumerate() {
+            for value in neighbours(c) {
+                let mut changes = f.recommendation.clone();
+                changes[i].value = value;
+                push(f, format!("neighbour of {}", c.key), changes)?;
+            }
+        }
+    }
+    for f in &findings {
+        if f.job_changes.is_empty() {
+            continue;
+        }
+        let changed = proofs::apply_job_changes(workload, &f.job_changes)
+            .with_context(|| format!("finding {}", f.id))?;
+        out.push(Candidate {
+            kind: Kind::Job,
+            finding: f.id,
+            source: "job change".to_string(),
+            changes: f.job_changes.clone(),
+            profile: current.clone(),
+            workload: changed,
+        });
+    }
+    Ok(out)
+}
+
+/// Runs of the job, counted against the tune's cap.
+struct Runner<'a> {
+    job: &'a Job,
+    used: u32,
+    max: u32,
+}
+
+impl Runner<'_> {
+    fn left(&self) -> u32 {
+        self.max.saturating_sub(self.used)
+    }
+
+    /// One run of `workload` on `profile` in a temporary directory, and the advisor's findings.
+    fn run(
+        &mut self,
+        workload: &Workload,
+        profile: &Profile,
+        what: &str,
+    ) -> anyhow::Result<(Summary, Vec<Finding>)> {
+        self.used += 1;
+        eprintln!(
+            "tune: run {} of at most {}: {what} ...",
+            self.used, self.max
+        );
+        let dir = tempfile::Builder::new()
+            .prefix("statebench-tune-")
+            .tempdir()
+            .context("cannot create a temporary data directory")?;
+        proofs::measure(EngineConfig {
+            events: self.job.events,
+            duration: self.job.duration,
+            trace: self.job.trace.clone(),
+            ..EngineConfig::new(workload.clone(), profile.clone(), dir.path())
+        })
+    }
+}
+
+/// The non-same figures of `deltas`: "events/s 3532 -> 6770 (1.92x) better, ...".
+fn moved(deltas: &[Delta]) -> String {
+    let parts = moved_parts(deltas.iter());
+    if parts.is_empty() {
+        "nothing beyond its band".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn moved_parts<'a>(deltas: impl Iterator<Item = &'a Delta>) -> Vec<String> {
+    deltas
+        .filter(|d| matches!(d.verdict, Verdict::Better | Verdict::Worse))
+        .map(|d| {
+            format!(
+                "{} {}",
+                d.describe(),
+                if d.verdict == Verdict::Better {
+                    "better"
+                } else {
+                    "worse"
+                }
+            )
+        })
+        .collect()
+}
+
+/// A job change's measured effect: the objective's ratio whatever its verdict, then every
+/// other figure that moved beyond its band ("events/s 1.69x (within the band), live SST ...").
+fn job_effect(deltas: &[Delta], objective: Figure) -> String {
+    let mut parts = Vec::new();
+    if let Some(d) = deltas.iter().find(|d| d.figure == objective) {
+        parts.push(format!(
+            "{} {}",
+            d.describe(),
+            match d.verdict {
+                Verdict::Better => "better",
+                Verdict::Worse => "worse",
+                Verdict::Same => "(within the band)",
+                Verdict::Unknown => "(not measured)",
+            }
+        ));
+    }
+    parts.extend(moved_parts(deltas.iter().filter(|d| d.figure != objective)));
+    if parts.is_empty() {
+        parts.push("nothing beyond its band".to_string());
+    }
+    parts.join(", ")
+}
+
 pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     let job = Job::load(&args.job)?;
-    let repeat = args.repeat.max(1);
+    let repeat = args.repeat.max(1) as usize;
     let original = job.profile.clone();
-    let budget = args
-        .memory_budget
-        .map_or(original.knobs.managed_memory.0, |b| b.0);
-    let mut current = original.clone();
-    let mut rounds: Vec<Round> = Vec::new();
-    let mut before = measure(&job, &current, "the profile as given", repeat)?;
-    // Fixes tried so far: (finding, changes).
-    let mut tried: Vec<(&'static str, String)> = Vec::new();
-    for round in 1..=args.rounds {
-        // One finding per round, the most severe first (warning or worse), with its first fix
-        // not tried yet that stays inside the memory budget: the recommendation, then its
-        // alternatives (what costs no memory comes first).
-        let mut over_budget = Vec::new();
-        let mut pick = None;
-        'findings: for f in before
-            .findings
-            .iter()
-            .filter(|f| f.severity >= Severity::Warning)
-        {
-            let fixes = std::iter::once(&f.recommendation)
-                .chain(f.alternatives.iter().map(|a| &a.changes))
-                .filter(|c| !c.is_empty());
-            for changes in fixes {
-                let label = Change::list(changes, ": ");
-                if tried.contains(&(f.id, label.clone())) {
-                    continue;
-                }
-                let edited = apply(&current, f.id, changes)?;
-                if edited.knobs.managed_memory.0 > budget {
-                    over_budget.push(format!(
-                        "{}: {label} needs memory.managed-size {} ({} more than the budget {}); --memory-budget {} allows it",
-                        f.id,
-                        edited.knobs.managed_memory,
-                        human_bytes((edited.knobs.managed_memory.0 - budget) as f64),
-                        human_bytes(budget as f64),
-                        edited.knobs.managed_memory
-                    ));
-                    continue;
-                }
-                pick = Some((f.clone(), changes.clone(), label, edited));
-                break 'findings;
+    let context = |p: &Profile, w: &Workload| super::score_context(w, p);
+    let start_context = context(&original, &job.workload);
+    if args.min_task_heap.is_some() && start_context.task_heap.is_none() {
+        anyhow::bail!(UsageError(format!(
+            "--min-task-heap needs a TaskManager to size: profile '{}' is not (and does not extend) a Flink configuration with the TaskManager's memory (-p path/to/config.yaml, or a profile that extends one)",
+            original.name
+        )));
+    }
+    let constraints = Constraints {
+        memory_budget: args
+            .memory_budget
+            .map_or(original.knobs.managed_memory.0, |b| b.0),
+        max_write_amp: args.max_write_amp,
+        min_task_heap: args.min_task_heap.map(|b| b.0),
+        allow: args.allow.clone(),
+    };
+    let mut runner = Runner {
+        job: &job,
+        used: 0,
+        max: args.max_runs.max(1),
+    };
+    let start = Measured::new(
+        &original,
+        start_context,
+        runner.run(&job.workload, &original, "the profile as given")?,
+    );
+    // Throughput of a paced workload that kept its rate is bounded by the rate: CPU per event.
+    let rate_bound = start_context.paced
+        && match job.workload.spec.rate {
+            crate::config::workload::Rate::PerSecond(rate) => {
+                start.summary.events_per_sec >= rate as f64 * (1.0 - scorecard::TIMING_FLOOR)
             }
-        }
-        let Some((finding, changes, label, candidate)) = pick else {
-            if !over_budget.is_empty() {
-                rounds.push(Round {
-                    before: before.clone(),
-                    applied: Vec::new(),
-                    over_budget,
-                    after: None,
-                });
-            }
-            break;
+            crate::config::workload::Rate::Max => false,
         };
-        tried.push((finding.id, label));
-        let after = measure(&job, &candidate, &format!("round {round}"), repeat)?;
-        let (kept, verdict) = judge(&finding, &before, &after);
-        let round_before = before.clone();
-        let memory_cost = candidate
-            .knobs
-            .managed_memory
-            .0
-            .saturating_sub(current.knobs.managed_memory.0);
-        if kept {
-            current = candidate;
-            before = after.clone();
+    let objective = args.objective.figure(rate_bound);
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
+        "objective: {} ({}){}",
+        objective.label(),
+        match (args.objective, rate_bound) {
+            (Objective::Throughput, true) =>
+                "throughput: the workload's rate bounds events/s, so the CPU it takes",
+            (Objective::Throughput, false) => "throughput",
+            (Objective::Latency, _) => "latency",
+            (Objective::Memory, _) => "memory",
+        },
+        describe_constraints(&constraints)
+    );
+    let mut current = original.clone();
+    let mut base = start.clone();
+    let mut rounds: Vec<Round> = Vec::new();
+    let mut tried_profiles: Vec<crate::config::profile::Knobs> = Vec::new();
+    let mut tried_jobs: Vec<String> = Vec::new();
+    for round_no in 1..=args.rounds {
+        let all = candidates(&base.findings, &current, &job.workload)?;
+        let fresh: Vec<Candidate> = all
+            .into_iter()
+            .filter(|c| match c.kind {
+                Kind::Profile => !tried_profiles.contains(&c.profile.knobs),
+                Kind::Job => !tried_jobs.contains(&Change::list(&c.changes, ": ")),
+            })
+            .collect();
+        if fresh.is_empty() {
+            break;
         }
-        rounds.push(Round {
-            before: round_before,
-            applied: vec![Applied {
-                finding: finding.id,
-                changes: changes
+        let mut round = Round {
+            base: base.clone(),
+            tried: Vec::new(),
+            chosen: None,
+            not_tried: Vec::new(),
+        };
+        let mut round_runs = 0;
+        for cand in fresh {
+            let label = Change::list(&cand.changes, ": ");
+            let memory_cost = cand
+                .profile
+                .knobs
+                .managed_memory
+                .0
+                .saturating_sub(current.knobs.managed_memory.0);
+            let refuse = |verdict: String| Tried {
+                kind: cand.kind,
+                finding: cand.finding,
+                source: cand.source.clone(),
+                changes: cand
+                    .changes
                     .iter()
                     .map(|c| format!("{}: {}", c.key, c.value))
                     .collect(),
                 memory_cost,
+                runs: 0,
+                measured: None,
+                deltas: Vec::new(),
+                kept: false,
+                verdict,
+            };
+            // Constraints known before running cost no run.
+            if cand.kind == Kind::Profile
+                && let Some(why) = refused_before_running(&cand.profile, &constraints)
+            {
+                tried_profiles.push(cand.profile.knobs.clone());
+                round.tried.push(refuse(why));
+                continue;
+            }
+            if runner.left() == 0 || (cand.kind == Kind::Profile && round_runs >= args.round_runs) {
+                round
+                    .not_tried
+                    .push(format!("{} {}: {label}", cand.finding, cand.source));
+                continue;
+            }
+            match cand.kind {
+                Kind::Profile => tried_profiles.push(cand.profile.knobs.clone()),
+                Kind::Job => tried_jobs.push(label.clone()),
+            }
+            let what = format!(
+                "round {round_no}, {} {}: {label}",
+                cand.finding, cand.source
+            );
+            let ctx = context(&cand.profile, &cand.workload);
+            let mut measured = Measured::new(
+                &cand.profile,
+                ctx,
+                runner.run(&cand.workload, &cand.profile, &what)?,
+            );
+            if cand.kind == Kind::Profile {
+                round_runs += 1;
+            }
+            let (kept, verdict, deltas) = loop {
+                let (decision, deltas) = decide(
+                    &base.scorecard,
+                    &measured.scorecard,
+                    objective,
+                    &constraints,
+                );
+                if cand.kind == Kind::Job {
+                    break (false, job_effect(&deltas, objective), deltas);
+                }
+                match decision {
+                    Decision::Kept(why) => break (true, why, deltas),
+                    Decision::Rejected(why) => break (false, why, deltas),
+                    Decision::Unsure(why) => {
+                        // More runs where noise demands, within --repeat and the run caps: the
+                        // candidate's, and the base's to give it a band too.
+                        let base_too = base.runs.len() < measured.runs.len() + 1;
+                        let needs = 1 + u32::from(base_too);
+                        if measured.runs.len() >= repeat
+                            || runner.left() < needs
+                            || round_runs + needs > args.round_runs
+                        {
+                            break (false, format!("{why}: no run left to tell"), deltas);
+                        }
+                        measured.add(runner.run(&cand.workload, &cand.profile, &what)?);
+                        round_runs += 1;
+                        if base_too {
+                            let again = runner.run(
+                                &job.workload,
+                                &current,
+                                &format!("round {round_no}, the base again"),
+                            )?;
+                            base.add(again);
+                            round_runs += 1;
+                        }
+                    }
+                }
+            };
+            round.tried.push(Tried {
+                runs: measured.runs.len(),
+                measured: Some(measured),
+                deltas,
                 kept,
                 verdict,
-            }],
-            over_budget,
-            after: Some(after),
-        });
-    }
-    // The last kept measurement is what the tuned profile does.
-    let mut out = std::io::stdout();
-    for (i, r) in rounds.iter().enumerate() {
-        let _ = writeln!(out, "round {}:", i + 1);
-        for a in &r.applied {
-            let _ = writeln!(
-                out,
-                "  {} {}: {}{}",
-                if a.kept { "kept   " } else { "dropped" },
-                a.finding,
-                a.changes.join(", "),
-                if a.memory_cost > 0 {
-                    format!(" (+{} managed memory)", human_bytes(a.memory_cost as f64))
-                } else {
-                    " (no memory)".to_string()
-                }
-            );
-            let _ = writeln!(out, "          {}", a.verdict);
+                ..refuse(String::new())
+            });
         }
-        for o in &r.over_budget {
-            let _ = writeln!(out, "  not applied, over the memory budget: {o}");
+        // The kept candidate with the best objective goes on.
+        let better = |t: &Tried| {
+            t.measured
+                .as_ref()
+                .and_then(|m| m.scorecard.median(objective))
+                .map(|v| match objective.better() {
+                    scorecard::Better::Higher => v,
+                    scorecard::Better::Lower => -v,
+                })
+        };
+        round.chosen = round
+            .tried
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.kept)
+            .max_by(|(_, x), (_, y)| {
+                better(x)
+                    .unwrap_or(f64::MIN)
+                    .total_cmp(&better(y).unwrap_or(f64::MIN))
+            })
+            .map(|(i, _)| i);
+        // The base may have run again: the round's record shows it as judged.
+        round.base = base.clone();
+        if let Some(i) = round.chosen {
+            let t = &round.tried[i];
+            let changes: Vec<Change> = t
+                .changes
+                .iter()
+                .filter_map(|c| c.split_once(": ").map(|(k, v)| Change::new(k, v)))
+                .collect();
+            current = apply(&current, t.finding, &changes)?;
+            if let Some(m) = &t.measured {
+                base = m.clone();
+            }
         }
-        if let Some(after) = &r.after {
-            let _ = write!(out, "{}", render_rounds(&r.before, after));
+        print_round(&mut out, round_no, &round);
+        rounds.push(round);
+        if runner.left() == 0 {
+            break;
         }
-    }
-    if repeat == 1 && rounds.iter().any(|r| !r.applied.is_empty()) {
-        let _ = writeln!(
-            out,
-            "note: one run each side (--repeat 1): a verdict on a figure that varies from run to run (stall time, cache hit rate) can flip in another tune; --repeat 3 keeps a change only when its figure moves outside the spread of three runs before"
-        );
     }
     let changed = current.knob_differences(&original);
-    let left: Vec<&Finding> = before
-        .findings
-        .iter()
-        .filter(|f| f.severity >= Severity::Warning)
-        .collect();
-    // Why each finding still stands.
-    let why = |f: &Finding| {
-        let id = f.id;
-        if f.recommendation.is_empty() && !f.job_changes.is_empty() {
-            return format!(
-                "its fix is in the job, not the profile: {}",
-                Change::list(&f.job_changes, ": ")
-            );
-        }
-        let dropped: Vec<String> = rounds
-            .iter()
-            .flat_map(|r| &r.applied)
-            .filter(|a| a.finding == id && !a.kept)
-            .map(|a| format!("{} ({})", a.changes.join(", "), a.verdict))
-            .collect();
-        let over: Vec<&String> = rounds
-            .iter()
-            .flat_map(|r| &r.over_budget)
-            .filter(|o| o.starts_with(id))
-            .collect();
-        let mut reasons = Vec::new();
-        if !dropped.is_empty() {
-            reasons.push(format!("tried and dropped: {}", dropped.join("; ")));
-        }
-        if let Some(o) = over.last() {
-            reasons.push(format!("over the memory budget: {o}"));
-        }
-        if reasons.is_empty() {
-            if f.recommendation.is_empty() {
-                "nothing in the profile fixes it".to_string()
-            } else {
-                "no round left (--rounds)".to_string()
-            }
-        } else {
-            reasons.join("; ")
-        }
-    };
-    let left_text: Vec<String> = left
-        .iter()
-        .map(|f| format!("{} ({})", f.id, why(f)))
-        .collect();
     if changed.is_empty() {
         let _ = writeln!(
             out,
             "nothing to change: {}",
-            if left.is_empty() {
-                "no finding worth a change (warning or worse)".to_string()
+            if rounds
+                .iter()
+                .flat_map(|r| &r.tried)
+                .all(|t| t.kind == Kind::Job)
+            {
+                "no finding with a profile fix to try".to_string()
             } else {
-                format!("left: {}", left_text.join(", "))
+                "no candidate was better on the objective without a cost it does not pay for"
+                    .to_string()
             }
         );
     } else {
-        let cost = current
-            .knobs
-            .managed_memory
-            .0
-            .saturating_sub(original.knobs.managed_memory.0);
-        let path = write_profile(&original, &current, &changed, args.output.as_deref())?;
+        // The guarantee: never worse than the start beyond a band unless allowed or paid for.
+        let (decision, deltas) = decide(&start.scorecard, &base.scorecard, objective, &constraints);
+        // After one kept round its table above is this one.
+        if rounds.iter().filter(|r| r.chosen.is_some()).count() > 1 {
+            let _ = writeln!(out, "the tuned profile against the start:");
+            let _ = write!(
+                out,
+                "{}",
+                scorecard::render(&[("start", &start.scorecard), ("tuned", &base.scorecard)])
+            );
+        }
+        match decision {
+            Decision::Kept(why) => {
+                let cost = original_cost(&original, &current);
+                let path = write_profile(&original, &current, &changed, args.output.as_deref())?;
+                let _ = writeln!(
+                    out,
+                    "tuned profile: {} ({}; managed memory {}{cost})\n  {why}",
+                    path.display(),
+                    changed
+                        .iter()
+                        .map(|(k, old, new)| format!("{k} {old} -> {new}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    current.knobs.managed_memory,
+                );
+            }
+            Decision::Rejected(why) | Decision::Unsure(why) => {
+                let _ = writeln!(
+                    out,
+                    "not written: the rounds' changes together are not better than the start ({why}); {}",
+                    moved(&deltas)
+                );
+                current = original.clone();
+            }
+        }
+        let _ = write!(out, "{}", report::render_findings(&base.findings));
+    }
+    let jobs: Vec<&Tried> = rounds
+        .iter()
+        .flat_map(|r| &r.tried)
+        .filter(|t| t.kind == Kind::Job && t.runs > 0)
+        .collect();
+    for t in &jobs {
         let _ = writeln!(
             out,
-            "tuned profile: {} ({}; managed memory {}{})",
-            path.display(),
-            changed
-                .iter()
-                .map(|(k, old, new)| format!("{k} {old} -> {new}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            current.knobs.managed_memory,
-            if cost > 0 {
-                format!(", {} more", human_bytes(cost as f64))
-            } else {
-                ", no more memory".to_string()
-            }
+            "job change ({}, not in the profile: change the job): {} — {}",
+            t.finding,
+            t.changes.join(", "),
+            t.verdict
         );
-        if !left_text.is_empty() {
-            let _ = writeln!(out, "left: {}", left_text.join(", "));
-        }
-        let _ = write!(out, "{}", report::render_findings(&before.findings));
     }
+    if repeat == 1 && runner.used > 1 {
+        let _ = writeln!(
+            out,
+            "note: --repeat 1: a candidate whose gain is within the floor of one run is rejected, not run again"
+        );
+    }
+    let _ = writeln!(out, "runs: {} of at most {}", runner.used, runner.max);
     if let Some(path) = &args.job.report {
         let mut json = serde_json::to_vec_pretty(&serde_json::json!({
             "workload": job.workload.name,
             "profile": original.name,
-            "memory_budget": budget,
+            "objective": args.objective,
+            "objective_figure": objective,
+            "constraints": {
+                "memory_budget": constraints.memory_budget,
+                "max_write_amp": constraints.max_write_amp,
+                "min_task_heap": constraints.min_task_heap,
+                "allow": constraints.allow,
+            },
             "repeat": repeat,
+            "runs": runner.used,
+            "max_runs": runner.max,
+            "start": start,
             "rounds": rounds,
-            "final": before,
+            "final": base,
+            "tuned": current.knob_differences(&original).iter().map(|(k, _, v)| format!("{k}: {v}")).collect::<Vec<_>>(),
         }))?;
         json.push(b'\n');
         write_atomically(path, &json)
@@ -386,89 +807,96 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads one number of a summary.
-type Read = fn(&Summary) -> f64;
-
-/// Before / after: with one run each the summary table, with --repeat every row as median
-/// (min–max) of the runs.
-fn render_rounds(before: &Measured, after: &Measured) -> String {
-    if before.repeats.len() <= 1 && after.repeats.len() <= 1 {
-        return report::render_before_after(&before.summary, &after.summary);
+/// ", no more memory" or ", 54 MiB more".
+fn original_cost(original: &Profile, tuned: &Profile) -> String {
+    let cost = tuned
+        .knobs
+        .managed_memory
+        .0
+        .saturating_sub(original.knobs.managed_memory.0);
+    if cost > 0 {
+        format!(", {} more", human_bytes(cost as f64))
+    } else {
+        ", no more memory".to_string()
     }
-    let rows: [(&str, Read); 7] = [
-        ("events/s", |s| s.events_per_sec),
-        ("event latency p99 (µs)", |s| s.p99_event_latency_us),
-        ("flushes", |s| s.flushes as f64),
-        ("write stalls (ms)", |s| s.stall_micros as f64 / 1000.0),
-        ("L0 files (max)", |s| s.l0_files_max as f64),
-        ("write amplification", |s| s.write_amplification),
-        ("block cache hit (%)", |s| {
-            s.cache_hit_rate.overall.unwrap_or(f64::NAN) * 100.0
-        }),
-    ];
-    let mut out = format!(
-        "  {:<24} {:>26} {:>26}  {}\n",
-        "median (min–max)",
-        format!("before, {} runs", before.repeats.len()),
-        format!("after, {} runs", after.repeats.len()),
-        "difference"
-    );
-    for (name, read) in rows {
-        let b: Vec<f64> = before.repeats.iter().map(read).collect();
-        let a: Vec<f64> = after.repeats.iter().map(read).collect();
-        let real = if outside_spread(&b, &a, true) || outside_spread(&b, &a, false) {
-            "real"
-        } else {
-            "within the spread"
-        };
-        out.push_str(&format!(
-            "  {name:<24} {:>26} {:>26}  {real}\n",
-            show_spread(&b),
-            show_spread(&a)
-        ));
-    }
-    out
 }
 
-/// Runs the job on `profile` `repeat` times, each in a temporary directory, and asks the
-/// advisor; the median run by events/s stands for them.
-fn measure(job: &Job, profile: &Profile, what: &str, repeat: u32) -> anyhow::Result<Measured> {
-    let mut runs = Vec::new();
-    for i in 1..=repeat {
-        if repeat > 1 {
-            eprintln!(
-                "tune: running {} ({what}, {i} of {repeat}) ...",
-                profile.name
-            );
-        } else {
-            eprintln!("tune: running {} ({what}) ...", profile.name);
-        }
-        let dir = tempfile::Builder::new()
-            .prefix("statebench-tune-")
-            .tempdir()
-            .context("cannot create a temporary data directory")?;
-        runs.push(proofs::measure(EngineConfig {
-            events: job.events,
-            duration: job.duration,
-            trace: job.trace.clone(),
-            ..EngineConfig::new(job.workload.clone(), profile.clone(), dir.path())
-        })?);
+fn describe_constraints(c: &Constraints) -> String {
+    let mut parts = vec![format!(
+        "memory budget {}",
+        human_bytes(c.memory_budget as f64)
+    )];
+    if let Some(x) = c.max_write_amp {
+        parts.push(format!("write amplification at most {x}"));
     }
-    let mut order: Vec<usize> = (0..runs.len()).collect();
-    order.sort_by(|&x, &y| {
-        runs[x]
-            .0
-            .events_per_sec
-            .total_cmp(&runs[y].0.events_per_sec)
-    });
-    let median = order[(order.len() - 1) / 2];
-    Ok(Measured {
-        profile: profile.name.clone(),
-        summary: runs[median].0.clone(),
-        findings: runs[median].1.clone(),
-        repeats: runs.iter().map(|r| r.0.clone()).collect(),
-        repeat_findings: runs.into_iter().map(|r| r.1).collect(),
-    })
+    if let Some(h) = c.min_task_heap {
+        parts.push(format!("task heap at least {}", human_bytes(h as f64)));
+    }
+    if !c.allow.is_empty() {
+        parts.push(format!(
+            "allowed worse: {}",
+            c.allow
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    format!("; {}", parts.join(", "))
+}
+
+/// Every candidate of a round with its verdict, then the base against the chosen one.
+fn print_round(out: &mut impl std::io::Write, n: u32, round: &Round) {
+    let _ = writeln!(
+        out,
+        "round {n} (base: {}, {} run{}):",
+        round.base.profile,
+        round.base.runs.len(),
+        if round.base.runs.len() == 1 { "" } else { "s" }
+    );
+    for (i, t) in round.tried.iter().enumerate() {
+        let what = match t.kind {
+            Kind::Profile => "",
+            Kind::Job => " [job change, not in the profile]",
+        };
+        let memory = if t.memory_cost > 0 {
+            format!("+{} managed memory", human_bytes(t.memory_cost as f64))
+        } else {
+            "no memory".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "  {} {} {}: {} ({memory}, {} run{}){what}",
+            match (t.kind, t.kept, round.chosen == Some(i)) {
+                (Kind::Job, ..) => "measured",
+                (_, true, true) => "KEPT    ",
+                (_, true, false) => "better  ",
+                (_, false, _) => "rejected",
+            },
+            t.finding,
+            t.source,
+            t.changes.join(", "),
+            t.runs,
+            if t.runs == 1 { "" } else { "s" }
+        );
+        let _ = writeln!(out, "           {}", t.verdict);
+        if t.kind == Kind::Profile && t.runs > 0 {
+            let _ = writeln!(out, "           scorecard: {}", moved(&t.deltas));
+        }
+    }
+    for n in &round.not_tried {
+        let _ = writeln!(
+            out,
+            "  not tried (no run left in the round or the tune): {n}"
+        );
+    }
+    if let Some(m) = round.chosen.and_then(|i| round.tried[i].measured.as_ref()) {
+        let _ = write!(
+            out,
+            "{}",
+            scorecard::render(&[("base", &round.base.scorecard), ("kept", &m.scorecard)])
+        );
+    }
 }
 
 /// Writes the tuned profile as the original plus its changes (`extends:` the original, so the
@@ -502,7 +930,7 @@ fn write_profile(
             .map_or(original.source.clone(), |p| p.display().to_string())
     };
     let mut text = format!(
-        "# statebench tune: {} with the advisor's confirmed changes.\ndescription: {}\nextends: {}\n",
+        "# statebench tune: {} with the changes its search kept.\ndescription: {}\nextends: {}\n",
         original.name,
         serde_json::to_string(&format!("{} tuned by statebench", original.name))?,
         parent
@@ -525,68 +953,217 @@ fn write_profile(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::advisor::Evidence;
+    use crate::advisor::Severity;
 
-    fn finding(id: &'static str, severity: Severity) -> Finding {
-        Finding {
-            id,
-            severity,
-            diagnosis: String::new(),
-            evidence: vec![Evidence::new("x", 1, 0)],
-            from_secs: 0.0,
-            to_secs: 1.0,
-            recommendation: vec![Change::new("writebuffer.count", 3)],
-            memory_cost: 0,
-            job_changes: Vec::new(),
-            note: None,
-            effect: None,
-            alternatives: Vec::new(),
-            cost: None,
-            overruled: Vec::new(),
-        }
-    }
-
-    /// Runs with these stall times (ms), each with or without a write-stalls finding.
-    fn measured(stalls_ms: &[u64], found: &[Option<Severity>]) -> Measured {
-        let repeats: Vec<Summary> = stalls_ms
+    /// Scorecards of `n` runs with these events/s, p999 latency (µs) and write amplification.
+    fn card(eps: &[f64], p999: f64, write_amp: f64) -> Scorecard {
+        let runs: Vec<Summary> = eps
             .iter()
-            .map(|ms| Summary {
-                stall_micros: ms * 1000,
+            .map(|e| Summary {
+                events: 10_000,
+                records_processed: 10_000,
+                events_per_sec: *e,
+                p999_event_latency_us: p999,
+                write_amplification: write_amp,
                 ..Summary::default()
             })
             .collect();
-        let repeat_findings: Vec<Vec<Finding>> = found
-            .iter()
-            .map(|s| s.map(|s| finding("write-stalls", s)).into_iter().collect())
-            .collect();
-        Measured {
-            profile: "p".into(),
-            summary: repeats[0].clone(),
-            findings: repeat_findings[0].clone(),
-            repeats,
-            repeat_findings,
+        Scorecard::new(
+            &runs,
+            &Context {
+                paced: false,
+                managed_memory: 64 << 20,
+                task_heap: None,
+            },
+        )
+    }
+
+    fn constraints() -> Constraints {
+        Constraints {
+            memory_budget: 64 << 20,
+            max_write_amp: None,
+            min_task_heap: None,
+            allow: Vec::new(),
         }
     }
 
     #[test]
-    fn a_change_is_kept_only_when_its_finding_goes_and_its_number_leaves_the_spread() {
-        let f = finding("write-stalls", Severity::Critical);
-        let before = measured(&[900, 1_200, 1_500], &[Some(Severity::Critical); 3]);
-        // Gone in every re-run and the stalls below the lowest run before: kept.
-        let after = measured(&[0, 0, 40], &[None, None, None]);
-        let (kept, why) = judge(&f, &before, &after);
-        assert!(kept, "{why}");
+    fn a_gain_within_noise_is_unsure_and_a_cost_unpaid_is_rejected() {
+        let before = card(&[1000.0], 1500.0, 0.31);
+        // +5 % events/s, one run a side: within the 10 % floor, worth more runs.
+        let (d, _) = decide(
+            &before,
+            &card(&[1050.0], 1500.0, 0.31),
+            Figure::EventsPerSec,
+            &constraints(),
+        );
         assert!(
-            why.contains("1200.0 (900.0–1500.0) -> 0.0 (0.0–40.0)"),
+            matches!(&d, Decision::Unsure(w) if w.contains("within the band")),
+            "{d:?}"
+        );
+        // With repeats the bands apart: +8 % is real, but write amplification 0.31 -> 1.65 is a
+        // cost 8 % does not pay for.
+        let before = card(&[1000.0, 1010.0, 1020.0], 1500.0, 0.31);
+        let after = card(&[1090.0, 1100.0, 1110.0], 1500.0, 1.65);
+        let (d, _) = decide(&before, &after, Figure::EventsPerSec, &constraints());
+        assert!(
+            matches!(&d, Decision::Rejected(w) if w.contains("write amplification 0.31 -> 1.65") && w.contains("--allow write-amp")),
+            "{d:?}"
+        );
+        // Allowed, it is kept, and the allowance is said.
+        let allowed = Constraints {
+            allow: vec![Figure::WriteAmp],
+            ..constraints()
+        };
+        let (d, _) = decide(&before, &after, Figure::EventsPerSec, &allowed);
+        assert!(
+            matches!(&d, Decision::Kept(w) if w.contains("allowed worse: write amplification")),
+            "{d:?}"
+        );
+        // A hard constraint holds whatever the gain.
+        let capped = Constraints {
+            max_write_amp: Some(1.0),
+            ..allowed
+        };
+        let (d, _) = decide(&before, &after, Figure::EventsPerSec, &capped);
+        assert!(
+            matches!(&d, Decision::Rejected(w) if w.contains("0.31 -> 1.65 (5.32x) over --max-write-amp 1")),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn a_gain_of_ten_percent_pays_for_a_cost_and_says_it() {
+        let before = card(&[1000.0, 1010.0, 1020.0], 1500.0, 0.31);
+        let after = card(&[1500.0, 1510.0, 1520.0], 1500.0, 1.65);
+        let (d, _) = decide(&before, &after, Figure::EventsPerSec, &constraints());
+        assert!(
+            matches!(&d, Decision::Kept(w) if w.contains("COST") && w.contains("write amplification 0.31 -> 1.65")),
+            "{d:?}"
+        );
+        // A latency objective: p999 worse is the objective worse.
+        let (d, _) = decide(
+            &card(&[1000.0], 1500.0, 0.31),
+            &card(&[1000.0], 3000.0, 0.31),
+            Figure::P999Latency,
+            &constraints(),
+        );
+        assert!(
+            matches!(&d, Decision::Rejected(w) if w.contains("worse beyond the band")),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn a_candidate_over_the_budget_or_squeezing_the_task_heap_is_refused_before_running() {
+        // A 4-slot, 8 GB TaskManager: 711.7 MiB of managed memory a slot, 3.2 GiB of task heap.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/valid/flink-4-slots-8g/config.yaml"
+        );
+        let profile = Profile::load(path).unwrap();
+        let heap = crate::commands::task_heap_left(&profile).unwrap();
+        assert_eq!(human_bytes(heap as f64), "3.2 GiB");
+        let constraints = Constraints {
+            memory_budget: 2 << 30,
+            max_write_amp: None,
+            min_task_heap: Some(2 << 30),
+            allow: Vec::new(),
+        };
+        assert_eq!(refused_before_running(&profile, &constraints), None);
+        // 1.5 GiB a slot: 6 GiB of managed memory leaves the job's own heap under 2 GiB.
+        let squeezed = profile.edited("memory.managed-size", "1536mb").unwrap();
+        let why = refused_before_running(&squeezed, &constraints).unwrap();
+        assert!(
+            why.starts_with("not run: task heap left")
+                && why.ends_with("under --min-task-heap 2.0 GiB"),
             "{why}"
         );
-        // Gone, but one re-run stalled as long as a run before: within the spread, dropped.
-        let after = measured(&[100, 950, 200], &[None, None, None]);
-        let (kept, why) = judge(&f, &before, &after);
-        assert!(!kept && why.contains("not outside the spread"), "{why}");
-        // Still critical in one re-run: dropped.
-        let after = measured(&[0, 0, 0], &[None, Some(Severity::Critical), None]);
-        let (kept, why) = judge(&f, &before, &after);
-        assert!(!kept && why.contains("still critical"), "{why}");
+        let over = profile.edited("memory.managed-size", "3gb").unwrap();
+        let why = refused_before_running(&over, &constraints).unwrap();
+        assert!(
+            why.contains("needs memory.managed-size 3gb")
+                && why.contains("over the budget 2.0 GiB"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn neighbours_are_half_and_twice_a_size_the_other_bool_and_bits_per_key() {
+        let n = |k: &str, v: &str| neighbours(&Change::new(k, v));
+        assert_eq!(n("writebuffer.size", "2mb"), ["1mb", "4mb"]);
+        assert_eq!(n("use-bloom-filter", "true"), ["false"]);
+        assert_eq!(n("bloom-filter.bits-per-key", "10"), ["5", "15"]);
+        // A count or a ratio: none.
+        assert!(n("writebuffer.count", "3").is_empty());
+        assert!(n("memory.write-buffer-ratio", "0.5").is_empty());
+    }
+
+    #[test]
+    fn candidates_come_cheapest_first_and_job_changes_apart() {
+        let profile = Profile::load("flink-default").unwrap();
+        let workload = Workload::load("sessions-process").unwrap();
+        let finding = |id: &'static str, rec: Vec<Change>, jobs: Vec<Change>| Finding {
+            id,
+            severity: Severity::Warning,
+            diagnosis: String::new(),
+            evidence: Vec::new(),
+            from_secs: 0.0,
+            to_secs: 1.0,
+            recommendation: rec,
+            memory_cost: 0,
+            job_changes: jobs,
+            note: None,
+            effect: None,
+            alternatives: vec![crate::advisor::Fix {
+                changes: vec![Change::new("writebuffer.count", 3)],
+                memory_cost: 0,
+                effect: String::new(),
+            }],
+            cost: None,
+            overruled: Vec::new(),
+        };
+        let findings = [
+            finding(
+                "a",
+                vec![Change::new("writebuffer.size", "8mb")],
+                Vec::new(),
+            ),
+            finding(
+                "b",
+                Vec::new(),
+                vec![Change::new("job.function", "aggregate")],
+            ),
+        ];
+        let c = candidates(&findings, &profile, &workload).unwrap();
+        let names: Vec<String> = c
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}: {}",
+                    c.finding,
+                    c.source,
+                    Change::list(&c.changes, "=")
+                )
+            })
+            .collect();
+        // b's alternative is a's: tried once.
+        assert_eq!(
+            names,
+            [
+                "a recommendation: writebuffer.size=8mb",
+                "a alternative 1: writebuffer.count=3",
+                "a neighbour of writebuffer.size: writebuffer.size=4mb",
+                "a neighbour of writebuffer.size: writebuffer.size=16mb",
+                "b job change: job.function=aggregate",
+            ]
+        );
+        let job = c.last().unwrap();
+        assert_eq!(job.kind, Kind::Job);
+        assert_eq!(
+            job.profile.knobs, profile.knobs,
+            "a job change leaves the profile"
+        );
+        assert!(format!("{:?}", job.workload.spec.job).contains("Aggregate"));
     }
 }

@@ -10,13 +10,14 @@ use serde::Serialize;
 
 pub use findings::render_findings;
 pub use render::FEW_LOOKUPS;
-pub use render::{render_before_after, render_comparison, render_summary};
+pub use render::{render_comparison, render_summary};
 
 use crate::advisor::{self, Finding};
 use crate::config::profile::Derived;
 use crate::config::{Profile, Workload};
 use crate::engine::{MetricsSnapshot, OptionChange, RunOutcome};
 use crate::summary::Summary;
+use crate::summary::scorecard::{Context, Scorecard};
 use crate::util::fs::write_atomically;
 
 /// 2: the run is a list of segments, each with its own profile, summary and snapshots.
@@ -74,6 +75,9 @@ pub struct Segment<'a> {
     pub summary: Summary,
     /// What the advisor finds in this segment, most severe first.
     pub findings: Vec<Finding>,
+    /// The figures a Flink user weighs (`Report::score`; None until scored).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scorecard: Option<Scorecard>,
     pub snapshots: &'a [MetricsSnapshot],
 }
 
@@ -151,11 +155,24 @@ impl<'a> Report<'a> {
                         option_mismatches: &s.outcome.option_mismatches,
                         summary,
                         findings,
+                        scorecard: None,
                         snapshots: &s.outcome.snapshots,
                     }
                 })
                 .collect(),
             changed,
+        }
+    }
+
+    /// Gives every segment its scorecard, with what `context` says of its profile (the
+    /// TaskManager it is sized for, whether the workload is paced).
+    pub fn score(&mut self, context: impl Fn(&Profile) -> Context) {
+        for segment in &mut self.segments {
+            let card = Scorecard::new(
+                std::slice::from_ref(&segment.summary),
+                &context(segment.profile),
+            );
+            segment.scorecard = Some(card);
         }
     }
 

@@ -1,9 +1,10 @@
 //! The report for a terminal: each segment's summary, and two profiles side by side.
 
 use super::render_findings;
-use super::{Report, Segment, Summary};
+use super::{Report, Segment};
 use crate::config::Workload;
 use crate::config::units::human_bytes;
+use crate::summary::scorecard;
 
 /// Below this many lookups a hit rate is printed with its lookup count.
 pub const FEW_LOOKUPS: u64 = 100;
@@ -398,68 +399,10 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
             line(&label, value);
         }
     }
-    out.push_str(&render_findings(&segment.findings));
-    out
-}
-
-/// Before / after / ratio for the numbers the rules cite, and events/s and p99.
-pub fn render_before_after(before: &Summary, after: &Summary) -> String {
-    let rows: [(&str, f64, f64); 10] = [
-        ("events/s", before.events_per_sec, after.events_per_sec),
-        (
-            "event latency p99 (µs)",
-            before.p99_event_latency_us,
-            after.p99_event_latency_us,
-        ),
-        ("flushes", before.flushes as f64, after.flushes as f64),
-        (
-            "write stalls (ms)",
-            before.stall_micros as f64 / 1000.0,
-            after.stall_micros as f64 / 1000.0,
-        ),
-        (
-            "L0 files (max)",
-            before.l0_files_max as f64,
-            after.l0_files_max as f64,
-        ),
-        (
-            "write amplification",
-            before.write_amplification,
-            after.write_amplification,
-        ),
-        (
-            "filter bytes read / lookup",
-            before.filter_bytes_read_per_lookup,
-            after.filter_bytes_read_per_lookup,
-        ),
-        (
-            "block cache hit (%)",
-            before.cache_hit_rate.overall.unwrap_or(f64::NAN) * 100.0,
-            after.cache_hit_rate.overall.unwrap_or(f64::NAN) * 100.0,
-        ),
-        (
-            "bytes per state write",
-            before.bytes_per_write,
-            after.bytes_per_write,
-        ),
-        (
-            "active levels (max)",
-            before.active_levels_max as f64,
-            after.active_levels_max as f64,
-        ),
-    ];
-    let mut out = format!(
-        "  {:<28} {:>12} {:>12} {:>8}\n",
-        "", "before", "after", "ratio"
-    );
-    for (name, b, a) in rows {
-        let ratio = if b.is_finite() && a.is_finite() && b != 0.0 {
-            format!("{:.2}", a / b)
-        } else {
-            "-".to_string()
-        };
-        out.push_str(&format!("  {name:<28} {b:>12.1} {a:>12.1} {ratio:>8}\n"));
+    if let Some(card) = &segment.scorecard {
+        out.push_str(&scorecard::render(&[("this run", card)]));
     }
+    out.push_str(&render_findings(&segment.findings));
     out
 }
 
@@ -467,6 +410,9 @@ pub fn render_before_after(before: &Summary, after: &Summary) -> String {
 pub fn render_comparison(a: &Segment, b: &Segment) -> String {
     let (x, y) = (&a.summary, &b.summary);
     let mut out = format!("  A: {}\n  B: {}\n", a.label, b.label);
+    if let (Some(ca), Some(cb)) = (&a.scorecard, &b.scorecard) {
+        out.push_str(&scorecard::render(&[("A", ca), ("B", cb)]));
+    }
     if x.events != y.events {
         // Quit mid-run: the scheduler keeps the sides within a slice of each other, but not
         // at the same event.

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::proofs::{Outcome, Proof};
 use crate::config::units::human_bytes;
 use crate::report;
+use crate::summary::scorecard;
 
 /// The finding, the fix applied, before / after, and the verdict.
 pub fn render(proof: &Proof, outcome: &Outcome) -> String {
@@ -67,8 +68,8 @@ pub fn render(proof: &Proof, outcome: &Outcome) -> String {
         String::new()
     };
     let _ = writeln!(out, "\n  applied: {}{cost}", outcome.applied.join(", "));
-    if let Some(after) = &outcome.after {
-        out.push_str(&report::render_before_after(&outcome.before, after));
+    if let Some((before, after)) = &outcome.scorecards {
+        out.push_str(&scorecard::render(&[("before", before), ("after", after)]));
     }
     let _ = writeln!(out, "\n  the case study's evidence:");
     for (metric, b, a, must, held) in &outcome.checks {

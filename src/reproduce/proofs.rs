@@ -18,6 +18,7 @@ use crate::engine::preload::PreloadConfig;
 use crate::engine::{self, EngineConfig};
 use crate::report::Segment;
 use crate::summary::Summary;
+use crate::summary::scorecard::{Context, Scorecard};
 
 /// A case study: where it starts, which finding must name its cause, and what must move.
 pub struct Proof {
@@ -338,6 +339,8 @@ pub struct Outcome {
     pub after: Option<Summary>,
     /// Every finding for the "after" run (the named one must be gone).
     pub after_findings: Vec<Finding>,
+    /// The scorecards before and after (None: nothing was applied).
+    pub scorecards: Option<(Scorecard, Scorecard)>,
     /// Metric, before, after, the move it must make, and whether it did.
     pub checks: Vec<(&'static str, f64, f64, String, bool)>,
     pub ok: bool,
@@ -347,9 +350,11 @@ pub struct Outcome {
 pub fn measure(config: EngineConfig) -> anyhow::Result<(Summary, Vec<Finding>)> {
     let profile = config.profile.clone();
     let job = Summary::default().for_job(&config.workload).job;
-    let outcome = engine::run_to_completion(config).context("the run failed")?;
+    let (outcome, cpu) = crate::util::process_cpu::measure(|| engine::run_to_completion(config));
+    let outcome = outcome.context("the run failed")?;
     let summary = Summary {
         job,
+        process_cpu_secs: cpu,
         ..Summary::new(&outcome)
     };
     let derived = profile.derived(summary.state_cf_count());
@@ -465,6 +470,7 @@ pub fn run(
             memory_cost: 0,
             after: None,
             after_findings: Vec::new(),
+            scorecards: None,
             checks: Vec::new(),
             ok: false,
         });
@@ -489,29 +495,14 @@ pub fn run(
             .with_context(|| format!("finding {}: {} = {}", finding.id, c.key, c.value))?;
         applied.push(format!("{}: {}", c.key, c.value));
     }
-    let mut fixed_workload = workload.clone();
-    for c in &finding.job_changes {
-        match (c.key.as_str(), c.value.as_str()) {
-            ("serializer", "compact") => fixed_workload.spec.serializer = SerializerKind::Compact,
-            ("serializer", "generic") => fixed_workload.spec.serializer = SerializerKind::Generic,
-            (key, value) if key.starts_with("job.") => {
-                apply_job_change(&mut fixed_workload, key, value)
-                    .with_context(|| format!("finding {}: job change {key}: {value}", finding.id))?
-            }
-            _ => anyhow::bail!(
-                "finding {}: no way to apply the job change {}: {}",
-                finding.id,
-                c.key,
-                c.value
-            ),
-        }
-        applied.push(format!("job {}: {}", c.key, c.value));
-    }
-    let fixed_workload = Workload::from_spec(
-        &fixed_workload.name,
-        &fixed_workload.source,
-        fixed_workload.spec,
-    )?;
+    let fixed_workload = apply_job_changes(&workload, &finding.job_changes)
+        .with_context(|| format!("finding {}", finding.id))?;
+    applied.extend(
+        finding
+            .job_changes
+            .iter()
+            .map(|c| format!("job {}: {}", c.key, c.value)),
+    );
     eprintln!("{}: re-running with {} ...", proof.name, applied.join(", "));
     // As many events as the "before" run read (all of them, unless its time limit stopped it).
     let (after_events, after_limit) = match production {
@@ -540,9 +531,21 @@ pub fn run(
         .managed_memory
         .0
         .saturating_sub(profile.knobs.managed_memory.0);
+    // Built-in profiles: no TaskManager to size.
+    let scorecards = (
+        Scorecard::new(
+            std::slice::from_ref(&before),
+            &Context::of(&workload, &profile, None),
+        ),
+        Scorecard::new(
+            std::slice::from_ref(&after),
+            &Context::of(&fixed_workload, &tuned, None),
+        ),
+    );
     Ok(Outcome {
         requested: events,
         production,
+        scorecards: Some(scorecards),
         before,
         findings,
         named,
@@ -553,6 +556,26 @@ pub fn run(
         checks,
         ok,
     })
+}
+
+/// `workload` with a finding's `job_changes` applied (the serializer, or the job's operator:
+/// `job.function`, `job.cleanup`, as the workload's `job:` section would say it), checked as a
+/// workload file is.
+pub fn apply_job_changes(
+    workload: &Workload,
+    changes: &[crate::advisor::Change],
+) -> anyhow::Result<Workload> {
+    let mut fixed = workload.clone();
+    for c in changes {
+        match (c.key.as_str(), c.value.as_str()) {
+            ("serializer", "compact") => fixed.spec.serializer = SerializerKind::Compact,
+            ("serializer", "generic") => fixed.spec.serializer = SerializerKind::Generic,
+            (key, value) if key.starts_with("job.") => apply_job_change(&mut fixed, key, value)
+                .with_context(|| format!("job change {key}: {value}"))?,
+            _ => anyhow::bail!("no way to apply the job change {}: {}", c.key, c.value),
+        }
+    }
+    Ok(Workload::from_spec(&fixed.name, &fixed.source, fixed.spec)?)
 }
 
 /// A finding's change to the job's operator (`job.function`, `job.cleanup`), as the workload's

@@ -1,6 +1,7 @@
 //! A run's (or a segment's) summary in numbers.
 
 pub mod checkpoints;
+pub mod scorecard;
 
 use serde::Serialize;
 
@@ -167,6 +168,10 @@ pub struct Summary {
     /// The preloaded steady state the run started from (`run --preload`); None: none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preload: Option<crate::engine::preload::PreloadReport>,
+    /// The process's CPU time (every thread's, user and system) over the run, where the client
+    /// measured it (`tune`, `reproduce`, `run`): the CPU per event of a paced workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process_cpu_secs: Option<f64>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -544,6 +549,7 @@ impl Summary {
             sst_index_bytes: 0,
             sst_filter_bytes: 0,
             sst_entries: 0,
+            process_cpu_secs: None,
         };
         summary.results_per_sec = summary.new_results_per_sec();
         summary

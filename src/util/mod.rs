@@ -1,9 +1,11 @@
 //! Small building blocks with no knowledge of the job: a fast hasher for integer-keyed maps, a
-//! bit set, a value owned by a thread of its own, files written atomically, a plain HTTP GET.
+//! bit set, a value owned by a thread of its own, files written atomically, a plain HTTP GET, the
+//! process's memory and CPU time.
 
 pub mod bits;
 pub mod fs;
 pub mod hash;
 pub mod http;
+pub mod process_cpu;
 pub mod process_memory;
 pub mod worker;
