@@ -85,6 +85,12 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             Span::from(format!("  (threshold {})", e.threshold)).dark_gray(),
         ]));
     }
+    if let Some(cost) = &f.cost {
+        lines.push(Line::from(vec![
+            Span::from(" cost to the job: ").dark_gray(),
+            Span::from(cost.clone()),
+        ]));
+    }
     lines.push(Line::from(""));
     lines.push(Line::from(vec![
         Span::from(" fix: ").fg(Color::Green),
@@ -110,6 +116,13 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             Span::from(format!("{what}{cost}")),
         ]));
         lines.push(Line::from(format!("   predicted: {}", alt.effect)).dark_gray());
+    }
+    // What another finding's value for the same knob overruled (one answer per knob).
+    for o in &f.overruled {
+        lines.push(Line::from(vec![
+            Span::from(" overruled: ").fg(Color::Yellow),
+            Span::from(format!("{}: {}", Change::list(&o.changes, ": "), o.reason)),
+        ]));
     }
     if let Some(note) = &f.note {
         lines.push(Line::from(format!(" note: {note}")).dark_gray());
