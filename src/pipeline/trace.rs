@@ -19,12 +19,29 @@ use super::source::Event;
 /// often than a real state value, and every event's value is built in memory.
 pub const MAX_VALUE_SIZE: u32 = 64 << 20;
 
+/// For a trace that is not there: a shipped workload's trace too large for git is written by
+/// its script (`scripts/<name>-trace.py`), which the hint names when it exists.
+fn not_written_yet(path: &std::path::Path, source: &std::io::Error) -> String {
+    if source.kind() != std::io::ErrorKind::NotFound {
+        return String::new();
+    }
+    let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+        return String::new();
+    };
+    let script = format!("scripts/{stem}-trace.py");
+    if std::path::Path::new(&script).is_file() {
+        format!(" (it is generated, not shipped: run `python3 {script}` once)")
+    } else {
+        String::new()
+    }
+}
+
 /// The CSV columns, in their order (`user` is accepted for `key`, the name of old traces).
 pub const COLUMNS: [&str; 5] = ["key", "event_time", "partition", "value_size", "input"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("cannot read trace {path}: {source}")]
+    #[error("cannot read trace {path}: {source}{}", not_written_yet(path, source))]
     Io {
         path: PathBuf,
         source: std::io::Error,
