@@ -7,6 +7,7 @@
 
 use super::Rule;
 use crate::advisor::{Change, Evidence, Finding, Input, Severity};
+use crate::backend::metrics::LevelSample;
 use crate::config::units::human_bytes;
 
 pub const RULE: Rule = Rule {
@@ -51,50 +52,7 @@ fn cache_shard_bytes(capacity: u64) -> u64 {
 /// 13 MiB cache read 65 KiB per lookup without a filter, 1.8 MiB with a whole-file filter and
 /// 3.4 KiB with partitioned ones).
 pub(crate) fn filter_fix(input: &Input) -> (Vec<Change>, String) {
-    // The largest file's keys: the states' SST entries (RocksDB's table properties; else its
-    // key estimate, which deletes cancel) per byte of SST, times the average file size of the
-    // level with the largest files (a preloaded base is one large file below small L0s).
-    let entries = input.summary.sst_entries;
-    let per_file_keys = input
-        .snapshots
-        .last()
-        .map(|m| {
-            m.rocksdb
-                .lsm
-                .column_families
-                .iter()
-                .map(|c| {
-                    let bytes: u64 = c.levels.iter().map(|l| l.bytes).sum();
-                    let largest = c
-                        .levels
-                        .iter()
-                        .filter(|l| l.files > 0)
-                        .map(|l| l.bytes / l.files)
-                        .max()
-                        .unwrap_or(0);
-                    (c.estimated_keys as f64 * largest as f64 / bytes.max(1) as f64) as u64
-                })
-                .max()
-                .unwrap_or(0)
-        })
-        .unwrap_or(0);
-    let per_file_keys = match input.snapshots.last() {
-        Some(m) if entries > 0 => {
-            let bytes: u64 = m.rocksdb.lsm.levels.iter().map(|l| l.bytes).sum();
-            let largest = m
-                .rocksdb
-                .lsm
-                .column_families
-                .iter()
-                .flat_map(|c| &c.levels)
-                .filter(|l| l.files > 0)
-                .map(|l| l.bytes / l.files)
-                .max()
-                .unwrap_or(0);
-            per_file_keys.max((entries as f64 * largest as f64 / bytes.max(1) as f64) as u64)
-        }
-        _ => per_file_keys,
-    };
+    let per_file_keys = largest_file_keys(input);
     let filter = (per_file_keys as f64 * BITS_PER_KEY / 8.0) as u64;
     let shard = cache_shard_bytes(input.derived.block_cache_capacity);
     if shard > 0 && filter * 2 > shard {
@@ -122,6 +80,44 @@ pub(crate) fn filter_fix(input: &Input) -> (Vec<Change>, String) {
             ),
         )
     }
+}
+
+/// The largest SST file's keys: keys per byte of SST times the average file size of the level
+/// with the largest files (a preloaded base is one large file below small L0s). The keys are the
+/// states' SST entries (RocksDB's table properties) where the summary has them, at least each
+/// state's own key estimate (which deletes cancel).
+fn largest_file_keys(input: &Input) -> u64 {
+    let Some(m) = input.snapshots.last() else {
+        return 0;
+    };
+    let largest_file = |levels: &[LevelSample]| {
+        levels
+            .iter()
+            .filter(|l| l.files > 0)
+            .map(|l| l.bytes / l.files)
+            .max()
+            .unwrap_or(0)
+    };
+    let in_largest = |keys: u64, largest: u64, levels: &[LevelSample]| {
+        let bytes: u64 = levels.iter().map(|l| l.bytes).sum();
+        (keys as f64 * largest as f64 / bytes.max(1) as f64) as u64
+    };
+    let cfs = &m.rocksdb.lsm.column_families;
+    let estimated = cfs
+        .iter()
+        .map(|c| in_largest(c.estimated_keys, largest_file(&c.levels), &c.levels))
+        .max()
+        .unwrap_or(0);
+    let largest = cfs
+        .iter()
+        .map(|c| largest_file(&c.levels))
+        .max()
+        .unwrap_or(0);
+    estimated.max(in_largest(
+        input.summary.sst_entries,
+        largest,
+        &m.rocksdb.lsm.levels,
+    ))
 }
 
 /// Point lookups that mostly find nothing and read data blocks to learn it: per state, never
