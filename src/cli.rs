@@ -148,10 +148,12 @@ after y), s saves the edited profile as <name>-tuned.yaml."
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// ci: four cases, under a minute (what CI runs); full: more cases and events; overhead:
+    /// ci: a case per built-in job, under a minute (what CI runs); full: more cases and events; overhead:
     /// statebench's own overhead against its budgets (a few minutes; no baseline); scale: one
     /// workload from 0.5, 5 and 20 GiB of preloaded state (tens of minutes and ~30 GiB of disk
-    /// the first time; the bases are kept for the next).
+    /// the first time; the bases are kept for the next); fidelity: a preloaded state against
+    /// the same records read through RocksDB; advice: tune on the case studies and issue 33's
+    /// jobs against their known fixes (minutes to hours; no baseline).
     #[arg(long, value_enum, default_value = "ci")]
     pub suite: crate::bench::Suite,
     /// Run every case on this profile (YAML file or built-in) instead of its own: the
@@ -188,7 +190,11 @@ pub struct BenchArgs {
     /// sampling off; the median of the run / replay pairs is judged.
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
-    /// The scale suite: where its preloaded bases are kept (default: as `run --preload`).
+    /// The advice suite: runs of each side (the start, the tuned profile, the known fix, the
+    /// best single-knob change), interleaved, judged by their bands (at least 2).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=20))]
+    pub repeat: u32,
+    /// The scale and advice suites: where preloaded bases are kept (default: as `run --preload`).
     #[arg(long, value_name = "DIR")]
     pub preload_dir: Option<PathBuf>,
 }
@@ -584,6 +590,11 @@ impl std::str::FromStr for SinkArg {
 pub struct TuneArgs {
     #[command(flatten)]
     pub job: JobArgs,
+    /// Every run (the start, each candidate and repeat) from the same preloaded state: a
+    /// candidate that changes the table options (a filter, the block size) builds its own base
+    /// once, and keeps it.
+    #[command(flatten)]
+    pub preload: PreloadArgs,
     /// Rounds of advise, apply and re-run at most.
     #[arg(long, default_value_t = 3)]
     pub rounds: u32,

@@ -7,6 +7,7 @@
 //! (and how they are shown and saved for a dashboard) in `results`, the comparison against a
 //! baseline in `gate`.
 
+pub mod advice;
 mod gate;
 mod metrics;
 pub mod overhead;
@@ -45,6 +46,11 @@ pub enum Suite {
     /// rates and flush and compaction work per record over the last 300,000, within stated
     /// tolerances (exit 1 beyond). A few minutes.
     Fidelity,
+    /// Is the advice worth taking? `tune` on each of `reproduce`'s proof cases and issue 33's
+    /// three jobs, then the tuned profile side by side (3 runs each, interleaved) with the
+    /// case's known fix and the best single-knob change tune tried. Minutes to hours; the jobs
+    /// need their trace (scripts/orders-payments-trace.py) and a preloaded base (built once).
+    Advice,
 }
 
 /// A workload on a profile for a number of events. Its name is what baselines match on, so a
@@ -286,6 +292,7 @@ impl Suite {
             Suite::Overhead => OVERHEAD,
             Suite::Scale => SCALE,
             Suite::Fidelity => FIDELITY,
+            Suite::Advice => advice::CASES,
         }
     }
 
@@ -296,6 +303,7 @@ impl Suite {
             Suite::Overhead => "overhead",
             Suite::Scale => "scale",
             Suite::Fidelity => "fidelity",
+            Suite::Advice => "advice",
         }
     }
 }

@@ -478,18 +478,7 @@ pub fn run(
     // The finding's own fix: profile keys, and workload keys where the fix is in the job.
     let mut tuned = profile.clone();
     let mut applied = Vec::new();
-    let changes = proof
-        .fix
-        .and_then(|key| {
-            finding
-                .alternatives
-                .iter()
-                .map(|a| &a.changes)
-                .chain([&finding.recommendation])
-                .find(|changes| changes.iter().any(|c| c.key == key))
-        })
-        .unwrap_or(&finding.recommendation);
-    for c in changes {
+    for c in team_fix(proof, finding) {
         tuned = tuned
             .edited(&c.key, &c.value)
             .with_context(|| format!("finding {}: {} = {}", finding.id, c.key, c.value))?;
@@ -556,6 +545,23 @@ pub fn run(
         checks,
         ok,
     })
+}
+
+/// The profile changes of the team's fix among `finding`'s: the recommendation, or the fix
+/// (recommendation or alternative) that sets the proof's key. The finding's job changes go
+/// with it.
+pub fn team_fix<'f>(proof: &Proof, finding: &'f Finding) -> &'f [crate::advisor::Change] {
+    proof
+        .fix
+        .and_then(|key| {
+            finding
+                .alternatives
+                .iter()
+                .map(|a| &a.changes)
+                .chain([&finding.recommendation])
+                .find(|changes| changes.iter().any(|c| c.key == key))
+        })
+        .unwrap_or(&finding.recommendation)
 }
 
 /// `workload` with a finding's `job_changes` applied (the serializer, or the job's operator:

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+mod advice;
+
 use anyhow::{Context as _, bail};
 
 use super::UsageError;
@@ -18,7 +20,7 @@ use crate::util::fs::write_atomically;
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let all = args.suite.cases();
-    if args.list {
+    if args.list && args.suite != Suite::Advice {
         for c in all {
             println!("{:<20} {}", c.name, c.describe(c.profile));
         }
@@ -40,6 +42,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if args.suite == Suite::Fidelity {
         return fidelity(&args);
+    }
+    if args.suite == Suite::Advice {
+        return advice::run(&args);
     }
     if !(args.max_regression >= 0.0 && args.max_regression.is_finite()) {
         bail!(UsageError(format!(

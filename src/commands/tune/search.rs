@@ -1,0 +1,473 @@
+//! The search: the start measured, then rounds of candidates judged against the profile kept
+//! so far, within the run caps.
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+use super::Objective;
+use super::candidates::{Candidate, Kind, apply, candidates};
+use super::decide::{Constraints, Decision, decide, refused_before_running};
+use crate::advisor::{Change, Finding};
+use crate::commands::Job;
+use crate::config::{Profile, Workload};
+use crate::engine::EngineConfig;
+use crate::engine::preload::PreloadConfig;
+use crate::reproduce::proofs;
+use crate::summary::Summary;
+use crate::summary::scorecard::{self, Context, Delta, Figure, Scorecard, Verdict};
+
+/// How a search runs: what it improves, within what, and how many runs it may take.
+pub struct Settings {
+    pub objective: Objective,
+    pub constraints: Constraints,
+    /// Runs a candidate may take at most.
+    pub repeat: usize,
+    pub rounds: u32,
+    /// Runs of profile candidates one round may take.
+    pub round_runs: u32,
+    /// Runs the whole search may take, the start's included.
+    pub max_runs: u32,
+}
+
+/// What a search saw and what it ends with.
+pub struct Search {
+    /// The figure the objective reads (CPU per event for throughput where the rate bounds it).
+    pub objective: Figure,
+    /// The profile as given, measured.
+    pub start: Measured,
+    pub rounds: Vec<Round>,
+    /// The last kept candidate's measurement (the start's when none was kept).
+    pub last: Measured,
+    /// The tuned profile: the start's when nothing was kept, or when the kept changes together
+    /// are not better than the start.
+    pub tuned: Profile,
+    /// The kept changes together against the start (None: nothing was kept).
+    pub verdict: Option<(Decision, Vec<Delta>)>,
+    pub runs: u32,
+    pub max_runs: u32,
+}
+
+impl Search {
+    /// Every profile candidate that ran, in the order tried.
+    pub fn ran(&self) -> impl Iterator<Item = &Tried> {
+        self.rounds
+            .iter()
+            .flat_map(|r| &r.tried)
+            .filter(|t| t.kind == Kind::Profile && t.measured.is_some())
+    }
+
+    /// The job changes measured (never in the profile).
+    pub fn job_changes(&self) -> impl Iterator<Item = &Tried> {
+        self.rounds
+            .iter()
+            .flat_map(|r| &r.tried)
+            .filter(|t| t.kind == Kind::Job && t.runs > 0)
+    }
+}
+
+/// What a search reports as it goes: the objective once the start has run, then each round.
+pub enum Progress<'a> {
+    Objective { figure: Figure, rate_bound: bool },
+    Round(u32, &'a Round),
+}
+
+/// The runs of one profile (and workload) on the job, and their scorecard.
+#[derive(Clone, Serialize)]
+pub struct Measured {
+    pub profile: String,
+    pub scorecard: Scorecard,
+    /// The median run (by events/s): its summary and findings stand for the side.
+    pub summary: Summary,
+    pub findings: Vec<Finding>,
+    /// Every run's summary.
+    pub repeats: Vec<Summary>,
+    #[serde(skip)]
+    pub runs: Vec<(Summary, Vec<Finding>)>,
+    #[serde(skip)]
+    context: Context,
+}
+
+impl Measured {
+    pub fn new(profile: &Profile, context: Context, first: (Summary, Vec<Finding>)) -> Measured {
+        let mut m = Measured {
+            profile: profile.name.clone(),
+            scorecard: Scorecard::new(&[], &context),
+            summary: Summary::default(),
+            findings: Vec::new(),
+            repeats: Vec::new(),
+            runs: Vec::new(),
+            context,
+        };
+        m.add(first);
+        m
+    }
+
+    pub fn add(&mut self, run: (Summary, Vec<Finding>)) {
+        self.runs.push(run);
+        self.repeats = self.runs.iter().map(|r| r.0.clone()).collect();
+        self.scorecard = Scorecard::new(&self.repeats, &self.context);
+        let mut order: Vec<usize> = (0..self.runs.len()).collect();
+        order.sort_by(|&x, &y| {
+            self.runs[x]
+                .0
+                .events_per_sec
+                .total_cmp(&self.runs[y].0.events_per_sec)
+        });
+        let median = order[(order.len() - 1) / 2];
+        self.summary = self.runs[median].0.clone();
+        self.findings = self.runs[median].1.clone();
+    }
+}
+
+/// A candidate as tried: its measurement, its scorecard against the round's base, the verdict.
+#[derive(Serialize)]
+pub struct Tried {
+    pub kind: Kind,
+    pub finding: &'static str,
+    pub source: String,
+    pub changes: Vec<String>,
+    /// Managed memory it adds, bytes.
+    pub memory_cost: u64,
+    /// Runs it took (0: refused before running, by a constraint).
+    pub runs: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
+    pub deltas: Vec<Delta>,
+    pub kept: bool,
+    pub verdict: String,
+}
+
+#[derive(Serialize)]
+pub struct Round {
+    pub base: Measured,
+    pub tried: Vec<Tried>,
+    /// Index into `tried` of the candidate kept for the next round.
+    pub chosen: Option<usize>,
+    /// Candidates not tried: the round's or the tune's runs were used up.
+    pub not_tried: Vec<String>,
+}
+
+/// Runs of the job, counted against the tune's cap.
+pub struct Runner<'a> {
+    job: &'a Job,
+    /// The preloaded state every run starts from, if any (the base is built once per profile's
+    /// table options and kept).
+    preload: Option<&'a PreloadConfig>,
+    pub used: u32,
+    pub max: u32,
+    /// Who runs, in the progress lines ("tune", "advice").
+    label: &'static str,
+}
+
+impl<'a> Runner<'a> {
+    pub fn new(job: &'a Job, preload: Option<&'a PreloadConfig>, max: u32) -> Runner<'a> {
+        Runner {
+            job,
+            preload,
+            used: 0,
+            max: max.max(1),
+            label: "tune",
+        }
+    }
+
+    /// The same runner, its progress lines saying `label` instead of "tune".
+    pub fn labelled(self, label: &'static str) -> Runner<'a> {
+        Runner { label, ..self }
+    }
+
+    pub fn left(&self) -> u32 {
+        self.max.saturating_sub(self.used)
+    }
+
+    /// One run of `workload` on `profile` in a temporary directory, and the advisor's findings.
+    pub fn run(
+        &mut self,
+        workload: &Workload,
+        profile: &Profile,
+        what: &str,
+    ) -> anyhow::Result<(Summary, Vec<Finding>)> {
+        self.used += 1;
+        eprintln!(
+            "{}: run {} of at most {}: {what} ...",
+            self.label, self.used, self.max
+        );
+        let dir = tempfile::Builder::new()
+            .prefix("statebench-tune-")
+            .tempdir()
+            .context("cannot create a temporary data directory")?;
+        proofs::measure(EngineConfig {
+            events: self.job.events,
+            duration: self.job.duration,
+            trace: self.job.trace.clone(),
+            preload: self.preload.cloned(),
+            ..EngineConfig::new(workload.clone(), profile.clone(), dir.path())
+        })
+    }
+}
+
+/// The non-same figures of `deltas`: "events/s 3532 -> 6770 (1.92x) better, ...".
+pub fn moved(deltas: &[Delta]) -> String {
+    let parts = moved_parts(deltas.iter());
+    if parts.is_empty() {
+        "nothing beyond its band".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn moved_parts<'a>(deltas: impl Iterator<Item = &'a Delta>) -> Vec<String> {
+    deltas
+        .filter(|d| matches!(d.verdict, Verdict::Better | Verdict::Worse))
+        .map(|d| {
+            format!(
+                "{} {}",
+                d.describe(),
+                if d.verdict == Verdict::Better {
+                    "better"
+                } else {
+                    "worse"
+                }
+            )
+        })
+        .collect()
+}
+
+/// A job change's measured effect: the objective's ratio whatever its verdict, then every
+/// other figure that moved beyond its band ("events/s 1.69x (within the band), live SST ...").
+fn job_effect(deltas: &[Delta], objective: Figure) -> String {
+    let mut parts = Vec::new();
+    if let Some(d) = deltas.iter().find(|d| d.figure == objective) {
+        parts.push(format!(
+            "{} {}",
+            d.describe(),
+            match d.verdict {
+                Verdict::Better => "better",
+                Verdict::Worse => "worse",
+                Verdict::Same => "(within the band)",
+                Verdict::Unknown => "(not measured)",
+            }
+        ));
+    }
+    parts.extend(moved_parts(deltas.iter().filter(|d| d.figure != objective)));
+    if parts.is_empty() {
+        parts.push("nothing beyond its band".to_string());
+    }
+    parts.join(", ")
+}
+
+/// Searches from `job`'s profile: the start measured, then up to `settings.rounds` rounds of
+/// candidates from the base's findings, within the run caps. `progress` hears the objective
+/// once the start has run and each round when it ends.
+pub fn search(
+    job: &Job,
+    preload: Option<&PreloadConfig>,
+    settings: &Settings,
+    mut progress: impl FnMut(Progress<'_>),
+) -> anyhow::Result<Search> {
+    let original = job.profile.clone();
+    let context = |p: &Profile, w: &Workload| crate::commands::score_context(w, p);
+    let constraints = &settings.constraints;
+    let mut runner = Runner::new(job, preload, settings.max_runs);
+    let start = Measured::new(
+        &original,
+        context(&original, &job.workload),
+        runner.run(&job.workload, &original, "the profile as given")?,
+    );
+    // Throughput of a paced workload that kept its rate is bounded by the rate: CPU per event.
+    let rate_bound = start.context.paced
+        && match job.workload.spec.rate {
+            crate::config::workload::Rate::PerSecond(rate) => {
+                start.summary.events_per_sec >= rate as f64 * (1.0 - scorecard::TIMING_FLOOR)
+            }
+            crate::config::workload::Rate::Max => false,
+        };
+    let objective = settings.objective.figure(rate_bound);
+    progress(Progress::Objective {
+        figure: objective,
+        rate_bound,
+    });
+    let mut current = original.clone();
+    let mut base = start.clone();
+    let mut rounds: Vec<Round> = Vec::new();
+    let mut tried_profiles: Vec<crate::config::profile::Knobs> = Vec::new();
+    let mut tried_jobs: Vec<String> = Vec::new();
+    for round_no in 1..=settings.rounds {
+        let all = candidates(&base.findings, &current, &job.workload)?;
+        let fresh: Vec<Candidate> = all
+            .into_iter()
+            .filter(|c| match c.kind {
+                Kind::Profile => !tried_profiles.contains(&c.profile.knobs),
+                Kind::Job => !tried_jobs.contains(&Change::list(&c.changes, ": ")),
+            })
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        let mut round = Round {
+            base: base.clone(),
+            tried: Vec::new(),
+            chosen: None,
+            not_tried: Vec::new(),
+        };
+        let mut round_runs = 0;
+        for cand in fresh {
+            let label = Change::list(&cand.changes, ": ");
+            let memory_cost = cand
+                .profile
+                .knobs
+                .managed_memory
+                .0
+                .saturating_sub(current.knobs.managed_memory.0);
+            let refuse = |verdict: String| Tried {
+                kind: cand.kind,
+                finding: cand.finding,
+                source: cand.source.clone(),
+                changes: cand
+                    .changes
+                    .iter()
+                    .map(|c| format!("{}: {}", c.key, c.value))
+                    .collect(),
+                memory_cost,
+                runs: 0,
+                measured: None,
+                deltas: Vec::new(),
+                kept: false,
+                verdict,
+            };
+            // Constraints known before running cost no run.
+            if cand.kind == Kind::Profile
+                && let Some(why) = refused_before_running(&cand.profile, constraints)
+            {
+                tried_profiles.push(cand.profile.knobs.clone());
+                round.tried.push(refuse(why));
+                continue;
+            }
+            if runner.left() == 0
+                || (cand.kind == Kind::Profile && round_runs >= settings.round_runs)
+            {
+                round
+                    .not_tried
+                    .push(format!("{} {}: {label}", cand.finding, cand.source));
+                continue;
+            }
+            match cand.kind {
+                Kind::Profile => tried_profiles.push(cand.profile.knobs.clone()),
+                Kind::Job => tried_jobs.push(label.clone()),
+            }
+            let what = format!(
+                "round {round_no}, {} {}: {label}",
+                cand.finding, cand.source
+            );
+            let ctx = context(&cand.profile, &cand.workload);
+            let mut measured = Measured::new(
+                &cand.profile,
+                ctx,
+                runner.run(&cand.workload, &cand.profile, &what)?,
+            );
+            if cand.kind == Kind::Profile {
+                round_runs += 1;
+            }
+            let (kept, verdict, deltas) = loop {
+                let (decision, deltas) =
+                    decide(&base.scorecard, &measured.scorecard, objective, constraints);
+                if cand.kind == Kind::Job {
+                    break (false, job_effect(&deltas, objective), deltas);
+                }
+                match decision {
+                    Decision::Kept(why) => break (true, why, deltas),
+                    Decision::Rejected(why) => break (false, why, deltas),
+                    Decision::Unsure(why) => {
+                        // More runs where noise demands, within --repeat and the run caps: the
+                        // candidate's, and the base's to give it a band too.
+                        let base_too = base.runs.len() < measured.runs.len() + 1;
+                        let needs = 1 + u32::from(base_too);
+                        if measured.runs.len() >= settings.repeat
+                            || runner.left() < needs
+                            || round_runs + needs > settings.round_runs
+                        {
+                            break (false, format!("{why}: no run left to tell"), deltas);
+                        }
+                        measured.add(runner.run(&cand.workload, &cand.profile, &what)?);
+                        round_runs += 1;
+                        if base_too {
+                            let again = runner.run(
+                                &job.workload,
+                                &current,
+                                &format!("round {round_no}, the base again"),
+                            )?;
+                            base.add(again);
+                            round_runs += 1;
+                        }
+                    }
+                }
+            };
+            round.tried.push(Tried {
+                runs: measured.runs.len(),
+                measured: Some(measured),
+                deltas,
+                kept,
+                verdict,
+                ..refuse(String::new())
+            });
+        }
+        // The kept candidate with the best objective goes on.
+        round.chosen = round
+            .tried
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.kept)
+            .max_by(|(_, x), (_, y)| {
+                oriented(x, objective)
+                    .unwrap_or(f64::MIN)
+                    .total_cmp(&oriented(y, objective).unwrap_or(f64::MIN))
+            })
+            .map(|(i, _)| i);
+        // The base may have run again: the round's record shows it as judged.
+        round.base = base.clone();
+        if let Some(i) = round.chosen {
+            let t = &round.tried[i];
+            let changes: Vec<Change> = t
+                .changes
+                .iter()
+                .filter_map(|c| c.split_once(": ").map(|(k, v)| Change::new(k, v)))
+                .collect();
+            current = apply(&current, t.finding, &changes)?;
+            if let Some(m) = &t.measured {
+                base = m.clone();
+            }
+        }
+        progress(Progress::Round(round_no, &round));
+        rounds.push(round);
+        if runner.left() == 0 {
+            break;
+        }
+    }
+    // The guarantee: never worse than the start beyond a band unless allowed or paid for.
+    let verdict = (!current.knob_differences(&original).is_empty())
+        .then(|| decide(&start.scorecard, &base.scorecard, objective, constraints));
+    let tuned = match &verdict {
+        Some((Decision::Kept(_), _)) => current,
+        _ => original,
+    };
+    Ok(Search {
+        objective,
+        start,
+        rounds,
+        last: base,
+        tuned,
+        verdict,
+        runs: runner.used,
+        max_runs: runner.max,
+    })
+}
+
+/// A candidate's objective median, higher the better whichever way the figure is better.
+pub fn oriented(t: &Tried, objective: Figure) -> Option<f64> {
+    t.measured
+        .as_ref()
+        .and_then(|m| m.scorecard.median(objective))
+        .map(|v| match objective.better() {
+            scorecard::Better::Higher => v,
+            scorecard::Better::Lower => -v,
+        })
+}
