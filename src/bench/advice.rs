@@ -1,6 +1,6 @@
 //! `bench --suite advice`: is the advice worth taking? `tune` on each of `reproduce`'s proof
 //! cases and on issue 33's three jobs, then the tuned profile measured side by side (repeats,
-//! interleaved) against the case's known fix and against the best single-knob change `tune`
+//! interleaved) against the case's known fix and against the best single change `tune`
 //! tried: it must reach the known fix or measure no worse than it, and end no worse on its
 //! objective than that single change, in at most [`MAX_RUNS`] runs of tune.
 //!

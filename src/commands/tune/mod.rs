@@ -84,7 +84,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         max_runs: args.max_runs,
     };
     let mut out = std::io::stdout();
-    let found = search::search(&job, preload.as_ref(), &settings, |p| match p {
+    let found = search::search(&job, preload.as_ref(), &settings, None, |p| match p {
         Progress::Objective { figure, rate_bound } => {
             let _ = writeln!(
                 out,

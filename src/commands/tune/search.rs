@@ -45,6 +45,8 @@ pub struct Search {
     pub verdict: Option<(Decision, Vec<Delta>)>,
     pub runs: u32,
     pub max_runs: u32,
+    /// The preload every run started from after the start's (its history pinned).
+    pub preload: Option<PreloadConfig>,
 }
 
 impl Search {
@@ -152,7 +154,7 @@ pub struct Runner<'a> {
     job: &'a Job,
     /// The preloaded state every run starts from, if any (the base is built once per profile's
     /// table options and kept).
-    preload: Option<&'a PreloadConfig>,
+    preload: Option<PreloadConfig>,
     pub used: u32,
     pub max: u32,
     /// Who runs, in the progress lines ("tune", "advice").
@@ -163,11 +165,41 @@ impl<'a> Runner<'a> {
     pub fn new(job: &'a Job, preload: Option<&'a PreloadConfig>, max: u32) -> Runner<'a> {
         Runner {
             job,
-            preload,
+            preload: preload.cloned(),
             used: 0,
             max: max.max(1),
             label: "tune",
         }
+    }
+
+    /// A preload given as a size or a span of event time reads as much history as it takes
+    /// for the profile at hand: a filter or a block size changes the SST bytes, so two profiles
+    /// would start from different histories and their runs read different events. Pinned to
+    /// the records `first`'s base held, every later run starts from that same history. Says so
+    /// (None: nothing to pin).
+    pub fn pin_history(&mut self, first: &Summary) -> Option<String> {
+        let preload = self.preload.as_mut()?;
+        let records = first.preload.as_ref()?.records;
+        let spec = &mut preload.spec;
+        if spec.events.is_some() || records == 0 {
+            return None;
+        }
+        let was = match (spec.size, spec.span) {
+            (Some(size), _) => format!("size={size}"),
+            (None, Some(span)) => format!("span={span}"),
+            (None, None) => return None,
+        };
+        spec.events = Some(records);
+        spec.size = None;
+        spec.span = None;
+        Some(format!(
+            "preload: every later run starts from the start's history, events={records} (what {was} gave its profile), so all runs read the same events"
+        ))
+    }
+
+    /// The preload the runs start from (pinned to one history once the start has run).
+    pub fn preload(&self) -> Option<&PreloadConfig> {
+        self.preload.as_ref()
     }
 
     /// The same runner, its progress lines saying `label` instead of "tune".
@@ -199,7 +231,7 @@ impl<'a> Runner<'a> {
             events: self.job.events,
             duration: self.job.duration,
             trace: self.job.trace.clone(),
-            preload: self.preload.cloned(),
+            preload: self.preload.clone(),
             ..EngineConfig::new(workload.clone(), profile.clone(), dir.path())
         })
     }
@@ -255,24 +287,32 @@ fn job_effect(deltas: &[Delta], objective: Figure) -> String {
     parts.join(", ")
 }
 
-/// Searches from `job`'s profile: the start measured, then up to `settings.rounds` rounds of
-/// candidates from the base's findings, within the run caps. `progress` hears the objective
-/// once the start has run and each round when it ends.
+/// Searches from `job`'s profile: the start measured (or `started`, its run already made and
+/// counted as the search's first), then up to `settings.rounds` rounds of candidates from the
+/// base's findings, within the run caps. `progress` hears the objective once the start has run
+/// and each round when it ends.
 pub fn search(
     job: &Job,
     preload: Option<&PreloadConfig>,
     settings: &Settings,
+    started: Option<(Summary, Vec<Finding>)>,
     mut progress: impl FnMut(Progress<'_>),
 ) -> anyhow::Result<Search> {
     let original = job.profile.clone();
     let context = |p: &Profile, w: &Workload| crate::commands::score_context(w, p);
     let constraints = &settings.constraints;
     let mut runner = Runner::new(job, preload, settings.max_runs);
-    let start = Measured::new(
-        &original,
-        context(&original, &job.workload),
-        runner.run(&job.workload, &original, "the profile as given")?,
-    );
+    let first = match started {
+        Some(run) => {
+            runner.used += 1;
+            run
+        }
+        None => runner.run(&job.workload, &original, "the profile as given")?,
+    };
+    if let Some(note) = runner.pin_history(&first.0) {
+        eprintln!("{note}");
+    }
+    let start = Measured::new(&original, context(&original, &job.workload), first);
     // Throughput of a paced workload that kept its rate is bounded by the rate: CPU per event.
     let rate_bound = start.context.paced
         && match job.workload.spec.rate {
@@ -458,6 +498,7 @@ pub fn search(
         verdict,
         runs: runner.used,
         max_runs: runner.max,
+        preload: runner.preload().cloned(),
     })
 }
 
