@@ -628,8 +628,9 @@ pub struct TuneArgs {
     /// Runs the whole tune may take (the start's, every candidate's and repeat's).
     #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_runs: u32,
-    /// Runs of profile candidates one round may take (the job changes' are apart).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100))]
+    /// Runs of profile candidates one round may take, repeats included (the job changes' are
+    /// apart): every fresh candidate gets one run before any is run again.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub round_runs: u32,
 }
 

@@ -267,6 +267,48 @@ fn verdict_word(d: &Delta) -> &'static str {
     }
 }
 
+/// Each side `repeat` times, interleaved (A B C A B C ...), in one run of the suite; the
+/// table printed. None for every side when there is only one (nothing to compare).
+fn side_by_side(
+    job: &Job,
+    preload: Option<&PreloadConfig>,
+    sides: &[(String, Profile)],
+    repeat: usize,
+) -> anyhow::Result<Vec<Option<Measured>>> {
+    let mut measured: Vec<Option<Measured>> = vec![None; sides.len()];
+    if sides.len() < 2 {
+        return Ok(measured);
+    }
+    let mut runner = Runner::new(job, preload, (sides.len() * repeat) as u32).labelled("advice");
+    for r in 1..=repeat {
+        for (i, (label, profile)) in sides.iter().enumerate() {
+            let run = runner.run(
+                &job.workload,
+                profile,
+                &format!("side by side {r}/{repeat}: {label}"),
+            )?;
+            match &mut measured[i] {
+                Some(m) => m.add(run),
+                slot => {
+                    *slot = Some(Measured::new(
+                        profile,
+                        crate::commands::score_context(&job.workload, profile),
+                        run,
+                    ))
+                }
+            }
+        }
+    }
+    let columns: Vec<(&str, &scorecard::Scorecard)> = sides
+        .iter()
+        .zip(&measured)
+        .filter_map(|((label, _), m)| m.as_ref().map(|m| (label.as_str(), &m.scorecard)))
+        .collect();
+    println!("side by side, {repeat} runs each, interleaved:");
+    print!("{}", scorecard::render(&columns));
+    Ok(measured)
+}
+
 /// Tune on the case, then the side-by-side runs and the verdicts.
 fn one(case: &Case, repeat: usize, preload_dir: Option<&Path>) -> anyhow::Result<Row> {
     let (job, preload) = job(case, preload_dir)?;
@@ -297,7 +339,7 @@ fn one(case: &Case, repeat: usize, preload_dir: Option<&Path>) -> anyhow::Result
         },
         repeat: 3,
         rounds: 3,
-        round_runs: 4,
+        round_runs: 6,
         max_runs: MAX_RUNS,
     };
     let mut out = std::io::stdout();
@@ -337,38 +379,7 @@ fn one(case: &Case, repeat: usize, preload_dir: Option<&Path>) -> anyhow::Result
         )),
         None => None,
     };
-    // Side by side, interleaved: A B C A B C ...
-    let mut measured: Vec<Option<Measured>> = vec![None; sides.len()];
-    if sides.len() > 1 {
-        let mut runner = Runner::new(&job, found.preload.as_ref(), (sides.len() * repeat) as u32)
-            .labelled("advice");
-        for r in 1..=repeat {
-            for (i, (label, profile)) in sides.iter().enumerate() {
-                let run = runner.run(
-                    &job.workload,
-                    profile,
-                    &format!("side by side {r}/{repeat}: {label}"),
-                )?;
-                match &mut measured[i] {
-                    Some(m) => m.add(run),
-                    slot => {
-                        *slot = Some(Measured::new(
-                            profile,
-                            crate::commands::score_context(&job.workload, profile),
-                            run,
-                        ))
-                    }
-                }
-            }
-        }
-        let columns: Vec<(&str, &scorecard::Scorecard)> = sides
-            .iter()
-            .zip(&measured)
-            .filter_map(|((label, _), m)| m.as_ref().map(|m| (label.as_str(), &m.scorecard)))
-            .collect();
-        println!("side by side, {repeat} runs each, interleaved:");
-        print!("{}", scorecard::render(&columns));
-    }
+    let measured = side_by_side(&job, found.preload.as_ref(), &sides, repeat)?;
     let side = |i: usize| measured.get(i).and_then(Option::as_ref);
     let tuned_m = side(tuned_side);
     let (gain_verdict, gain) = match (side(0), tuned_m) {
