@@ -53,7 +53,8 @@ fn cache_shard_bytes(capacity: u64) -> u64 {
 /// the preloaded dedup-ids (4 files of 3.5 M ids, 4.2 MiB filters against 9.3 MiB shards) ran
 /// in seconds on most opens and, on one, read a whole filter from storage on every lookup (gdb:
 /// `BlockFetcher::ReadBlockContents` under `FullFilterBlockReader::MayMatch`) for over ten
-/// minutes. With a monolithic filter larger than a shard every lookup would read it whole
+/// minutes (two filters sharing a shard is the likeliest cause, not proven: the run was
+/// stopped before RocksDB's cache statistics could tell). With a monolithic filter larger than a shard every lookup would read it whole
 /// from storage: case study 2, and worse than no filter (measured: a preloaded dedup with a
 /// 13 MiB cache read 65 KiB per lookup without a filter, 1.8 MiB with a whole-file filter and
 /// 3.4 KiB with partitioned ones).
