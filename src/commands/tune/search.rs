@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::Objective;
 use super::candidates::{Candidate, Kind, apply, candidates};
-use super::decide::{Constraints, Decision, decide, refused_before_running};
+use super::decide::{Constraints, Decision, decide, decide_candidate, refused_before_running};
 use crate::advisor::{Change, Finding};
 use crate::commands::Job;
 use crate::config::{Profile, Workload};
@@ -422,7 +422,7 @@ pub fn search(
                 round_runs += 1;
             }
             let (decision, deltas) =
-                decide(&base.scorecard, &measured.scorecard, objective, constraints);
+                decide_candidate(&base.scorecard, &measured.scorecard, objective, constraints);
             let (kept, verdict) = match (cand.kind, decision) {
                 (Kind::Job, _) => (false, job_effect(&deltas, objective)),
                 (_, Decision::Kept(why)) => (true, why),
@@ -465,7 +465,7 @@ pub fn search(
             };
             let (kept, verdict, deltas) = loop {
                 let (decision, deltas) =
-                    decide(&base.scorecard, &measured.scorecard, objective, constraints);
+                    decide_candidate(&base.scorecard, &measured.scorecard, objective, constraints);
                 match decision {
                     Decision::Kept(why) => break (true, why, deltas),
                     Decision::Rejected(why) => break (false, why, deltas),
