@@ -396,8 +396,11 @@ pub fn search(
                 });
                 continue;
             }
-            if runner.left() == 0
-                || (cand.kind == Kind::Profile && round_runs >= settings.round_runs)
+            // Once a candidate waits for a second run, two runs (its and the base's) are kept
+            // for it: a round of first runs alone would confirm nothing.
+            let reserve = if unsure.is_empty() { 0 } else { 2 };
+            if runner.left() <= reserve
+                || (cand.kind == Kind::Profile && round_runs + reserve >= settings.round_runs)
             {
                 round
                     .not_tried
