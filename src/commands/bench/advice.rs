@@ -241,6 +241,35 @@ fn best_single(found: &Search) -> Option<Vec<Change>> {
         .map(|t| parse(&t.changes))
 }
 
+/// Tune's promise, side by side: no figure of the tuned profile worse than the start's beyond
+/// its band unless the objective is better beyond its band by at least
+/// [`TRADE_OFF_GAIN`](crate::commands::tune::TRADE_OFF_GAIN). Err: what broke it.
+fn promise(start: &Measured, tuned: &Measured, objective: Figure) -> Result<(), String> {
+    let deltas = scorecard::judge(&start.scorecard, &tuned.scorecard);
+    let worse: Vec<String> = deltas
+        .iter()
+        .filter(|d| d.verdict == Verdict::Worse && d.figure != objective)
+        .map(Delta::describe)
+        .collect();
+    if worse.is_empty() {
+        return Ok(());
+    }
+    let paid = deltas.iter().any(|d| {
+        d.figure == objective
+            && d.verdict == Verdict::Better
+            && d.gain().unwrap_or(0.0) >= crate::commands::tune::TRADE_OFF_GAIN
+    });
+    if paid {
+        Ok(())
+    } else {
+        Err(format!(
+            "worse than the start without a gain of {:.0} % beyond the bands: {}",
+            crate::commands::tune::TRADE_OFF_GAIN * 100.0,
+            worse.join(", ")
+        ))
+    }
+}
+
 /// The objective judged from `before` to `after`, and said: "13968 vs 9800: better".
 fn against(before: &Measured, after: &Measured, objective: Figure) -> (Verdict, String) {
     let deltas = scorecard::judge(&before.scorecard, &after.scorecard);
@@ -382,10 +411,20 @@ fn one(case: &Case, repeat: usize, preload_dir: Option<&Path>) -> anyhow::Result
     let measured = side_by_side(&job, found.preload.as_ref(), &sides, repeat)?;
     let side = |i: usize| measured.get(i).and_then(Option::as_ref);
     let tuned_m = side(tuned_side);
-    let (gain_verdict, gain) = match (side(0), tuned_m) {
+    let (gain_verdict, mut gain) = match (side(0), tuned_m) {
         _ if tuned_side == 0 => (Verdict::Same, "tuned = start".to_string()),
         (Some(s), Some(t)) => against(s, t, objective),
         _ => (Verdict::Unknown, "not measured".to_string()),
+    };
+    let promise_ok = match (side(0), tuned_m) {
+        (Some(s), Some(t)) if tuned_side != 0 => match promise(s, t, objective) {
+            Ok(()) => true,
+            Err(why) => {
+                gain.push_str(&format!("; BROKEN: {why}"));
+                false
+            }
+        },
+        _ => true,
     };
     // The tuned profile holds the known fix when applying it changes nothing.
     let held = match &fix {
@@ -476,7 +515,7 @@ fn one(case: &Case, repeat: usize, preload_dir: Option<&Path>) -> anyhow::Result
         against_single,
         sides: sides_text,
         gain,
-        ok: reached_ok && single_ok && found.runs <= MAX_RUNS,
+        ok: reached_ok && single_ok && promise_ok && found.runs <= MAX_RUNS,
         error: None,
     })
 }
@@ -558,6 +597,41 @@ mod tests {
             chosen: None,
             not_tried: Vec::new(),
         }
+    }
+
+    /// Three runs of events/s and live SST.
+    fn sided(eps: [f64; 3], live_sst: u64) -> Measured {
+        let mut m = measured_with(eps[0], live_sst);
+        m.add((measured_with(eps[1], live_sst).summary, Vec::new()));
+        m.add((measured_with(eps[2], live_sst).summary, Vec::new()));
+        m
+    }
+
+    fn measured_with(eps: f64, live_sst: u64) -> Measured {
+        let mut m = measured(eps);
+        let mut s = m.summary.clone();
+        s.live_sst_bytes = live_sst;
+        let profile = Profile::load("flink-default").unwrap();
+        let workload = crate::config::Workload::load("smoke").unwrap();
+        m = Measured::new(
+            &profile,
+            crate::commands::score_context(&workload, &profile),
+            (s, Vec::new()),
+        );
+        m
+    }
+
+    #[test]
+    fn a_figure_worse_than_the_start_needs_a_gain_beyond_the_bands() {
+        // The sessions' 56 MB buffer: events/s within the bands, live SST 1.37x.
+        let start = sided([23603.0, 23794.0, 27534.0], 104 << 20);
+        let tuned = sided([23914.0, 25136.0, 26596.0], 143 << 20);
+        let why = promise(&start, &tuned, Figure::EventsPerSec).unwrap_err();
+        assert!(why.contains("live SST"), "{why}");
+        // Case study 1's 72 MiB: 3.5x beyond the bands pays for it.
+        let start = sided([3877.0, 3891.0, 4074.0], 6 << 20);
+        let tuned = sided([13461.0, 13648.0, 14462.0], 10 << 20);
+        assert_eq!(promise(&start, &tuned, Figure::EventsPerSec), Ok(()));
     }
 
     #[test]
