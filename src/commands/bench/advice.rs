@@ -16,7 +16,7 @@ use crate::cli::{BenchArgs, JobArgs, PreloadArgs};
 use crate::commands::Job;
 use crate::commands::tune::candidates::{Kind, apply};
 use crate::commands::tune::decide::Constraints;
-use crate::commands::tune::search::{self, Measured, Progress, Runner, Search, Settings};
+use crate::commands::tune::search::{self, Measured, Progress, Runner, Search, Settings, Tried};
 use crate::commands::tune::{Objective, print_round};
 use crate::config::Profile;
 use crate::config::units::human_bytes;
@@ -216,14 +216,6 @@ fn known_fix(case: &Case, start: &[Finding]) -> Fix {
     }
 }
 
-/// "k: v" strings back into changes.
-fn parse(changes: &[String]) -> Vec<Change> {
-    changes
-        .iter()
-        .filter_map(|c| c.split_once(": ").map(|(k, v)| Change::new(k, v)))
-        .collect()
-}
-
 /// The best single change tune tried: the profile candidate of its first round (each one fix
 /// against the start, e.g. a filter with its bits per key) with the best objective as tune
 /// measured it.
@@ -238,7 +230,7 @@ fn best_single(found: &Search) -> Option<Vec<Change>> {
                 .unwrap_or(f64::MIN)
                 .total_cmp(&search::oriented(y, found.objective).unwrap_or(f64::MIN))
         })
-        .map(|t| parse(&t.changes))
+        .map(Tried::parsed_changes)
 }
 
 /// Tune's promise, side by side: no figure of the tuned profile worse than the start's beyond
@@ -556,23 +548,11 @@ pub fn render(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::tune::search::{Round, Tried};
+    use crate::commands::tune::search::Round;
     use crate::summary::Summary;
 
     fn measured(eps: f64) -> Measured {
-        let profile = Profile::load("flink-default").unwrap();
-        let workload = crate::config::Workload::load("smoke").unwrap();
-        let summary = Summary {
-            events: 1000,
-            records_processed: 1000,
-            events_per_sec: eps,
-            ..Summary::default()
-        };
-        Measured::new(
-            &profile,
-            crate::commands::score_context(&workload, &profile),
-            (summary, Vec::new()),
-        )
+        measured_with(eps, 0)
     }
 
     fn tried(changes: &[&str], eps: Option<f64>) -> Tried {
@@ -608,17 +588,20 @@ mod tests {
     }
 
     fn measured_with(eps: f64, live_sst: u64) -> Measured {
-        let mut m = measured(eps);
-        let mut s = m.summary.clone();
-        s.live_sst_bytes = live_sst;
         let profile = Profile::load("flink-default").unwrap();
         let workload = crate::config::Workload::load("smoke").unwrap();
-        m = Measured::new(
+        let summary = Summary {
+            events: 1000,
+            records_processed: 1000,
+            events_per_sec: eps,
+            live_sst_bytes: live_sst,
+            ..Summary::default()
+        };
+        Measured::new(
             &profile,
             crate::commands::score_context(&workload, &profile),
-            (s, Vec::new()),
-        );
-        m
+            (summary, Vec::new()),
+        )
     }
 
     #[test]

@@ -139,6 +139,16 @@ pub struct Tried {
     pub verdict: String,
 }
 
+impl Tried {
+    /// Its changes as changes again (they are kept as "key: value").
+    pub fn parsed_changes(&self) -> Vec<Change> {
+        self.changes
+            .iter()
+            .filter_map(|c| c.split_once(": ").map(|(k, v)| Change::new(k, v)))
+            .collect()
+    }
+}
+
 #[derive(Serialize)]
 pub struct Round {
     pub base: Measured,
@@ -525,12 +535,7 @@ pub fn search(
         round.base = base.clone();
         if let Some(i) = round.chosen {
             let t = &round.tried[i];
-            let changes: Vec<Change> = t
-                .changes
-                .iter()
-                .filter_map(|c| c.split_once(": ").map(|(k, v)| Change::new(k, v)))
-                .collect();
-            current = apply(&current, t.finding, &changes)?;
+            current = apply(&current, t.finding, &t.parsed_changes())?;
             if let Some(m) = &t.measured {
                 base = m.clone();
             }
