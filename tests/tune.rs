@@ -56,12 +56,17 @@ fn tune_without_a_memory_budget_removes_the_stalls_with_no_extra_memory() {
     ])
     .unwrap();
     // The tuned profile extends the original with the confirmed changes, and loads as such:
-    // the same managed memory, a larger write-buffer ratio.
+    // the same managed memory, and the write buffers within the WriteBufferManager's budget
+    // (a larger write-buffer ratio, or smaller buffers: both wbm-budget fixes run at the rate,
+    // the choice between them is CPU per event's).
     let text = std::fs::read_to_string(&tuned).unwrap();
     assert!(text.contains("extends: minutes-wbm-starved"), "{text}");
     let profile = statebench::config::Profile::load(&tuned.to_string_lossy()).unwrap();
     assert_eq!(profile.knobs.managed_memory.0, 18 << 20);
-    assert!(profile.knobs.write_buffer_ratio > 0.25, "{text}");
+    assert!(
+        profile.knobs.write_buffer_ratio > 0.25 || profile.knobs.write_buffer_size.0 < 4 << 20,
+        "{text}"
+    );
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&proof).unwrap()).unwrap();
     // Round 1: the candidates from the findings, each measured on the scorecard against the
     // start; the one kept is a wbm-budget fix that costs no memory.

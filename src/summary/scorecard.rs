@@ -380,6 +380,18 @@ impl Delta {
     }
 }
 
+/// The least `figure` moved the better way from `before` to `after` by their bands: from the
+/// best of `before`'s runs to the worst of `after`'s, as a share of the former (+0.10: even
+/// the worst run of `after` is 10 % better than the best of `before`). None when unknown.
+pub fn band_gain(before: &Scorecard, after: &Scorecard, figure: Figure) -> Option<f64> {
+    let (b, a) = (before.get(figure)?, after.get(figure)?);
+    let gain = match figure.better() {
+        Better::Higher => a.min? / b.max? - 1.0,
+        Better::Lower => 1.0 - a.max? / b.min?,
+    };
+    gain.is_finite().then_some(gain)
+}
+
 /// Every figure both scorecards have, judged from `before` to `after`.
 pub fn judge(before: &Scorecard, after: &Scorecard) -> Vec<Delta> {
     before

@@ -573,6 +573,7 @@ mod tests {
     fn round(tried: Vec<Tried>) -> Round {
         Round {
             base: measured(1000.0),
+            objective: Figure::EventsPerSec,
             tried,
             chosen: None,
             not_tried: Vec::new(),

@@ -249,10 +249,11 @@ fn describe_constraints(c: &Constraints) -> String {
 pub(crate) fn print_round(out: &mut impl std::io::Write, n: u32, round: &Round) {
     let _ = writeln!(
         out,
-        "round {n} (base: {}, {} run{}):",
+        "round {n} (base: {}, {} run{}; judged by {}):",
         round.base.profile,
         round.base.runs.len(),
-        if round.base.runs.len() == 1 { "" } else { "s" }
+        if round.base.runs.len() == 1 { "" } else { "s" },
+        round.objective.label()
     );
     for (i, t) in round.tried.iter().enumerate() {
         let what = match t.kind {
