@@ -66,9 +66,13 @@ pub fn apply(profile: &Profile, id: &str, changes: &[Change]) -> anyhow::Result<
     Ok(edited)
 }
 
-/// The round's candidates from `findings` on `current`, most severe finding first and cheapest
-/// first: every recommendation, then the alternatives, then neighbouring values of the
+/// The round's candidates from `findings` on `current` (the advisor's order: most severe finding
+/// first, cheapest first): the most severe finding's recommendation and its alternatives, then
+/// the other recommendations, then their alternatives, then neighbouring values of the
 /// recommendations' knobs; the job changes apart. None equals `current` or another candidate.
+/// The worst harm's own options come before the lesser findings': on case study 1 (stalls of
+/// 10 s) a round's first runs went to the write-stalls and bloom-off fixes, and the team's
+/// memory fix, wbm-budget's second alternative, was never run.
 pub fn candidates(
     findings: &[Finding],
     current: &Profile,
@@ -100,13 +104,23 @@ pub fn candidates(
         Ok(())
     };
     let findings: Vec<&Finding> = findings.iter().collect();
-    for f in &findings {
-        push(f, "recommendation".to_string(), f.recommendation.clone())?;
-    }
-    for f in &findings {
+    let mut ordered: Vec<(&Finding, String, Vec<Change>)> = Vec::new();
+    fn alternatives<'f>(f: &'f Finding, ordered: &mut Vec<(&'f Finding, String, Vec<Change>)>) {
         for (i, alt) in f.alternatives.iter().enumerate() {
-            push(f, format!("alternative {}", i + 1), alt.changes.clone())?;
+            ordered.push((f, format!("alternative {}", i + 1), alt.changes.clone()));
         }
+    }
+    for (n, f) in findings.iter().enumerate() {
+        ordered.push((f, "recommendation".to_string(), f.recommendation.clone()));
+        if n == 0 {
+            alternatives(f, &mut ordered);
+        }
+    }
+    for f in findings.iter().skip(1) {
+        alternatives(f, &mut ordered);
+    }
+    for (f, source, changes) in ordered {
+        push(f, source, changes)?;
     }
     for f in &findings {
         for (i, c) in f.recommendation.iter().enumerate() {
@@ -186,6 +200,11 @@ mod tests {
                 Vec::new(),
                 vec![Change::new("job.function", "aggregate")],
             ),
+            finding(
+                "c",
+                vec![Change::new("use-bloom-filter", "true")],
+                Vec::new(),
+            ),
         ];
         let c = candidates(&findings, &profile, &workload).unwrap();
         let names: Vec<String> = c
@@ -199,12 +218,14 @@ mod tests {
                 )
             })
             .collect();
-        // b's alternative is a's: tried once.
+        // The most severe finding's alternative before the others' recommendations; b's and c's
+        // alternative is a's: tried once.
         assert_eq!(
             names,
             [
                 "a recommendation: writebuffer.size=8mb",
                 "a alternative 1: writebuffer.count=3",
+                "c recommendation: use-bloom-filter=true",
                 "a neighbour of writebuffer.size: writebuffer.size=4mb",
                 "a neighbour of writebuffer.size: writebuffer.size=16mb",
                 "b job change: job.function=aggregate",
