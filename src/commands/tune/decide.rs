@@ -155,7 +155,7 @@ pub fn decide_candidate(
             let edge = scorecard::band_gain(before, after, objective).unwrap_or(0.0);
             (
                 Decision::Unsure(format!(
-                    "{why}; but by the bands' edges the gain is only {:+.0} % (worst run against the base's best), under the {:.0} % that pays for a cost",
+                    "{why}; but by the bands' edges the gain is only {:+.1} % (worst run against the base's best), under the {:.0} % that pays for a cost",
                     edge * 100.0,
                     TRADE_OFF_GAIN * 100.0
                 )),
@@ -306,7 +306,7 @@ mod tests {
                 .any(|d| d.figure == Figure::EventsPerSec && d.verdict == Verdict::Better)
         );
         assert!(
-            matches!(&d, Decision::Unsure(w) if w.contains("only +3 %")),
+            matches!(&d, Decision::Unsure(w) if w.contains("only +3.0 %")),
             "{d:?}"
         );
     }
