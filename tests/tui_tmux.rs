@@ -44,6 +44,12 @@ impl Session {
         self.tmux(&["capture-pane", "-p", "-t", &self.0])
     }
 
+    /// The screen with its scrollback: a summary longer than the window (findings vary from run
+    /// to run) has scrolled its first lines off the screen.
+    fn history(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-S", "-", "-t", &self.0])
+    }
+
     /// Waits until `check` accepts the screen; panics with the screen after `secs`.
     fn wait_for(&self, what: &str, secs: u64, check: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(secs);
@@ -184,8 +190,9 @@ fn the_tui_runs_switches_views_tunes_live_and_quits_cleanly() {
             .trim(),
         "0"
     );
+    let history = session.history();
+    assert!(history.contains("result error"), "{history}");
     let screen = session.screen();
-    assert!(screen.contains("result error"), "{screen}");
     assert!(!screen.contains("1 Dashboard"), "{screen}");
     // The report holds the run, with the live change and the profile as it ended.
     let whole: serde_json::Value =
