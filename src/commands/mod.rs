@@ -25,10 +25,7 @@ use crate::config::{Profile, Workload};
 use crate::util::fs::parent_dir;
 use crate::{cli, pipeline};
 
-/// A command line that cannot be carried out as given.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub use crate::util::usage::UsageError;
 
 /// The RocksDB directory of a run: a caller's folder, or a temporary one removed afterwards.
 pub enum DataDir {

@@ -11,6 +11,7 @@ pub mod profile;
 pub mod target;
 pub mod timer_service;
 pub mod tm_memory;
+pub mod trace_keys;
 pub mod units;
 pub mod workload;
 

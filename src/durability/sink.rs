@@ -38,7 +38,7 @@ pub trait Sink: Send {
     /// Writes and bytes sent so far.
     fn counters(&self) -> SinkCounters;
 
-    /// Keeps the results of only the keys of one in `sample` (`engine::truth::checked`: the
+    /// Keeps the results of only the keys of one in `sample` (`pipeline::oracle::checked`: the
     /// keys a sampled oracle checks), counting every write as before; None when this store
     /// keeps everything it is sent (a real one).
     fn keep_only(&mut self, _sample: u64) -> Option<u64> {
@@ -225,7 +225,7 @@ impl ThreadedMemorySink {
 impl Sink for ThreadedMemorySink {
     fn write(&mut self, user: u64, window: usize, count: i64) -> Result<(), SinkError> {
         self.counters.count_write(&self.labels, user, window, count);
-        if !crate::engine::truth::checked(user, self.sample) {
+        if !crate::pipeline::oracle::checked(user, self.sample) {
             return Ok(());
         }
         self.pending.push((user, window, count));

@@ -3,7 +3,7 @@
 //! the run reports, does the job's work and not the measurement's (a Flink job has no oracle).
 
 use crate::durability::sink::Count;
-use crate::pipeline::oracle::{Oracle, ResultError};
+use crate::pipeline::oracle::{Oracle, ResultError, checked};
 use crate::pipeline::source::Event;
 use crate::util::worker::{Worker, WorkerGone};
 
@@ -38,14 +38,6 @@ pub struct OracleThread {
     tracking: bool,
     /// Only the keys of one in `sample` are checked (1: every key); see [`checked`].
     sample: u64,
-}
-
-/// Whether key `key` is among those a run checking one key in `sample` checks: a deterministic
-/// choice by the key's hash, the same for the oracle, the serving store and every run.
-pub fn checked(key: u64, sample: u64) -> bool {
-    sample <= 1
-        || crate::pipeline::operators::splitmix64(key ^ 0x5eed_c4ec_0000_0001)
-            .is_multiple_of(sample)
 }
 
 fn handle(oracle: &mut Oracle, request: Request) -> Option<Option<ResultError>> {

@@ -395,7 +395,7 @@ pub fn prepare(
                 .filter(|p| p.production.is_some())
                 .map(|p| p.name)
                 .collect();
-            crate::UsageError(format!(
+            crate::util::usage::UsageError(format!(
                 "'{}' has no production-size case (these have: {})",
                 proof.name,
                 have.join(", ")

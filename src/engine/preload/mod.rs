@@ -121,7 +121,7 @@ pub struct Preloaded {
 }
 
 /// Results a run's oracle and in-process store keep at most (about): above, they keep a
-/// deterministic sample of the keys (`engine::truth::checked`), so that their memory stays
+/// deterministic sample of the keys (`pipeline::oracle::checked`), so that their memory stays
 /// bounded whatever the state's size.
 pub const CHECKED_RESULTS: u64 = 1 << 20;
 
@@ -266,7 +266,7 @@ pub fn load(
     // when the store keeps only theirs: the others' results are counted, never stored or
     // compared, and a total per key of the history would be most of statebench's memory.
     if sampled_store {
-        own_results.retain(|(key, _, _)| crate::engine::truth::checked(*key, sample));
+        own_results.retain(|(key, _, _)| crate::pipeline::oracle::checked(*key, sample));
     }
     sink.sink_mut()
         .flush()
@@ -335,7 +335,7 @@ mod tests {
         // The sample is a fixed share of the keys, chosen by their hash.
         let sample = 16;
         let kept = (0..160_000u64)
-            .filter(|k| crate::engine::truth::checked(*k, sample))
+            .filter(|k| crate::pipeline::oracle::checked(*k, sample))
             .count();
         assert!((9_000..11_000).contains(&kept), "{kept}");
     }

@@ -7,52 +7,11 @@
 //! `hashCode` (`backend::keys`), so a trace's key bytes, key groups and key order in RocksDB
 //! are those of the traffic it was recorded from.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::Generator;
 use crate::config::Workload;
-
-/// A trace's own key strings by key id (ids are dense, in order of first appearance, as
-/// `pipeline::trace::Trace::load` numbers them), and the way back from a key to its id.
-pub struct TraceKeys {
-    names: Vec<String>,
-    ids: HashMap<String, u64>,
-}
-
-impl TraceKeys {
-    /// `names[id]` is the key string of id `id`. Names are distinct (a trace numbers each
-    /// distinct key once); should one repeat, its first id is the one a key maps back to.
-    pub fn new(names: Vec<String>) -> TraceKeys {
-        let mut ids = HashMap::with_capacity(names.len());
-        for (id, name) in names.iter().enumerate() {
-            ids.entry(name.clone()).or_insert(id as u64);
-        }
-        TraceKeys { names, ids }
-    }
-
-    /// The key string of id `id` (None: no key of the trace has this id).
-    pub fn name(&self, id: u64) -> Option<&str> {
-        self.names
-            .get(usize::try_from(id).ok()?)
-            .map(String::as_str)
-    }
-
-    pub fn len(&self) -> usize {
-        self.names.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
-}
-
-/// A trace's keys are many: a workload's debug print names how many, not each.
-impl std::fmt::Debug for TraceKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "TraceKeys({} keys)", self.names.len())
-    }
-}
+pub use crate::config::trace_keys::TraceKeys;
 
 /// How a job names the key of a key id.
 #[derive(Debug, Clone)]
@@ -104,7 +63,7 @@ impl KeyNames {
     pub fn id(&self, key: &str) -> Option<u64> {
         match self {
             KeyNames::Generated { .. } => key.strip_prefix("user-")?.parse().ok(),
-            KeyNames::Trace(keys) => keys.ids.get(key).copied(),
+            KeyNames::Trace(keys) => keys.id(key),
         }
     }
 }
