@@ -525,6 +525,8 @@ pub fn search(
             current = apply(&current, t.finding, &t.parsed_changes())?;
             if let Some(m) = &t.measured {
                 base = m.clone();
+                // The next rounds' base is no longer the profile as given: say so.
+                base.profile = format!("{} with the changes kept", original.name);
             }
         }
         progress(Progress::Round(round_no, &round));
