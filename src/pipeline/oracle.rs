@@ -15,6 +15,7 @@ use crate::util::bits::BitSet;
 
 mod chain;
 use crate::util::hash::{FastMap, UserIndex};
+pub use chain::ChainModel;
 
 /// Whether key `key` is among those a run checking one key in `sample` checks: a deterministic
 /// choice by the key's hash, the same for the oracle, the serving store, the preload and every
@@ -22,7 +23,6 @@ use crate::util::hash::{FastMap, UserIndex};
 pub fn checked(key: u64, sample: u64) -> bool {
     sample <= 1 || super::operators::splitmix64(key ^ 0x5eed_c4ec_0000_0001).is_multiple_of(sample)
 }
-pub use chain::ChainModel;
 
 /// How a set of results differs from the oracle.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]

@@ -15,7 +15,7 @@ use crate::bench::{Case, Suite};
 use crate::cli::{BenchArgs, JobArgs, PreloadArgs};
 use crate::commands::Job;
 use crate::commands::tune::candidates::{Kind, apply};
-use crate::commands::tune::decide::Constraints;
+use crate::commands::tune::decide::{Constraints, worse_than_before};
 use crate::commands::tune::search::{self, Measured, Progress, Runner, Search, Settings, Tried};
 use crate::commands::tune::{Objective, print_round};
 use crate::config::Profile;
@@ -238,9 +238,7 @@ fn best_single(found: &Search) -> Option<Vec<Change>> {
 /// [`TRADE_OFF_GAIN`](crate::commands::tune::TRADE_OFF_GAIN). Err: what broke it.
 fn promise(start: &Measured, tuned: &Measured, objective: Figure) -> Result<(), String> {
     let deltas = scorecard::judge(&start.scorecard, &tuned.scorecard);
-    let worse: Vec<String> = deltas
-        .iter()
-        .filter(|d| d.verdict == Verdict::Worse && d.figure != objective)
+    let worse: Vec<String> = worse_than_before(&deltas, objective)
         .map(Delta::describe)
         .collect();
     if worse.is_empty() {

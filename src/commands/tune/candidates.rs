@@ -104,23 +104,25 @@ pub fn candidates(
         Ok(())
     };
     let findings: Vec<&Finding> = findings.iter().collect();
-    let mut ordered: Vec<(&Finding, String, Vec<Change>)> = Vec::new();
-    fn alternatives<'f>(f: &'f Finding, ordered: &mut Vec<(&'f Finding, String, Vec<Change>)>) {
-        for (i, alt) in f.alternatives.iter().enumerate() {
-            ordered.push((f, format!("alternative {}", i + 1), alt.changes.clone()));
-        }
-    }
+    let alternatives = |f: &Finding| -> Vec<(String, Vec<Change>)> {
+        f.alternatives
+            .iter()
+            .enumerate()
+            .map(|(i, alt)| (format!("alternative {}", i + 1), alt.changes.clone()))
+            .collect()
+    };
     for (n, f) in findings.iter().enumerate() {
-        ordered.push((f, "recommendation".to_string(), f.recommendation.clone()));
+        push(f, "recommendation".to_string(), f.recommendation.clone())?;
         if n == 0 {
-            alternatives(f, &mut ordered);
+            for (source, changes) in alternatives(f) {
+                push(f, source, changes)?;
+            }
         }
     }
     for f in findings.iter().skip(1) {
-        alternatives(f, &mut ordered);
-    }
-    for (f, source, changes) in ordered {
-        push(f, source, changes)?;
+        for (source, changes) in alternatives(f) {
+            push(f, source, changes)?;
+        }
     }
     for f in &findings {
         for (i, c) in f.recommendation.iter().enumerate() {

@@ -77,13 +77,8 @@ pub fn decide(
             deltas,
         );
     }
-    let worse: Vec<&Delta> = deltas
-        .iter()
-        .filter(|d| d.verdict == Verdict::Worse && d.figure != objective)
-        .collect();
-    let (allowed, costs): (Vec<&Delta>, Vec<&Delta>) = worse
-        .into_iter()
-        .partition(|d| constraints.allow.contains(&d.figure));
+    let (allowed, costs): (Vec<&Delta>, Vec<&Delta>) =
+        worse_than_before(&deltas, objective).partition(|d| constraints.allow.contains(&d.figure));
     let list = |ds: &[&Delta]| {
         ds.iter()
             .map(|d| d.describe())
@@ -122,6 +117,14 @@ pub fn decide(
     }
 }
 
+/// The figures other than `objective` that `deltas` judge worse beyond their bands: what a
+/// change costs.
+pub fn worse_than_before(deltas: &[Delta], objective: Figure) -> impl Iterator<Item = &Delta> {
+    deltas
+        .iter()
+        .filter(move |d| d.verdict == Verdict::Worse && d.figure != objective)
+}
+
 /// `decide` for a candidate against its round's base: a cost is paid only by a gain that holds
 /// over two runs a side or more, and holds at the bands' edges: even the candidate's worst run
 /// [`TRADE_OFF_GAIN`] better than the base's best. Until then it is Unsure (the search runs it
@@ -135,11 +138,9 @@ pub fn decide_candidate(
     constraints: &Constraints,
 ) -> (Decision, Vec<Delta>) {
     let (decision, deltas) = decide(before, after, objective, constraints);
-    let costs = deltas.iter().any(|d| {
-        d.verdict == Verdict::Worse
-            && d.figure != objective
-            && !constraints.allow.contains(&d.figure)
-    });
+    let costs =
+        worse_than_before(&deltas, objective).any(|d| !constraints.allow.contains(&d.figure));
+    let edge = scorecard::band_gain(before, after, objective).unwrap_or(0.0);
     match decision {
         Decision::Kept(why) if costs && (before.runs < 2 || after.runs < 2) => (
             Decision::Unsure(format!(
@@ -147,21 +148,14 @@ pub fn decide_candidate(
             )),
             deltas,
         ),
-        Decision::Kept(why)
-            if costs
-                && scorecard::band_gain(before, after, objective)
-                    .is_none_or(|g| g < TRADE_OFF_GAIN) =>
-        {
-            let edge = scorecard::band_gain(before, after, objective).unwrap_or(0.0);
-            (
-                Decision::Unsure(format!(
-                    "{why}; but by the bands' edges the gain is only {:+.1} % (worst run against the base's best), under the {:.0} % that pays for a cost",
-                    edge * 100.0,
-                    TRADE_OFF_GAIN * 100.0
-                )),
-                deltas,
-            )
-        }
+        Decision::Kept(why) if costs && edge < TRADE_OFF_GAIN => (
+            Decision::Unsure(format!(
+                "{why}; but by the bands' edges the gain is only {:+.1} % (worst run against the base's best), under the {:.0} % that pays for a cost",
+                edge * 100.0,
+                TRADE_OFF_GAIN * 100.0
+            )),
+            deltas,
+        ),
         d => (d, deltas),
     }
 }
