@@ -13,6 +13,7 @@
 
 pub mod candidates;
 pub mod decide;
+mod rank;
 pub mod search;
 
 use std::io::Write as _;
