@@ -11,6 +11,7 @@ pub mod durability;
 pub mod engine;
 pub mod export;
 pub mod flink;
+pub mod model;
 pub mod output;
 pub mod pipeline;
 pub mod profiler;

@@ -128,7 +128,7 @@ impl Db {
 /// a write to the in-process sink), and every `WATERMARK_EVERY_EVENTS` events the watermark
 /// advances and fires the due timers (the -1s).
 pub struct Pipeline<'a> {
-    pub ctx: Context<'a>,
+    pub ctx: Context<'a, Delivery>,
     pub job: FrequencyJob<'a>,
     watermark: BoundedOutOfOrderness,
     events: Generator,

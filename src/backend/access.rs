@@ -543,7 +543,7 @@ impl<'a> StateAccess<'a> {
 mod tests {
     use super::*;
     use crate::config::Profile;
-    use crate::pipeline::operators::Layout;
+    use crate::model::layout::Layout;
 
     const VALUES: &str = "values";
     const LIST: &str = "list";

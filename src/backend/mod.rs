@@ -24,24 +24,10 @@ use crate::config::profile::{Knob, Live};
 pub use access::{AccessCounters, CfOps, ChangeLog, StateAccess, plus_cf_ops, replay_changelog};
 use memory::SharedMemory;
 
-/// `MapState<String window, Stats>` of the reference job.
-pub const CF_WINDOW_STATS: &str = "window-stats";
-/// `MapState<Long timer, Decrement>`: what each timer must decrement.
-pub const CF_TIMER_STATE: &str = "timer-state";
-/// Flink's RocksDB timer service column family for a KeyedProcessFunction's event-time timers.
-pub const CF_TIMERS: &str = "_timer_state/event_user-timers";
-/// Its processing-time timers: Flink creates the column family and scans its key-group heads
-/// when the timer service starts, though the reference job registers none.
-pub const CF_PROCESSING_TIMERS: &str = "_timer_state/processing_user-timers";
-/// The frequency counter's column families that hold state and share the WriteBufferManager.
-pub const STATE_COLUMN_FAMILIES: [&str; 3] = [CF_WINDOW_STATS, CF_TIMER_STATE, CF_TIMERS];
-/// Every column family the frequency counter creates besides RocksDB's default one.
-pub const ALL_COLUMN_FAMILIES: [&str; 4] = [
-    CF_WINDOW_STATS,
-    CF_TIMER_STATE,
-    CF_TIMERS,
-    CF_PROCESSING_TIMERS,
-];
+pub use crate::model::layout::{
+    ALL_COLUMN_FAMILIES, CF_PROCESSING_TIMERS, CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS,
+    STATE_COLUMN_FAMILIES,
+};
 /// The merge operator Flink sets on every column family (`RocksDBResourceContainer`) for its
 /// ListState: FRocksDB's `StringAppendTESTOperator`, which joins operands with ','.
 pub const MERGE_OPERATOR_NAME: &str = "StringAppendTESTOperator";

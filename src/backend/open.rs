@@ -14,7 +14,8 @@ use super::{BackendError, MERGE_OPERATOR_NAME, StateBackend, string_append, ttl_
 use crate::config::Profile;
 use crate::config::profile::Compression;
 use crate::config::target::{Checksum, TargetOptions};
-use crate::pipeline::operators::{CfRole, Layout, frequency};
+use crate::config::timer_service::TimerFactory;
+use crate::model::layout::{self, CfRole, Layout};
 
 impl SharedMemory {
     /// The slot's managed memory as Flink sizes it from `profile`
@@ -113,11 +114,11 @@ impl StateBackend {
         profile: &Profile,
         state_ttl: Option<i64>,
     ) -> Result<StateBackend, BackendError> {
-        let spec = crate::config::job::frequency::FrequencySpec {
-            windows: Vec::new(),
-            timer_state_ttl: state_ttl.map(|t| crate::config::Millis(t.max(0) as u64)),
-        };
-        Self::open_for(path, profile, &frequency::layout(&spec))
+        Self::open_for(
+            path,
+            profile,
+            &layout::frequency(state_ttl.map(|t| t.max(0))),
+        )
     }
 
     /// Opens (creating if needed) the state backend of an operator with `layout`'s column
@@ -145,8 +146,13 @@ impl StateBackend {
         layout: &Layout,
         memory: &Arc<SharedMemory>,
     ) -> Result<StateBackend, BackendError> {
-        // HEAP timers: no column families for the timer service.
-        let layout = &crate::pipeline::timers::rocksdb_layout(layout, &profile.knobs);
+        // With HEAP timers, Flink's `HeapPriorityQueueSetFactory` creates no column family for
+        // the timer service (its queues live on the heap): the `_timer_state/...` ones are left
+        // out. The layout stays what the operator declares; this one place applies the profile.
+        let layout = &match profile.knobs.timer_service_factory {
+            TimerFactory::RocksDb => layout.clone(),
+            TimerFactory::Heap => layout.states_only(),
+        };
         let data_cfs = layout.data_cfs();
         let target = profile.target_options();
         let k = &profile.knobs;

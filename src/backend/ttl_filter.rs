@@ -26,23 +26,7 @@ pub const QUERY_TIME_AFTER_NUM_ENTRIES: u64 = 1000;
 /// Flink 1.20 sets as the column family's `periodic_compaction_seconds`.
 pub const PERIODIC_COMPACTION_SECONDS: u64 = 30 * 24 * 3600;
 
-/// Where the TTL timestamp sits in a state's RocksDB value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TtlLayout {
-    /// ValueState (and Reducing/Aggregating): `[timestamp][value]` (`Config.createForValue`).
-    Value,
-    /// MapState: `[null flag][timestamp][value]` (`Config.createForMap`).
-    Map,
-}
-
-impl TtlLayout {
-    pub fn timestamp_offset(self) -> usize {
-        match self {
-            TtlLayout::Value => 0,
-            TtlLayout::Map => 1,
-        }
-    }
-}
+pub use crate::model::layout::TtlLayout;
 
 /// One state's filter configuration (FRocksDB's `FlinkCompactionFilter::Config`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

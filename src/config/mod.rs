@@ -11,7 +11,6 @@ pub mod profile;
 pub mod target;
 pub mod timer_service;
 pub mod tm_memory;
-pub mod trace_keys;
 pub mod units;
 pub mod workload;
 

@@ -369,7 +369,7 @@ pub struct Workload {
     /// The key strings of the workload's trace, once it is loaded (`commands::Job::load`):
     /// the job keys its records by them (`pipeline::source::KeyNames`). None: generated keys.
     #[serde(skip)]
-    pub trace_keys: Option<std::sync::Arc<super::trace_keys::TraceKeys>>,
+    pub trace_keys: Option<std::sync::Arc<crate::model::trace_keys::TraceKeys>>,
 }
 
 impl Workload {

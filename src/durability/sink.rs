@@ -15,6 +15,12 @@ pub enum SinkError {
     Backend(String),
 }
 
+impl From<SinkError> for crate::pipeline::PipelineError {
+    fn from(e: SinkError) -> Self {
+        crate::pipeline::PipelineError::Output(Box::new(e))
+    }
+}
+
 /// Where results go. Writes are upserts; `flush` makes buffered writes visible.
 pub trait Sink: Send {
     fn write(&mut self, user: u64, window: usize, count: i64) -> Result<(), SinkError>;

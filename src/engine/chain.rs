@@ -14,10 +14,11 @@ use std::sync::Arc;
 
 use crate::backend::{AccessCounters, StateBackend};
 pub use crate::durability::checkpoint::OperatorMeta;
-use crate::durability::delivery::{Delivery, origin};
+use crate::durability::delivery::Delivery;
 use crate::durability::sink::MemorySink;
 use crate::pipeline::PipelineError;
 use crate::pipeline::operators::{self, Context, JobMode, KeyedOperator};
+use crate::pipeline::output::origin;
 use crate::pipeline::source::Event;
 
 /// The stream ids of records into operator `index` >= 1 (a source partition's id is its
@@ -28,8 +29,8 @@ const DOWNSTREAM_STREAM: u64 = 1 << 63;
 /// One operator after the first.
 pub struct Stage<'a> {
     pub index: usize,
-    pub ctx: Context<'a>,
-    pub op: Box<dyn KeyedOperator<'a> + 'a>,
+    pub ctx: Context<'a, Delivery>,
+    pub op: Box<dyn KeyedOperator<'a, Delivery> + 'a>,
     /// The last watermark forwarded to it.
     forwarded: i64,
     /// Records it received: its downstream offsets.

@@ -17,10 +17,11 @@ use crate::backend::perf::PerfCounters;
 use crate::backend::{AccessCounters, StateBackend};
 use crate::config::Millis;
 use crate::durability::checkpoint::{Checkpointer, JobWork};
-use crate::durability::delivery::{Delivery, origin};
+use crate::durability::delivery::Delivery;
 use crate::durability::sink::{Count, SinkCounters};
 use crate::pipeline::PipelineError;
 use crate::pipeline::operators::{self, Context, JobCounters, JobMode, KeyedOperator};
+use crate::pipeline::output::origin;
 use crate::pipeline::source::{Consumer, Log, Offsets, ReadPlan};
 use crate::pipeline::watermark::WatermarkValve;
 
@@ -82,8 +83,8 @@ pub struct JobRunner<'a> {
     pub phase: Phase,
     pub(super) perf: Option<PerfCounters>,
     /// The first operator (it reads the source) and its context.
-    pub ctx: Context<'a>,
-    pub job: Box<dyn KeyedOperator<'a> + 'a>,
+    pub ctx: Context<'a, Delivery>,
+    pub job: Box<dyn KeyedOperator<'a, Delivery> + 'a>,
     /// The operators after the first.
     pub chain: Chain<'a>,
     /// Every operator's kind, in chain order.

@@ -20,7 +20,7 @@ pub mod raw;
 mod service;
 
 pub use heap::HeapTimers;
-pub use service::{TimerService, rocksdb_layout};
+pub use service::TimerService;
 
 /// Flink's `state.backend.rocksdb.timer-service.cache-size` default (the profile's
 /// `timer-service.cache-size` sets it).

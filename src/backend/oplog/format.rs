@@ -16,7 +16,7 @@ use std::path::Path;
 
 use super::super::BackendError;
 use super::super::ttl_filter::TtlLayout;
-use crate::pipeline::operators::{CfDecl, CfRole, Layout, TtlDecl};
+use crate::model::layout::{self, CfDecl, CfRole, Layout, TtlDecl};
 
 /// Every version starts with `SBOPLOG` and a digit.
 const MAGIC_PREFIX: &[u8; 7] = b"SBOPLOG";
@@ -147,12 +147,7 @@ impl<'a> Reader<'a> {
             b'1' => {
                 // The frequency counter's column families, its timerState TTL in the header.
                 let ttl = self.i64()?;
-                let spec = crate::config::job::frequency::FrequencySpec {
-                    windows: Vec::new(),
-                    timer_state_ttl: (ttl != i64::MIN)
-                        .then(|| crate::config::Millis(ttl.max(0) as u64)),
-                };
-                let mut layout = crate::pipeline::operators::frequency::layout(&spec);
+                let mut layout = layout::frequency((ttl != i64::MIN).then(|| ttl.max(0)));
                 // Version 1 numbered the column families (in its operations and in RocksDB's
                 // serialized batches) in the order the counter created them then.
                 layout.cfs.sort_by_key(|c| {

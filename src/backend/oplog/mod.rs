@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use rocksdb::{AsColumnFamilyRef, ColumnFamily, WriteBatch};
 
 use super::{BackendError, StateBackend};
-use crate::pipeline::operators::Layout;
+use crate::model::layout::Layout;
 pub use replay::{ReplayStats, recorded_layout, replay};
 
 const GET: u8 = 1;
@@ -239,7 +239,7 @@ mod tests {
     use crate::backend::StateAccess;
     use crate::backend::ttl_filter::TtlLayout;
     use crate::config::Profile;
-    use crate::pipeline::operators::TtlDecl;
+    use crate::model::layout::TtlDecl;
 
     /// A list state (merges), a map state with a TTL, and a timer service.
     fn layout() -> Layout {
@@ -388,7 +388,7 @@ mod tests {
         );
         assert!(matches!(
             layout.cfs[1].role,
-            crate::pipeline::operators::CfRole::State { ttl: Some(t), .. } if t.ttl_ms == 60_000
+            crate::model::layout::CfRole::State { ttl: Some(t), .. } if t.ttl_ms == 60_000
         ));
         let replayed = replay(&log, &dir.path().join("replay"), &profile).unwrap();
         assert_eq!(

@@ -50,7 +50,7 @@ fn read_log(path: &Path) -> Result<Vec<u8>, BackendError> {
 }
 
 /// The column families a log was recorded with (its header).
-pub fn recorded_layout(path: &Path) -> Result<crate::pipeline::operators::Layout, BackendError> {
+pub fn recorded_layout(path: &Path) -> Result<crate::model::layout::Layout, BackendError> {
     let data = read_log(path)?;
     Reader {
         data: &data,

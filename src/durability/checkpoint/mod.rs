@@ -65,6 +65,24 @@ impl From<rocksdb::Error> for CheckpointError {
     }
 }
 
+impl From<CheckpointError> for crate::pipeline::PipelineError {
+    fn from(e: CheckpointError) -> Self {
+        crate::pipeline::PipelineError::Output(Box::new(e))
+    }
+}
+
+impl From<StoreError> for crate::pipeline::PipelineError {
+    fn from(e: StoreError) -> Self {
+        CheckpointError::from(e).into()
+    }
+}
+
+impl From<SnapshotError> for crate::pipeline::PipelineError {
+    fn from(e: SnapshotError) -> Self {
+        CheckpointError::from(e).into()
+    }
+}
+
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> CheckpointError {
     let what = what.into();
     move |source| CheckpointError::Io { what, source }

@@ -16,6 +16,7 @@ use super::{
 };
 use crate::backend::StateBackend;
 use crate::config::profile::CheckpointKind;
+use crate::pipeline::timers::raw;
 
 impl Checkpointer {
     /// The synchronous part of checkpoint `next_id()`, after the caller flushed its timers and
@@ -40,7 +41,7 @@ impl Checkpointer {
             ..CheckpointRecord::default()
         };
         let mut upload = self.store.begin(id)?;
-        crate::pipeline::timers::raw::put(&mut upload, raw_keyed_state)?;
+        put_raw_keyed_states(&mut upload, raw_keyed_state)?;
         let cancel = Arc::new(AtomicBool::new(false));
         upload.cancel_with(Arc::clone(&cancel));
         let (tx, done) = mpsc::channel();
@@ -258,4 +259,17 @@ impl Checkpointer {
         }
         Ok((puts, dir, names))
     }
+}
+
+/// Writes a checkpoint's raw keyed states (each operator with HEAP timers: its index and its
+/// stream) into its upload, synchronously: Flink writes the legacy timer snapshot in the
+/// checkpoint's synchronous part.
+fn put_raw_keyed_states(
+    upload: &mut Upload,
+    raw: &[(usize, Vec<u8>)],
+) -> Result<(), super::store::StoreError> {
+    for (op, bytes) in raw {
+        upload.put_private_bytes(&raw::file_name(*op), bytes)?;
+    }
+    Ok(())
 }

@@ -383,9 +383,7 @@ impl Drop for Journal {
 
 #[cfg(test)]
 mod tests {
-    use crate::durability::delivery::fmix64;
-    use crate::durability::delivery::origin;
-    use crate::durability::delivery::record_id;
+    use crate::pipeline::output::{fmix64, origin, record_id};
     use std::fs::OpenOptions;
 
     use super::super::tests::{config, emit, last_writes, results, store, view};

@@ -33,6 +33,8 @@ use self::journal::Journal;
 use self::journal::Record;
 use self::tracker::{Tracker, Transaction};
 use super::sink::{Count, Sink, SinkError};
+use crate::pipeline::PipelineError;
+use crate::pipeline::output::{Output, OutputError, record_id};
 use crate::util::hash::FastMap;
 
 mod crc32c;
@@ -132,31 +134,36 @@ pub enum DeliveryError {
     },
 }
 
-/// The id of a record emitted for `window` while processing `origin`.
-#[inline]
-pub fn record_id(origin: u64, window: usize) -> u64 {
-    mix(0x243f_6a88_85a3_08d3, window as u64, origin)
+/// The delivery is what the pipeline's operators write their results to.
+impl Output for Delivery {
+    #[inline]
+    fn write(&mut self, key: u64, slot: usize, value: i64) -> Result<(), OutputError> {
+        Ok(Delivery::write(self, key, slot, value)?)
+    }
+
+    #[inline]
+    fn is_tracked(&self) -> bool {
+        Delivery::is_tracked(self)
+    }
+
+    #[inline]
+    fn set_origin(&mut self, origin: u64) {
+        Delivery::set_origin(self, origin)
+    }
+
+    fn flush(&mut self) -> Result<(), OutputError> {
+        Ok(Delivery::flush(self)?)
+    }
+
+    fn read_all(&mut self) -> Result<Vec<(u64, usize, i64)>, OutputError> {
+        Ok(self.inner.read_all()?)
+    }
 }
 
-/// An origin from a source position: e.g. (partition, offset), or (a timer's key, its time).
-pub fn origin(stream: u64, position: u64) -> u64 {
-    mix(0x1319_8a2e_0370_7344, stream, position)
-}
-
-/// `a` and `b` into 64 bits: distinct pairs collide with a chance of about 2^-64.
-#[inline]
-fn mix(seed: u64, a: u64, b: u64) -> u64 {
-    fmix64(fmix64(a ^ seed) ^ b)
-}
-
-/// MurmurHash3's finalizer: a bijection that spreads every input bit over the output.
-#[inline]
-fn fmix64(mut k: u64) -> u64 {
-    k ^= k >> 33;
-    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    k ^= k >> 33;
-    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    k ^ (k >> 33)
+impl From<DeliveryError> for PipelineError {
+    fn from(e: DeliveryError) -> Self {
+        PipelineError::Output(Box::new(e))
+    }
 }
 
 /// The serving store behind a delivery layer: written through (checkpointing off), or tracked.
@@ -341,6 +348,7 @@ impl Delivery {
 
 #[cfg(test)]
 mod tests {
+    use crate::pipeline::output::origin;
     use std::collections::BTreeMap;
 
     use proptest::prelude::*;

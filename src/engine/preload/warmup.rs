@@ -373,7 +373,7 @@ pub fn pass(
 
 /// Hands the state as it stands (timers written out) to `hand` as column family `cf`'s cut `i`.
 fn cut(
-    ctx: &mut Context<'_>,
+    ctx: &mut Context<'_, Delivery>,
     (cf, i): (usize, usize),
     hand: &mut Hand<'_>,
 ) -> Result<(), EngineError> {

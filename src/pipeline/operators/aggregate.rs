@@ -22,6 +22,7 @@ use crate::config::job::aggregate::{AggregateFunction, AggregateSpec};
 use crate::config::job::dedup::TtlSettings;
 use crate::pipeline::PipelineError;
 use crate::pipeline::oracle::{TruthModel, Truths};
+use crate::pipeline::output::Output;
 use crate::pipeline::source::{Event, KeyNames};
 
 /// Result slots (`AggregateSpec::result_labels`).
@@ -124,8 +125,8 @@ impl<'a> Aggregate<'a> {
     }
 }
 
-impl<'a> KeyedOperator<'a> for Aggregate<'a> {
-    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+impl<'a, S: Output> KeyedOperator<'a, S> for Aggregate<'a> {
+    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         self.keys.write(event.user, &mut self.key_str);
         self.key.set_key(&self.key_str);
         let now = ctx.now;

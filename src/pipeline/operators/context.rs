@@ -5,20 +5,20 @@ use super::{KeyedOperator, Layout};
 use crate::backend::keys::CompositeKey;
 use crate::backend::oplog::OpRecorder;
 use crate::backend::{StateAccess, StateBackend};
-use crate::durability::delivery::{Delivery, DeliveryError, origin};
 use crate::pipeline::PipelineError;
+use crate::pipeline::output::{Output, OutputError, origin};
 use crate::pipeline::source::Event;
 use crate::pipeline::timers::TimerService;
 
 /// What an operator sees: counted state access and its timer service.
-pub struct Context<'a> {
+pub struct Context<'a, S: Output> {
     pub state: StateAccess<'a>,
     /// The event-time queue of the operator's timer service (None: the operator has none).
     pub timers: Option<TimerService<'a>>,
     /// Processing time (the engine's replay clock), for state TTL.
     pub now: i64,
     /// The serving store the job writes its results to.
-    pub sink: Delivery,
+    pub sink: S,
     /// The operator's current watermark (already advanced when timers fire, as in Flink).
     pub watermark: i64,
     /// Where the operator's result slots start in the job's numbering (0 for a single operator
@@ -29,13 +29,9 @@ pub struct Context<'a> {
     pub emitted: Vec<Event>,
 }
 
-impl<'a> Context<'a> {
+impl<'a, S: Output> Context<'a, S> {
     /// The context of an operator with `layout`'s column families on `backend`.
-    pub fn new(
-        backend: &'a StateBackend,
-        layout: &Layout,
-        sink: Delivery,
-    ) -> Result<Self, PipelineError> {
+    pub fn new(backend: &'a StateBackend, layout: &Layout, sink: S) -> Result<Self, PipelineError> {
         Self::recorded(backend, layout, sink, None)
     }
 
@@ -44,7 +40,7 @@ impl<'a> Context<'a> {
     pub fn recorded(
         backend: &'a StateBackend,
         layout: &Layout,
-        sink: Delivery,
+        sink: S,
         recorder: Option<OpRecorder>,
     ) -> Result<Self, PipelineError> {
         let mut state = StateAccess::new(backend);
@@ -59,7 +55,7 @@ impl<'a> Context<'a> {
     pub fn in_memory(
         backend: &'a StateBackend,
         layout: &Layout,
-        sink: Delivery,
+        sink: S,
     ) -> Result<Self, PipelineError> {
         Self::with_state(backend, layout, sink, StateAccess::in_memory(backend))
     }
@@ -67,7 +63,7 @@ impl<'a> Context<'a> {
     fn with_state(
         backend: &'a StateBackend,
         layout: &Layout,
-        sink: Delivery,
+        sink: S,
         mut state: StateAccess<'a>,
     ) -> Result<Self, PipelineError> {
         // ROCKSDB or HEAP timers, as the backend's profile says.
@@ -98,7 +94,7 @@ impl<'a> Context<'a> {
     }
 
     /// Writes the operator's result `slot` (its own numbering) of `key` to the serving store.
-    pub fn write(&mut self, key: u64, slot: usize, value: i64) -> Result<(), DeliveryError> {
+    pub fn write(&mut self, key: u64, slot: usize, value: i64) -> Result<(), OutputError> {
         self.sink.write(key, self.slot_base + slot, value)
     }
 
@@ -113,7 +109,6 @@ impl<'a> Context<'a> {
         let base = self.slot_base;
         Ok(self
             .sink
-            .sink_mut()
             .read_all()?
             .into_iter()
             .filter(|(_, slot, _)| (base..base + slots).contains(slot))
@@ -157,7 +152,7 @@ impl<'a> Context<'a> {
     /// Fires every timer at or before `watermark` on `op`.
     pub fn advance_watermark(
         &mut self,
-        op: &mut (dyn KeyedOperator<'a> + 'a),
+        op: &mut (dyn KeyedOperator<'a, S> + 'a),
         watermark: i64,
     ) -> Result<(), PipelineError> {
         self.watermark = self.watermark.max(watermark);

@@ -20,6 +20,7 @@ use crate::config::Workload;
 use crate::config::job::dedup::{DedupSpec, Keep, TtlSettings};
 use crate::pipeline::PipelineError;
 use crate::pipeline::oracle::{TruthModel, Truths};
+use crate::pipeline::output::Output;
 use crate::pipeline::source::{Event, KeyNames};
 
 /// Result slots (`DedupSpec::result_labels`).
@@ -133,8 +134,8 @@ impl<'a> Dedup<'a> {
     }
 }
 
-impl<'a> KeyedOperator<'a> for Dedup<'a> {
-    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+impl<'a, S: Output> KeyedOperator<'a, S> for Dedup<'a> {
+    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         self.keys.write(event.user, &mut self.key_str);
         self.key.set_key(&self.key_str);
         let now = ctx.now;

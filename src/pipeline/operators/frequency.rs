@@ -7,7 +7,7 @@
 
 use rocksdb::ColumnFamily;
 
-use super::{Context, JobCounters, KeyedOperator, Layout, TtlDecl};
+use super::{Context, JobCounters, KeyedOperator, Layout};
 use crate::backend::keys::{self, CompositeKey};
 use crate::backend::serializer::{CodecError, Decrement, Stats, ValueSerializer};
 use crate::backend::{BackendError, CF_TIMER_STATE, CF_WINDOW_STATS, StateAccess, StateBackend};
@@ -15,6 +15,7 @@ use crate::config::Workload;
 use crate::config::job::frequency::FrequencySpec;
 use crate::config::workload::WriteCondition;
 use crate::pipeline::PipelineError;
+use crate::pipeline::output::Output;
 use crate::pipeline::source::{Event, KeyNames};
 use crate::pipeline::timers::Timer;
 
@@ -33,16 +34,7 @@ pub fn data_column_families() -> usize {
 }
 
 pub fn layout(spec: &FrequencySpec) -> Layout {
-    let ttl = spec.timer_state_ttl.map(|t| TtlDecl {
-        ttl_ms: t.0 as i64,
-        compaction_filter: true,
-        query_time_after: 1000,
-        layout: crate::backend::ttl_filter::TtlLayout::Map,
-    });
-    Layout::default()
-        .state(CF_WINDOW_STATS, None, false)
-        .state(CF_TIMER_STATE, ttl, false)
-        .timer_service("user-timers")
+    crate::model::layout::frequency(spec.timer_state_ttl.map(|t| t.0 as i64))
 }
 
 /// Which of the seed's jobs the operator is.
@@ -135,7 +127,7 @@ impl<'a> FrequencyJob<'a> {
 
     /// The backfill's one sync of the serving store: every count in state, written once.
     /// Returns the number of counts written.
-    pub fn sync_to_sink(&self, ctx: &mut Context) -> Result<u64, PipelineError> {
+    pub fn sync_to_sink<S: Output>(&self, ctx: &mut Context<'_, S>) -> Result<u64, PipelineError> {
         let counts = self.state_counts(&mut ctx.state)?;
         for (user, window, count) in &counts {
             ctx.write(*user, *window, *count)?;
@@ -145,7 +137,7 @@ impl<'a> FrequencyJob<'a> {
     }
 
     /// Whether a count that changed at event time `at` goes to the serving store.
-    fn writes(&self, at: i64, ctx: &Context) -> bool {
+    fn writes<S: Output>(&self, at: i64, ctx: &Context<'_, S>) -> bool {
         match self.mode {
             JobMode::Streaming => true,
             JobMode::Backfill { .. } => false,
@@ -162,11 +154,11 @@ impl<'a> FrequencyJob<'a> {
 
     /// MapState<String, Stats>.get -> +1 -> put for window number `window` of the current key;
     /// returns the new count.
-    fn increment(
+    fn increment<S: Output>(
         &mut self,
         window: usize,
         event_time: i64,
-        ctx: &mut Context,
+        ctx: &mut Context<'_, S>,
     ) -> Result<i64, PipelineError> {
         let serializer = &self.serializer;
         let k = self.key.with_string_user_key(&self.labels[window]);
@@ -186,11 +178,11 @@ impl<'a> FrequencyJob<'a> {
     }
 
     /// The backfill's +1 for every window the event falls in, counted as of the switch.
-    fn backfill_event(
+    fn backfill_event<S: Output>(
         &mut self,
         event: &Event,
         switch: i64,
-        ctx: &mut Context,
+        ctx: &mut Context<'_, S>,
     ) -> Result<(), PipelineError> {
         self.keys.write(event.user, &mut self.user);
         self.key.set_key(&self.user);
@@ -222,8 +214,8 @@ impl<'a> FrequencyJob<'a> {
     }
 }
 
-impl<'a> KeyedOperator<'a> for FrequencyJob<'a> {
-    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+impl<'a, S: Output> KeyedOperator<'a, S> for FrequencyJob<'a> {
+    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         if let JobMode::Backfill { switch } = self.mode {
             return self.backfill_event(event, switch, ctx);
         }
@@ -264,7 +256,7 @@ impl<'a> KeyedOperator<'a> for FrequencyJob<'a> {
         Ok(())
     }
 
-    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         self.key.set_key(&timer.key);
         let serializer = &self.serializer;
         let k = self.key.with_long_user_key(timer.timestamp);
@@ -358,8 +350,8 @@ fn encode_with_ttl(
 /// Reads a timerState entry; with a TTL, an entry last written `ttl` or longer ago reads as
 /// null (Flink's `NeverReturnExpired`), as the seed's job saw it, and is removed, as Flink's
 /// TTL decorator clears an expired entry it reads.
-fn read_decrement(
-    ctx: &mut Context,
+fn read_decrement<S: Output>(
+    ctx: &mut Context<'_, S>,
     cf: &ColumnFamily,
     key: &[u8],
     serializer: &ValueSerializer,

@@ -27,6 +27,7 @@ use crate::config::Workload;
 use crate::config::job::interval_join::IntervalJoinSpec;
 use crate::pipeline::PipelineError;
 use crate::pipeline::oracle::{TruthModel, Truths};
+use crate::pipeline::output::Output;
 use crate::pipeline::source::{Event, KeyNames};
 use crate::pipeline::timers::Timer;
 
@@ -328,9 +329,9 @@ impl<'a> IntervalJoin<'a> {
     }
 }
 
-impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
+impl<'a, S: Output> KeyedOperator<'a, S> for IntervalJoin<'a> {
     /// `IntervalJoinOperator.processElement`.
-    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         self.counters.events += 1;
         let side = Side::of(event);
         let ts = event.event_time;
@@ -395,7 +396,7 @@ impl<'a> KeyedOperator<'a> for IntervalJoin<'a> {
     }
 
     /// `IntervalJoinOperator.onEventTime`: `leftBuffer.remove(..)` / `rightBuffer.remove(..)`.
-    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         let side = if timer.namespace == self.namespaces[0] {
             Side::Left
         } else if timer.namespace == self.namespaces[1] {
@@ -647,8 +648,8 @@ mod tests {
         fn watermark<'a>(
             &mut self,
             wm: i64,
-            ctx: &mut Context<'a>,
-            op: &mut (dyn KeyedOperator<'a> + 'a),
+            ctx: &mut Context<'a, Delivery>,
+            op: &mut (dyn KeyedOperator<'a, Delivery> + 'a),
             oracle: &mut Oracle,
         ) {
             if wm > self.last {

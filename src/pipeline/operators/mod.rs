@@ -23,114 +23,18 @@ pub mod ttl;
 pub mod valgen;
 pub mod window;
 
+pub use crate::model::layout::{CfDecl, CfRole, Layout, TtlDecl};
 pub use context::Context;
 pub use frequency::{FrequencyJob, JobMode};
 
 use super::PipelineError;
 use super::oracle::{ChainModel, Oracle, TruthModel};
+use super::output::Output;
 use super::source::Event;
 use super::timers::Timer;
 use crate::backend::StateBackend;
 use crate::config::Workload;
 use crate::config::job::OperatorSpec;
-
-/// One column family the operator creates, in Flink's creation order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CfDecl {
-    pub name: String,
-    pub role: CfRole,
-}
-
-/// What a column family holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CfRole {
-    /// A keyed state (Value, List, Map, Reducing, Aggregating). `ttl`: its `StateTtlConfig`,
-    /// whose compaction filter RocksDB runs on this column family when cleanup is on; `merge`:
-    /// the state appends with RocksDB's merge operator (Flink's ListState).
-    State { ttl: Option<TtlDecl>, merge: bool },
-    /// A timer service's event-time queue (`_timer_state/event_<service>`).
-    EventTimers,
-    /// Its processing-time queue (`_timer_state/processing_<service>`).
-    ProcessingTimers,
-}
-
-/// A state's TTL as Flink's `StateTtlConfig` gives it to RocksDB.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TtlDecl {
-    /// Time to live, processing-time ms.
-    pub ttl_ms: i64,
-    /// `cleanupInRocksdbCompactFilter`: expired entries are dropped in compactions.
-    pub compaction_filter: bool,
-    /// The filter asks for the current time after this many entries.
-    pub query_time_after: u64,
-    /// Where the state's values keep their TTL timestamp (value or map state).
-    pub layout: crate::backend::ttl_filter::TtlLayout,
-}
-
-/// The column families of one operator, in creation order.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Layout {
-    pub cfs: Vec<CfDecl>,
-}
-
-impl Layout {
-    /// A keyed state's column family.
-    pub fn state(mut self, name: &str, ttl: Option<TtlDecl>, merge: bool) -> Layout {
-        self.cfs.push(CfDecl {
-            name: name.to_string(),
-            role: CfRole::State { ttl, merge },
-        });
-        self
-    }
-
-    /// A timer service named `service`: its processing-time queue, then its event-time one, the
-    /// order Flink 1.20.1 creates them in (`InternalTimeServiceManagerImpl.registerOrGetTimerService`
-    /// passes `createTimerPriorityQueue("_timer_state/processing_" + name)` before
-    /// `createTimerPriorityQueue("_timer_state/event_" + name)` to `InternalTimerServiceImpl`'s
-    /// constructor; `RocksDBPriorityQueueSetFactory.create` creates each column family at once).
-    pub fn timer_service(mut self, service: &str) -> Layout {
-        self.cfs.push(CfDecl {
-            name: format!("_timer_state/processing_{service}"),
-            role: CfRole::ProcessingTimers,
-        });
-        self.cfs.push(CfDecl {
-            name: format!("_timer_state/event_{service}"),
-            role: CfRole::EventTimers,
-        });
-        self
-    }
-
-    /// Every column family's name, in creation order.
-    pub fn names(&self) -> Vec<String> {
-        self.cfs.iter().map(|c| c.name.clone()).collect()
-    }
-
-    /// The column families that hold data (states and event-time timers): what shares the
-    /// WriteBufferManager in practice (a processing-time queue nothing registers stays empty).
-    pub fn data_cfs(&self) -> Vec<String> {
-        self.cfs
-            .iter()
-            .filter(|c| c.role != CfRole::ProcessingTimers)
-            .map(|c| c.name.clone())
-            .collect()
-    }
-
-    /// The event-time timer queue's column family, if the operator has a timer service.
-    pub fn event_timers(&self) -> Option<&str> {
-        self.cfs
-            .iter()
-            .find(|c| c.role == CfRole::EventTimers)
-            .map(|c| c.name.as_str())
-    }
-
-    /// The processing-time timer queue's column family, if the operator has a timer service.
-    pub fn processing_timers(&self) -> Option<&str> {
-        self.cfs
-            .iter()
-            .find(|c| c.role == CfRole::ProcessingTimers)
-            .map(|c| c.name.as_str())
-    }
-}
 
 /// Counters the job keeps about itself (carried in checkpoints).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -154,17 +58,18 @@ pub struct JobCounters {
 }
 
 /// A keyed stream operator: what it does per record, per timer and per watermark.
-pub trait KeyedOperator<'a> {
-    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError>;
+/// Its results go to `S`, whatever implements the pipeline's [`Output`].
+pub trait KeyedOperator<'a, S: Output> {
+    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a, S>) -> Result<(), PipelineError>;
 
-    fn on_timer(&mut self, _timer: &Timer, _ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+    fn on_timer(&mut self, _timer: &Timer, _ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         Ok(())
     }
 
     fn on_watermark(
         &mut self,
         _watermark: i64,
-        _ctx: &mut Context<'a>,
+        _ctx: &mut Context<'a, S>,
     ) -> Result<(), PipelineError> {
         Ok(())
     }
@@ -205,12 +110,12 @@ pub fn layout(spec: &OperatorSpec) -> Layout {
 
 /// Operator `index` of the workload's chain (`Workload::operators`; 0 for a single operator)
 /// on `backend` (opened with [`layout`]'s column families).
-pub fn build<'a>(
+pub fn build<'a, S: Output>(
     backend: &'a StateBackend,
     workload: &Workload,
     index: usize,
     mode: JobMode,
-) -> Result<Box<dyn KeyedOperator<'a> + 'a>, PipelineError> {
+) -> Result<Box<dyn KeyedOperator<'a, S> + 'a>, PipelineError> {
     let operators = workload.operators();
     let Some(spec) = operators.into_iter().nth(index) else {
         return Err(PipelineError::NoSuchOperator(index));

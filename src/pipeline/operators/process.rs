@@ -24,6 +24,7 @@ use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
 use crate::config::job::process::{ActionKind, ProcessSpec, StateKind};
 use crate::pipeline::PipelineError;
+use crate::pipeline::output::Output;
 use crate::pipeline::source::{Event, KeyNames};
 use crate::pipeline::timers::Timer;
 
@@ -273,9 +274,9 @@ impl<'a> Process<'a> {
 
     /// Runs the element's (or the timer's) actions for the current key; returns the digest
     /// term of what they read.
-    fn run(
+    fn run<S: Output>(
         &mut self,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
         on_timer: bool,
         d: Draw,
     ) -> Result<i64, PipelineError> {
@@ -310,9 +311,9 @@ impl<'a> Process<'a> {
         Ok(digest)
     }
 
-    fn emit(
+    fn emit<S: Output>(
         &mut self,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
         key: u64,
         event: bool,
         term: i64,
@@ -410,8 +411,8 @@ fn exec(
     }
 }
 
-impl<'a> KeyedOperator<'a> for Process<'a> {
-    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+impl<'a, S: Output> KeyedOperator<'a, S> for Process<'a> {
+    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         self.keys.write(event.user, &mut self.key_str);
         self.key.set_key(&self.key_str);
         let d = Draw {
@@ -426,7 +427,7 @@ impl<'a> KeyedOperator<'a> for Process<'a> {
         self.emit(ctx, event.user, true, term)
     }
 
-    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         self.key.set_key(&timer.key);
         let d = Draw {
             h: java_hash(&timer.key),

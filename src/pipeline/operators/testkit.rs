@@ -51,7 +51,7 @@ impl Rig {
         }
     }
 
-    pub fn ctx(&self) -> Context<'_> {
+    pub fn ctx(&self) -> Context<'_, Delivery> {
         let sink = MemorySink::new(self.workload.result_labels());
         Context::new(
             &self.backend,
@@ -61,7 +61,7 @@ impl Rig {
         .unwrap()
     }
 
-    pub fn op(&self) -> Box<dyn KeyedOperator<'_> + '_> {
+    pub fn op(&self) -> Box<dyn KeyedOperator<'_, Delivery> + '_> {
         build(&self.backend, &self.workload, 0, JobMode::Streaming).unwrap()
     }
 
@@ -130,7 +130,7 @@ impl Rig {
         let mut steps = Vec::new();
         let mut now = i64::MIN;
         let mut wm = i64::MIN;
-        let mut step = |ctx: &mut Context,
+        let mut step = |ctx: &mut Context<'_, Delivery>,
                         model: &mut Box<dyn crate::pipeline::oracle::TruthModel>,
                         sort: bool| {
             let mut got = std::mem::take(&mut ctx.emitted);
@@ -165,8 +165,8 @@ impl Rig {
 
 /// A chain's operators, as the engine runs them.
 struct Chain<'a> {
-    ctxs: Vec<Context<'a>>,
-    stages: Vec<Box<dyn KeyedOperator<'a> + 'a>>,
+    ctxs: Vec<Context<'a, Delivery>>,
+    stages: Vec<Box<dyn KeyedOperator<'a, Delivery> + 'a>>,
     /// Per operator: records fed to it (a downstream record's `offset`).
     read: Vec<u64>,
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::Generator;
 use crate::config::Workload;
-pub use crate::config::trace_keys::TraceKeys;
+pub use crate::model::trace_keys::TraceKeys;
 
 /// How a job names the key of a key id.
 #[derive(Debug, Clone)]

@@ -121,19 +121,6 @@ pub fn file_name(op: usize) -> String {
     }
 }
 
-/// Writes a checkpoint's raw keyed states (each operator with HEAP timers: its index and its
-/// stream) into its upload, synchronously: Flink writes the legacy timer snapshot in the
-/// checkpoint's synchronous part.
-pub fn put(
-    upload: &mut crate::durability::checkpoint::store::Upload,
-    raw: &[(usize, Vec<u8>)],
-) -> Result<(), crate::durability::checkpoint::store::StoreError> {
-    for (op, bytes) in raw {
-        upload.put_private_bytes(&file_name(*op), bytes)?;
-    }
-    Ok(())
-}
-
 /// Writes operator `op`'s `raw` into folder `dir` for a savepoint; the file and its name there.
 pub fn write_file(dir: &Path, op: usize, raw: &[u8]) -> std::io::Result<(PathBuf, String)> {
     let name = file_name(op);

@@ -7,36 +7,13 @@ use std::path::Path;
 use super::{HeapTimers, RocksDbTimers, Timer, raw};
 use crate::backend::keys::CompositeKey;
 use crate::backend::{StateAccess, StateBackend};
-use crate::config::profile::Knobs;
 use crate::config::timer_service::TimerFactory;
 use crate::pipeline::PipelineError;
-use crate::pipeline::operators::{CfRole, Layout};
 
 /// An operator's event-time timers.
 pub enum TimerService<'a> {
     RocksDb(Box<RocksDbTimers<'a>>),
     Heap(Box<HeapTimers>),
-}
-
-/// The column families RocksDB gets for an operator with `layout`: with HEAP timers, Flink's
-/// `HeapPriorityQueueSetFactory` creates none for the timer service (its queues live on the
-/// heap), so the `_timer_state/...` ones are left out.
-///
-/// (The backend filters them rather than `operators::layout` taking the profile: the layout
-/// stays what the operator declares, every caller of it unchanged, and the one place that
-/// turns it into column families applies the profile.)
-pub fn rocksdb_layout(layout: &Layout, knobs: &Knobs) -> Layout {
-    match knobs.timer_service_factory {
-        TimerFactory::RocksDb => layout.clone(),
-        TimerFactory::Heap => Layout {
-            cfs: layout
-                .cfs
-                .iter()
-                .filter(|c| matches!(c.role, CfRole::State { .. }))
-                .cloned()
-                .collect(),
-        },
-    }
 }
 
 /// The timer service's name in a `_timer_state/event_<name>` column family name.

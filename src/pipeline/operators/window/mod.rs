@@ -42,6 +42,7 @@ use crate::backend::{BackendError, StateAccess, StateBackend};
 use crate::config::Workload;
 use crate::config::job::window::{Assigner, FunctionKind, WindowSpec};
 use crate::pipeline::PipelineError;
+use crate::pipeline::output::Output;
 use crate::pipeline::source::{Event, KeyNames};
 use crate::pipeline::timers::Timer;
 
@@ -181,7 +182,7 @@ impl<'a> WindowOperator<'a> {
     /// After a restore: the results so far, as the serving store holds them. (The totals are
     /// what Flink's downstream accumulates from the emitted records, not operator state; with
     /// exactly-once delivery the store holds exactly the results of the restored checkpoint.)
-    fn reload_totals(&mut self, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+    fn reload_totals<S: Output>(&mut self, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         if !self.reload_totals {
             return Ok(());
         }
@@ -220,12 +221,12 @@ impl<'a> WindowOperator<'a> {
         self.composite.prefix().to_vec()
     }
 
-    fn emit(
+    fn emit<S: Output>(
         &mut self,
         key_id: u64,
         window: &TimeWindow,
         s: Summary,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
     ) -> Result<(), PipelineError> {
         let totals = self.totals.entry(key_id).or_default();
         totals.add(window, s);
@@ -241,22 +242,22 @@ impl<'a> WindowOperator<'a> {
     }
 
     /// `InternalTimerService.registerEventTimeTimer(window, timestamp)`.
-    fn register(
+    fn register<S: Output>(
         &mut self,
         window: &TimeWindow,
         timestamp: i64,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
     ) -> Result<(), PipelineError> {
         self.composite.set_namespace(&window.to_bytes());
         ctx.register_timer(&self.composite, timestamp)
     }
 
     /// `InternalTimerService.deleteEventTimeTimer(window, timestamp)`.
-    fn delete_timer(
+    fn delete_timer<S: Output>(
         &mut self,
         window: &TimeWindow,
         timestamp: i64,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
     ) -> Result<(), PipelineError> {
         let namespace = window.to_bytes();
         self.composite.set_namespace(&namespace);
@@ -266,10 +267,10 @@ impl<'a> WindowOperator<'a> {
     }
 
     /// `registerCleanupTimer` (none for a cleanup time of `Long.MAX_VALUE`).
-    fn register_cleanup_timer(
+    fn register_cleanup_timer<S: Output>(
         &mut self,
         window: &TimeWindow,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
     ) -> Result<(), PipelineError> {
         let at = self.cleanup_time(window);
         if at == i64::MAX {
@@ -279,10 +280,10 @@ impl<'a> WindowOperator<'a> {
     }
 
     /// `deleteCleanupTimer`.
-    fn delete_cleanup_timer(
+    fn delete_cleanup_timer<S: Output>(
         &mut self,
         window: &TimeWindow,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
     ) -> Result<(), PipelineError> {
         let at = self.cleanup_time(window);
         if at == i64::MAX {
@@ -293,10 +294,10 @@ impl<'a> WindowOperator<'a> {
 
     /// `EventTimeTrigger.onElement`: FIRE when the watermark is past the window's end, else a
     /// timer at its max timestamp. True for FIRE.
-    fn trigger_on_element(
+    fn trigger_on_element<S: Output>(
         &mut self,
         window: &TimeWindow,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
     ) -> Result<bool, PipelineError> {
         if window.max_timestamp() <= ctx.watermark {
             return Ok(true);
@@ -352,12 +353,12 @@ impl<'a> WindowOperator<'a> {
 
     /// The rest of `processElement` for one window the element goes to: `windowState.add` in
     /// its state window, the trigger, FIRE, `registerCleanupTimer`.
-    fn add_to_window(
+    fn add_to_window<S: Output>(
         &mut self,
         event: &Event,
         window: &TimeWindow,
         state_window: &TimeWindow,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
     ) -> Result<(), PipelineError> {
         let k = self.state_key(state_window);
         self.contents.add(
@@ -376,10 +377,10 @@ impl<'a> WindowOperator<'a> {
     }
 
     /// The non-merging path of `processElement`; true when every window was late.
-    fn on_element_aligned(
+    fn on_element_aligned<S: Output>(
         &mut self,
         event: &Event,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
     ) -> Result<bool, PipelineError> {
         let mut skipped = true;
         let mut windows = std::mem::take(&mut self.windows);
@@ -400,10 +401,10 @@ impl<'a> WindowOperator<'a> {
     }
 
     /// The merging (session) path of `processElement`; true when the window was late.
-    fn on_element_merging(
+    fn on_element_merging<S: Output>(
         &mut self,
         event: &Event,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
     ) -> Result<bool, PipelineError> {
         let mut skipped = true;
         let mut set = self.read_merging_set(&mut ctx.state)?;
@@ -422,13 +423,13 @@ impl<'a> WindowOperator<'a> {
         Ok(skipped)
     }
 
-    fn merge_and_add(
+    fn merge_and_add<S: Output>(
         &mut self,
         event: &Event,
         window: &TimeWindow,
         set: &mut MergingWindowSet,
         skipped: &mut bool,
-        ctx: &mut Context<'a>,
+        ctx: &mut Context<'a, S>,
     ) -> Result<(), PipelineError> {
         let (actual, merges) = set.add_window(*window);
         for m in merges {
@@ -450,7 +451,11 @@ impl<'a> WindowOperator<'a> {
     /// The `MergeFunction` of `processElement`: `EventTimeTrigger.onMerge` (a timer for the
     /// merged window unless the watermark is past it), then per merged window
     /// `EventTimeTrigger.clear` and `deleteCleanupTimer`, then `mergeNamespaces`.
-    fn on_merge(&mut self, m: &merging::Merge, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+    fn on_merge<S: Output>(
+        &mut self,
+        m: &merging::Merge,
+        ctx: &mut Context<'a, S>,
+    ) -> Result<(), PipelineError> {
         // Flink throws when a merge would end an event-time window before the watermark; a
         // merge result covers an in-flight window, whose cleanup time is past the watermark.
         if self.is_window_late(&m.result, ctx.watermark) {
@@ -477,8 +482,8 @@ impl<'a> WindowOperator<'a> {
     }
 }
 
-impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
-    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+impl<'a, S: Output> KeyedOperator<'a, S> for WindowOperator<'a> {
+    fn on_event(&mut self, event: &Event, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         self.reload_totals(ctx)?;
         self.keys.write(event.user, &mut self.key);
         self.composite.set_key(&self.key);
@@ -494,7 +499,7 @@ impl<'a> KeyedOperator<'a> for WindowOperator<'a> {
         Ok(())
     }
 
-    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a>) -> Result<(), PipelineError> {
+    fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
         self.reload_totals(ctx)?;
         let window = TimeWindow::from_bytes(&timer.namespace).ok_or_else(|| {
             PipelineError::CorruptTimer(format!("window namespace {:02x?}", timer.namespace))

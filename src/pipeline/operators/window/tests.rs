@@ -406,7 +406,8 @@ fn results_go_on_from_the_serving_store_after_a_restore() {
         let mut ctx = Context::new(&backend, &layout, sink).unwrap();
         let mut op = WindowOperator::new(&s, &backend, &w).unwrap();
         drive(&mut op, &mut ctx, &steps[..split]);
-        (op.counters(), ctx.sink.sink_mut().read_all().unwrap())
+        let counters = KeyedOperator::<Delivery>::counters(&op);
+        (counters, ctx.sink.sink_mut().read_all().unwrap())
     };
     assert!(!first_half.is_empty());
     for (key, slot, value) in first_half {
@@ -414,7 +415,7 @@ fn results_go_on_from_the_serving_store_after_a_restore() {
     }
     let mut ctx = Context::new(&backend, &layout, Delivery::passthrough(Box::new(store))).unwrap();
     let mut op = WindowOperator::new(&s, &backend, &w).unwrap();
-    op.restore_counters(counters);
+    KeyedOperator::<Delivery>::restore_counters(&mut op, counters);
     ctx.advance_watermark(&mut op, last).unwrap();
     let mut rest = steps[split..].to_vec();
     rest.push(Step::Watermark(i64::MAX));
@@ -422,7 +423,7 @@ fn results_go_on_from_the_serving_store_after_a_restore() {
     assert_eq!(op.totals, whole);
 }
 
-fn drive<'a>(op: &mut WindowOperator<'a>, ctx: &mut Context<'a>, steps: &[Step]) {
+fn drive<'a>(op: &mut WindowOperator<'a>, ctx: &mut Context<'a, Delivery>, steps: &[Step]) {
     for step in steps {
         match *step {
             Step::Event(user, ts, size) => op.on_event(&event(user, ts, size), ctx).unwrap(),
