@@ -77,6 +77,87 @@ fn every_shipped_profile_is_in_effect_in_rocksdbs_options_file() {
     }
 }
 
+/// Every RocksDB option a knob names (`config::profile::ROCKSDB_OPTIONS`) is RocksDB's own name
+/// for what the knob sets: a value other than flink-default's moves it in the OPTIONS file
+/// RocksDB writes, to the value the record gives it.
+#[test]
+fn every_knob_that_names_a_rocksdb_option_moves_it_in_rocksdbs_options_file() {
+    use statebench::backend::options_file::same_value;
+    use statebench::config::profile::{KNOBS, Knob};
+    // One case per knob that sets RocksDB options: the edits (the knob's last) that move them.
+    let cases: &[&[(&str, &str)]] = &[
+        &[
+            ("use-bloom-filter", "true"),
+            ("memory.partitioned-index-filters", "true"),
+        ],
+        &[("writebuffer.size", "8mb")],
+        &[("writebuffer.count", "4")],
+        &[
+            ("writebuffer.count", "3"),
+            ("writebuffer.number-to-merge", "2"),
+        ],
+        &[("use-bloom-filter", "true")],
+        &[("block.blocksize", "16kb")],
+        &[("block.metadata-blocksize", "8kb")],
+        &[("use-direct-reads", "true")],
+        &[("use-direct-io-for-flush-and-compaction", "true")],
+        &[("compaction.level.target-file-size-base", "16mb")],
+        &[("compaction.level.max-size-level-base", "512mb")],
+        &[("compaction.level.multiplier", "8")],
+        &[("compaction.level.use-dynamic-size", "true")],
+        &[("compression.per.level", "[none, lz4]")],
+        &[("thread.num", "4")],
+        &[("files.open", "100")],
+        &[("compaction.level0-slowdown-writes-trigger", "10")],
+        &[("compaction.level0-stop-writes-trigger", "40")],
+        &[("compaction.soft-pending-compaction-bytes-limit", "1gb")],
+        &[("compaction.hard-pending-compaction-bytes-limit", "128gb")],
+        &[("compaction.disable-auto-compactions", "true")],
+        &[("target", "rocksdb-11.8")],
+        &[("memory.mode", "unmanaged")],
+    ];
+    let default = Profile::load("flink-default").unwrap();
+    let default_file = options_of(&default);
+    let cf = CF_WINDOW_STATS;
+    let mut covered = Vec::new();
+    for edits in cases {
+        let mut profile = default.clone();
+        for (key, value) in *edits {
+            profile = profile.edited(key, value).unwrap();
+        }
+        let (key, _) = edits[edits.len() - 1];
+        let knob = Knob::from_key(key).unwrap();
+        covered.push(knob);
+        let file = options_of(&profile);
+        let mismatches = verify(&profile, &file, &ALL_COLUMN_FAMILIES);
+        assert!(mismatches.is_empty(), "{key}: {mismatches:#?}");
+        for option in knob.rocksdb_options() {
+            let found = file.option(cf, option.option);
+            let value = option.value(&profile.knobs);
+            assert!(
+                found.is_some_and(|f| same_value(f, &value)),
+                "{key}: {} is {found:?}, not {value}",
+                option.name
+            );
+            assert_ne!(
+                found,
+                default_file.option(cf, option.option),
+                "{key}: {} did not move",
+                option.name
+            );
+        }
+    }
+    let naming: Vec<Knob> = KNOBS
+        .iter()
+        .map(|i| i.knob)
+        .filter(|k| k.rocksdb_options().next().is_some())
+        .collect();
+    assert_eq!(
+        covered, naming,
+        "one case per knob that names an option, in table order"
+    );
+}
+
 /// Opens `profile`, writes `keys` state entries, flushes, and measures the bloom bits per key in
 /// the SST file RocksDB wrote.
 fn measured_bits(profile: &Profile, keys: u32) -> Option<f64> {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use rocksdb::{ColumnFamily, DB, Options, ReadOptions, WriteOptions};
 
 use crate::config::Profile;
-use crate::config::profile::{Knob, Live};
+use crate::config::profile::{Knob, Live, Section};
 pub use access::{AccessCounters, CfOps, ChangeLog, StateAccess, plus_cf_ops, replay_changelog};
 use memory::SharedMemory;
 
@@ -292,10 +292,10 @@ impl StateBackend {
             Live::Memory => return self.resize_memory(profile),
             Live::ColumnFamily => {}
         }
-        let options: Vec<(&str, String)> = options_file::cf_options(&profile.knobs)
-            .into_iter()
-            .filter(|o| o.knob == knob)
-            .map(|o| (o.option, o.value))
+        let options: Vec<(&str, String)> = knob
+            .rocksdb_options()
+            .filter(|o| o.section == Section::Cf)
+            .map(|o| (o.name, o.value(&profile.knobs)))
             .collect();
         if options.is_empty() {
             return Err(BackendError::NotLive(knob.key().to_string()));

@@ -12,7 +12,7 @@ use rocksdb::{
 use super::memory::{FlushChoice, SharedMemory};
 use super::{BackendError, MERGE_OPERATOR_NAME, StateBackend, string_append, ttl_filter};
 use crate::config::Profile;
-use crate::config::profile::Compression;
+use crate::config::profile::{Compression, Knobs, RocksOption, Section, in_section};
 use crate::config::target::{Checksum, TargetOptions};
 use crate::config::timer_service::TimerFactory;
 use crate::model::layout::{self, CfRole, Layout};
@@ -46,57 +46,130 @@ fn compression(c: Compression) -> DBCompressionType {
     }
 }
 
-/// Column-family options as Flink's RocksDBResourceContainer builds them, with shared memory
-/// or without (the cache is installed afterwards by [`SharedMemory::install_table`]).
-fn column_family_options(profile: &Profile, target: &TargetOptions) -> Options {
-    let k = &profile.knobs;
+/// Options as Flink's RocksDBResourceContainer builds them, with shared memory or without (the
+/// cache is installed afterwards by [`SharedMemory::install_table`]): every row of the knobs'
+/// RocksDB options in `sections` (DBOptions for the database's options, CFOptions and the
+/// table's for every column family's).
+fn rocksdb_options(profile: &Profile, target: &TargetOptions, sections: &[Section]) -> Options {
     let mut opts = Options::default();
-    opts.set_write_buffer_size(k.write_buffer_size.0 as usize);
-    opts.set_arena_block_size(target.arena_block_size as usize);
-    opts.set_max_write_buffer_number(k.max_write_buffer_number as i32);
-    opts.set_min_write_buffer_number_to_merge(k.min_write_buffer_number_to_merge as i32);
-    opts.set_target_file_size_base(k.target_file_size_base.0);
-    opts.set_max_bytes_for_level_base(k.max_bytes_for_level_base.0);
-    opts.set_max_bytes_for_level_multiplier(k.max_bytes_for_level_multiplier);
-    opts.set_level_compaction_dynamic_level_bytes(k.dynamic_level_bytes);
-    let levels: Vec<DBCompressionType> = (0..7)
-        .map(|l| compression(k.compression_for_level(l)))
-        .collect();
-    opts.set_compression_per_level(&levels);
-    opts.set_level_zero_slowdown_writes_trigger(k.level0_slowdown_writes_trigger as i32);
-    opts.set_level_zero_stop_writes_trigger(k.level0_stop_writes_trigger as i32);
-    opts.set_soft_pending_compaction_bytes_limit(k.soft_pending_compaction_bytes_limit.0 as usize);
-    opts.set_hard_pending_compaction_bytes_limit(k.hard_pending_compaction_bytes_limit.0 as usize);
-    opts.set_disable_auto_compactions(k.disable_auto_compactions);
-
     let mut table = BlockBasedOptions::default();
-    table.set_block_size(k.block_size.0 as usize);
-    table.set_metadata_block_size(k.metadata_block_size.0 as usize);
-    table.set_format_version(target.format_version);
-    table.set_checksum_type(match target.checksum {
-        Checksum::Crc32c => ChecksumType::CRC32c,
-        Checksum::Xxh3 => ChecksumType::XXH3,
-    });
-    table.set_optimize_filters_for_memory(target.optimize_filters_for_memory);
+    for option in sections.iter().flat_map(|s| in_section(*s)) {
+        set(option.option, &profile.knobs, target, &mut opts, &mut table);
+    }
+    opts.set_block_based_table_factory(&table);
+    opts
+}
+
+/// The sections of a column family's options.
+const COLUMN_FAMILY: [Section; 2] = [Section::Cf, Section::Table];
+
+/// Sets `option` to the value `k` and the target give it, on options `opts` (its DBOptions or
+/// CFOptions row) or table options `table`: one arm per RocksDB option a knob sets, as
+/// `config::profile::ROCKSDB_OPTIONS` names it (`options_file::verify` checks each in the
+/// OPTIONS file RocksDB writes).
+fn set(
+    option: RocksOption,
+    k: &Knobs,
+    target: &TargetOptions,
+    opts: &mut Options,
+    table: &mut BlockBasedOptions,
+) {
     // Flink with shared memory: index and filters live in (and are charged to) the cache,
     // with high priority, and L0's are pinned. Without, RocksDB's defaults: table readers hold
     // them outside any cache.
     let shared = k.memory_mode.is_shared();
-    table.set_cache_index_and_filter_blocks(shared);
-    // (true is also RocksDB's default, in 6.20 as in 11: the same either way)
-    table.set_cache_index_and_filter_blocks_with_high_priority(true);
-    table.set_pin_l0_filter_and_index_blocks_in_cache(shared);
-    if let Some(bits) = k.effective_bloom_bits_per_key() {
-        table.set_bloom_filter(bits, false);
+    match option {
+        RocksOption::UseDirectReads => opts.set_use_direct_reads(k.use_direct_reads),
+        RocksOption::UseDirectIoForFlushAndCompaction => opts
+            .set_use_direct_io_for_flush_and_compaction(k.use_direct_io_for_flush_and_compaction),
+        RocksOption::MaxBackgroundJobs => opts.set_max_background_jobs(k.background_jobs as i32),
+        RocksOption::MaxOpenFiles => opts.set_max_open_files(k.max_open_files),
+        RocksOption::CompactionReadaheadSize => {
+            opts.set_compaction_readahead_size(target.compaction_readahead_size as usize)
+        }
+        RocksOption::WriteBufferSize => opts.set_write_buffer_size(k.write_buffer_size.0 as usize),
+        RocksOption::ArenaBlockSize => opts.set_arena_block_size(target.arena_block_size as usize),
+        RocksOption::MaxWriteBufferNumber => {
+            opts.set_max_write_buffer_number(k.max_write_buffer_number as i32)
+        }
+        RocksOption::MinWriteBufferNumberToMerge => {
+            opts.set_min_write_buffer_number_to_merge(k.min_write_buffer_number_to_merge as i32)
+        }
+        RocksOption::TargetFileSizeBase => {
+            opts.set_target_file_size_base(k.target_file_size_base.0)
+        }
+        RocksOption::MaxBytesForLevelBase => {
+            opts.set_max_bytes_for_level_base(k.max_bytes_for_level_base.0)
+        }
+        RocksOption::MaxBytesForLevelMultiplier => {
+            opts.set_max_bytes_for_level_multiplier(k.max_bytes_for_level_multiplier)
+        }
+        RocksOption::LevelCompactionDynamicLevelBytes => {
+            opts.set_level_compaction_dynamic_level_bytes(k.dynamic_level_bytes)
+        }
+        RocksOption::Level0SlowdownWritesTrigger => {
+            opts.set_level_zero_slowdown_writes_trigger(k.level0_slowdown_writes_trigger as i32)
+        }
+        RocksOption::Level0StopWritesTrigger => {
+            opts.set_level_zero_stop_writes_trigger(k.level0_stop_writes_trigger as i32)
+        }
+        RocksOption::SoftPendingCompactionBytesLimit => opts
+            .set_soft_pending_compaction_bytes_limit(
+                k.soft_pending_compaction_bytes_limit.0 as usize,
+            ),
+        RocksOption::HardPendingCompactionBytesLimit => opts
+            .set_hard_pending_compaction_bytes_limit(
+                k.hard_pending_compaction_bytes_limit.0 as usize,
+            ),
+        RocksOption::DisableAutoCompactions => {
+            opts.set_disable_auto_compactions(k.disable_auto_compactions)
+        }
+        RocksOption::CompressionPerLevel => {
+            let levels: Vec<DBCompressionType> = (0..7)
+                .map(|l| compression(k.compression_for_level(l)))
+                .collect();
+            opts.set_compression_per_level(&levels);
+        }
+        RocksOption::BlockSize => table.set_block_size(k.block_size.0 as usize),
+        RocksOption::MetadataBlockSize => {
+            table.set_metadata_block_size(k.metadata_block_size.0 as usize)
+        }
+        // Flink partitions index and filters only with shared memory.
+        RocksOption::PartitionFilters => {
+            if k.partitions_index_filters() {
+                table.set_partition_filters(true);
+                table.set_pin_top_level_index_and_filter(true);
+            }
+        }
+        RocksOption::IndexType => {
+            if k.partitions_index_filters() {
+                table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+            }
+        }
+        RocksOption::CacheIndexAndFilterBlocks => {
+            table.set_cache_index_and_filter_blocks(shared);
+            // (true is also RocksDB's default, in 6.20 as in 11: the same either way)
+            table.set_cache_index_and_filter_blocks_with_high_priority(true);
+        }
+        RocksOption::PinL0FilterAndIndexBlocksInCache => {
+            table.set_pin_l0_filter_and_index_blocks_in_cache(shared)
+        }
+        RocksOption::FormatVersion => table.set_format_version(target.format_version),
+        RocksOption::Checksum => table.set_checksum_type(match target.checksum {
+            Checksum::Crc32c => ChecksumType::CRC32c,
+            Checksum::Xxh3 => ChecksumType::XXH3,
+        }),
+        RocksOption::OptimizeFiltersForMemory => {
+            table.set_optimize_filters_for_memory(target.optimize_filters_for_memory)
+        }
+        // Set where the table is rebuilt with the cache (`SharedMemory::install_table`).
+        RocksOption::DecouplePartitionedFilters => {}
+        RocksOption::FilterPolicy => {
+            if let Some(bits) = k.effective_bloom_bits_per_key() {
+                table.set_bloom_filter(bits, false);
+            }
+        }
     }
-    // Flink partitions index and filters only with shared memory.
-    if k.partitions_index_filters() {
-        table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
-        table.set_partition_filters(true);
-        table.set_pin_top_level_index_and_filter(true);
-    }
-    opts.set_block_based_table_factory(&table);
-    opts
 }
 
 impl StateBackend {
@@ -175,8 +248,8 @@ impl StateBackend {
                 _ => None,
             })
             .collect();
-        let cf_options = |name: &str| -> Result<Options, BackendError> {
-            let mut opts = column_family_options(profile, &target);
+        let cf_options = |name: &str, sections: &[Section]| -> Result<Options, BackendError> {
+            let mut opts = rocksdb_options(profile, &target, sections);
             memory.install_table(&mut opts, target.decouple_partitioned_filters)?;
             // Flink sets its list merge operator on every column family; set here only where a
             // state merges (ListState), so the OPTIONS file of a job without one stays
@@ -212,19 +285,14 @@ impl StateBackend {
             }
             Ok(opts)
         };
-        let mut opts = cf_options(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)?;
+        let mut opts = cf_options(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, &Section::ALL)?;
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         opts.enable_statistics();
-        opts.set_max_background_jobs(k.background_jobs as i32);
-        opts.set_use_direct_reads(k.use_direct_reads);
-        opts.set_use_direct_io_for_flush_and_compaction(k.use_direct_io_for_flush_and_compaction);
-        opts.set_compaction_readahead_size(target.compaction_readahead_size as usize);
         memory.install_write_buffer_manager(&mut opts);
         if let Some(choice) = &flush_choice {
             choice.track_seals(&mut opts);
         }
-        opts.set_max_open_files(k.max_open_files);
         if k.io_rate_limit.0 > 0 {
             // RocksDB's defaults: 100 ms refill period, fairness 10; limits flush and compaction writes.
             opts.set_ratelimiter(k.io_rate_limit.0 as i64, 100_000, 10);
@@ -235,11 +303,11 @@ impl StateBackend {
         // Each state's options, kept for SST files written outside the database (a preload).
         let sst_options = cf_names
             .iter()
-            .map(|name| Ok((name.clone(), cf_options(name)?)))
+            .map(|name| Ok((name.clone(), cf_options(name, &COLUMN_FAMILY)?)))
             .collect::<Result<Vec<_>, BackendError>>()?;
         let descriptors = std::iter::once(ColumnFamilyDescriptor::new(
             rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
-            cf_options(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)?,
+            cf_options(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, &COLUMN_FAMILY)?,
         ))
         .chain(
             sst_options

@@ -4,6 +4,7 @@
 
 use super::Instance;
 use crate::config::Profile;
+use crate::config::profile::{Form, Knob, NOT_SET, OptionInfo, RocksOption, Section, in_section};
 use crate::config::units::human_bytes;
 
 /// The profile found, its YAML, and how each value was found or why it was assumed.
@@ -15,75 +16,13 @@ pub(super) struct Found {
     pub(super) notes: Vec<String>,
 }
 
-/// `(knob, OPTIONS section kind, option)`: a knob whose value is the option's, as written.
-const PLAIN: &[(&str, &str, &str)] = &[
-    ("writebuffer.size", "cf", "write_buffer_size"),
-    ("writebuffer.count", "cf", "max_write_buffer_number"),
-    (
-        "writebuffer.number-to-merge",
-        "cf",
-        "min_write_buffer_number_to_merge",
-    ),
-    (
-        "compaction.level.target-file-size-base",
-        "cf",
-        "target_file_size_base",
-    ),
-    (
-        "compaction.level.max-size-level-base",
-        "cf",
-        "max_bytes_for_level_base",
-    ),
-    (
-        "compaction.level.multiplier",
-        "cf",
-        "max_bytes_for_level_multiplier",
-    ),
-    (
-        "compaction.level.use-dynamic-size",
-        "cf",
-        "level_compaction_dynamic_level_bytes",
-    ),
-    (
-        "compaction.level0-slowdown-writes-trigger",
-        "cf",
-        "level0_slowdown_writes_trigger",
-    ),
-    (
-        "compaction.level0-stop-writes-trigger",
-        "cf",
-        "level0_stop_writes_trigger",
-    ),
-    (
-        "compaction.soft-pending-compaction-bytes-limit",
-        "cf",
-        "soft_pending_compaction_bytes_limit",
-    ),
-    (
-        "compaction.hard-pending-compaction-bytes-limit",
-        "cf",
-        "hard_pending_compaction_bytes_limit",
-    ),
-    (
-        "compaction.disable-auto-compactions",
-        "cf",
-        "disable_auto_compactions",
-    ),
-    ("thread.num", "db", "max_background_jobs"),
-    ("files.open", "db", "max_open_files"),
-    ("use-direct-reads", "db", "use_direct_reads"),
-    (
-        "use-direct-io-for-flush-and-compaction",
-        "db",
-        "use_direct_io_for_flush_and_compaction",
-    ),
-    ("block.blocksize", "table", "block_size"),
-    ("block.metadata-blocksize", "table", "metadata_block_size"),
-];
-
-/// A size option in the knob's syntax (bytes, exactly).
-fn size_knob(key: &str) -> bool {
-    key.contains("size") || key.contains("limit") || key.ends_with("level-base")
+/// The knobs an OPTIONS file holds as written (their plain and bytes rows of the knobs' RocksDB
+/// options): column-family options first, then the database's and the table's.
+fn plain_options() -> impl Iterator<Item = &'static OptionInfo> {
+    [Section::Cf, Section::Db, Section::Table]
+        .into_iter()
+        .flat_map(in_section)
+        .filter(|o| o.form != Form::Derived)
 }
 
 /// The job's Flink configuration, if the evidence holds it (`config.yaml` or
@@ -134,26 +73,27 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
             inst.dir.display()
         )),
         Some(file) => {
-            for (knob, kind, option) in PLAIN {
-                let value = match *kind {
-                    "cf" => file.cf(&cf, option),
-                    "db" => file.db(option),
-                    _ => file.table(&cf, option),
+            for option in plain_options() {
+                let Some(value) = file.option(&cf, option.option) else {
+                    continue;
                 };
-                let Some(value) = value else { continue };
-                let value = if size_knob(knob) && value.chars().all(|c| c.is_ascii_digit()) {
-                    format!("{value}b")
-                } else {
-                    value.to_string()
-                };
-                edits.push((knob.to_string(), value));
+                let value =
+                    if option.form == Form::Bytes && value.chars().all(|c| c.is_ascii_digit()) {
+                        format!("{value}b")
+                    } else {
+                        value.to_string()
+                    };
+                edits.push((option.knob.key().to_string(), value));
             }
             if let Some(version) = file.get("Version", "rocksdb_version") {
                 // FRocksDB 6.20 (Flink 1.20) wrote it, or a RocksDB with 6.20's arena block
                 // (write_buffer_size / 8: statebench's target flink-1.20 on RocksDB 11).
-                let number = |o: &str| file.cf(&cf, o).and_then(|v| v.parse::<u64>().ok());
+                let number = |o| file.option(&cf, o).and_then(|v| v.parse::<u64>().ok());
                 let arena_620 = matches!(
-                    (number("arena_block_size"), number("write_buffer_size")),
+                    (
+                        number(RocksOption::ArenaBlockSize),
+                        number(RocksOption::WriteBufferSize)
+                    ),
                     (Some(a), Some(w)) if a == (w / 8).div_ceil(4096) * 4096
                 );
                 let target = if version.starts_with("6.20") || arena_620 {
@@ -161,7 +101,7 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
                 } else {
                     "rocksdb-11.8"
                 };
-                edits.push(("target".into(), target.into()));
+                edits.push((Knob::Target.key().into(), target.into()));
                 notes.push(format!(
                     "target {target}: the OPTIONS file was written by RocksDB {version}{}",
                     if arena_620 && !version.starts_with("6.20") {
@@ -171,26 +111,28 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
                     }
                 ));
             }
-            let filter = file.table(&cf, "filter_policy").unwrap_or("nullptr");
-            let bloom = filter != "nullptr";
-            edits.push(("use-bloom-filter".into(), bloom.to_string()));
+            let filter = file
+                .option(&cf, RocksOption::FilterPolicy)
+                .unwrap_or(NOT_SET);
+            let bloom = filter != NOT_SET;
+            edits.push((Knob::UseBloomFilter.key().into(), bloom.to_string()));
             if bloom
                 && let Some(b) = &log.biggest_file
                 && b.entries > 0
                 && b.filter_bytes > 0
             {
                 let bits = (b.filter_bytes as f64 * 8.0 / b.entries as f64).round();
-                edits.push(("bloom-filter.bits-per-key".into(), format!("{bits}")));
+                edits.push((Knob::BloomBitsPerKey.key().into(), format!("{bits}")));
                 notes.push(format!(
                     "bloom-filter.bits-per-key {bits}: the biggest SST file's filter ({} bytes for {} entries)",
                     b.filter_bytes, b.entries
                 ));
             }
-            shared = file.table(&cf, "cache_index_and_filter_blocks") == Some("true");
-            let partitioned = file.table(&cf, "partition_filters") == Some("true");
+            shared = file.option(&cf, RocksOption::CacheIndexAndFilterBlocks) == Some("true");
+            let partitioned = file.option(&cf, RocksOption::PartitionFilters) == Some("true");
             if shared {
                 edits.push((
-                    "memory.partitioned-index-filters".into(),
+                    Knob::PartitionedIndexFilters.key().into(),
                     partitioned.to_string(),
                 ));
             }
@@ -224,7 +166,7 @@ pub(super) fn from_evidence(dir: &std::path::Path, instances: &[Instance]) -> Fo
             // (3 - r) / 3 of it), at the configuration's write-buffer ratio.
             let r = p.knobs.write_buffer_ratio;
             let managed = (capacity as f64 * 3.0 / (3.0 - r)).round() as u64;
-            edits.push(("memory.managed-size".into(), format!("{managed}b")));
+            edits.push((Knob::ManagedMemory.key().into(), format!("{managed}b")));
             notes.push(format!(
                 "the configuration gives a block cache of {derived} bytes, the LOG shows {capacity}: the job ran with other memory than this configuration says (-D settings, or another file); memory.managed-size {} from the LOG's cache at the configuration's ratio {r}",
                 human_bytes(managed as f64)
@@ -298,7 +240,7 @@ pub(super) fn from_cluster_config(url: &str, text: &str, managed_per_slot: Optio
                     human_bytes(per_slot as f64),
                     human_bytes(p.knobs.managed_memory.0 as f64)
                 ));
-                p.edited("memory.managed-size", &format!("{per_slot}b"))
+                p.edited(Knob::ManagedMemory.key(), &format!("{per_slot}b"))
                     .map_err(|e| format!("{url}/taskmanagers: {e}"))
             }
             _ => Ok(p),
@@ -348,8 +290,8 @@ fn memory(
         return false;
     };
     if log.caches > 1 && !shared {
-        edits.push(("memory.mode".into(), "unmanaged".into()));
-        edits.push(("block.cache-size".into(), format!("{capacity}b")));
+        edits.push((Knob::MemoryMode.key().into(), "unmanaged".into()));
+        edits.push((Knob::BlockCacheSize.key().into(), format!("{capacity}b")));
         notes.push(format!(
             "memory.mode unmanaged: {} column families each with a cache of their own of {capacity} bytes, index and filter blocks outside them",
             log.caches
@@ -360,9 +302,12 @@ fn memory(
     let ratio = 0.5;
     let managed = (capacity as f64 * 3.0 / (3.0 - ratio)).ceil() as u64;
     let managed = managed.div_ceil(1 << 20) << 20;
-    edits.push(("memory.managed-size".into(), format!("{}mb", managed >> 20)));
+    edits.push((
+        Knob::ManagedMemory.key().into(),
+        format!("{}mb", managed >> 20),
+    ));
     if let Some(r) = log.high_pri_pool_ratio {
-        edits.push(("memory.high-prio-pool-ratio".into(), format!("{r}")));
+        edits.push((Knob::HighPrioPoolRatio.key().into(), format!("{r}")));
     }
     notes.push(format!(
         "memory.managed-size {} MiB: one block cache of {capacity} bytes shared by the column families is (3 - r) / 3 of managed memory; r, memory.write-buffer-ratio, is not in the LOG: Flink's default 0.5 assumed",

@@ -5,7 +5,7 @@ use super::FlinkVersion;
 use super::memory::{Cluster, memory_lines};
 use crate::backend::ttl_filter::QUERY_TIME_AFTER_NUM_ENTRIES;
 use crate::config::flink::{FACTORY_PREFIX, flink_config};
-use crate::config::profile::{FLINK_PARTITIONED_BLOOM_BITS, KNOBS, Knob};
+use crate::config::profile::{FLINK_PARTITIONED_BLOOM_BITS, KNOBS, Knob, KnobInfo, SetBy};
 use crate::config::tm_memory::TmMemory;
 
 use crate::config::{Profile, units::human_bytes};
@@ -22,41 +22,11 @@ pub const TTL_PERIODIC_COMPACTION_KEY: &str =
 /// both OPTIONS files.
 pub(super) const TTL_PERIODIC_COMPACTION_DAYS: u32 = 30;
 
-/// Where a job setting (sink, checkpoint storage) is made instead of Flink's configuration.
-pub(super) fn job_setter(key: &str) -> &'static str {
-    match key {
-        "sink.delivery-guarantee" => {
-            "KafkaSink.builder().setDeliveryGuarantee(DeliveryGuarantee.…)"
-        }
-        "sink.transaction-timeout" => {
-            "the producer's transaction.timeout.ms (at most the broker's transaction.max.timeout.ms)"
-        }
-        "sink.idempotent" => "an upserting sink keyed by record id (dedupe on write)",
-        "sink.reader-isolation" => "the downstream consumers' isolation.level",
-        "checkpoint.upload-rate-per-sec" => "the bandwidth to the checkpoint storage (HDFS/S3)",
-        _ => "the job's code",
-    }
-}
-
-/// How an options factory sets a knob Flink's configuration has no key for (RocksJava).
-pub(super) fn factory_setter(key: &str) -> &'static str {
-    match key {
-        "use-direct-reads" => "DBOptions.setUseDirectReads",
-        "use-direct-io-for-flush-and-compaction" => "DBOptions.setUseDirectIoForFlushAndCompaction",
-        "io.rate-limit-per-sec" => "DBOptions.setRateLimiter(new RateLimiter(bytesPerSecond))",
-        "compaction.level.multiplier" => "ColumnFamilyOptions.setMaxBytesForLevelMultiplier",
-        "compaction.level0-slowdown-writes-trigger" => {
-            "ColumnFamilyOptions.setLevel0SlowdownWritesTrigger"
-        }
-        "compaction.level0-stop-writes-trigger" => "ColumnFamilyOptions.setLevel0StopWritesTrigger",
-        "compaction.soft-pending-compaction-bytes-limit" => {
-            "ColumnFamilyOptions.setSoftPendingCompactionBytesLimit"
-        }
-        "compaction.hard-pending-compaction-bytes-limit" => {
-            "ColumnFamilyOptions.setHardPendingCompactionBytesLimit"
-        }
-        "compaction.disable-auto-compactions" => "ColumnFamilyOptions.setDisableAutoCompactions",
-        _ => "a RocksDBOptionsFactory",
+/// How a job, or an options factory, sets a knob Flink's configuration has no key for.
+fn setter(info: &KnobInfo) -> &'static str {
+    match info.set_by {
+        SetBy::Job(setter) | SetBy::Factory(setter) => setter,
+        SetBy::Flink(_) | SetBy::MemoryKeys | SetBy::Statebench => "a RocksDBOptionsFactory",
     }
 }
 
@@ -167,7 +137,7 @@ pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) 
             continue;
         }
         if info.is_job_setting() {
-            job.push(format!("#   {knob}: {value}  ->  {}", job_setter(knob)));
+            job.push(format!("#   {knob}: {value}  ->  {}", setter(info)));
             continue;
         }
         if info.knob == Knob::CheckpointInterval && k.checkpoint_interval.0 == 0 {
@@ -177,11 +147,11 @@ pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) 
         }
         if info.knob == Knob::IoRateLimit {
             // The disk statebench measured with (flink run's jobs apply it as this line says).
-            disk.push(format!("#   {knob}: {value}  ->  {}", factory_setter(knob)));
+            disk.push(format!("#   {knob}: {value}  ->  {}", setter(info)));
             continue;
         }
         if key.starts_with(FACTORY_PREFIX) {
-            factory.push(format!("#   {knob}: {value}  ->  {}", factory_setter(knob)));
+            factory.push(format!("#   {knob}: {value}  ->  {}", setter(info)));
             continue;
         }
         out.push_str(&format!("{key}: {value}\n"));

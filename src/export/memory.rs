@@ -3,7 +3,7 @@
 
 use super::fit;
 use crate::config::flink_in::SetKey;
-use crate::config::profile::{Knob, MemoryMode};
+use crate::config::profile::{FIXED_PER_SLOT_KEY, Knob, MemoryMode};
 use crate::config::tm_memory::{
     CONSUMER_WEIGHTS_KEY, MANAGED_FRACTION_KEY, MANAGED_SIZE_KEY, PROCESS_SIZE_KEY, SLOTS_KEY,
     TASK_OFF_HEAP_KEY, TmMemory, TmMemoryConfig, format_memory_size,
@@ -177,7 +177,7 @@ pub(super) fn memory_lines(profile: &Profile, cluster: &Cluster) -> MemoryLines 
                     ));
                 }
                 text.push_str(&format!(
-                    "state.backend.rocksdb.memory.fixed-per-slot: {}\n",
+                    "{FIXED_PER_SLOT_KEY}: {}\n",
                     format_memory_size(per_slot)
                 ));
                 text.push_str(&format!(

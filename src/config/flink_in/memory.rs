@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 
 use super::values::{FlinkValue, FromFlink, SIZE_SYNTAX, expected, parse_flink_size};
 use super::{Ignored, Reader};
-use crate::config::profile::MemoryMode;
+use crate::config::profile::{FIXED_PER_SLOT_KEY, MemoryMode};
 use crate::config::tm_memory::{self, TmMemoryConfig, TmMemoryError};
 use crate::config::{ByteSize, ConfigError};
 
 /// The memory keys statebench reads (a slot's RocksDB budget is derived from them).
-const FIXED_PER_SLOT: &str = "state.backend.rocksdb.memory.fixed-per-slot";
+const FIXED_PER_SLOT: &str = FIXED_PER_SLOT_KEY;
 const FIXED_PER_TM: &str = "state.backend.rocksdb.memory.fixed-per-tm";
 const USE_MANAGED: &str = "state.backend.rocksdb.memory.managed";
 const MANAGED_SIZE: &str = tm_memory::MANAGED_SIZE_KEY;

@@ -41,7 +41,7 @@ pub use values::{FlinkValue, FromFlink, parse_flink_duration, parse_flink_size};
 const BACKEND_TYPE: &str = "state.backend.type";
 /// The knob saying whether a slot's budget is managed memory or fixed-per-slot (when the
 /// profile has it).
-const MEMORY_MODE: &str = "memory.mode";
+const MEMORY_MODE: &str = Knob::MemoryMode.key();
 
 /// A key the reader did not apply, and why when there is more to say than "not a knob".
 #[derive(Debug, Clone, PartialEq)]
@@ -385,9 +385,9 @@ pub fn read(
         && let Some(at) = spec
             .iter()
             .position(|(k, _)| *k == Knob::BlockCacheSize.key())
+        && let Some(key) = Knob::BlockCacheSize.info().flink_key
     {
         spec.remove(at);
-        let key = "state.backend.rocksdb.block.cache-size";
         applied.retain(|(k, _)| k != key);
         ignored.push(Ignored {
             key: key.to_string(),

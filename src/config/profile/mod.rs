@@ -2,11 +2,13 @@
 //! inheritance, human units, validation, and Flink's managed-memory derivation.
 //!
 //! Here: a profile and how it is loaded (a file, a built-in, a Flink configuration, a report's
-//! knobs) with its `extends:` chain. The knob table (every knob's key, Flink key, default and
-//! whether it can change live) is in `knobs`, the knobs' value types in `values`, and the checks
-//! on a profile's knobs (what RocksDB or Flink would refuse) in `validate`.
+//! knobs) with its `extends:` chain. The knob table (every knob's key, how Flink sets it, default
+//! and whether it can change live) is in `knobs`, the RocksDB options the knobs set (their
+//! OPTIONS names) in `options`, the knobs' value types in `values`, and the checks on a
+//! profile's knobs (what RocksDB or Flink would refuse) in `validate`.
 
 mod knobs;
+mod options;
 mod validate;
 mod values;
 
@@ -18,7 +20,12 @@ pub use super::derived::Derived;
 use super::flink_in::{self, FlinkImport};
 use super::{ConfigError, Origin, locate, parse_yaml};
 pub use knobs::{
-    FLINK_PARTITIONED_BLOOM_BITS, KNOBS, Knob, KnobInfo, Knobs, Live, ProfileSpec, is_live,
+    FIXED_PER_SLOT_KEY, FLINK_PARTITIONED_BLOOM_BITS, KNOBS, Knob, KnobInfo, Knobs, Live,
+    ProfileSpec, SetBy, is_live,
+};
+pub use options::{
+    BLOOM_FILTER, Form, NOT_SET, OptionInfo, ROCKSDB_OPTIONS, RocksOption, Section, in_section,
+    loadable_bloom_filter,
 };
 pub use values::{
     CheckpointKind, CheckpointingMode, Compression, DeliveryGuarantee, IsolationLevel, KnobValue,
