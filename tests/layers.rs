@@ -46,15 +46,7 @@ const NEVER: &[(&str, &str, &str)] = &[
 ];
 
 /// Imports that break the direction today, as "file -> layer": issue 34 takes them off.
-const KNOWN: &[&str] = &[
-    "src/advisor/mod.rs -> engine (rules are pure: crate::engine)",
-    "src/advisor/mod.rs -> report (upward: crate::summary)",
-    "src/tui/app/side.rs -> durability (the UI reads snapshots: crate::durability)",
-    "src/tui/engines.rs -> pipeline (the UI reads snapshots: crate::pipeline)",
-    "src/tui/views/dashboard/checkpoints.rs -> durability (the UI reads snapshots: crate::durability)",
-    "src/tui/views/dashboard/store.rs -> backend (the UI reads snapshots, never RocksDB: crate::backend)",
-    "src/tui/views/lsm.rs -> backend (the UI reads snapshots, never RocksDB: crate::backend)",
-];
+const KNOWN: &[&str] = &[];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS

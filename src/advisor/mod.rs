@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use crate::config::Profile;
 use crate::config::profile::Derived;
-use crate::engine::MetricsSnapshot;
-use crate::summary::Summary;
+use crate::model::snapshot::MetricsSnapshot;
+use crate::model::summary::Summary;
 
 pub use resolve::{CostClass, Overruled};
 pub use rules::RULES;
@@ -177,7 +177,7 @@ pub(crate) mod testing {
     //! Synthetic runs for the rules' tests.
 
     use super::*;
-    use crate::engine::RunState;
+    use crate::model::snapshot::RunState;
 
     /// A run of `n` one-second running snapshots of `profile`, each made by `shape(i, s)`.
     pub struct Run {
@@ -218,8 +218,7 @@ pub(crate) mod testing {
             };
             summary(&mut sum);
             Run {
-                derived: profile
-                    .derived(crate::pipeline::operators::frequency::data_column_families()),
+                derived: profile.derived(crate::model::layout::frequency(None).data_cfs().len()),
                 profile,
                 summary: sum,
                 snapshots,

@@ -7,9 +7,9 @@ use super::memstore::MemStore;
 use super::{BackendError, StateBackend, latency, oplog, perf};
 
 mod changelog;
-mod counters;
+
+pub use crate::model::counters::{AccessCounters, CfOps, plus_cf_ops};
 pub use changelog::{ChangeLog, replay_changelog};
-pub use counters::{AccessCounters, CfOps, plus_cf_ops};
 
 /// Counted, timed state access: every get/put the job does goes through here (each counted,
 /// one in four timed: see `latency::TIME_ONE_ACCESS_IN`).

@@ -4,19 +4,8 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub use crate::model::metrics::{Latencies, Percentiles};
 use hdrhistogram::Histogram;
-use serde::Serialize;
-
-/// Latency percentiles in microseconds.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
-#[serde(default)]
-pub struct Percentiles {
-    pub count: u64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-}
 
 impl Percentiles {
     fn of(h: &Histogram<u64>) -> Percentiles {
@@ -54,16 +43,6 @@ pub enum Op {
 }
 
 const OPS: usize = 4;
-
-/// Percentiles per kind of operation.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, serde::Deserialize)]
-#[serde(default)]
-pub struct Latencies {
-    pub event_latency: Percentiles,
-    pub get_latency: Percentiles,
-    pub put_latency: Percentiles,
-    pub batch_write_latency: Percentiles,
-}
 
 impl Latencies {
     fn of(h: &[Histogram<u64>; OPS]) -> Latencies {

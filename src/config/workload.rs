@@ -12,6 +12,7 @@ mod validate;
 use validate::validate;
 
 mod preload;
+pub use crate::model::summary::SerializerKind;
 pub use preload::{Levels, PreloadSpec};
 
 /// Workloads compiled into the binary.
@@ -81,15 +82,6 @@ pub enum Distribution {
     Uniform,
     Zipf,
     HotSet,
-}
-
-/// How values are serialized: Flink's POJO serializer or its Kryo fallback (`pipeline.force-kryo`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SerializerKind {
-    #[default]
-    Compact,
-    Generic,
 }
 
 /// Events per second of wall-clock time: as fast as possible, or paced.

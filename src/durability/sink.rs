@@ -1,12 +1,10 @@
 //! The serving store the job writes its results to: `(user, window) -> count`, as the seeds'
 //! Redis STRING keys. The embedded default keeps them in process.
 
+pub use crate::model::counters::{Count, SinkCounters};
 use crate::util::bits::BitSet;
 use crate::util::hash::{FastMap, UserIndex};
 use crate::util::worker::{Worker, WorkerGone};
-
-/// (user, window index, count): one result as the store holds it.
-pub type Count = (u64, usize, i64);
 
 /// Errors from a sink backend.
 #[derive(Debug, thiserror::Error)]
@@ -52,17 +50,6 @@ pub trait Sink: Send {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct SinkCounters {
-    pub writes: u64,
-    pub bytes: u64,
-    /// Round trips (pipeline flushes) to the store.
-    pub flushes: u64,
-    /// Time spent waiting for the store's round trips, in microseconds.
-    pub round_trip_micros: u64,
-}
-
 impl SinkCounters {
     /// One SET of `count` for `user`'s window number `window`, and the bytes its key and value
     /// would take in Redis (what the in-process stores count; labels name the windows).
@@ -70,18 +57,6 @@ impl SinkCounters {
         self.writes += 1;
         let label = labels.get(window).map_or("?", String::as_str);
         self.bytes += payload_bytes(store_key_len(user, label), count);
-    }
-
-    /// What happened since `base` (an earlier reading of the same store).
-    pub fn since(&self, base: &SinkCounters) -> SinkCounters {
-        SinkCounters {
-            writes: self.writes.saturating_sub(base.writes),
-            bytes: self.bytes.saturating_sub(base.bytes),
-            flushes: self.flushes.saturating_sub(base.flushes),
-            round_trip_micros: self
-                .round_trip_micros
-                .saturating_sub(base.round_trip_micros),
-        }
     }
 }
 

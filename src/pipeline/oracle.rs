@@ -8,12 +8,11 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
-use serde::Serialize;
-
 use super::source::Event;
 use crate::util::bits::BitSet;
 
 mod chain;
+pub use crate::model::counters::ResultError;
 use crate::util::hash::{FastMap, UserIndex};
 pub use chain::ChainModel;
 
@@ -22,28 +21,6 @@ pub use chain::ChainModel;
 /// run.
 pub fn checked(key: u64, sample: u64) -> bool {
     sample <= 1 || super::operators::splitmix64(key ^ 0x5eed_c4ec_0000_0001).is_multiple_of(sample)
-}
-
-/// How a set of results differs from the oracle.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct ResultError {
-    /// (user, window) pairs counted higher than the truth.
-    pub over: u64,
-    /// Pairs counted lower than the truth (but present).
-    pub under: u64,
-    /// The largest absolute difference of any pair.
-    pub max_abs: u64,
-    /// Pairs with a true count above zero that the results do not have at all.
-    pub missing: u64,
-    /// Pairs compared.
-    pub compared: u64,
-}
-
-impl ResultError {
-    pub fn is_exact(&self) -> bool {
-        self.over == 0 && self.under == 0 && self.missing == 0
-    }
 }
 
 /// What one (user, window) pair adds to a [`ResultError`]: `got` is the results' value (None:

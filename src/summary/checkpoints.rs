@@ -1,80 +1,9 @@
 //! Checkpoints over a run: sizes and durations (p50 / p99 / max), upload volume, restores, and
 //! what the sink's reader saw (duplicates, lost results, visibility delay).
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::units::human_bytes;
-use crate::durability::checkpoint::ChangelogStatus;
-use crate::durability::delivery::DeliveryCounters;
-use crate::engine::snapshot::{CheckpointOutcome, SavepointRecord};
-
-/// p50 / p99 / max of one checkpoint measure.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Spread {
-    pub p50: f64,
-    pub p99: f64,
-    pub max: f64,
-}
-
-impl Spread {
-    /// Nearest-rank percentiles of `values` (all zero when empty).
-    pub fn of(mut values: Vec<f64>) -> Spread {
-        if values.is_empty() {
-            return Spread::default();
-        }
-        values.sort_by(f64::total_cmp);
-        let rank = |q: f64| {
-            let i = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1;
-            values[i]
-        };
-        Spread {
-            p50: rank(0.5),
-            p99: rank(0.99),
-            max: values[values.len() - 1],
-        }
-    }
-
-    /// p99 over p50: how much the tail stands out (0 when the median is 0).
-    pub fn tail_ratio(&self) -> f64 {
-        if self.p50 > 0.0 {
-            self.p99 / self.p50
-        } else {
-            0.0
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CheckpointSummary {
-    pub kind: String,
-    pub completed: u64,
-    pub failed: u64,
-    /// Why they failed: each reason once, with how many (`the job failed (2)`).
-    pub failure_reasons: Vec<String>,
-    /// Bytes uploaded per completed checkpoint (changelog: those that did not materialize).
-    pub upload_bytes: Spread,
-    pub sync_ms: Spread,
-    pub async_ms: Spread,
-    /// Bytes uploaded per minute of the run.
-    pub upload_bytes_per_minute: f64,
-    /// Of the SST bytes new between checkpoints: written by flushes (new data) and by
-    /// compactions (rewritten data).
-    pub new_flush_bytes: u64,
-    pub new_compaction_bytes: u64,
-    pub restarts: u64,
-    pub restore_ms: Spread,
-    pub records_replayed: u64,
-    pub guarantee: String,
-    pub isolation: String,
-    pub idempotent: bool,
-    pub delivery: DeliveryCounters,
-    pub savepoints: Vec<SavepointRecord>,
-    pub changelog: Option<ChangelogStatus>,
-    /// Changelog: bytes of materializations uploaded (counted in the uploads too).
-    pub materialized_bytes: u64,
-}
+use crate::engine::snapshot::CheckpointOutcome;
+pub use crate::model::summary::{CheckpointSummary, Spread};
 
 impl CheckpointSummary {
     pub fn new(outcome: &CheckpointOutcome, run_secs: f64) -> CheckpointSummary {

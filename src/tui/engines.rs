@@ -21,7 +21,7 @@ pub struct Settings {
     pub workload: Workload,
     pub events: u64,
     pub duration: Option<Duration>,
-    pub trace: Option<std::sync::Arc<Vec<crate::pipeline::source::Event>>>,
+    pub trace: Option<std::sync::Arc<Vec<crate::model::event::Event>>>,
     /// A/B: how long one side runs before the other's turn.
     pub slice: Duration,
     /// With --profile-cpu: the process's CPU sampler; each engine run takes its own tap.

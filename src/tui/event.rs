@@ -7,7 +7,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use ratatui::crossterm::event::{self as term, KeyEvent, KeyEventKind};
 
 use crate::config::Profile;
-use crate::engine::{MetricsSnapshot, OptionChange};
+use crate::model::snapshot::{MetricsSnapshot, OptionChange};
 
 /// Which engine a command is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,18 +1,7 @@
 //! The process's own memory, as the kernel counts it (`/proc/self/status`): what a container's
 //! memory limit sees, beside what RocksDB accounts for.
 
-use serde::{Deserialize, Serialize};
-
-/// Resident memory now, bytes (0 where the system does not say). Not the kernel's `VmHWM`: that
-/// peak lasts the process's lifetime, so a second run in one process (bench cases, reproduce's
-/// fixed side, a restarted TUI run) would inherit the first one's; a run's peak is the largest
-/// of its own samples.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(default)]
-pub struct ProcessMemory {
-    /// `VmRSS`.
-    pub rss_bytes: u64,
-}
+pub use crate::model::metrics::ProcessMemory;
 
 /// This process's memory now.
 pub fn read() -> ProcessMemory {

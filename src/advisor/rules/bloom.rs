@@ -7,8 +7,8 @@
 
 use super::Rule;
 use crate::advisor::{Change, Evidence, Finding, Input, Severity};
-use crate::backend::metrics::LevelSample;
 use crate::config::units::human_bytes;
+use crate::model::metrics::LevelSample;
 
 pub const RULE: Rule = Rule {
     id: "bloom-off",
@@ -348,9 +348,9 @@ mod tests {
                 s.gets = 10_000;
                 s.index_block_reads_per_lookup = 0.0;
                 s.cache_accesses.data = data;
-                s.state_column_families = vec![crate::summary::StateColumnFamily {
+                s.state_column_families = vec![crate::model::summary::StateColumnFamily {
                     name: "dedup-seen".to_string(),
-                    ops: crate::backend::CfOps {
+                    ops: crate::model::counters::CfOps {
                         gets: 10_000,
                         get_misses: misses,
                         ..Default::default()
@@ -397,16 +397,16 @@ mod tests {
             let mut r = dedup(&[("memory.managed-size", managed)], 9_900, 9_000);
             // One large file in L1 below four small ones in L0.
             let last = r.snapshots.last_mut().unwrap();
-            last.rocksdb.lsm.column_families = vec![crate::backend::metrics::ColumnFamilyLsm {
+            last.rocksdb.lsm.column_families = vec![crate::model::metrics::ColumnFamilyLsm {
                 estimated_keys: keys + keys / 25,
                 levels: vec![
-                    crate::backend::metrics::LevelSample {
+                    crate::model::metrics::LevelSample {
                         level: 0,
                         files: 4,
                         bytes: 4 << 20,
                         ..Default::default()
                     },
-                    crate::backend::metrics::LevelSample {
+                    crate::model::metrics::LevelSample {
                         level: 1,
                         files: 1,
                         bytes: 100 << 20,

@@ -5,7 +5,7 @@
 use super::Rule;
 use crate::advisor::{Change, Evidence, Finding, Input, Severity};
 use crate::config::units::human_bytes;
-use crate::profiler::Bucket;
+use crate::model::cpu::Bucket;
 
 pub const RULE: Rule = Rule {
     id: "filter-reads",

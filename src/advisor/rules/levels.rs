@@ -133,7 +133,7 @@ fn check(input: &Input) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use crate::advisor::testing::{Run, profile};
-    use crate::backend::metrics::{ColumnFamilyLsm, LevelSample};
+    use crate::model::metrics::{ColumnFamilyLsm, LevelSample};
 
     const MB: u64 = 1 << 20;
 

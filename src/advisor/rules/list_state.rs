@@ -179,9 +179,9 @@ mod tests {
         // read whole at 1,000 fires (400 bytes each); the merging window set read 1.38 times
         // per element, 32 bytes each. The run's average is under 128 bytes per read.
         let mut r = run(5_000, 0);
-        let cf = |name: &str, merges, gets, get_bytes| crate::summary::StateColumnFamily {
+        let cf = |name: &str, merges, gets, get_bytes| crate::model::summary::StateColumnFamily {
             name: name.to_string(),
-            ops: crate::backend::CfOps {
+            ops: crate::model::counters::CfOps {
                 merges,
                 gets,
                 get_bytes,

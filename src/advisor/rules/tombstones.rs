@@ -181,10 +181,10 @@ mod tests {
         // 177 skips per record against 10 seeks + nexts: 95 % of the entries stepped over.
         let with_iteration = |iterating: u64| {
             let mut r = run(5_000 * 177, "64mb");
-            r.summary.cpu = Some(crate::profiler::CpuSample {
+            r.summary.cpu = Some(crate::model::cpu::CpuSample {
                 samples: 1_000,
                 iteration_samples: iterating,
-                ..crate::profiler::CpuSample::default()
+                ..crate::model::cpu::CpuSample::default()
             });
             r.findings("iterator-tombstones")[0].clone()
         };

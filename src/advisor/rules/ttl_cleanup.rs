@@ -80,7 +80,7 @@ fn ttl_text(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use crate::advisor::testing::{Run, profile};
-    use crate::summary::StateColumnFamily;
+    use crate::model::summary::StateColumnFamily;
 
     fn run(ttl: Option<i64>, filter: bool, keys: u64) -> Run {
         Run::new(

@@ -4,11 +4,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
 use super::files::{Put, epoch_ms};
 use super::{CheckpointError, CheckpointRecord, Checkpointer, Materialization, Metadata, io};
 use crate::config::profile::CheckpointKind;
+pub use crate::model::checkpoint::ChangelogStatus;
 
 impl Checkpointer {
     /// Changelog: the state changes since the last checkpoint become a segment; when the
@@ -158,20 +157,4 @@ impl ChangelogState {
         let previous = self.next_id - 1;
         self.last_confirmed >= previous || self.last_failed >= previous
     }
-}
-/// The changelog backend's state for the metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ChangelogStatus {
-    /// The materialization new checkpoints build on.
-    pub materialization_id: Option<u64>,
-    /// Run time since it was taken.
-    pub materialization_lag_secs: f64,
-    /// State changes logged since it (what a restore replays).
-    pub changelog_bytes: u64,
-    /// Materializations skipped because the previous one was never confirmed.
-    pub skipped: u64,
-    /// Flink's `materializedId` (the next materialization's) and the last one confirmed.
-    pub next_id: u64,
-    pub last_confirmed: u64,
 }

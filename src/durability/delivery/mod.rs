@@ -41,6 +41,7 @@ mod crc32c;
 mod journal;
 mod tracker;
 
+pub use crate::model::counters::DeliveryCounters;
 pub use journal::JOURNAL_FILE;
 
 /// When result records reach the reader (Flink's `DeliveryGuarantee`).
@@ -75,45 +76,6 @@ pub struct DeliveryConfig {
     /// The broker's transaction timeout: a transaction older than this when it commits was
     /// already aborted by the broker (its records are lost). None: no timeout.
     pub transaction_timeout_ms: Option<u64>,
-}
-
-/// What happened to the records, as the reader saw it. Rebuilt from the journal on open: the
-/// counts cover the journal's whole history, across restarts.
-#[derive(Default, Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct DeliveryCounters {
-    /// Records the job wrote.
-    pub records_emitted: u64,
-    /// Records that reached the reader, duplicates (dropped ones too) included.
-    pub records_visible: u64,
-    /// Records the reader received whose id it had received before.
-    pub duplicates_seen: u64,
-    /// Of those, dropped by the idempotent store.
-    pub duplicates_dropped: u64,
-    /// Transactions with records that committed.
-    pub transactions_committed: u64,
-    /// Transactions with records that were aborted (recovery).
-    pub transactions_aborted: u64,
-    /// Transactions dropped by the broker: older than the timeout when they were to commit.
-    pub transactions_expired: u64,
-    /// Records in aborted transactions (a replay emits them again).
-    pub records_aborted: u64,
-    /// Records in expired transactions: never visible to read_committed.
-    pub records_lost: u64,
-    /// Records in transactions neither committed nor aborted yet (open or pre-committed).
-    pub pending_records: u64,
-    /// Largest time from a transaction's start to its commit, over the records it made visible.
-    pub visibility_delay_ms_max: u64,
-    /// Sum of the visibility delays of `visibility_delay_records` records (0 for a record
-    /// visible when written).
-    pub visibility_delay_ms_sum: u64,
-    pub visibility_delay_records: u64,
-    /// The journal's length.
-    pub journal_bytes: u64,
-    /// fsyncs of the journal by this process.
-    pub journal_syncs: u64,
-    /// Bytes of a torn tail dropped when the journal was opened.
-    pub journal_torn_bytes: u64,
 }
 
 /// Errors from the delivery layer.

@@ -23,14 +23,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
 use super::EngineError;
 use super::truth::OracleThread;
 use crate::backend::StateBackend;
 use crate::config::workload::PreloadSpec;
 use crate::config::{Profile, Workload};
 use crate::durability::delivery::Delivery;
+pub use crate::model::summary::PreloadReport;
 use crate::pipeline::operators;
 use crate::pipeline::source::{Log, ReadPlan};
 use base::Manifest;
@@ -47,57 +46,6 @@ pub struct PreloadConfig {
     pub progress: bool,
     /// Check the keys of one in this many, not `check_sample`'s choice.
     pub check_sample: Option<u64>,
-}
-
-/// What a run's preload did (in the run's outcome and report).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PreloadReport {
-    /// The base's folder.
-    pub base: String,
-    /// Built by this run (false: an earlier run's base, cloned).
-    pub built: bool,
-    /// Its files were written from a base of the same history for another profile (no
-    /// warm-up of its own).
-    pub derived: bool,
-    /// Records of history in the state.
-    pub records: u64,
-    pub state_bytes: u64,
-    pub entries: u64,
-    pub file_bytes: u64,
-    pub files: u64,
-    /// The last level (of the fullest state's tree).
-    pub level: u32,
-    /// Every level holding files, top first (`levels: full`: L0 to the last; empty in
-    /// reports written before it was kept: the last level alone).
-    pub levels: Vec<u32>,
-    pub batches: u32,
-    pub build_secs: f64,
-    pub clone_secs: f64,
-    /// Feeding the history to the oracle.
-    pub oracle_secs: f64,
-    /// The oracle and the in-process store checked the keys of one in this many (1: all).
-    pub check_sample: u64,
-}
-
-impl PreloadReport {
-    /// Where its files are, as the summary says it: `L3`, or `L0, L1, L2, L3` for a full tree.
-    pub fn placement(&self) -> String {
-        if self.levels.len() < 2 {
-            return format!("L{}", self.level);
-        }
-        let levels: Vec<String> = self.levels.iter().map(|l| format!("L{l}")).collect();
-        levels.join(", ")
-    }
-
-    /// Where the run's base came from, as the summary says it.
-    pub fn origin(&self) -> &'static str {
-        match (self.built, self.derived) {
-            (true, true) => "written from the same history's base",
-            (true, false) => "built",
-            (false, _) => "kept base",
-        }
-    }
 }
 
 /// A base found or built for a run.

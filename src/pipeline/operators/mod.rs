@@ -35,27 +35,7 @@ use super::timers::Timer;
 use crate::backend::StateBackend;
 use crate::config::Workload;
 use crate::config::job::OperatorSpec;
-
-/// Counters the job keeps about itself (carried in checkpoints).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct JobCounters {
-    pub events: u64,
-    pub increments: u64,
-    pub decrements: u64,
-    /// Timers that found no timerState entry and so decremented nothing.
-    pub missing_decrements: u64,
-    /// timerState reads that found an entry whose TTL had expired (returned as null).
-    pub expired_timer_state: u64,
-    /// Decrements that took a count below zero (more -1 than +1: double firing, a bad restore).
-    pub negative_counts: u64,
-    /// Records the operator emitted (window results, join pairs, deduplicated records, ...).
-    pub emitted: u64,
-    /// Records dropped as late (behind the watermark by more than the allowed lateness).
-    pub dropped_late: u64,
-    /// State values read back expired (state TTL) and so treated as absent.
-    pub expired_state: u64,
-}
+pub use crate::model::counters::JobCounters;
 
 /// A keyed stream operator: what it does per record, per timer and per watermark.
 /// Its results go to `S`, whatever implements the pipeline's [`Output`].

@@ -7,9 +7,7 @@ use std::sync::Arc;
 use super::{Event, EventSource};
 use crate::config::Workload;
 use crate::config::workload::{OffsetReset, StartingOffsets};
-
-/// Offsets per partition: the next record each reads (or the first it must not read).
-pub type Offsets = Vec<u64>;
+pub use crate::model::counters::Offsets;
 
 /// The broker's record of committed offsets per consumer group (Kafka's `__consumer_offsets`).
 /// A streaming job commits when a checkpoint completes; a bounded one at its end. With a file,

@@ -5,10 +5,10 @@ use std::collections::VecDeque;
 use super::{HISTORY, JUDGE_SAMPLES};
 use crate::advisor::Finding;
 use crate::config::{Profile, Workload};
-use crate::durability::checkpoint::CheckpointRecord;
-use crate::engine::{MetricsSnapshot, RunState};
+use crate::model::checkpoint::CheckpointRecord;
+use crate::model::snapshot::{MetricsSnapshot, RunState};
+use crate::model::summary::Summary;
 use crate::report::Segment;
-use crate::summary::Summary;
 
 /// `snapshot` with its cumulative counters (RocksDB's tickers and stall causes, the job's
 /// operations and events) counted from `base` on: what the interval since `base` did.

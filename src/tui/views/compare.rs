@@ -7,7 +7,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Row, Table};
 
 use super::{bytes, micros, panel, percent, rate};
-use crate::engine::{MetricsSnapshot, RunState};
+use crate::model::snapshot::{MetricsSnapshot, RunState};
 use crate::tui::app::App;
 
 /// One metric: how to read it from a side's snapshots in the compared range, how to show it,

@@ -8,8 +8,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Row, Table};
 
 use super::{bar, panel};
-use crate::engine::MetricsSnapshot;
-use crate::profiler::{Bucket, CpuSample};
+use crate::model::cpu::{Bucket, CpuSample};
+use crate::model::snapshot::MetricsSnapshot;
 use crate::tui::app::{App, Side};
 
 /// The "live" window: the newest snapshots covering at least this much running time.

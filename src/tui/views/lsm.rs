@@ -7,9 +7,9 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Row, Table};
 
 use super::{bytes, latest, panel, short};
-use crate::backend::CfOps;
-use crate::backend::metrics::ColumnFamilyLsm;
-use crate::engine::MetricsSnapshot;
+use crate::model::counters::CfOps;
+use crate::model::metrics::ColumnFamilyLsm;
+use crate::model::snapshot::MetricsSnapshot;
 use crate::tui::app::App;
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {

@@ -16,7 +16,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::app::{App, Side, View};
 use crate::config::units::human_bytes;
-use crate::engine::{MetricsSnapshot, RunState};
+use crate::model::snapshot::{MetricsSnapshot, RunState};
 
 /// The smallest terminal the full layout is designed for.
 pub const MIN_WIDTH: u16 = 80;
@@ -82,7 +82,7 @@ fn status_with(app: &App, state: Span<'static>) -> Line<'static> {
     let last = side.last();
     let phase = last
         .map(|s| s.pipeline.phase)
-        .filter(|p| *p != crate::engine::Phase::Streaming)
+        .filter(|p| *p != crate::model::snapshot::Phase::Streaming)
         .map(|p| format!(" [{}]", p.name()))
         .unwrap_or_default();
     Line::from(vec![

@@ -10,8 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::super::{bytes, latest, micros, panel, short};
-use crate::durability::checkpoint::CheckpointRecord;
-use crate::engine::CheckpointSample;
+use crate::model::checkpoint::CheckpointRecord;
+use crate::model::snapshot::CheckpointSample;
 use crate::tui::app::Side;
 
 /// The checkpoint panel's lines, most telling first (a short panel shows the first ones):

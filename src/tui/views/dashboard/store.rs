@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::super::{bad_high, bar, bytes, good_high, latest, panel, percent};
-use crate::backend::metrics::HitRate;
+use crate::model::metrics::HitRate;
 use crate::tui::app::Side;
 
 pub(super) fn render_stalls(side: &Side, frame: &mut Frame, area: Rect) {

@@ -1,4 +1,8 @@
-//! The job's RocksDB operation counters: in total and per column family.
+//! What a job counts about itself: its RocksDB operations (in total and per column family), its
+//! own counters, the sink's and the delivery's, its source offsets, and how far its results are
+//! from the oracle's.
+
+use serde::Serialize;
 
 /// RocksDB operations issued by the job (cumulative).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -128,6 +132,119 @@ impl CfOps {
             put_bytes: self.put_bytes.saturating_sub(before.put_bytes),
             get_bytes: self.get_bytes.saturating_sub(before.get_bytes),
             get_misses: self.get_misses.saturating_sub(before.get_misses),
+        }
+    }
+}
+
+/// Counters the job keeps about itself (carried in checkpoints).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct JobCounters {
+    pub events: u64,
+    pub increments: u64,
+    pub decrements: u64,
+    /// Timers that found no timerState entry and so decremented nothing.
+    pub missing_decrements: u64,
+    /// timerState reads that found an entry whose TTL had expired (returned as null).
+    pub expired_timer_state: u64,
+    /// Decrements that took a count below zero (more -1 than +1: double firing, a bad restore).
+    pub negative_counts: u64,
+    /// Records the operator emitted (window results, join pairs, deduplicated records, ...).
+    pub emitted: u64,
+    /// Records dropped as late (behind the watermark by more than the allowed lateness).
+    pub dropped_late: u64,
+    /// State values read back expired (state TTL) and so treated as absent.
+    pub expired_state: u64,
+}
+
+/// What happened to the records, as the reader saw it. Rebuilt from the journal on open: the
+/// counts cover the journal's whole history, across restarts.
+#[derive(Default, Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct DeliveryCounters {
+    /// Records the job wrote.
+    pub records_emitted: u64,
+    /// Records that reached the reader, duplicates (dropped ones too) included.
+    pub records_visible: u64,
+    /// Records the reader received whose id it had received before.
+    pub duplicates_seen: u64,
+    /// Of those, dropped by the idempotent store.
+    pub duplicates_dropped: u64,
+    /// Transactions with records that committed.
+    pub transactions_committed: u64,
+    /// Transactions with records that were aborted (recovery).
+    pub transactions_aborted: u64,
+    /// Transactions dropped by the broker: older than the timeout when they were to commit.
+    pub transactions_expired: u64,
+    /// Records in aborted transactions (a replay emits them again).
+    pub records_aborted: u64,
+    /// Records in expired transactions: never visible to read_committed.
+    pub records_lost: u64,
+    /// Records in transactions neither committed nor aborted yet (open or pre-committed).
+    pub pending_records: u64,
+    /// Largest time from a transaction's start to its commit, over the records it made visible.
+    pub visibility_delay_ms_max: u64,
+    /// Sum of the visibility delays of `visibility_delay_records` records (0 for a record
+    /// visible when written).
+    pub visibility_delay_ms_sum: u64,
+    pub visibility_delay_records: u64,
+    /// The journal's length.
+    pub journal_bytes: u64,
+    /// fsyncs of the journal by this process.
+    pub journal_syncs: u64,
+    /// Bytes of a torn tail dropped when the journal was opened.
+    pub journal_torn_bytes: u64,
+}
+
+/// How a set of results differs from the oracle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct ResultError {
+    /// (user, window) pairs counted higher than the truth.
+    pub over: u64,
+    /// Pairs counted lower than the truth (but present).
+    pub under: u64,
+    /// The largest absolute difference of any pair.
+    pub max_abs: u64,
+    /// Pairs with a true count above zero that the results do not have at all.
+    pub missing: u64,
+    /// Pairs compared.
+    pub compared: u64,
+}
+
+impl ResultError {
+    pub fn is_exact(&self) -> bool {
+        self.over == 0 && self.under == 0 && self.missing == 0
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct SinkCounters {
+    pub writes: u64,
+    pub bytes: u64,
+    /// Round trips (pipeline flushes) to the store.
+    pub flushes: u64,
+    /// Time spent waiting for the store's round trips, in microseconds.
+    pub round_trip_micros: u64,
+}
+
+/// (user, window index, count): one result as the store holds it.
+pub type Count = (u64, usize, i64);
+
+/// Offsets per partition: the next record each reads (or the first it must not read).
+pub type Offsets = Vec<u64>;
+
+impl SinkCounters {
+    /// What happened since `base` (an earlier reading of the same store).
+    pub fn since(&self, base: &SinkCounters) -> SinkCounters {
+        SinkCounters {
+            writes: self.writes.saturating_sub(base.writes),
+            bytes: self.bytes.saturating_sub(base.bytes),
+            flushes: self.flushes.saturating_sub(base.flushes),
+            round_trip_micros: self
+                .round_trip_micros
+                .saturating_sub(base.round_trip_micros),
         }
     }
 }
