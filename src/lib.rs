@@ -14,6 +14,7 @@ pub mod flink;
 pub mod model;
 pub mod output;
 pub mod pipeline;
+pub mod preload;
 pub mod profiler;
 mod progress;
 pub mod report;

@@ -24,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("backend", &["backend"]),
     ("pipeline", &["pipeline"]),
     ("durability", &["durability"]),
+    ("preload", &["preload"]),
     ("engine", &["engine"]),
     ("advisor", &["advisor"]),
     ("export", &["export"]),
@@ -103,7 +104,8 @@ fn code(file: &Path) -> String {
     out
 }
 
-/// Files compiled for tests only: declared `#[cfg(test)] mod name;` by their parent.
+/// Files and folders compiled for tests only: declared `#[cfg(test)] mod name;` by their parent
+/// (a folder's every file is test-only then).
 fn test_only_modules(dir: &Path) -> BTreeSet<std::path::PathBuf> {
     let mut out = BTreeSet::new();
     for file in rust_files(dir) {
@@ -125,7 +127,7 @@ fn test_only_modules(dir: &Path) -> BTreeSet<std::path::PathBuf> {
                     .and_then(|r| r.strip_suffix(';'))
             {
                 out.insert(parent.join(format!("{name}.rs")));
-                out.insert(parent.join(name).join("mod.rs"));
+                out.insert(parent.join(name));
             }
         }
     }
@@ -186,7 +188,7 @@ fn sources() -> Vec<(std::path::PathBuf, String)> {
     let test_only = test_only_modules(&src);
     rust_files(&src)
         .into_iter()
-        .filter(|f| !test_only.contains(f))
+        .filter(|f| !f.ancestors().any(|a| test_only.contains(a)))
         .map(|f| {
             let rel = f.strip_prefix(&src).unwrap().display().to_string();
             (f, rel)
@@ -268,8 +270,8 @@ const KNOWN_ROCKSDB: &[&str] = &[
     "src/durability/checkpoint/files.rs",
     "src/durability/checkpoint/mod.rs",
     "src/durability/checkpoint/snapshot.rs",
-    "src/engine/preload/base.rs",
-    "src/engine/preload/derive.rs",
+    "src/preload/base.rs",
+    "src/preload/derive.rs",
     "src/pipeline/mod.rs",
     "src/pipeline/operators/aggregate.rs",
     "src/pipeline/operators/dedup.rs",

@@ -68,7 +68,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if preload.is_some() {
         let others =
             args.restore.is_some() || args.failures.spec().any() || args.record_ops.is_some();
-        if let Some(why) = engine::preload::refusal(&workload, others) {
+        if let Some(why) = crate::preload::refusal(&workload, others) {
             anyhow::bail!(crate::UsageError(format!(
                 "--preload on {} with {}: {why}",
                 workload.name, profile.name
@@ -249,7 +249,7 @@ pub fn preload_config(
     args: &crate::cli::PreloadArgs,
     workload: &Workload,
     progress: bool,
-) -> anyhow::Result<Option<engine::preload::PreloadConfig>> {
+) -> anyhow::Result<Option<crate::preload::PreloadConfig>> {
     let Some(given) = args.preload.as_deref() else {
         return Ok(None);
     };
@@ -270,7 +270,7 @@ pub fn preload_config(
         }
         spec
     };
-    Ok(Some(engine::preload::PreloadConfig {
+    Ok(Some(crate::preload::PreloadConfig {
         spec,
         dir: preload_dir(args.preload_dir.as_deref())?,
         rebuild: args.preload_rebuild,

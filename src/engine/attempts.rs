@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use super::job::JobRunner;
 use super::snapshot::LatencyRecorder;
-use super::truth::OracleThread;
 use crate::backend::AccessCounters;
 use crate::durability::checkpoint::{Checkpointer, JobWork};
 use crate::durability::delivery::Delivery;
 use crate::durability::sink::SinkCounters;
+use crate::pipeline::oracle::thread::OracleThread;
 use crate::pipeline::source::Offsets;
 
 /// What a job's earlier attempts in this process did: a job restarted after a failure is the same

@@ -7,12 +7,12 @@ use std::time::Instant;
 use super::EngineError;
 use super::job::{JobRunner, Resume};
 use super::phases::scratch_dir;
-use super::preload::{self, PreloadReport};
 use super::run::Run;
-use super::truth::OracleThread;
 use crate::backend::StateBackend;
 use crate::durability::delivery::Delivery;
+use crate::pipeline::oracle::thread::OracleThread;
 use crate::pipeline::source::{Log, ReadPlan};
+use crate::preload::{self, PreloadReport};
 
 /// Loads a preload's `base` into the job's fresh database (`fresh_state`): `plan` reads on
 /// from the record after the history, whose results (in `sink` and the job's own) and truth

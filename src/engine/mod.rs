@@ -19,14 +19,12 @@ pub mod identity;
 mod job;
 mod live;
 mod phases;
-pub mod preload;
 mod progress;
 mod publish;
 mod recover;
 mod run;
 mod sampler;
 pub mod snapshot;
-pub mod truth;
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -44,9 +42,7 @@ use crate::config::profile::Knob;
 use crate::config::{Profile, Workload};
 use crate::pipeline::PipelineError;
 
-/// Events between two watermark emissions. Flink emits periodic watermarks on a wall-clock
-/// interval (200 ms); a fixed event count keeps the state traffic identical run to run.
-pub const WATERMARK_EVERY_EVENTS: u64 = 64;
+pub use crate::pipeline::watermark::WATERMARK_EVERY_EVENTS;
 
 #[derive(Debug, Clone)]
 pub enum EngineCommand {
@@ -107,6 +103,20 @@ pub enum EngineError {
     Preload(String),
 }
 
+impl From<crate::preload::PreloadError> for EngineError {
+    fn from(e: crate::preload::PreloadError) -> Self {
+        use crate::preload::PreloadError as P;
+        match e {
+            P::Pipeline(e) => EngineError::Pipeline(e),
+            P::Backend(e) => EngineError::Backend(e),
+            P::Spawn(e) => EngineError::Spawn(e),
+            P::Source(e) => EngineError::Source(e),
+            P::WorkerGone(e) => EngineError::WorkerGone(e),
+            P::Preload(e) => EngineError::Preload(e),
+        }
+    }
+}
+
 /// Where the job's results go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum SinkConfig {
@@ -142,7 +152,7 @@ pub struct EngineConfig {
     /// Savepoints to take once the job has processed so many records.
     pub savepoints: Vec<(u64, SavepointFormat)>,
     /// Start from a preloaded steady state (`run --preload`).
-    pub preload: Option<preload::PreloadConfig>,
+    pub preload: Option<crate::preload::PreloadConfig>,
 }
 
 /// Where `--restore` starts from.

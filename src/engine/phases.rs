@@ -11,7 +11,6 @@ use super::clock::RunClock;
 use super::from_base::{StartedFromBase, start_from_base};
 use super::job::{End, JobRunner, JobSpec};
 use super::live::LiveProfile;
-use super::preload;
 use super::run::{Failures, Run};
 use super::sampler::Sampler;
 use super::snapshot::{JobSource, MetricsSnapshot, Phase, RunOutcome, RunState};
@@ -26,6 +25,7 @@ use crate::durability::sink::{RedisSink, Sink, ThreadedMemorySink};
 use crate::pipeline::PipelineError;
 use crate::pipeline::operators::{self, JobMode};
 use crate::pipeline::source::{Log, OffsetStore, ReadPlan, resolve_start};
+use crate::preload;
 
 /// The data directory's parts: RocksDB's working directory (the task's local state), the
 /// broker's committed offsets, the checkpoint store (standing in for HDFS/S3), the sink's

@@ -10,7 +10,6 @@ use super::phases::{
     checkpoint_dir, db_dir, db_dirs, delivery_config, finish, open_backends, restore_dir,
     scratch_dir, shared_of, sink_dir, state_is_empty,
 };
-use super::preload;
 use super::progress::ProgressMark;
 use super::run::Run;
 use super::snapshot::{CheckpointOutcome, Phase, RestoreRecord, RunOutcome, RunState};
@@ -24,6 +23,7 @@ use crate::durability::sink::Sink;
 use crate::pipeline::PipelineError;
 use crate::pipeline::operators::JobMode;
 use crate::pipeline::source::{Log, ReadPlan};
+use crate::preload;
 
 /// The streaming job with checkpoints, a restore or injected failures: a job that fails is
 /// restarted from the last completed checkpoint — its local state dropped and copied back from

@@ -53,7 +53,7 @@ pub struct RunOutcome {
     /// Each operator of the last job, in chain order (one for a single operator).
     pub operators: Vec<OperatorSummary>,
     /// What `run --preload` loaded before the job started.
-    pub preload: Option<super::preload::PreloadReport>,
+    pub preload: Option<crate::model::summary::PreloadReport>,
     /// Bytes of index and of filter blocks in the states' SST files at the end.
     pub sst_index_bytes: u64,
     pub sst_filter_bytes: u64,

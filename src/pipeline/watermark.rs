@@ -5,6 +5,10 @@
 //! Processing time (for idleness) is whatever clock the caller passes as `now`; the engine uses
 //! a replay clock so that runs are reproducible.
 
+/// Events between two watermark emissions. Flink emits periodic watermarks on a wall-clock
+/// interval (200 ms); a fixed event count keeps the state traffic identical run to run.
+pub const WATERMARK_EVERY_EVENTS: u64 = 64;
+
 /// Flink's `BoundedOutOfOrderness`: watermark = max event time - out-of-orderness - 1.
 #[derive(Debug, Clone)]
 pub struct BoundedOutOfOrderness {

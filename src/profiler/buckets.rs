@@ -163,7 +163,6 @@ pub const RULES: &[Rule] = &[
         frames: &[
             "statebench::pipeline::oracle",
             "statebench::durability::sink",
-            "statebench::engine::truth",
             "redis::",
         ],
         // The oracle's and the in-process store's own threads (`statebench-oracle`,
@@ -175,7 +174,7 @@ pub const RULES: &[Rule] = &[
     // sampling, so that statebench's own share is that of a run without it.
     Rule {
         bucket: Bucket::Profiler,
-        frames: &["statebench::profiler", "pprof::"],
+        frames: &["statebench::profiler", "statebench::model::cpu", "pprof::"],
         threads: &[super::THREAD_NAME],
     },
     // Snapshots, latency histograms and their clock reads.
@@ -184,6 +183,7 @@ pub const RULES: &[Rule] = &[
         frames: &[
             "statebench::engine::sampler",
             "statebench::backend::metrics",
+            "statebench::model::metrics",
             "statebench::backend::perf",
             "statebench::backend::latency",
             "hdrhistogram::",
@@ -201,7 +201,9 @@ pub const RULES: &[Rule] = &[
             "statebench::util::bits",
             "statebench::util::worker",
             "statebench::engine::",
+            "statebench::preload::",
             "statebench::backend::",
+            "statebench::model::",
         ],
         threads: &[],
     },
@@ -484,7 +486,7 @@ mod tests {
 
     #[test]
     fn the_oracles_and_the_stores_threads_are_oracle_and_sink_whatever_their_frames() {
-        let inlined = "_int_malloc <- __GI___libc_malloc <- statebench::engine::truth::handle <- \
+        let inlined = "_int_malloc <- __GI___libc_malloc <- statebench::pipeline::oracle::thread::handle <- \
             std::sys::backtrace::__rust_begin_short_backtrace";
         assert_eq!(
             classify_recorded("statebench-orac", inlined),
@@ -495,7 +497,10 @@ mod tests {
             Bucket::OracleAndSink
         );
         assert_eq!(
-            classify_recorded(ENGINE, "statebench::engine::truth::OracleThread::note"),
+            classify_recorded(
+                ENGINE,
+                "statebench::pipeline::oracle::thread::OracleThread::note"
+            ),
             Bucket::OracleAndSink
         );
     }

@@ -103,7 +103,7 @@ pub(super) fn run_from(
     events: u64,
     failures: FailureSpec,
     savepoints: Vec<(u64, SavepointFormat)>,
-    preload: Option<crate::engine::preload::PreloadConfig>,
+    preload: Option<crate::preload::PreloadConfig>,
 ) -> anyhow::Result<(RunOutcome, CheckpointOutcome)> {
     let dir = tempfile::Builder::new().prefix("statebench-").tempdir()?;
     let mut outcome = engine::run_to_completion(EngineConfig {

@@ -9,8 +9,8 @@ use super::recovery::{profile, run_from};
 use crate::config::Workload;
 use crate::config::units::{Millis, human_bytes};
 use crate::config::workload::PreloadSpec;
-use crate::engine::preload::PreloadConfig;
 use crate::engine::{FailureSpec, SavepointFormat};
+use crate::preload::PreloadConfig;
 use crate::summary::checkpoints::{CheckpointSummary, Spread};
 
 /// The incremental checkpoints' p99/p50 upload at least, and at least this many times the

@@ -20,7 +20,7 @@ use crate::commands::tune::search::{self, Measured, Progress, Runner, Search, Se
 use crate::commands::tune::{Objective, print_round};
 use crate::config::Profile;
 use crate::config::units::human_bytes;
-use crate::engine::preload::PreloadConfig;
+use crate::preload::PreloadConfig;
 use crate::reproduce::proofs::{self, Scale};
 use crate::summary::scorecard::{self, Delta, Figure, Verdict};
 

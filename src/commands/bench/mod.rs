@@ -240,8 +240,8 @@ fn selected<'c>(all: &'c [bench::Case], args: &BenchArgs) -> Vec<&'c bench::Case
 fn preload(
     spec: crate::config::workload::PreloadSpec,
     dir: &Path,
-) -> crate::engine::preload::PreloadConfig {
-    crate::engine::preload::PreloadConfig {
+) -> crate::preload::PreloadConfig {
+    crate::preload::PreloadConfig {
         spec,
         dir: dir.to_path_buf(),
         rebuild: false,

@@ -13,7 +13,7 @@ use crate::advisor::{Change, Finding};
 use crate::commands::Job;
 use crate::config::{Profile, Workload};
 use crate::engine::EngineConfig;
-use crate::engine::preload::PreloadConfig;
+use crate::preload::PreloadConfig;
 use crate::reproduce::proofs;
 use crate::summary::Summary;
 use crate::summary::scorecard::{Context, Delta, Figure, Scorecard, Verdict};

@@ -227,7 +227,7 @@ impl TruthModel for AggregateTruth {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::{Rig, compact, delta, event, events, keys, raw, workload};
+    use super::super::tests::kit::{Rig, compact, delta, event, events, keys, raw, workload};
     use crate::backend::keys::{CompositeKey, write_string};
 
     fn key(user: &str) -> Vec<u8> {

@@ -247,7 +247,7 @@ impl TruthModel for DedupTruth {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::{Rig, compact, delta, event, events, keys, raw, workload};
+    use super::super::tests::kit::{Rig, compact, delta, event, events, keys, raw, workload};
     use crate::backend::keys::CompositeKey;
 
     fn key(user: &str) -> Vec<u8> {

@@ -477,7 +477,7 @@ impl<'a, S: Output> KeyedOperator<'a, S> for Process<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::{Rig, compact, delta, event, events, keys, raw, workload};
+    use super::super::tests::kit::{Rig, compact, delta, event, events, keys, raw, workload};
     use super::*;
 
     fn key(user: &str) -> CompositeKey {

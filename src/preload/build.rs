@@ -8,7 +8,7 @@ use super::base::{self, Manifest, SstOut};
 use super::history;
 use super::layers;
 use super::warmup::{self, Until};
-use super::{EngineError, PreloadConfig};
+use super::{PreloadConfig, PreloadError};
 use crate::backend::memory::SharedMemory;
 use crate::backend::memstore::MemStore;
 use crate::backend::{StateBackend, keys::MAX_PARALLELISM};
@@ -35,7 +35,7 @@ pub(super) fn base_key(
     config: &PreloadConfig,
     workload: &Workload,
     profile: &Profile,
-) -> Result<String, EngineError> {
+) -> Result<String, PreloadError> {
     key_of(config, workload, Some(profile))
 }
 
@@ -46,7 +46,7 @@ pub(super) fn history_key(
     config: &PreloadConfig,
     workload: &Workload,
     profile: &Profile,
-) -> Result<Option<String>, EngineError> {
+) -> Result<Option<String>, PreloadError> {
     // A `size` history is as long as the profile's files take; `levels: full` cuts it where
     // the profile's level sizes say.
     if config.spec.size.is_some() || config.spec.levels == Some(Levels::Full) {
@@ -61,9 +61,9 @@ fn key_of(
     config: &PreloadConfig,
     workload: &Workload,
     profile: Option<&Profile>,
-) -> Result<String, EngineError> {
+) -> Result<String, PreloadError> {
     let mut spec =
-        serde_json::to_value(&workload.spec).map_err(|e| EngineError::Preload(format!("{e}")))?;
+        serde_json::to_value(&workload.spec).map_err(|e| PreloadError::Preload(format!("{e}")))?;
     if let Some(map) = spec.as_object_mut() {
         for timing_only in [
             "rate",
@@ -168,7 +168,7 @@ pub(super) fn build(
     dir: &Path,
     scratch: &Path,
     key: &str,
-) -> Result<Manifest, EngineError> {
+) -> Result<Manifest, PreloadError> {
     let say = |line: String| {
         if config.progress {
             eprintln!("preload: {line}");
@@ -180,9 +180,9 @@ pub(super) fn build(
     let _ = std::fs::remove_dir_all(scratch);
     let backend = StateBackend::open_shared(scratch, profile, &layout, &memory)?;
     let log = Log::new(workload, trace, u64::MAX);
-    let live = ReadPlan::from_workload(&log, &Default::default()).map_err(EngineError::Source)?;
+    let live = ReadPlan::from_workload(&log, &Default::default()).map_err(PreloadError::Source)?;
     if live.start.iter().any(|o| *o > 0) {
-        return Err(EngineError::Preload(format!(
+        return Err(PreloadError::Preload(format!(
             "a preload builds the history the job read from the log's start; this job starts at {} (source.starting-offsets: earliest)",
             live.start_reason
         )));
@@ -208,7 +208,7 @@ pub(super) fn build(
             None,
         ),
         _ => {
-            return Err(EngineError::Preload(
+            return Err(PreloadError::Preload(
                 PreloadSpec::default().check().err().unwrap_or_default(),
             ));
         }
@@ -245,7 +245,7 @@ pub(super) fn build(
     }
     let records = sizing.records;
     if records == 0 {
-        return Err(EngineError::Preload(
+        return Err(PreloadError::Preload(
             "the history is empty (the log has no record before the preload's end)".to_string(),
         ));
     }
@@ -254,7 +254,7 @@ pub(super) fn build(
     let est_entries = (held as f64 * scale) as u64;
     let est_sst = (est_bytes as f64 * ratio) as u64;
     if sizing.capped {
-        return Err(EngineError::Preload(format!(
+        return Err(PreloadError::Preload(format!(
             "after {records} records the state holds about {} ({} of SST files) and grows no further toward {} of SST files: the job's windows and TTL keep no more of {} keys; lower 'size' or raise 'keys.count'",
             crate::config::units::human_bytes(est_bytes as f64),
             crate::config::units::human_bytes(est_sst as f64),
@@ -289,9 +289,9 @@ pub(super) fn build(
     let sst_out = |cf: usize, prefix: &str, target: u64| {
         let name = names.get(cf).map_or("", String::as_str);
         let options = backend.cf_options(name).ok_or_else(|| {
-            EngineError::Preload(format!("no options for column family '{name}'"))
+            PreloadError::Preload(format!("no options for column family '{name}'"))
         })?;
-        Ok::<_, EngineError>(SstOut::new(dir, cf, name, options, target).with_prefix(prefix))
+        Ok::<_, PreloadError>(SstOut::new(dir, cf, name, options, target).with_prefix(prefix))
     };
     // `levels: full`: each state's levels (the last first) and the records before each cut.
     let (levels, cuts) = if config.spec.levels == Some(Levels::Full) {
@@ -409,11 +409,11 @@ pub(super) fn build(
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
-                        Err(EngineError::Preload("a warm-up thread panicked".into()))
+                        Err(PreloadError::Preload("a warm-up thread panicked".into()))
                     })
                 })
                 .collect();
-            joined.into_iter().collect::<Result<Vec<_>, EngineError>>()
+            joined.into_iter().collect::<Result<Vec<_>, PreloadError>>()
         })?;
         warm_up_secs += t.elapsed().as_secs_f64();
         let t = Instant::now();
@@ -529,11 +529,11 @@ fn sst_ratio(
     backend: &StateBackend,
     state: &mut MemStore,
     dir: &Path,
-) -> Result<(f64, Vec<(u64, u64)>), EngineError> {
+) -> Result<(f64, Vec<(u64, u64)>), PreloadError> {
     let raw = state.bytes();
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)
-        .map_err(|e| EngineError::Preload(format!("cannot create {}: {e}", dir.display())))?;
+        .map_err(|e| PreloadError::Preload(format!("cannot create {}: {e}", dir.display())))?;
     let mut per_cf = Vec::new();
     for (i, entries) in state.take().into_iter().enumerate() {
         let Some(options) = backend

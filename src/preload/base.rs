@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use rocksdb::{BottommostLevelCompaction, CompactOptions, IngestExternalFileOptions, Options};
 use serde::{Deserialize, Serialize};
 
+use super::PreloadError;
 use crate::backend::{BackendError, StateBackend};
-use crate::engine::EngineError;
 use crate::pipeline::source::Offsets;
 
 /// The base's description (`base.json`).
@@ -118,16 +118,16 @@ impl Manifest {
     }
 
     /// Writes the manifest into `dir`, last: a base is complete once it has one.
-    pub fn write(&self, dir: &Path) -> Result<(), EngineError> {
+    pub fn write(&self, dir: &Path) -> Result<(), PreloadError> {
         let text =
-            serde_json::to_vec_pretty(self).map_err(|e| EngineError::Preload(format!("{e}")))?;
+            serde_json::to_vec_pretty(self).map_err(|e| PreloadError::Preload(format!("{e}")))?;
         crate::util::fs::write_atomically(&dir.join(MANIFEST), &text)
             .map_err(io(format!("write {}", MANIFEST)))
     }
 }
 
-pub(super) fn io(what: String) -> impl FnOnce(std::io::Error) -> EngineError {
-    move |e| EngineError::Preload(format!("cannot {what}: {e}"))
+pub(super) fn io(what: String) -> impl FnOnce(std::io::Error) -> PreloadError {
+    move |e| PreloadError::Preload(format!("cannot {what}: {e}"))
 }
 
 /// The level a leveled LSM tree of `bytes` keeps its last data in: the last level with
@@ -262,7 +262,7 @@ pub fn write_results(
     dir: &Path,
     sink: &[(u64, usize, i64)],
     own: &[(u64, usize, i64)],
-) -> Result<(), EngineError> {
+) -> Result<(), PreloadError> {
     let mut out = Vec::with_capacity(16 + (sink.len() + own.len()) * 20);
     for list in [sink, own] {
         out.extend_from_slice(&(list.len() as u64).to_le_bytes());
@@ -284,13 +284,13 @@ pub fn write_results(
 /// own returned.
 pub fn read_results(
     dir: &Path,
-    mut sink: impl FnMut(u64, usize, i64) -> Result<(), EngineError>,
-) -> Result<Vec<(u64, usize, i64)>, EngineError> {
+    mut sink: impl FnMut(u64, usize, i64) -> Result<(), PreloadError>,
+) -> Result<Vec<(u64, usize, i64)>, PreloadError> {
     let path = dir.join(RESULTS);
     let file = std::fs::File::open(&path).map_err(io(format!("read {}", path.display())))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-    let corrupt = || EngineError::Preload(format!("{} is damaged", path.display()));
-    let mut word = |n: usize| -> Result<u64, EngineError> {
+    let corrupt = || PreloadError::Preload(format!("{} is damaged", path.display()));
+    let mut word = |n: usize| -> Result<u64, PreloadError> {
         let mut buf = [0u8; 8];
         reader.read_exact(&mut buf[..n]).map_err(|_| corrupt())?;
         Ok(u64::from_le_bytes(buf))
@@ -319,7 +319,7 @@ pub fn clone_into(
     manifest: &Manifest,
     backend: &StateBackend,
     staging: &Path,
-) -> Result<(), EngineError> {
+) -> Result<(), PreloadError> {
     std::fs::create_dir_all(staging).map_err(io(format!("create {}", staging.display())))?;
     for cf in &manifest.column_families {
         if ingest(dir, cf, backend, staging)? {
@@ -341,7 +341,7 @@ fn ingest(
     cf: &CfFiles,
     backend: &StateBackend,
     staging: &Path,
-) -> Result<bool, EngineError> {
+) -> Result<bool, PreloadError> {
     if cf.files.is_empty() {
         return Ok(false);
     }
@@ -368,7 +368,7 @@ fn ingest(
 /// Moves column family `name`'s files (all in the last level after an ingest into an empty
 /// database) to `level` without rewriting them: a manual compaction that skips the bottommost
 /// level and then refits its files to the target level.
-fn move_to_level(backend: &StateBackend, name: &str, level: u32) -> Result<(), EngineError> {
+fn move_to_level(backend: &StateBackend, name: &str, level: u32) -> Result<(), PreloadError> {
     let handle = backend.cf(name)?;
     if level >= NUM_LEVELS - 1 {
         return Ok(());

@@ -22,7 +22,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use super::EngineError;
+use super::PreloadError;
 use super::base::{self, CfFiles, SstOut};
 use super::build::SIZING_GROUPS;
 use super::warmup::{self, Until};
@@ -205,15 +205,15 @@ impl<'o> Writers<'o> {
         layer: usize,
         batch: usize,
         state: &mut MemStore,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), PreloadError> {
         let Some((_, out)) = self.cfs.get(cf).and_then(|levels| levels.get(layer)) else {
             return Ok(());
         };
-        let poisoned = || EngineError::Preload("a warm-up thread panicked".into());
+        let poisoned = || PreloadError::Preload("a warm-up thread panicked".into());
         let mut turn = out.turn.lock().map_err(|_| poisoned())?;
         while turn.0 != batch {
             if self.failed.load(Ordering::SeqCst) {
-                return Err(EngineError::Preload(
+                return Err(PreloadError::Preload(
                     "another batch of the build failed".into(),
                 ));
             }
@@ -237,7 +237,7 @@ impl<'o> Writers<'o> {
     }
 
     /// Closes every file: each column family's levels, the last first.
-    pub fn finish(self) -> Result<Vec<Vec<CfFiles>>, EngineError> {
+    pub fn finish(self) -> Result<Vec<Vec<CfFiles>>, PreloadError> {
         self.cfs
             .into_iter()
             .map(|levels| {
@@ -245,13 +245,13 @@ impl<'o> Writers<'o> {
                     .into_iter()
                     .map(|(level, l)| {
                         let (_, out) = l.turn.into_inner().map_err(|_| {
-                            EngineError::Preload("a warm-up thread panicked".into())
+                            PreloadError::Preload("a warm-up thread panicked".into())
                         })?;
                         let mut files = out.finish()?;
                         files.level = Some(level);
                         Ok(files)
                     })
-                    .collect::<Result<Vec<_>, EngineError>>()
+                    .collect::<Result<Vec<_>, PreloadError>>()
             })
             .collect()
     }
@@ -267,7 +267,7 @@ pub(super) fn plan(
     records: u64,
     per_cf: &[(u64, u64)],
     say: &dyn Fn(String),
-) -> Result<(Vec<Vec<u32>>, Cuts), EngineError> {
+) -> Result<(Vec<Vec<u32>>, Cuts), PreloadError> {
     let scale = f64::from(MAX_PARALLELISM) / f64::from(SIZING_GROUPS);
     let shapes: Vec<Shape> = per_cf
         .iter()

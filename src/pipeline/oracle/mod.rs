@@ -12,6 +12,7 @@ use super::source::Event;
 use crate::util::bits::BitSet;
 
 mod chain;
+pub mod thread;
 pub use crate::model::counters::ResultError;
 use crate::util::hash::{FastMap, UserIndex};
 pub use chain::ChainModel;

@@ -6,17 +6,18 @@
 
 use std::ops::Range;
 
+use super::PreloadError;
 use super::history::{Advance, BatchRecords, Spilled};
 use crate::backend::StateBackend;
 use crate::backend::keys::key_group;
 use crate::backend::memstore::{EPOCHS, MemStore};
 use crate::config::Workload;
 use crate::durability::delivery::Delivery;
-use crate::engine::truth::OracleThread;
-use crate::engine::{EngineError, WATERMARK_EVERY_EVENTS};
 use crate::pipeline::PipelineError;
 use crate::pipeline::operators::{self, Context, JobMode};
+use crate::pipeline::oracle::thread::OracleThread;
 use crate::pipeline::source::{Consumer, Event, KeyNames, Log, Offsets, ReadPlan};
+use crate::pipeline::watermark::WATERMARK_EVERY_EVENTS;
 use crate::pipeline::watermark::WatermarkValve;
 
 /// How far a warm-up pass reads.
@@ -80,7 +81,7 @@ pub enum Layering<'c> {
 }
 
 /// Takes a column family's layer `i` from the state (`layers::Writers::write`).
-pub type Hand<'c> = dyn FnMut(usize, usize, &mut MemStore) -> Result<(), EngineError> + 'c;
+pub type Hand<'c> = dyn FnMut(usize, usize, &mut MemStore) -> Result<(), PreloadError> + 'c;
 
 /// The keys a pass holds, and what it does besides.
 pub struct Part<'c> {
@@ -136,7 +137,7 @@ impl<'l> Steps<'l> {
         workload: &Workload,
         source: Source<'l>,
         limit: u64,
-    ) -> Result<Self, EngineError> {
+    ) -> Result<Self, PreloadError> {
         Ok(match source {
             Source::Log(log, plan) => {
                 let consumer = Box::new(Consumer::new(log, plan));
@@ -183,7 +184,7 @@ impl<'l> Steps<'l> {
         }
     }
 
-    pub(super) fn next(&mut self) -> Result<Option<Step>, EngineError> {
+    pub(super) fn next(&mut self) -> Result<Option<Step>, PreloadError> {
         match self {
             Steps::Log {
                 consumer,
@@ -252,7 +253,7 @@ pub fn pass(
     until: Until,
     part: Part<'_>,
     sink: Delivery,
-) -> Result<(Pass, Delivery), EngineError> {
+) -> Result<(Pass, Delivery), PreloadError> {
     let Part {
         groups,
         mut layering,
@@ -376,7 +377,7 @@ fn cut(
     ctx: &mut Context<'_, Delivery>,
     (cf, i): (usize, usize),
     hand: &mut Hand<'_>,
-) -> Result<(), EngineError> {
+) -> Result<(), PreloadError> {
     ctx.flush_timers()?;
     match ctx.state.memory_mut() {
         Some(mem) => hand(cf, i, mem),
@@ -393,7 +394,7 @@ pub fn prime_oracle(
     log: &Log,
     plan: ReadPlan,
     records: u64,
-) -> Result<i64, EngineError> {
+) -> Result<i64, PreloadError> {
     let mut consumer = Consumer::new(log, plan);
     let mut watermark = WatermarkValve::for_workload(workload, consumer.now());
     let mut forwarded = i64::MIN;

@@ -1,7 +1,7 @@
 //! What each kind emits for the next operator of a chain equals what its truth model emits,
 //! and chains run through their operators give exactly the chain oracle's results.
 
-use super::testkit::{Rig, chain_workload, events, run_chain};
+use super::kit::{Rig, chain_workload, events, run_chain};
 use crate::pipeline::source::Event;
 
 const PROCESS: &str = "{kind: process, states: [{name: v, type: value, value-size: 10}, \

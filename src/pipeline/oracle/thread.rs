@@ -2,8 +2,8 @@
 //! in batches and waits only when it asks for a comparison, so the engine thread, whose speed
 //! the run reports, does the job's work and not the measurement's (a Flink job has no oracle).
 
-use crate::durability::sink::Count;
-use crate::pipeline::oracle::{Oracle, ResultError, checked};
+use super::{Oracle, ResultError, checked};
+use crate::model::counters::Count;
 use crate::pipeline::source::Event;
 use crate::util::worker::{Worker, WorkerGone};
 

@@ -10,7 +10,7 @@ use std::io::{BufReader, BufWriter, Read as _, Write as _};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use super::EngineError;
+use super::PreloadError;
 use super::base::io;
 use super::warmup::{Source, Step, Steps};
 use crate::backend::keys::{MAX_PARALLELISM, key_group};
@@ -48,7 +48,7 @@ pub fn spill(
     records: u64,
     batches: &[Range<u16>],
     dir: &Path,
-) -> Result<Spilled, EngineError> {
+) -> Result<Spilled, PreloadError> {
     std::fs::create_dir_all(dir).map_err(io(format!("create {}", dir.display())))?;
     let mut batch_of = vec![0usize; usize::from(MAX_PARALLELISM)];
     for (b, groups) in batches.iter().enumerate() {
@@ -158,12 +158,11 @@ pub struct BatchRecords {
 }
 
 impl Spilled {
-    pub fn batch(&self, b: usize) -> Result<BatchRecords, EngineError> {
-        let path = self
-            .files
-            .get(b)
-            .cloned()
-            .ok_or_else(|| EngineError::Preload(format!("no records spilled for batch {b}")))?;
+    pub fn batch(&self, b: usize) -> Result<BatchRecords, PreloadError> {
+        let path =
+            self.files.get(b).cloned().ok_or_else(|| {
+                PreloadError::Preload(format!("no records spilled for batch {b}"))
+            })?;
         let file = File::open(&path).map_err(io(format!("read {}", path.display())))?;
         Ok(BatchRecords {
             reader: BufReader::with_capacity(256 << 10, file),
@@ -180,12 +179,12 @@ impl Spilled {
 }
 
 impl BatchRecords {
-    pub fn next(&mut self) -> Result<Option<(u64, i64, Event)>, EngineError> {
+    pub fn next(&mut self) -> Result<Option<(u64, i64, Event)>, PreloadError> {
         let mut buf = [0u8; RECORD];
         match self.reader.read_exact(&mut buf) {
             Ok(()) => Ok(Some(decode(&buf))),
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
-            Err(e) => Err(EngineError::Preload(format!(
+            Err(e) => Err(PreloadError::Preload(format!(
                 "cannot read {}: {e}",
                 self.path.display()
             ))),
@@ -202,8 +201,8 @@ mod tests {
     use crate::config::{Profile, Workload};
     use crate::durability::delivery::Delivery;
     use crate::durability::sink::MemorySink;
-    use crate::engine::preload::warmup::{self, Part, Source, Until};
     use crate::pipeline::operators;
+    use crate::preload::warmup::{self, Part, Source, Until};
     use std::sync::Arc;
 
     /// Each batch read from the spilled history holds exactly the state, results and timers

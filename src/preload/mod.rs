@@ -23,16 +23,33 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::EngineError;
-use super::truth::OracleThread;
 use crate::backend::StateBackend;
 use crate::config::workload::PreloadSpec;
 use crate::config::{Profile, Workload};
 use crate::durability::delivery::Delivery;
 pub use crate::model::summary::PreloadReport;
 use crate::pipeline::operators;
+use crate::pipeline::oracle::thread::OracleThread;
 use crate::pipeline::source::{Log, ReadPlan};
 use base::Manifest;
+
+/// What a preload failed with. The engine reports each as it reports its own errors of the
+/// same kind (`PreloadError`'s `Preload`, `Pipeline`, `Backend`, `Source`, `Spawn`).
+#[derive(Debug, thiserror::Error)]
+pub enum PreloadError {
+    #[error(transparent)]
+    Pipeline(#[from] crate::pipeline::PipelineError),
+    #[error(transparent)]
+    Backend(#[from] crate::backend::BackendError),
+    #[error("cannot start the engine thread: {0}")]
+    Spawn(std::io::Error),
+    #[error("cannot start reading the log: {0}")]
+    Source(String),
+    #[error(transparent)]
+    WorkerGone(#[from] crate::util::worker::WorkerGone),
+    #[error("preload: {0}")]
+    Preload(String),
+}
 
 /// A run's preload: how much history, and where bases are kept.
 #[derive(Debug, Clone)]
@@ -104,7 +121,7 @@ pub fn find_or_build(
     profile: &Profile,
     trace: Option<Arc<Vec<crate::pipeline::source::Event>>>,
     scratch: &Path,
-) -> Result<Base, EngineError> {
+) -> Result<Base, PreloadError> {
     let key = build::base_key(config, workload, profile)?;
     let dir = config.dir.join(&key);
     if !config.rebuild
@@ -120,8 +137,9 @@ pub fn find_or_build(
     let tmp = config
         .dir
         .join(format!(".{key}.building-{}", std::process::id()));
-    let io =
-        |what: String| move |e: std::io::Error| EngineError::Preload(format!("cannot {what}: {e}"));
+    let io = |what: String| {
+        move |e: std::io::Error| PreloadError::Preload(format!("cannot {what}: {e}"))
+    };
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(io(format!("create {}", tmp.display())))?;
     // The same history kept for another profile: its state is written again, not warmed up.
@@ -190,7 +208,7 @@ pub fn load(
     run: (&Workload, &Log, &ReadPlan),
     sink: &mut Delivery,
     sample: Option<u64>,
-) -> Result<Preloaded, EngineError> {
+) -> Result<Preloaded, PreloadError> {
     let (workload, log, live) = run;
     let Base {
         dir,
@@ -208,7 +226,7 @@ pub fn load(
     let mut own_results = base::read_results(dir, |key, slot, value| {
         sink.sink_mut()
             .write(key, slot, value)
-            .map_err(|e| EngineError::Pipeline(e.into()))
+            .map_err(|e| PreloadError::Pipeline(e.into()))
     })?;
     // The operator's own totals (what Flink keeps downstream) go on only for the checked keys
     // when the store keeps only theirs: the others' results are counted, never stored or
@@ -218,10 +236,10 @@ pub fn load(
     }
     sink.sink_mut()
         .flush()
-        .map_err(|e| EngineError::Pipeline(e.into()))?;
+        .map_err(|e| PreloadError::Pipeline(e.into()))?;
     let t = Instant::now();
     let mut oracle = OracleThread::start(operators::oracle(workload))
-        .map_err(EngineError::Spawn)?
+        .map_err(PreloadError::Spawn)?
         .sampled(sample);
     let oracle_watermark = warmup::prime_oracle(
         &mut oracle,
@@ -253,7 +271,7 @@ pub fn load(
         .iter()
         .map(|name| {
             std::fs::read(dir.join(name)).map_err(|e| {
-                EngineError::Preload(format!("cannot read {}: {e}", dir.join(name).display()))
+                PreloadError::Preload(format!("cannot read {}: {e}", dir.join(name).display()))
             })
         })
         .collect::<Result<Vec<_>, _>>()?;

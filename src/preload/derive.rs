@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use rocksdb::ReadOptions;
 
-use super::EngineError;
+use super::PreloadError;
 use super::base::io;
 use super::base::{self, Manifest, SstOut};
 use crate::backend::memory::SharedMemory;
@@ -43,7 +43,7 @@ pub(super) fn derive(
     dir: &Path,
     scratch: &Path,
     key: &str,
-) -> Result<Manifest, EngineError> {
+) -> Result<Manifest, PreloadError> {
     let started = Instant::now();
     let memory = Arc::new(SharedMemory::for_profile(profile)?);
     let layout = operators::layout(&workload.operator());
@@ -67,7 +67,7 @@ pub(super) fn derive(
     let mut column_families = Vec::new();
     for (i, name) in backend.column_families().iter().enumerate() {
         let options = backend.cf_options(name).ok_or_else(|| {
-            EngineError::Preload(format!("no options for column family '{name}'"))
+            PreloadError::Preload(format!("no options for column family '{name}'"))
         })?;
         let mut out = SstOut::new(dir, i, name, options, k.target_file_size_base.0);
         let mut read = ReadOptions::default();

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::testkit::{self, Rig};
-use super::{CfRole, JobMode, build, oracle};
+use super::super::{CfRole, JobMode, build, oracle};
+use super::kit::{self as testkit, Rig};
 use crate::backend::keys::{self, KEY_GROUP_PREFIX_BYTES};
 use crate::config::Workload;
 use crate::durability::delivery::Delivery;

@@ -3,7 +3,7 @@
 
 use tempfile::TempDir;
 
-use super::{Context, JobMode, KeyedOperator, Layout, build, layout, oracle, truth};
+use super::super::{Context, JobMode, KeyedOperator, Layout, build, layout, oracle, truth};
 use crate::backend::{AccessCounters, StateBackend};
 use crate::config::job::{JobSpec, OperatorSpec};
 use crate::config::workload::ValueSize;
