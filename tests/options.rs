@@ -222,7 +222,7 @@ fn a_knob_rocksdb_did_not_apply_is_reported() {
 }
 
 /// Puts `count` keys (big-endian 0..count) of `size` pseudo-random bytes each into `cf`.
-fn put_incompressible(db: &rocksdb::DB, cf: &rocksdb::ColumnFamily, count: u32, size: usize) {
+fn put_incompressible(db: &rocksdb::DB, cf: &statebench::backend::Cf, count: u32, size: usize) {
     let mut write = rocksdb::WriteOptions::default();
     write.disable_wal(true);
     let mut x = 0x9e37_79b9_7f4a_7c15u64;

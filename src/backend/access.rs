@@ -1,10 +1,10 @@
 //! Counted, timed state access (the job's every RocksDB operation), the changelog of state
 //! changes, and the job's operation counters.
 
-use rocksdb::{AsColumnFamilyRef, ColumnFamily, ReadOptions, WriteBatch, WriteBatchIteratorCf};
+use rocksdb::{AsColumnFamilyRef, ColumnFamily, ReadOptions, WriteBatchIteratorCf};
 
 use super::memstore::MemStore;
-use super::{BackendError, StateBackend, latency, oplog, perf};
+use super::{BackendError, Batch, Cf, StateBackend, latency, oplog, perf};
 
 mod changelog;
 
@@ -233,10 +233,11 @@ impl<'a> StateAccess<'a> {
     /// Point lookup; `f` sees the value while it is pinned (Flink deserializes right away).
     pub fn get<T>(
         &mut self,
-        cf: &ColumnFamily,
+        cf: &Cf,
         key: &[u8],
         f: impl FnOnce(&[u8]) -> Result<T, BackendError>,
     ) -> Result<Option<T>, BackendError> {
+        let cf = cf.raw();
         if let Some(r) = &mut self.recorder {
             r.get(cf, key)?;
         }
@@ -270,7 +271,8 @@ impl<'a> StateAccess<'a> {
         }
     }
 
-    pub fn put(&mut self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<(), BackendError> {
+    pub fn put(&mut self, cf: &Cf, key: &[u8], value: &[u8]) -> Result<(), BackendError> {
+        let cf = cf.raw();
         if let Some(r) = &mut self.recorder {
             r.put(cf, key, value)?;
         }
@@ -296,7 +298,8 @@ impl<'a> StateAccess<'a> {
         Ok(())
     }
 
-    pub fn delete(&mut self, cf: &ColumnFamily, key: &[u8]) -> Result<(), BackendError> {
+    pub fn delete(&mut self, cf: &Cf, key: &[u8]) -> Result<(), BackendError> {
+        let cf = cf.raw();
         if let Some(r) = &mut self.recorder {
             r.delete(cf, key)?;
         }
@@ -322,12 +325,8 @@ impl<'a> StateAccess<'a> {
 
     /// RocksDB merge of `value` into `key` (Flink's ListState `add`: the merge operator joins
     /// the operands with ',' when the value is read).
-    pub fn merge(
-        &mut self,
-        cf: &ColumnFamily,
-        key: &[u8],
-        value: &[u8],
-    ) -> Result<(), BackendError> {
+    pub fn merge(&mut self, cf: &Cf, key: &[u8], value: &[u8]) -> Result<(), BackendError> {
+        let cf = cf.raw();
         if let Some(r) = &mut self.recorder {
             r.merge(cf, key, value)?;
         }
@@ -358,12 +357,13 @@ impl<'a> StateAccess<'a> {
     /// One seek, then one next per entry, as a RocksDB iterator does (Flink's map iteration).
     pub fn iterate_prefix(
         &mut self,
-        cf: &ColumnFamily,
+        cf: &Cf,
         prefix: &[u8],
         seek_to: &[u8],
         limit: usize,
         mut each: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
     ) -> Result<bool, BackendError> {
+        let cf = cf.raw();
         if let Some(r) = &mut self.recorder {
             r.iterate(cf, prefix, seek_to, limit)?;
         }
@@ -410,7 +410,8 @@ impl<'a> StateAccess<'a> {
 
     /// Writes `batch`, even an empty one (Flink's batch wrapper does, and RocksDB counts it:
     /// a write, 12 header bytes, a WriteBufferManager check); empty writes are counted apart.
-    pub fn write_batch(&mut self, batch: WriteBatch) -> Result<(), BackendError> {
+    pub fn write_batch(&mut self, batch: Batch) -> Result<(), BackendError> {
+        let batch = batch.0;
         if let Some(r) = &mut self.recorder {
             r.batch(&batch)?;
         }
@@ -465,9 +466,10 @@ impl<'a> StateAccess<'a> {
     /// Calls `f` with every key and value of `cf`, in key order (a full scan, not a lookup).
     pub fn for_each(
         &mut self,
-        cf: &ColumnFamily,
+        cf: &Cf,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
     ) -> Result<(), BackendError> {
+        let cf = cf.raw();
         if let Some(r) = &mut self.recorder {
             r.for_each(cf)?;
         }
@@ -498,12 +500,13 @@ impl<'a> StateAccess<'a> {
     /// reads of this scan are kept out of the per-lookup perf counters.
     pub fn scan_prefix(
         &mut self,
-        cf: &ColumnFamily,
+        cf: &Cf,
         prefix: &[u8],
         seek_to: &[u8],
         limit: usize,
         mut each: impl FnMut(&[u8]),
     ) -> Result<bool, BackendError> {
+        let cf = cf.raw();
         if let Some(r) = &mut self.recorder {
             r.scan(cf, prefix, seek_to, limit)?;
         }
@@ -590,13 +593,13 @@ mod tests {
         state.merge(list, b"k", b"b").unwrap();
         state.get(list, b"k", |v| Ok(v.len())).unwrap();
         // A batch over two column families, and an empty one (no column family's).
-        let mut batch = WriteBatch::default();
+        let mut batch = Batch::default();
         batch.put_cf(timers, b"t1", []);
         batch.put_cf(timers, b"t2", []);
         batch.delete_cf(timers, b"t0");
         batch.put_cf(list, b"x", b"yz");
         state.write_batch(batch).unwrap();
-        state.write_batch(WriteBatch::default()).unwrap();
+        state.write_batch(Batch::default()).unwrap();
         state.scan_prefix(timers, b"t", b"t", 10, |_| {}).unwrap();
         state
             .iterate_prefix(values, b"", b"", 4, |_, _| Ok(()))

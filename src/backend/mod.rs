@@ -2,6 +2,8 @@
 //! WriteBufferManager, statistics on, one column family per state plus the timer queue.
 
 pub mod access;
+mod cf;
+mod checkpoint;
 pub mod keys;
 pub mod latency;
 pub mod memory;
@@ -12,17 +14,21 @@ pub mod oplog;
 pub mod options_file;
 pub mod perf;
 pub mod serializer;
+mod sst;
 pub mod ttl_filter;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rocksdb::{ColumnFamily, DB, Options, ReadOptions, WriteOptions};
+use rocksdb::{DB, Options, ReadOptions, WriteOptions};
 
 use crate::config::Profile;
 use crate::config::profile::{Knob, Live, Section};
 pub use access::{AccessCounters, CfOps, ChangeLog, StateAccess, plus_cf_ops, replay_changelog};
+pub use cf::{Batch, Cf};
+pub use checkpoint::{Snapshot, SstFile};
 use memory::SharedMemory;
+pub use sst::{CfOptions, SstWriter};
 
 pub use crate::model::layout::{
     ALL_COLUMN_FAMILIES, CF_PROCESSING_TIMERS, CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS,
@@ -123,7 +129,7 @@ pub struct StateBackend {
     ttl_states: Vec<(String, i64, bool)>,
     /// Every column family's options as the database was opened with them (SST files written
     /// outside it, by a preload, use them).
-    sst_options: Vec<(String, Options)>,
+    sst_options: Vec<(String, CfOptions)>,
 }
 
 impl StateBackend {
@@ -160,7 +166,7 @@ impl StateBackend {
     }
 
     /// Column family `name`'s options as the database was opened with them.
-    pub fn cf_options(&self, name: &str) -> Option<&Options> {
+    pub fn cf_options(&self, name: &str) -> Option<&CfOptions> {
         self.sst_options
             .iter()
             .find(|(n, _)| n == name)
@@ -226,10 +232,22 @@ impl StateBackend {
         &self.path
     }
 
-    pub fn cf(&self, name: &str) -> Result<&ColumnFamily, BackendError> {
+    /// Column family `name` of the job's database.
+    pub fn cf(&self, name: &str) -> Result<&Cf, BackendError> {
         self.db
             .cf_handle(name)
+            .map(Cf::of)
             .ok_or_else(|| BackendError::MissingColumnFamily(name.to_string()))
+    }
+
+    /// RocksDB's estimate of the keys in column family `name` (`rocksdb.estimate-num-keys`);
+    /// None when there is no such column family or RocksDB cannot say.
+    pub fn estimated_keys(&self, name: &str) -> Option<u64> {
+        let cf = self.cf(name).ok()?;
+        self.db
+            .property_int_value_cf(cf, "rocksdb.estimate-num-keys")
+            .ok()
+            .flatten()
     }
 
     /// Bloom bits per key really in the SST files of `cf`: filter bytes * 8 / filter entries,

@@ -10,7 +10,9 @@ use rocksdb::{
 };
 
 use super::memory::{FlushChoice, SharedMemory};
-use super::{BackendError, MERGE_OPERATOR_NAME, StateBackend, string_append, ttl_filter};
+use super::{
+    BackendError, CfOptions, MERGE_OPERATOR_NAME, StateBackend, string_append, ttl_filter,
+};
 use crate::config::Profile;
 use crate::config::profile::{Compression, Knobs, RocksOption, Section, in_section};
 use crate::config::target::{Checksum, TargetOptions};
@@ -303,7 +305,7 @@ impl StateBackend {
         // Each state's options, kept for SST files written outside the database (a preload).
         let sst_options = cf_names
             .iter()
-            .map(|name| Ok((name.clone(), cf_options(name, &COLUMN_FAMILY)?)))
+            .map(|name| Ok((name.clone(), CfOptions(cf_options(name, &COLUMN_FAMILY)?))))
             .collect::<Result<Vec<_>, BackendError>>()?;
         let descriptors = std::iter::once(ColumnFamilyDescriptor::new(
             rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
@@ -312,7 +314,7 @@ impl StateBackend {
         .chain(
             sst_options
                 .iter()
-                .map(|(name, o)| ColumnFamilyDescriptor::new(name, o.clone())),
+                .map(|(name, o)| ColumnFamilyDescriptor::new(name, o.0.clone())),
         )
         .collect::<Vec<_>>();
         let db = DB::open_cf_descriptors(&opts, path, descriptors).map_err(|e| {

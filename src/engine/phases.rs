@@ -517,18 +517,8 @@ pub(super) fn state_is_empty(backends: &[Arc<StateBackend>]) -> bool {
 }
 
 fn one_is_empty(backend: &StateBackend) -> bool {
-    backend.data_column_families().iter().all(|cf| {
-        backend
-            .cf(cf)
-            .ok()
-            .and_then(|h| {
-                backend
-                    .db()
-                    .property_int_value_cf(h, "rocksdb.estimate-num-keys")
-                    .ok()
-                    .flatten()
-            })
-            .unwrap_or(0)
-            == 0
-    })
+    backend
+        .data_column_families()
+        .iter()
+        .all(|cf| backend.estimated_keys(cf).unwrap_or(0) == 0)
 }

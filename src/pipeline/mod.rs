@@ -28,9 +28,3 @@ pub enum PipelineError {
     #[error("the job has no operator number {0}")]
     NoSuchOperator(usize),
 }
-
-impl From<rocksdb::Error> for PipelineError {
-    fn from(e: rocksdb::Error) -> Self {
-        PipelineError::Backend(BackendError::RocksDb(e))
-    }
-}

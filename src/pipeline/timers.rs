@@ -9,11 +9,9 @@
 
 use std::collections::VecDeque;
 
-use rocksdb::{ColumnFamily, WriteBatch};
-
 use super::PipelineError;
-use crate::backend::StateAccess;
 use crate::backend::keys::{self, CompositeKey, MAX_PARALLELISM};
+use crate::backend::{Batch, Cf, StateAccess};
 
 pub mod heap;
 pub mod raw;
@@ -245,13 +243,13 @@ impl std::fmt::Debug for Heads {
 /// ROCKSDB timers: Flink's `KeyGroupPartitionedPriorityQueue` of
 /// `RocksDBCachingPriorityQueueSet`s.
 pub struct RocksDbTimers<'a> {
-    cf: &'a ColumnFamily,
+    cf: &'a Cf,
     /// Timers cached per key group (`timer-service.cache-size`).
     cache_size: usize,
     queues: Vec<KeyGroupQueue>,
     /// The head timestamp of every non-empty key group.
     heads: Heads,
-    batch: WriteBatch,
+    batch: Batch,
     /// The timer key being registered (reused).
     scratch: Vec<u8>,
     /// A fired timer's user key and namespace buffers, back from `recycle`.
@@ -263,7 +261,7 @@ pub struct RocksDbTimers<'a> {
 
 impl<'a> RocksDbTimers<'a> {
     /// Opens the timer service on `cf` with Flink's default cache size.
-    pub fn open(cf: &'a ColumnFamily, state: &mut StateAccess) -> Result<Self, PipelineError> {
+    pub fn open(cf: &'a Cf, state: &mut StateAccess) -> Result<Self, PipelineError> {
         Self::open_with_cache(cf, state, CACHE_SIZE)
     }
 
@@ -271,7 +269,7 @@ impl<'a> RocksDbTimers<'a> {
     /// head of every key group from RocksDB (timers left by an earlier run included), as
     /// Flink's queue does when it is first peeked.
     pub fn open_with_cache(
-        cf: &'a ColumnFamily,
+        cf: &'a Cf,
         state: &mut StateAccess,
         cache_size: usize,
     ) -> Result<Self, PipelineError> {
@@ -286,7 +284,7 @@ impl<'a> RocksDbTimers<'a> {
                 })
                 .collect(),
             heads: Heads::new(),
-            batch: WriteBatch::default(),
+            batch: Batch::default(),
             scratch: Vec::new(),
             spare_key: String::new(),
             spare_namespace: Vec::new(),

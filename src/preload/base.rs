@@ -14,11 +14,10 @@
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
-use rocksdb::{BottommostLevelCompaction, CompactOptions, IngestExternalFileOptions, Options};
 use serde::{Deserialize, Serialize};
 
 use super::PreloadError;
-use crate::backend::{BackendError, StateBackend};
+use crate::backend::{BackendError, CfOptions, SstWriter, StateBackend};
 use crate::pipeline::source::Offsets;
 
 /// The base's description (`base.json`).
@@ -174,14 +173,14 @@ pub struct SstOut<'o> {
     dir: PathBuf,
     prefix: String,
     index: usize,
-    options: &'o Options,
+    options: &'o CfOptions,
     target: u64,
-    writer: Option<rocksdb::SstFileWriter<'o>>,
+    writer: Option<SstWriter<'o>>,
     pub files: CfFiles,
 }
 
 impl<'o> SstOut<'o> {
-    pub fn new(dir: &Path, index: usize, name: &str, options: &'o Options, target: u64) -> Self {
+    pub fn new(dir: &Path, index: usize, name: &str, options: &'o CfOptions, target: u64) -> Self {
         SstOut {
             dir: dir.to_path_buf(),
             prefix: String::new(),
@@ -225,8 +224,7 @@ impl<'o> SstOut<'o> {
                     self.index,
                     self.files.files.len() + 1
                 );
-                let w = rocksdb::SstFileWriter::create(self.options);
-                w.open(self.dir.join(&name))?;
+                let w = SstWriter::create(self.options, &self.dir.join(&name))?;
                 self.files.files.push(name);
                 self.writer.insert(w)
             }
@@ -355,32 +353,18 @@ fn ingest(
             .map_err(io(format!("link {} into {}", file, staging.display())))?;
         links.push(link);
     }
-    let handle = backend.cf(&cf.name)?;
-    let mut opts = IngestExternalFileOptions::default();
-    opts.set_move_files(true);
-    backend
-        .db()
-        .ingest_external_file_cf_opts(handle, &opts, links)
-        .map_err(BackendError::from)?;
+    backend.ingest(backend.cf(&cf.name)?, links)?;
     Ok(true)
 }
 
 /// Moves column family `name`'s files (all in the last level after an ingest into an empty
-/// database) to `level` without rewriting them: a manual compaction that skips the bottommost
-/// level and then refits its files to the target level.
+/// database) to `level` without rewriting them (see [`StateBackend::move_to_level`]).
 fn move_to_level(backend: &StateBackend, name: &str, level: u32) -> Result<(), PreloadError> {
     let handle = backend.cf(name)?;
     if level >= NUM_LEVELS - 1 {
         return Ok(());
     }
-    let mut opts = CompactOptions::default();
-    opts.set_change_level(true);
-    opts.set_target_level(level as i32);
-    opts.set_bottommost_level_compaction(BottommostLevelCompaction::Skip);
-    opts.set_exclusive_manual_compaction(true);
-    backend
-        .db()
-        .compact_range_cf_opt(handle, None::<&[u8]>, None::<&[u8]>, &opts);
+    backend.move_to_level(handle, level);
     Ok(())
 }
 

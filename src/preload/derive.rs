@@ -9,13 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rocksdb::ReadOptions;
-
 use super::PreloadError;
 use super::base::io;
 use super::base::{self, Manifest, SstOut};
+use crate::backend::StateBackend;
 use crate::backend::memory::SharedMemory;
-use crate::backend::{BackendError, StateBackend};
 use crate::config::{Profile, Workload};
 use crate::pipeline::operators;
 
@@ -70,16 +68,7 @@ pub(super) fn derive(
             PreloadError::Preload(format!("no options for column family '{name}'"))
         })?;
         let mut out = SstOut::new(dir, i, name, options, k.target_file_size_base.0);
-        let mut read = ReadOptions::default();
-        read.fill_cache(false);
-        read.set_readahead_size(4 << 20);
-        let mut it = backend.db().raw_iterator_cf_opt(backend.cf(name)?, read);
-        it.seek_to_first();
-        while let (Some(key), Some(value)) = (it.key(), it.value()) {
-            out.put(key, value)?;
-            it.next();
-        }
-        it.status().map_err(BackendError::from)?;
+        backend.read_all(backend.cf(name)?, |key, value| out.put(key, value))?;
         column_families.push(out.finish()?);
     }
     drop(backend);

@@ -95,7 +95,7 @@ impl OpRecorder {
         }
         let mut handles = Vec::new();
         for (i, name) in column_families(backend).enumerate() {
-            handles.push((handle_id(backend.cf(name)?), i as u8));
+            handles.push((handle_id(backend.cf(name)?.raw()), i as u8));
         }
         let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(io)?);
         out.write_all(&format::encode_header(&recorded))
@@ -278,11 +278,11 @@ mod tests {
                 state.merge(list, b"k", &key).unwrap();
             }
             state.delete(map, &7u32.to_be_bytes()).unwrap();
-            let mut batch = WriteBatch::default();
+            let mut batch = crate::backend::Batch::default();
             batch.put_cf(timers, b"t1", []);
             batch.delete_cf(timers, b"t0");
             state.write_batch(batch).unwrap();
-            state.write_batch(WriteBatch::default()).unwrap();
+            state.write_batch(crate::backend::Batch::default()).unwrap();
             state.scan_prefix(timers, b"t", b"t", 10, |_| {}).unwrap();
             // Two pages of a map iteration, the second from where the first stopped.
             state

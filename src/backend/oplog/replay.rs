@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use rocksdb::{ColumnFamily, ReadOptions, WriteBatch};
 
 use super::super::perf::{PerfCounters, Suspended};
-use super::super::{BackendError, StateBackend};
+use super::super::{BackendError, Cf, StateBackend};
 use super::format::Reader;
 use super::{
     BATCH, DELETE, FOR_EACH, GET, ITERATE, MARK, MERGE, Mark, NOW, PUT, SCAN, column_families,
@@ -80,7 +80,7 @@ pub fn replay(path: &Path, dir: &Path, profile: &Profile) -> Result<ReplayStats,
     let backend = StateBackend::open_for(dir, &profile, &layout)?;
     let db = backend.db();
     let handles = column_families(&backend)
-        .map(|name| backend.cf(name))
+        .map(|name| backend.cf(name).map(Cf::raw))
         .collect::<Result<Vec<_>, _>>()?;
     let _perf = PerfCounters::start();
     let mut stats = ReplayStats::default();

@@ -26,7 +26,7 @@ pub(super) fn native_checkpoint(
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(io(format!("remove {}", dir.display())))?;
     }
-    rocksdb::checkpoint::Checkpoint::new(backend.db())?.create_checkpoint(dir)?;
+    backend.create_checkpoint(dir)?;
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io(format!("list {}", dir.display())))? {
         let entry = entry.map_err(io(format!("list {}", dir.display())))?;
@@ -68,7 +68,7 @@ pub fn savepoint_files(
     }
     std::fs::create_dir_all(scratch).map_err(io(format!("create {}", scratch.display())))?;
     let file = scratch.join(FULL_STATE);
-    let snapshot = first.db().snapshot();
+    let snapshot = first.snapshot();
     write_full(first, &snapshot, &file, &AtomicBool::new(false))?;
     let mut files = vec![(file, FULL_STATE.to_string())];
     for (i, backend) in others.iter().enumerate() {
@@ -76,7 +76,7 @@ pub fn savepoint_files(
         let dir = scratch.join(&op);
         std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
         let file = dir.join(FULL_STATE);
-        let snapshot = backend.db().snapshot();
+        let snapshot = backend.snapshot();
         write_full(backend, &snapshot, &file, &AtomicBool::new(false))?;
         files.push((file, format!("{op}/{FULL_STATE}")));
     }

@@ -29,7 +29,7 @@ use self::changelog::ChangelogState;
 use self::files::incarnation;
 use self::snapshot::{SnapshotError, live_ssts};
 use self::store::{CheckpointStore, StoreConfig, StoreError, Upload};
-use crate::backend::StateBackend;
+use crate::backend::{BackendError, StateBackend};
 use crate::config::profile::{CheckpointKind, Knobs};
 pub use changelog::ChangelogStatus;
 pub use files::savepoint_files;
@@ -59,8 +59,8 @@ pub enum CheckpointError {
     UploadThread(u64),
 }
 
-impl From<rocksdb::Error> for CheckpointError {
-    fn from(e: rocksdb::Error) -> Self {
+impl From<BackendError> for CheckpointError {
+    fn from(e: BackendError) -> Self {
         CheckpointError::Snapshot(SnapshotError::from(e))
     }
 }
@@ -285,7 +285,7 @@ impl Checkpointer {
         let mut files = std::collections::BTreeMap::new();
         for sst in live_ssts(&backend)? {
             let name = format!("{}-{}", self.incarnation, sst.name);
-            let local = backend.db().path().join(&sst.name);
+            let local = backend.path().join(&sst.name);
             let stored = shared_dir.join(&name);
             if std::fs::hard_link(&local, &stored).is_err() {
                 std::fs::copy(&local, &stored).map_err(io(format!(

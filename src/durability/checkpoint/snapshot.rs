@@ -13,9 +13,8 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rocksdb::{IteratorMode, WriteBatch};
-
-use crate::backend::{BackendError, StateBackend};
+pub use crate::backend::SstFile;
+use crate::backend::{BackendError, Batch, Snapshot, StateBackend};
 
 /// First bytes of a canonical state stream.
 const MAGIC: &[u8; 16] = b"statebench-full1";
@@ -40,12 +39,6 @@ pub enum SnapshotError {
     Cancelled,
 }
 
-impl From<rocksdb::Error> for SnapshotError {
-    fn from(e: rocksdb::Error) -> Self {
-        SnapshotError::Backend(BackendError::RocksDb(e))
-    }
-}
-
 /// What a full snapshot wrote.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FullStats {
@@ -58,7 +51,7 @@ pub struct FullStats {
 /// u32 lengths, in key order. Stops with `Cancelled` when `cancel` is set.
 pub fn write_full(
     backend: &StateBackend,
-    snapshot: &rocksdb::Snapshot<'_>,
+    snapshot: &Snapshot<'_>,
     out: &Path,
     cancel: &AtomicBool,
 ) -> Result<FullStats, SnapshotError> {
@@ -78,25 +71,19 @@ pub fn write_full(
         let cf = backend.cf(name)?;
         put(&mut w, &(name.len() as u32).to_le_bytes())?;
         put(&mut w, name.as_bytes())?;
-        let mut opts = rocksdb::ReadOptions::default();
-        opts.set_snapshot(snapshot);
-        // A snapshot's scan should not push the job's hot blocks out of the cache.
-        opts.fill_cache(false);
-        for (n, item) in backend
-            .db()
-            .iterator_cf_opt(cf, opts, IteratorMode::Start)
-            .enumerate()
-        {
-            let (key, value) = item?;
-            if n % 1024 == 0 && cancel.load(Ordering::Relaxed) {
+        let mut n = 0usize;
+        backend.for_each_in_snapshot(snapshot, cf, |key, value| {
+            if n.is_multiple_of(1024) && cancel.load(Ordering::Relaxed) {
                 return Err(SnapshotError::Cancelled);
             }
+            n += 1;
             put(&mut w, &(key.len() as u32).to_le_bytes())?;
-            put(&mut w, &key)?;
+            put(&mut w, key)?;
             put(&mut w, &(value.len() as u32).to_le_bytes())?;
-            put(&mut w, &value)?;
+            put(&mut w, value)?;
             stats.entries += 1;
-        }
+            Ok(())
+        })?;
         put(&mut w, &END_OF_CF.to_le_bytes())?;
     }
     let file = w.into_inner().map_err(|e| io(e.into_error()))?;
@@ -159,7 +146,7 @@ pub fn restore_full(backend: &StateBackend, from: &Path) -> Result<FullStats, Sn
         }
         let cf = backend.cf(&name)?;
         stats.bytes += 4 + u64::from(name_len);
-        let mut batch = WriteBatch::default();
+        let mut batch = Batch::default();
         loop {
             let Some(key_len) = read_u32(&mut r)? else {
                 return Err(corrupt(format!("'{name}' ends without its end marker")));
@@ -178,40 +165,25 @@ pub fn restore_full(backend: &StateBackend, from: &Path) -> Result<FullStats, Sn
             stats.entries += 1;
             if batch.len() >= RESTORE_BATCH {
                 let full = std::mem::take(&mut batch);
-                backend.db().write_opt(full, backend.write_options())?;
+                backend.write(full)?;
             }
         }
         if !batch.is_empty() {
-            backend.db().write_opt(batch, backend.write_options())?;
+            backend.write(batch)?;
         }
     }
     Ok(stats)
 }
 
-/// One SST file RocksDB holds now: where it is in the LSM tree.
-#[derive(Debug, Clone)]
-pub struct SstFile {
-    pub name: String,
-    pub size: u64,
-    pub level: i32,
-}
-
 /// RocksDB's live SST files, by file name (`000123.sst`).
 pub fn live_ssts(backend: &StateBackend) -> Result<Vec<SstFile>, SnapshotError> {
-    Ok(backend
-        .db()
-        .live_files()?
-        .into_iter()
-        .map(|f| SstFile {
-            name: f.name.trim_start_matches('/').to_string(),
-            size: f.size as u64,
-            level: f.level,
-        })
-        .collect())
+    Ok(backend.live_ssts()?)
 }
 
 #[cfg(test)]
 mod tests {
+    use rocksdb::IteratorMode;
+
     use super::*;
     use crate::backend::{ALL_COLUMN_FAMILIES, CF_TIMERS, CF_WINDOW_STATS};
     use crate::config::Profile;
@@ -241,7 +213,7 @@ mod tests {
         a.db().put_cf(timers, b"t", b"").unwrap();
         a.db().flush_cf(stats).unwrap();
         a.db().delete_cf(stats, 5u32.to_be_bytes()).unwrap();
-        let snapshot = a.db().snapshot();
+        let snapshot = a.snapshot();
         let expected = contents(&a);
         // Written after the snapshot: not in it.
         a.db().put_cf(stats, b"late", b"x").unwrap();

@@ -149,8 +149,8 @@ impl Checkpointer {
             .name("statebench-ckpt".to_string())
             .spawn(move || {
                 // Every database's snapshot at the barrier, before the job goes on.
-                let snapshot = backend.db().snapshot();
-                let op_snapshots: Vec<_> = others.iter().map(|b| b.db().snapshot()).collect();
+                let snapshot = backend.snapshot();
+                let op_snapshots: Vec<_> = others.iter().map(|b| b.snapshot()).collect();
                 let _ = taken_tx.send(());
                 let mut result = write_full(&backend, &snapshot, &scratch, &cancel)
                     .map_err(|e| e.to_string())

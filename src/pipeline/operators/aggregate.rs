@@ -11,12 +11,10 @@
 
 use std::collections::HashMap;
 
-use rocksdb::ColumnFamily;
-
 use super::ttl::{self, Read, ValueCodec};
 use super::{ACCUMULATOR_SIZE, Context, JobCounters, KeyedOperator, Layout, record};
 use crate::backend::keys::{CompositeKey, write_string};
-use crate::backend::{BackendError, StateAccess, StateBackend};
+use crate::backend::{BackendError, Cf, StateAccess, StateBackend};
 use crate::config::Workload;
 use crate::config::job::aggregate::{AggregateFunction, AggregateSpec};
 use crate::config::job::dedup::TtlSettings;
@@ -41,7 +39,7 @@ pub fn layout(spec: &AggregateSpec) -> Layout {
 }
 
 pub struct Aggregate<'a> {
-    cf: &'a ColumnFamily,
+    cf: &'a Cf,
     /// How the job names a key id (`user-N` or a trace's own key).
     keys: KeyNames,
     function: AggregateFunction,

@@ -9,13 +9,11 @@
 
 use std::collections::HashMap;
 
-use rocksdb::ColumnFamily;
-
 use super::ttl::{self, Read, ValueCodec};
 use super::valgen::{java_hash, payload};
 use super::{Context, JobCounters, KeyedOperator, Layout, mix, record};
 use crate::backend::keys::CompositeKey;
-use crate::backend::{BackendError, StateAccess, StateBackend};
+use crate::backend::{BackendError, Cf, StateAccess, StateBackend};
 use crate::config::Workload;
 use crate::config::job::dedup::{DedupSpec, Keep, TtlSettings};
 use crate::pipeline::PipelineError;
@@ -43,7 +41,7 @@ pub fn layout(spec: &DedupSpec) -> Layout {
 }
 
 pub struct Dedup<'a> {
-    cf: &'a ColumnFamily,
+    cf: &'a Cf,
     /// How the job names a key id (`user-N` or a trace's own key).
     keys: KeyNames,
     keep: Keep,

@@ -5,12 +5,12 @@
 //! `eventTime + window` whose firing applies the -1. `timerState`
 //! (`MapState<Long timer, Decrement>`) records what each timer must decrement.
 
-use rocksdb::ColumnFamily;
-
 use super::{Context, JobCounters, KeyedOperator, Layout};
 use crate::backend::keys::{self, CompositeKey};
 use crate::backend::serializer::{CodecError, Decrement, Stats, ValueSerializer};
-use crate::backend::{BackendError, CF_TIMER_STATE, CF_WINDOW_STATS, StateAccess, StateBackend};
+use crate::backend::{
+    BackendError, CF_TIMER_STATE, CF_WINDOW_STATS, Cf, StateAccess, StateBackend,
+};
 use crate::config::Workload;
 use crate::config::job::frequency::FrequencySpec;
 use crate::config::workload::WriteCondition;
@@ -55,8 +55,8 @@ pub enum JobMode {
 
 pub struct FrequencyJob<'a> {
     mode: JobMode,
-    stats_cf: &'a ColumnFamily,
-    timer_state_cf: &'a ColumnFamily,
+    stats_cf: &'a Cf,
+    timer_state_cf: &'a Cf,
     /// timerState TTL in processing-time ms (None: no TTL).
     ttl: Option<i64>,
     windows: Vec<i64>,
@@ -352,7 +352,7 @@ fn encode_with_ttl(
 /// TTL decorator clears an expired entry it reads.
 fn read_decrement<S: Output>(
     ctx: &mut Context<'_, S>,
-    cf: &ColumnFamily,
+    cf: &Cf,
     key: &[u8],
     serializer: &ValueSerializer,
     ttl: Option<i64>,

@@ -18,11 +18,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use rocksdb::ColumnFamily;
-
 use super::{Context, JobCounters, KeyedOperator, Layout, mix, record, splitmix64};
 use crate::backend::keys::{self, CompositeKey};
-use crate::backend::{BackendError, StateAccess, StateBackend};
+use crate::backend::{BackendError, Cf, StateAccess, StateBackend};
 use crate::config::Workload;
 use crate::config::job::interval_join::IntervalJoinSpec;
 use crate::pipeline::PipelineError;
@@ -239,7 +237,7 @@ fn bucket_time(key: &[u8], prefix_len: usize) -> Result<i64, BackendError> {
 /// right after its 128th entry) is the last; one that stops at 128 entries is not.
 pub fn for_each_map_entry(
     state: &mut StateAccess,
-    cf: &ColumnFamily,
+    cf: &Cf,
     prefix: &[u8],
     mut f: impl FnMut(&[u8], &[u8]) -> Result<(), BackendError>,
 ) -> Result<(), BackendError> {
@@ -277,8 +275,8 @@ pub fn layout(_spec: &IntervalJoinSpec) -> Layout {
 }
 
 pub struct IntervalJoin<'a> {
-    left: &'a ColumnFamily,
-    right: &'a ColumnFamily,
+    left: &'a Cf,
+    right: &'a Cf,
     bounds: Bounds,
     /// How the job names a key id (`user-N` or a trace's own key).
     keys: KeyNames,
@@ -321,7 +319,7 @@ impl<'a> IntervalJoin<'a> {
         })
     }
 
-    fn buffer(&self, side: Side) -> &'a ColumnFamily {
+    fn buffer(&self, side: Side) -> &'a Cf {
         match side {
             Side::Left => self.left,
             Side::Right => self.right,

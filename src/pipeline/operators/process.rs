@@ -13,14 +13,12 @@
 
 use std::collections::HashMap;
 
-use rocksdb::ColumnFamily;
-
 use super::process_map::{clear_map, iterate};
 use super::ttl::{self, ValueCodec};
 use super::valgen::{fires, first8, java_hash, payload, pick};
 use super::{Context, JobCounters, KeyedOperator, Layout, TIMER_RECORD_SIZE, mix, record};
 use crate::backend::keys::CompositeKey;
-use crate::backend::{BackendError, StateAccess, StateBackend};
+use crate::backend::{BackendError, Cf, StateAccess, StateBackend};
 use crate::config::Workload;
 use crate::config::job::process::{ActionKind, ProcessSpec, StateKind};
 use crate::pipeline::PipelineError;
@@ -239,7 +237,7 @@ pub struct Process<'a> {
     plan: Plan,
     /// How the job names a key id (`user-N` or a trace's own key).
     keys: KeyNames,
-    cfs: Vec<&'a ColumnFamily>,
+    cfs: Vec<&'a Cf>,
     key: CompositeKey,
     key_str: String,
     bufs: Bufs,
@@ -335,7 +333,7 @@ impl<'a> Process<'a> {
 fn exec(
     a: &ActionPlan,
     s: &StatePlan,
-    cf: &ColumnFamily,
+    cf: &Cf,
     key: &mut CompositeKey,
     bufs: &mut Bufs,
     state: &mut StateAccess,

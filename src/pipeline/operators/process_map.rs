@@ -1,13 +1,11 @@
 //! `kind: process`'s map-state iteration and clear, as Flink's RocksDBMapState does them.
 
-use rocksdb::{ColumnFamily, WriteBatch};
-
 use super::process::{
     ActionPlan, Bufs, MAP_ITERATOR_BATCH, WRITE_BATCH_CAPACITY, read_bytes, term,
 };
 use super::ttl::ValueCodec;
 use crate::backend::keys::CompositeKey;
-use crate::backend::{BackendError, StateAccess};
+use crate::backend::{BackendError, Batch, Cf, StateAccess};
 
 /// `RocksDBMapState.RocksDBMapIterator`: entries loaded in batches of up to 128 from a seek.
 struct MapIter {
@@ -35,7 +33,7 @@ impl MapIter {
     fn load(
         &mut self,
         state: &mut StateAccess,
-        cf: &ColumnFamily,
+        cf: &Cf,
         prefix: &[u8],
     ) -> Result<(), BackendError> {
         if self.index < self.cache.len() || self.expired {
@@ -65,7 +63,7 @@ impl MapIter {
     fn has_next(
         &mut self,
         state: &mut StateAccess,
-        cf: &ColumnFamily,
+        cf: &Cf,
         prefix: &[u8],
     ) -> Result<bool, BackendError> {
         self.load(state, cf, prefix)?;
@@ -87,7 +85,7 @@ impl MapIter {
 pub(super) fn iterate(
     a: &ActionPlan,
     codec: &ValueCodec,
-    cf: &ColumnFamily,
+    cf: &Cf,
     key: &mut CompositeKey,
     bufs: &mut Bufs,
     state: &mut StateAccess,
@@ -134,7 +132,7 @@ pub(super) fn iterate(
 /// `RocksDBMapState.clear()`: a seek to the key's prefix, a next per entry, and their deletes
 /// through a RocksDBWriteBatchWrapper (written every 500 entries and at the end if non-empty).
 pub(super) fn clear_map(
-    cf: &ColumnFamily,
+    cf: &Cf,
     prefix: &[u8],
     state: &mut StateAccess,
 ) -> Result<(), BackendError> {
@@ -144,7 +142,7 @@ pub(super) fn clear_map(
         Ok(())
     })?;
     for chunk in keys.chunks(WRITE_BATCH_CAPACITY) {
-        let mut batch = WriteBatch::default();
+        let mut batch = Batch::default();
         for k in chunk {
             batch.delete_cf(cf, k);
         }

@@ -9,10 +9,8 @@
 //! - `NeverReturnExpired`: a read of a value whose `ts + ttl <= now` returns null, after the
 //!   decorator cleared it (`stateClear`: a RocksDB delete).
 
-use rocksdb::ColumnFamily;
-
 use crate::backend::ttl_filter::{self, TtlFilterConfig, TtlLayout};
-use crate::backend::{BackendError, StateAccess};
+use crate::backend::{BackendError, Cf, StateAccess};
 use crate::config::job::dedup::TtlSettings;
 
 /// How a state's values are laid out in RocksDB, with or without TTL.
@@ -147,7 +145,7 @@ impl<T> Read<T> {
 #[allow(clippy::too_many_arguments)]
 pub fn read<T>(
     state: &mut StateAccess,
-    cf: &ColumnFamily,
+    cf: &Cf,
     key: &[u8],
     codec: &ValueCodec,
     now: i64,

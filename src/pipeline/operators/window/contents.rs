@@ -7,11 +7,9 @@
 //! - process: elements `Tuple3<String key, Long eventTime, byte[] payload>`, joined by the list
 //!   merge operator's `,` delimiter.
 
-use rocksdb::ColumnFamily;
-
 use super::assign::TimeWindow;
 use crate::backend::keys::{self, CompositeKey};
-use crate::backend::{BackendError, StateAccess};
+use crate::backend::{BackendError, Cf, StateAccess};
 use crate::config::job::window::FunctionKind;
 use crate::pipeline::operators::splitmix64;
 
@@ -115,7 +113,7 @@ pub fn summarize_list(bytes: &[u8]) -> Result<Summary, BackendError> {
 
 /// The `window-contents` state of one window operator.
 pub struct Contents<'a> {
-    pub cf: &'a ColumnFamily,
+    pub cf: &'a Cf,
     pub function: FunctionKind,
     /// `CountEvictor.of(n)`: Flink's `EvictingWindowOperator`, whose window state is a
     /// `ListState<StreamRecord<IN>>` whatever the function.
@@ -124,7 +122,7 @@ pub struct Contents<'a> {
 }
 
 impl<'a> Contents<'a> {
-    pub fn new(cf: &'a ColumnFamily, function: FunctionKind, evictor: Option<i64>) -> Self {
+    pub fn new(cf: &'a Cf, function: FunctionKind, evictor: Option<i64>) -> Self {
         Contents {
             cf,
             function,

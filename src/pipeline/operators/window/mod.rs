@@ -27,8 +27,6 @@ mod truth;
 
 use std::collections::HashMap;
 
-use rocksdb::ColumnFamily;
-
 pub use assign::TimeWindow;
 pub use contents::Summary;
 pub use truth::WindowTruth;
@@ -38,7 +36,7 @@ use self::contents::Contents;
 use self::merging::MergingWindowSet;
 use super::{CfDecl, CfRole, Context, JobCounters, KeyedOperator, Layout, mix, record};
 use crate::backend::keys::CompositeKey;
-use crate::backend::{BackendError, StateAccess, StateBackend};
+use crate::backend::{BackendError, Cf, StateAccess, StateBackend};
 use crate::config::Workload;
 use crate::config::job::window::{Assigner, FunctionKind, WindowSpec};
 use crate::pipeline::PipelineError;
@@ -126,7 +124,7 @@ pub struct WindowOperator<'a> {
     lateness: i64,
     contents: Contents<'a>,
     /// Sessions: the `merging-window-set` state.
-    merging_cf: Option<&'a ColumnFamily>,
+    merging_cf: Option<&'a Cf>,
     composite: CompositeKey,
     /// The current key's string.
     key: String,
