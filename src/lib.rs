@@ -2,7 +2,6 @@
 
 pub mod advisor;
 pub mod backend;
-pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -19,6 +18,7 @@ pub mod profiler;
 mod progress;
 pub mod report;
 pub mod reproduce;
+pub mod suites;
 pub mod summary;
 pub mod tui;
 pub mod util;

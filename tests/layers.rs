@@ -30,7 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("export", &["export"]),
     ("report", &["report", "summary"]),
     ("flink bridge", &["flink", "diagnose"]),
-    ("tools", &["reproduce", "bench"]),
+    ("tools", &["reproduce", "suites"]),
     ("tui", &["tui"]),
     (
         "face",

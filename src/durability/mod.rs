@@ -5,4 +5,5 @@
 
 pub mod checkpoint;
 pub mod delivery;
+pub mod progress_mark;
 pub mod sink;

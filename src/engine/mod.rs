@@ -12,14 +12,13 @@
 
 mod attempts;
 mod chain;
+mod checkpointing;
 mod clock;
-mod durable;
 mod from_base;
 pub mod identity;
 mod job;
 mod live;
 mod phases;
-mod progress;
 mod publish;
 mod recover;
 mod run;

@@ -10,7 +10,6 @@ use super::phases::{
     checkpoint_dir, db_dir, db_dirs, delivery_config, finish, open_backends, restore_dir,
     scratch_dir, shared_of, sink_dir, state_is_empty,
 };
-use super::progress::ProgressMark;
 use super::run::Run;
 use super::snapshot::{CheckpointOutcome, Phase, RestoreRecord, RunOutcome, RunState};
 use super::{EngineError, RestoreFrom};
@@ -19,6 +18,7 @@ use crate::durability::checkpoint::snapshot::restore_full;
 use crate::durability::checkpoint::store::{CheckpointStore, StoreConfig};
 use crate::durability::checkpoint::{CheckpointConfig, Checkpointer, Metadata, prepare_restore};
 use crate::durability::delivery::Delivery;
+use crate::durability::progress_mark::ProgressMark;
 use crate::durability::sink::Sink;
 use crate::pipeline::PipelineError;
 use crate::pipeline::operators::JobMode;

@@ -10,8 +10,6 @@ use serde::Serialize;
 
 use super::{UsageError, selected, write_json};
 use crate::advisor::{Change, Finding};
-use crate::bench::advice::{self, Known, MAX_RUNS};
-use crate::bench::{Case, Suite};
 use crate::cli::{BenchArgs, JobArgs, PreloadArgs};
 use crate::commands::Job;
 use crate::commands::tune::candidates::{Kind, apply};
@@ -22,6 +20,8 @@ use crate::config::Profile;
 use crate::config::units::human_bytes;
 use crate::preload::PreloadConfig;
 use crate::reproduce::proofs::{self, Scale};
+use crate::suites::advice::{self, Known, MAX_RUNS};
+use crate::suites::{Case, Suite};
 use crate::summary::scorecard::{self, Delta, Figure, Verdict};
 
 /// The fix a case is judged against, as found on its start run.

@@ -9,12 +9,12 @@ use anyhow::{Context as _, bail};
 
 use super::UsageError;
 use crate::backend::oplog;
-use crate::bench::overhead::Overhead;
-use crate::bench::{self, CaseResult, Gate, Results, Suite, Verdict};
 use crate::cli::BenchArgs;
 use crate::config::units::Millis;
 use crate::config::{Profile, Workload};
 use crate::engine::EngineConfig;
+use crate::suites::overhead::Overhead;
+use crate::suites::{self, CaseResult, Gate, Results, Suite, Verdict};
 use crate::summary::Summary;
 use crate::util::fs::write_atomically;
 
@@ -94,14 +94,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         );
     }
     let Some(baseline) = baseline else {
-        print!("{}", bench::render_results(&results));
+        print!("{}", suites::render_results(&results));
         return Ok(());
     };
     let gate = Gate {
         max_regression_pct: args.max_regression,
         timings: args.timings,
     };
-    let rows = bench::compare(&baseline, &results, gate);
+    let rows = suites::compare(&baseline, &results, gate);
     if !rows.iter().any(|r| r.baseline.is_some()) {
         bail!(UsageError(format!(
             "the baseline {} has none of these cases (it holds: {})",
@@ -116,7 +116,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 .join(", ")
         )));
     }
-    print!("{}", bench::render(&rows, args.verbose));
+    print!("{}", suites::render(&rows, args.verbose));
     let regressions = rows
         .iter()
         .filter(|r| r.verdict == Verdict::Regression)
@@ -220,9 +220,9 @@ fn scale(args: &BenchArgs) -> anyhow::Result<()> {
             config.preload = Some(preload(spec, &dir));
         })
         .with_context(|| format!("bench case {} failed", case.name))?;
-        rows.push(bench::scale::ScaleRow::new(case.name, size, &summary));
+        rows.push(suites::scale::ScaleRow::new(case.name, size, &summary));
     }
-    print!("{}", bench::scale::render(&rows));
+    print!("{}", suites::scale::render(&rows));
     if let Some(path) = &args.json {
         write_json(path, &serde_json::to_value(&rows)?)?;
     }
@@ -230,7 +230,7 @@ fn scale(args: &BenchArgs) -> anyhow::Result<()> {
 }
 
 /// The cases of `all` that --case names (all of them without it).
-fn selected<'c>(all: &'c [bench::Case], args: &BenchArgs) -> Vec<&'c bench::Case> {
+fn selected<'c>(all: &'c [suites::Case], args: &BenchArgs) -> Vec<&'c suites::Case> {
     all.iter()
         .filter(|c| args.case.is_empty() || args.case.iter().any(|n| n == c.name))
         .collect()
@@ -259,7 +259,7 @@ const FIDELITY_RECORD_BYTES: u64 = 1024;
 /// level full) and its records read live, against the history and the records all read through
 /// RocksDB; a table for each kind of base, exit 1 beyond a tolerance.
 fn fidelity(args: &BenchArgs) -> anyhow::Result<()> {
-    use crate::bench::fidelity::{Tree, Window, compare, render};
+    use crate::suites::fidelity::{Tree, Window, compare, render};
     if args.baseline.is_some() || args.save_baseline.is_some() || args.timings {
         bail!(UsageError(
             "the fidelity suite judges a preloaded state against one built by records, not a baseline: drop --baseline, --save-baseline and --timings"
@@ -367,7 +367,7 @@ fn fidelity(args: &BenchArgs) -> anyhow::Result<()> {
 /// Profiled runs whose CPU samples (a) is read from.
 const PROFILED_RUNS: usize = 3;
 
-/// The overhead suite (see `bench::overhead`): one recorded run, then `--rounds` of a run, a
+/// The overhead suite (see `suites::overhead`): one recorded run, then `--rounds` of a run, a
 /// replay and a run with sampling off (the run first in odd rounds, last in even ones), then
 /// three profiled runs.
 fn overhead(args: &BenchArgs) -> anyhow::Result<()> {
@@ -507,12 +507,12 @@ fn read_results(path: &Path) -> anyhow::Result<Results> {
             path.display()
         ))
     })?;
-    if results.schema_version != bench::SCHEMA_VERSION {
+    if results.schema_version != suites::SCHEMA_VERSION {
         bail!(UsageError(format!(
             "{}: schema_version {} is not the {} this build reads",
             path.display(),
             results.schema_version,
-            bench::SCHEMA_VERSION
+            suites::SCHEMA_VERSION
         )));
     }
     Ok(results)

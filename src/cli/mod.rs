@@ -155,7 +155,7 @@ pub struct BenchArgs {
     /// the same records read through RocksDB; advice: tune on the case studies and issue 33's
     /// jobs against their known fixes (minutes to hours; no baseline).
     #[arg(long, value_enum, default_value = "ci")]
-    pub suite: crate::bench::Suite,
+    pub suite: crate::suites::Suite,
     /// Run every case on this profile (YAML file or built-in) instead of its own: the
     /// configuration under test. Cases keep their names, so a baseline still matches.
     #[arg(short, long)]

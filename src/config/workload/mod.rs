@@ -17,59 +17,71 @@ pub use preload::{Levels, PreloadSpec};
 
 /// Workloads compiled into the binary.
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("smoke", include_str!("../../workloads/smoke.yaml")),
+    ("smoke", include_str!("../../../workloads/smoke.yaml")),
     (
         "ads-minutes",
-        include_str!("../../workloads/ads-minutes.yaml"),
+        include_str!("../../../workloads/ads-minutes.yaml"),
     ),
-    ("ads-hours", include_str!("../../workloads/ads-hours.yaml")),
-    ("ads-days", include_str!("../../workloads/ads-days.yaml")),
+    (
+        "ads-hours",
+        include_str!("../../../workloads/ads-hours.yaml"),
+    ),
+    ("ads-days", include_str!("../../../workloads/ads-days.yaml")),
     (
         "hours-state",
-        include_str!("../../workloads/hours-state.yaml"),
+        include_str!("../../../workloads/hours-state.yaml"),
     ),
     (
         "backfill-catchup",
-        include_str!("../../workloads/backfill-catchup.yaml"),
+        include_str!("../../../workloads/backfill-catchup.yaml"),
     ),
-    ("dedup-24h", include_str!("../../workloads/dedup-24h.yaml")),
+    (
+        "dedup-24h",
+        include_str!("../../../workloads/dedup-24h.yaml"),
+    ),
     (
         "process-example",
-        include_str!("../../workloads/process-example.yaml"),
+        include_str!("../../../workloads/process-example.yaml"),
     ),
     (
         "sessions-process",
-        include_str!("../../workloads/sessions-process.yaml"),
+        include_str!("../../../workloads/sessions-process.yaml"),
     ),
     (
         "sessions-aggregate",
-        include_str!("../../workloads/sessions-aggregate.yaml"),
+        include_str!("../../../workloads/sessions-aggregate.yaml"),
     ),
     (
         "sliding-aggregate",
-        include_str!("../../workloads/sliding-aggregate.yaml"),
+        include_str!("../../../workloads/sliding-aggregate.yaml"),
     ),
     (
         "interval-join",
-        include_str!("../../workloads/interval-join.yaml"),
+        include_str!("../../../workloads/interval-join.yaml"),
     ),
     (
         "running-aggregate",
-        include_str!("../../workloads/running-aggregate.yaml"),
+        include_str!("../../../workloads/running-aggregate.yaml"),
     ),
     (
         "dedup-then-sessions",
-        include_str!("../../workloads/dedup-then-sessions.yaml"),
+        include_str!("../../../workloads/dedup-then-sessions.yaml"),
     ),
-    ("latest-1k", include_str!("../../workloads/latest-1k.yaml")),
+    (
+        "latest-1k",
+        include_str!("../../../workloads/latest-1k.yaml"),
+    ),
     (
         "orders-payments",
-        include_str!("../../workloads/orders-payments.yaml"),
+        include_str!("../../../workloads/orders-payments.yaml"),
     ),
-    ("dedup-ids", include_str!("../../workloads/dedup-ids.yaml")),
+    (
+        "dedup-ids",
+        include_str!("../../../workloads/dedup-ids.yaml"),
+    ),
     (
         "sessions-zipf-1m",
-        include_str!("../../workloads/sessions-zipf-1m.yaml"),
+        include_str!("../../../workloads/sessions-zipf-1m.yaml"),
     ),
 ];
 

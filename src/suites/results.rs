@@ -132,7 +132,7 @@ pub(super) fn number(v: f64) -> String {
 pub(super) mod tests {
     use super::*;
 
-    pub(in crate::bench) fn results(values: &[(&str, f64)]) -> Results {
+    pub(in crate::suites) fn results(values: &[(&str, f64)]) -> Results {
         Results::new(
             Suite::Ci,
             vec![CaseResult {

@@ -130,7 +130,7 @@ pub fn render(rows: &[Row], all: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::results::tests::results;
+    use crate::suites::results::tests::results;
 
     fn verdict(before: &[(&str, f64)], now: &[(&str, f64)], metric: &str, gate: Gate) -> Verdict {
         compare(&results(before), &results(now), gate)
