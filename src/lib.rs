@@ -5,7 +5,6 @@ pub mod backend;
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod diagnose;
 pub mod durability;
 pub mod engine;
 pub mod export;
@@ -82,13 +81,13 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     // A URL statebench cannot use (https://, no host) is bad input, not a REST API's answer.
     if err.chain().any(|e| {
         matches!(
-            e.downcast_ref::<diagnose::DiagnoseError>(),
-            Some(diagnose::DiagnoseError::Rest(
-                diagnose::rest::RestError::Http(util::http::HttpError::Url { .. })
+            e.downcast_ref::<flink::diagnose::DiagnoseError>(),
+            Some(flink::diagnose::DiagnoseError::Rest(
+                flink::diagnose::rest::RestError::Http(util::http::HttpError::Url { .. })
             ))
         ) || matches!(
-            e.downcast_ref::<diagnose::rest::RestError>(),
-            Some(diagnose::rest::RestError::Http(
+            e.downcast_ref::<flink::diagnose::rest::RestError>(),
+            Some(flink::diagnose::rest::RestError::Http(
                 util::http::HttpError::Url { .. }
             ))
         )
@@ -97,14 +96,14 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     }
     // Flink's REST API did not answer as a running job's would (down, no such job, no metrics).
     if err.chain().any(|e| {
-        e.is::<diagnose::rest::RestError>()
+        e.is::<flink::diagnose::rest::RestError>()
             || matches!(
-                e.downcast_ref::<flink::FlinkError>(),
-                Some(flink::FlinkError::Rest(_))
+                e.downcast_ref::<flink::run::FlinkError>(),
+                Some(flink::run::FlinkError::Rest(_))
             )
             || matches!(
-                e.downcast_ref::<diagnose::DiagnoseError>(),
-                Some(diagnose::DiagnoseError::Rest(_))
+                e.downcast_ref::<flink::diagnose::DiagnoseError>(),
+                Some(flink::diagnose::DiagnoseError::Rest(_))
             )
     }) {
         return 3;
@@ -112,8 +111,8 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     // A run the user cancelled (Ctrl-C), as a shell reports SIGINT.
     if err.chain().any(|e| {
         matches!(
-            e.downcast_ref::<flink::FlinkError>(),
-            Some(flink::FlinkError::Cancelled)
+            e.downcast_ref::<flink::run::FlinkError>(),
+            Some(flink::run::FlinkError::Cancelled)
         )
     }) {
         return 130;

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use statebench::advisor::Severity;
 use statebench::config::Profile;
-use statebench::diagnose::{self, Diagnosis};
+use statebench::flink::diagnose::{self, Diagnosis};
 
 fn evidence(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

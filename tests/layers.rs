@@ -29,7 +29,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("advisor", &["advisor"]),
     ("export", &["export"]),
     ("report", &["report", "summary"]),
-    ("flink bridge", &["flink", "diagnose"]),
+    ("flink bridge", &["flink"]),
     ("tools", &["reproduce", "suites"]),
     ("tui", &["tui"]),
     (

@@ -2,7 +2,7 @@
 
 use super::UsageError;
 use crate::cli::DiagnoseArgs;
-use crate::diagnose::{self, DiagnoseError};
+use crate::flink::diagnose::{self, DiagnoseError};
 
 pub fn run(args: DiagnoseArgs) -> anyhow::Result<()> {
     let DiagnoseArgs {

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use super::UsageError;
 use crate::cli::FlinkRunArgs;
 use crate::config::Workload;
-use crate::flink::{self, FlinkError, Verdict};
+use crate::flink::run::{self as flink, FlinkError, Verdict};
 
 pub fn run(args: FlinkRunArgs) -> anyhow::Result<()> {
     let workload = Workload::load(&args.workload)?;

@@ -207,7 +207,7 @@ impl Rest {
     /// from `/taskmanagers`' memory configuration; None if none is registered.
     pub fn managed_per_slot(&self) -> Result<Option<u64>, FlinkError> {
         let answer = self.call("GET", "/taskmanagers", None)?;
-        Ok(crate::diagnose::rest::managed_per_slot(&answer))
+        Ok(crate::flink::diagnose::rest::managed_per_slot(&answer))
     }
 
     pub fn cancel(&self, job: &str) -> Result<(), FlinkError> {

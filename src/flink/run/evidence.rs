@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{FlinkError, ProfileRun};
 use crate::config::units::human_bytes;
-use crate::diagnose::log::LogEvidence;
+use crate::flink::diagnose::log::LogEvidence;
 use crate::summary::Summary;
 
 /// One RocksDB instance's run, in the numbers the side by side compares.
@@ -35,7 +35,7 @@ pub struct Side {
 /// The one RocksDB instance whose LOG (LOG.old.* first; Flink's copies are flink-LOG*) is in
 /// `dir`, read as `diagnose` reads it.
 fn instance_log(dir: &Path) -> Result<LogEvidence, FlinkError> {
-    let mut found = crate::diagnose::instances_in(dir)
+    let mut found = crate::flink::diagnose::instances_in(dir)
         .map_err(|e| FlinkError::Job(format!("{}: {e}", dir.display())))?;
     match found.len() {
         1 => Ok(found.remove(0).log),

@@ -16,133 +16,137 @@ pub const FLINK_VERSION: &str = "1.20";
 const SOURCES: [(&str, &str); 29] = [
     (
         "AdsFrequencyStats.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/AdsFrequencyStats.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/AdsFrequencyStats.java"),
     ),
     (
         "EveryNthEventWatermarks.java",
         include_str!(
-            "../../parity/job/src/main/java/statebench/parity/EveryNthEventWatermarks.java"
+            "../../../parity/job/src/main/java/statebench/parity/EveryNthEventWatermarks.java"
         ),
     ),
     (
         "FrequencyFunction.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/FrequencyFunction.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/FrequencyFunction.java"),
     ),
     (
         "ObservingOptionsFactory.java",
         include_str!(
-            "../../parity/job/src/main/java/statebench/parity/ObservingOptionsFactory.java"
+            "../../../parity/job/src/main/java/statebench/parity/ObservingOptionsFactory.java"
         ),
     ),
     (
         "OptionsFileCheck.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/OptionsFileCheck.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/OptionsFileCheck.java"),
     ),
     (
         "ParityJob.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/ParityJob.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/ParityJob.java"),
     ),
     (
         "ParityOperator.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/ParityOperator.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/ParityOperator.java"),
     ),
     (
         "RocksDBFiles.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/RocksDBFiles.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/RocksDBFiles.java"),
     ),
     (
         "TimerDecrement.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/TimerDecrement.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/TimerDecrement.java"),
     ),
     (
         "TraceEvent.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/TraceEvent.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/TraceEvent.java"),
     ),
     (
         "TraceSource.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/TraceSource.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/TraceSource.java"),
     ),
     (
         "kinds/Chain.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Chain.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/Chain.java"),
     ),
     (
         "kinds/CountingRocksDB.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/CountingRocksDB.java"),
+        include_str!(
+            "../../../parity/job/src/main/java/statebench/parity/kinds/CountingRocksDB.java"
+        ),
     ),
     (
         "kinds/Functions.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Functions.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/Functions.java"),
     ),
     (
         "kinds/InputWatermarks.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/InputWatermarks.java"),
+        include_str!(
+            "../../../parity/job/src/main/java/statebench/parity/kinds/InputWatermarks.java"
+        ),
     ),
     (
         "kinds/KEvent.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/KEvent.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/KEvent.java"),
     ),
     (
         "kinds/KindsJob.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/KindsJob.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/KindsJob.java"),
     ),
     (
         "kinds/KindsSource.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/KindsSource.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/KindsSource.java"),
     ),
     (
         "kinds/Mix.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Mix.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/Mix.java"),
     ),
     (
         "kinds/Operators.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Operators.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/Operators.java"),
     ),
     (
         "kinds/Out.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Out.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/Out.java"),
     ),
     (
         "kinds/Probe.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Probe.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/Probe.java"),
     ),
     (
         "kinds/ProbedIntervalJoinOperator.java",
         include_str!(
-            "../../parity/job/src/main/java/statebench/parity/kinds/ProbedIntervalJoinOperator.java"
+            "../../../parity/job/src/main/java/statebench/parity/kinds/ProbedIntervalJoinOperator.java"
         ),
     ),
     (
         "kinds/ProbedKeyedProcessOperator.java",
         include_str!(
-            "../../parity/job/src/main/java/statebench/parity/kinds/ProbedKeyedProcessOperator.java"
+            "../../../parity/job/src/main/java/statebench/parity/kinds/ProbedKeyedProcessOperator.java"
         ),
     ),
     (
         "kinds/ProbedReduceOperator.java",
         include_str!(
-            "../../parity/job/src/main/java/statebench/parity/kinds/ProbedReduceOperator.java"
+            "../../../parity/job/src/main/java/statebench/parity/kinds/ProbedReduceOperator.java"
         ),
     ),
     (
         "kinds/ProbedWindowOperator.java",
         include_str!(
-            "../../parity/job/src/main/java/statebench/parity/kinds/ProbedWindowOperator.java"
+            "../../../parity/job/src/main/java/statebench/parity/kinds/ProbedWindowOperator.java"
         ),
     ),
     (
         "kinds/ProcessInterpreter.java",
         include_str!(
-            "../../parity/job/src/main/java/statebench/parity/kinds/ProcessInterpreter.java"
+            "../../../parity/job/src/main/java/statebench/parity/kinds/ProcessInterpreter.java"
         ),
     ),
     (
         "kinds/ResultSink.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/ResultSink.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/ResultSink.java"),
     ),
     (
         "kinds/Spec.java",
-        include_str!("../../parity/job/src/main/java/statebench/parity/kinds/Spec.java"),
+        include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/Spec.java"),
     ),
 ];
 

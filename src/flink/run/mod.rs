@@ -1,0 +1,564 @@
+//! `statebench flink run`: the workload as a real Flink 1.20 job, and the same events through
+//! statebench, side by side.
+//!
+//! The workload's events are written as a trace; a parity job (parity/job: the field reports'
+//! frequency counter on Flink's own `KeyedProcessOperator`, or for the other kinds Flink's own
+//! operator, built here into a jar against the distribution's lib/) replays it on a Flink session cluster with the profile's exported
+//! `config.yaml`: by default an embedded one on localhost (a JobManager and N TaskManager
+//! processes, one slot each), or the user's (`--cluster URL`). Each subtask of the keyed
+//! operator measures its RocksDB instance when the input ends (RocksDB's statistics, its LOG).
+//! statebench then runs one subtask's share of the trace (the busiest one's, or `--subtask N`:
+//! the keys of its key groups, at the rate Flink's subtask reached) on the same profile. A second profile (`--compare`) repeats
+//! both, and the change from the first to the second is judged: does Flink's RocksDB move as
+//! statebench predicted?
+
+pub mod cluster;
+pub mod dist;
+mod evidence;
+pub mod rest;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::config::job::OperatorSpec;
+use crate::config::units::human_bytes;
+use crate::config::workload::{Rate, SerializerKind};
+use crate::config::{Profile, Workload};
+
+pub use evidence::{Change, Side, Verdict, changes as evidence_changes, render, to_json};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FlinkError {
+    /// The machine or the input: no Flink distribution, no JDK, a workload it cannot run.
+    #[error("{0}")]
+    Setup(String),
+    /// Flink's REST API: the cluster down, an error answer, the wrong version.
+    #[error("Flink REST: {0}")]
+    Rest(String),
+    /// The job ran and failed, or its output is missing.
+    #[error("{0}")]
+    Job(String),
+    /// The embedded cluster failed: a JVM ended, or it did not come up in time.
+    #[error("{0}")]
+    Cluster(String),
+    #[error("cancelled: the Flink job was cancelled and the cluster stopped")]
+    Cancelled,
+}
+
+/// What to run.
+pub struct Options {
+    pub workload: Workload,
+    /// The profile, and with `--compare` the one to judge against it.
+    pub profiles: Vec<Profile>,
+    pub events: u64,
+    /// The keyed operator's parallelism on Flink.
+    pub parallelism: u32,
+    /// TaskManagers of the embedded cluster (one slot each).
+    pub taskmanagers: u32,
+    /// A running session cluster's REST address instead of the embedded one.
+    pub cluster: Option<String>,
+    pub dist: Option<PathBuf>,
+    /// Where the trace, the configurations, Flink's output and statebench's data go.
+    pub work: PathBuf,
+    /// Set by Ctrl-C: the running job is cancelled.
+    pub cancel: Arc<AtomicBool>,
+    /// The subtask compared; None: the one with the most events (the first of those), where a
+    /// skewed workload's RocksDB works hardest.
+    pub subtask: Option<u32>,
+}
+
+/// One profile's two runs.
+#[derive(Debug, Clone)]
+pub struct ProfileRun {
+    pub profile: String,
+    pub flink: Side,
+    pub statebench: Side,
+    /// The subtask compared.
+    pub subtask: u32,
+    /// Every subtask's events, in subtask order (how the keys spread).
+    pub subtask_events: Vec<u64>,
+    /// What differs between the two sides' setups (the cluster's own memory, an unknown rate).
+    pub notes: Vec<String>,
+}
+
+/// The Flink job that runs the workload: its entry class and arguments (besides the trace,
+/// configuration and output), and whether it reads trace v2 (value sizes and inputs).
+struct FlinkJob {
+    entry_class: &'static str,
+    args: Vec<String>,
+    /// A join: each record's input is its partition too (each input its own partitions).
+    join: bool,
+    v2: bool,
+}
+
+/// The frequency counter runs as the parity job (windows, out-of-orderness, the timerState TTL,
+/// 0: none, the serializer); every other operator kind as the kinds job, Flink's own operator
+/// for it, reading the workload's `job:` section from `workload_file`.
+fn flink_job(workload: &Workload, workload_file: &Path) -> Result<FlinkJob, FlinkError> {
+    if workload.operators().len() > 1 {
+        return Err(FlinkError::Setup(format!(
+            "workload '{}': a chain of operators; flink run runs one keyed operator (parity/run-kinds runs chains in a MiniCluster)",
+            workload.name
+        )));
+    }
+    let watermarks = [
+        "--watermark-every".to_string(),
+        crate::engine::WATERMARK_EVERY_EVENTS.to_string(),
+    ];
+    let OperatorSpec::Frequency(f) = workload.operator() else {
+        let mut args = vec![
+            "--workload".to_string(),
+            workload_file.display().to_string(),
+        ];
+        args.extend(watermarks);
+        return Ok(FlinkJob {
+            entry_class: dist::KINDS_ENTRY_CLASS,
+            args,
+            join: workload.operator().kind() == "interval-join",
+            v2: true,
+        });
+    };
+    let windows: Vec<String> = f
+        .windows
+        .iter()
+        .map(|w| format!("{}={}", Workload::window_label(*w), w.0))
+        .collect();
+    let mut args = vec![
+        "--windows".into(),
+        windows.join(","),
+        "--out-of-orderness".into(),
+        workload.spec.event_time.out_of_orderness.0.to_string(),
+        "--ttl".into(),
+        f.timer_state_ttl.map_or(0, |t| t.0).to_string(),
+        "--serializer".into(),
+        match workload.spec.serializer {
+            SerializerKind::Compact => "pojo",
+            SerializerKind::Generic => "kryo",
+        }
+        .into(),
+    ];
+    args.extend(watermarks);
+    Ok(FlinkJob {
+        entry_class: dist::ENTRY_CLASS,
+        args,
+        join: false,
+        v2: false,
+    })
+}
+
+/// The exported configuration's knobs Flink's configuration cannot set (`#   knob: value  ->
+/// call` comments), as the parity job's options factory reads them.
+fn factory_knobs(config: &str) -> String {
+    config
+        .lines()
+        .filter_map(|l| l.strip_prefix("#   "))
+        .filter_map(|l| l.split_once("  ->  ").map(|(kv, _)| kv))
+        .map(|kv| format!("{kv}\n"))
+        .collect()
+}
+
+/// The operator index Flink gives key group `kg` (KeyGroupRangeAssignment).
+fn operator_index(kg: u16, parallelism: u32) -> u32 {
+    (u32::from(kg) * parallelism) / u32::from(crate::backend::keys::MAX_PARALLELISM)
+}
+
+/// Writes the workload's first `events` events as the job's trace (`key,event_time,0`, one
+/// partition, as the job's one source; or trace v2); every subtask's event count.
+fn write_trace(
+    workload: &Workload,
+    job: &FlinkJob,
+    events: u64,
+    parallelism: u32,
+    dir: &Path,
+) -> Result<Vec<u64>, FlinkError> {
+    use std::io::Write;
+    let all = dir.join("trace.csv");
+    let mut a = std::io::BufWriter::new(std::fs::File::create(&all).map_err(|e| io(&all, e))?);
+    let mut per_subtask = vec![0u64; parallelism as usize];
+    // The key strings the workload's job keys by (zero-padded to its key size, if it has one).
+    let names = crate::pipeline::source::KeyNames::of(workload);
+    let mut key = String::new();
+    for e in crate::pipeline::source::Generator::new(workload).take(events as usize) {
+        names.write(e.user, &mut key);
+        if job.v2 {
+            // key,event_time,partition,value_size,input: one source, a join's inputs apart.
+            let partition = if job.join { e.input } else { 0 };
+            writeln!(
+                a,
+                "{key},{},{partition},{},{}",
+                e.event_time, e.value_size, e.input
+            )
+        } else {
+            writeln!(a, "{key},{},0", e.event_time)
+        }
+        .map_err(|e| io(&all, e))?;
+        let index = operator_index(crate::backend::keys::key_group(&key), parallelism);
+        per_subtask[index as usize] += 1;
+    }
+    a.flush().map_err(|e| io(&all, e))?;
+    Ok(per_subtask)
+}
+
+/// The subtask compared, and its share of the trace.
+struct Share {
+    subtask: u32,
+    trace: PathBuf,
+}
+
+/// `subtask`'s share of the trace (the lines whose key its key groups hold), for statebench.
+fn write_share(dir: &Path, parallelism: u32, subtask: u32) -> Result<Share, FlinkError> {
+    use std::io::{BufRead, Write};
+    let (all, share) = (
+        dir.join("trace.csv"),
+        dir.join(format!("trace-subtask-{subtask}.csv")),
+    );
+    let read = std::io::BufReader::new(std::fs::File::open(&all).map_err(|e| io(&all, e))?);
+    let mut s = std::io::BufWriter::new(std::fs::File::create(&share).map_err(|e| io(&share, e))?);
+    for line in read.lines() {
+        let line = line.map_err(|e| io(&all, e))?;
+        // Keys are the generator's names: no comma in them.
+        let key = line.split(',').next().unwrap_or_default();
+        if operator_index(crate::backend::keys::key_group(key), parallelism) == subtask {
+            writeln!(s, "{line}").map_err(|e| io(&share, e))?;
+        }
+    }
+    s.flush().map_err(|e| io(&share, e))?;
+    Ok(Share {
+        subtask,
+        trace: share,
+    })
+}
+
+fn io(p: &Path, e: std::io::Error) -> FlinkError {
+    FlinkError::Setup(format!("{}: {e}", p.display()))
+}
+
+/// The subtask with the most events (the first of those).
+fn busiest(per_subtask: &[u64]) -> u32 {
+    let most = per_subtask.iter().copied().max().unwrap_or(0);
+    per_subtask.iter().position(|n| *n == most).unwrap_or(0) as u32
+}
+
+/// Runs everything `options` asks for; `progress` hears each step.
+pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>, FlinkError> {
+    let workload = &options.workload;
+    if workload.spec.trace.is_some() {
+        return Err(FlinkError::Setup(format!(
+            "workload '{}' replays a trace: flink run writes the trace of a generated workload itself; give a workload without 'trace:'",
+            workload.name
+        )));
+    }
+    // Refused before anything is written (the file is named once the work folder exists).
+    flink_job(workload, Path::new("workload.yaml"))?;
+    let max = u32::from(crate::backend::keys::MAX_PARALLELISM);
+    if options.parallelism == 0 || options.taskmanagers == 0 || options.parallelism > max {
+        return Err(FlinkError::Setup(format!(
+            "--parallelism must be 1 to {max} (the job's key groups) and --taskmanagers at least 1"
+        )));
+    }
+    if let Some(k) = options.subtask.filter(|k| *k >= options.parallelism) {
+        return Err(FlinkError::Setup(format!(
+            "--subtask {k}: the keyed operator's subtasks are 0 to {} (--parallelism {})",
+            options.parallelism - 1,
+            options.parallelism
+        )));
+    }
+    if options.cluster.is_none() && options.taskmanagers < options.parallelism {
+        return Err(FlinkError::Setup(format!(
+            "--parallelism {} needs {} slots: the embedded cluster has one per TaskManager, and --taskmanagers is {}",
+            options.parallelism, options.parallelism, options.taskmanagers
+        )));
+    }
+    if workload.spec.phases.is_some() {
+        return Err(FlinkError::Setup(format!(
+            "workload '{}' has backfill and catch-up phases: flink run runs one job",
+            workload.name
+        )));
+    }
+    // The user's cluster answers, and runs Flink 1.20, before anything is built or written.
+    if let Some(url) = &options.cluster {
+        let rest = rest::Rest::new(url);
+        let version = rest.check_version(dist::FLINK_VERSION)?;
+        rest.check_slots(options.parallelism)?;
+        progress(&format!("cluster {url}: Flink {version}"));
+    }
+    // With --cluster too: the job jar is compiled against a distribution's lib/.
+    let dist = dist::locate(options.dist.as_deref())?;
+    dist::check_jdk()?;
+    let work = &options.work;
+    std::fs::create_dir_all(work)
+        .map_err(|e| FlinkError::Setup(format!("{}: {e}", work.display())))?;
+    let work = work
+        .canonicalize()
+        .map_err(|e| FlinkError::Setup(format!("{}: {e}", work.display())))?;
+    progress("building the job jar (once per distribution)");
+    let jar = dist::job_jar(&dist, &work.join("job-jar"))?;
+    progress(&format!(
+        "writing {} events of '{}' as the job's trace",
+        options.events, workload.name
+    ));
+    // The kinds job reads the workload's job: section and event time from the file.
+    let workload_file = work.join("workload.yaml");
+    let yaml = serde_norway::to_string(&workload.spec)
+        .map_err(|e| FlinkError::Setup(format!("the workload as YAML: {e}")))?;
+    std::fs::write(&workload_file, yaml)
+        .map_err(|e| FlinkError::Setup(format!("{}: {e}", workload_file.display())))?;
+    let job = flink_job(workload, &workload_file)?;
+    let subtask_events = write_trace(workload, &job, options.events, options.parallelism, &work)?;
+    let subtask = options.subtask.unwrap_or_else(|| busiest(&subtask_events));
+    let share = write_share(&work, options.parallelism, subtask)?;
+    let mut runs = Vec::new();
+    for (i, profile) in options.profiles.iter().enumerate() {
+        let dir = work.join(format!("{}-{}", ["a", "b"][i.min(1)], profile.name));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("job-conf"))
+            .and_then(|()| std::fs::create_dir_all(dir.join("conf")))
+            .map_err(|e| FlinkError::Setup(format!("{}: {e}", dir.display())))?;
+        let mut notes = Vec::new();
+        let (flink, memory) = flink_side(
+            options, profile, &dist, &jar, &job, &dir, &work, subtask, progress,
+        )?;
+        if options.cancel.load(Ordering::Relaxed) {
+            return Err(FlinkError::Cancelled);
+        }
+        // A user's cluster keeps its own managed memory: statebench runs with what Flink had.
+        let mut profile = profile.clone();
+        if let Some(per_slot) = memory
+            && profile.knobs.memory_mode == crate::config::profile::MemoryMode::Managed
+            && per_slot != profile.knobs.managed_memory.0
+        {
+            notes.push(format!(
+                "the cluster's managed memory is {} a slot, not the profile's {}: statebench ran with the cluster's",
+                human_bytes(per_slot as f64),
+                human_bytes(profile.knobs.managed_memory.0 as f64)
+            ));
+            profile = profile
+                .edited("memory.managed-size", &format!("{per_slot}b"))
+                .map_err(|e| FlinkError::Setup(e.to_string()))?;
+        }
+        let statebench = statebench_side(
+            options, &profile, &flink, &dir, &share, &mut notes, progress,
+        )?;
+        runs.push(ProfileRun {
+            profile: profile.name.clone(),
+            flink,
+            statebench,
+            subtask,
+            subtask_events: subtask_events.clone(),
+            notes,
+        });
+    }
+    Ok(runs)
+}
+
+/// The job on Flink with `profile`: subtask `subtask`'s measurements.
+#[allow(clippy::too_many_arguments)]
+fn flink_side(
+    options: &Options,
+    profile: &Profile,
+    dist: &dist::Dist,
+    jar: &Path,
+    job: &FlinkJob,
+    dir: &Path,
+    work: &Path,
+    subtask: u32,
+    progress: &dyn Fn(&str),
+) -> Result<(Side, Option<u64>), FlinkError> {
+    let write = |p: PathBuf, text: &str| {
+        std::fs::write(&p, text).map_err(|e| FlinkError::Setup(format!("{}: {e}", p.display())))
+    };
+    let config = crate::export::flink(profile);
+    write(dir.join("job-conf/config.yaml"), &config)?;
+    write(dir.join("factory-knobs.txt"), &factory_knobs(&config))?;
+    let (_cluster, rest, memory) = match &options.cluster {
+        Some(url) => {
+            let rest = rest::Rest::new(url);
+            rest.check_version(dist::FLINK_VERSION)?;
+            let memory = rest.managed_per_slot()?;
+            (None, rest, memory)
+        }
+        None => {
+            let [port, rpc_port] = cluster::free_ports()?;
+            let managed =
+                if profile.knobs.memory_mode == crate::config::profile::MemoryMode::Managed {
+                    profile.knobs.managed_memory.0
+                } else {
+                    0
+                };
+            write(
+                dir.join("conf/config.yaml"),
+                &(config.clone() + &cluster::cluster_settings(port, rpc_port, dir, managed)),
+            )?;
+            let c = cluster::Cluster::start(
+                dist,
+                &dir.join("conf"),
+                port,
+                options.taskmanagers,
+                dir,
+                &options.cancel,
+                progress,
+            )?;
+            let rest = c.rest.clone();
+            rest.check_version(dist::FLINK_VERSION)?;
+            (Some(c), rest, None)
+        }
+    };
+    progress(&format!(
+        "profile '{}': uploading and running the job (parallelism {})",
+        profile.name, options.parallelism
+    ));
+    let jar_id = rest.upload(jar)?;
+    let out = dir.join("flink");
+    let mut args: Vec<String> = vec![
+        "--trace".into(),
+        work.join("trace.csv").display().to_string(),
+    ];
+    args.extend(job.args.iter().cloned());
+    args.extend([
+        "--flink-conf-dir".into(),
+        dir.join("job-conf").display().to_string(),
+        "--factory-knobs".into(),
+        dir.join("factory-knobs.txt").display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+        "--environment".into(),
+        "context".into(),
+        "--parallelism".into(),
+        options.parallelism.to_string(),
+    ]);
+    std::fs::create_dir_all(&out)
+        .map_err(|e| FlinkError::Setup(format!("{}: {e}", out.display())))?;
+    let job_id = rest.run_jar(&jar_id, job.entry_class, &args);
+    rest.delete_jar(&jar_id);
+    let job_id = job_id?;
+    let started = Instant::now();
+    let mut said = Instant::now();
+    let mut failed_polls = 0;
+    loop {
+        if options.cancel.load(Ordering::Relaxed) {
+            progress(&format!("cancelling job {job_id}"));
+            rest.cancel(&job_id)?;
+            let until = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < until
+                && !rest
+                    .job_state(&job_id)
+                    .is_ok_and(|s| ["CANCELED", "FINISHED", "FAILED"].contains(&s.as_str()))
+            {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            return Err(FlinkError::Cancelled);
+        }
+        // A poll that fails is tried again; several in a row cancel the job (it must not run
+        // on unwatched on a user's cluster) and end the run.
+        let state = match rest.job_state(&job_id) {
+            Ok(state) => {
+                failed_polls = 0;
+                state
+            }
+            Err(e) if failed_polls < 5 => {
+                failed_polls += 1;
+                progress(&format!(
+                    "  polling job {job_id} failed ({e}); trying again"
+                ));
+                std::thread::sleep(Duration::from_secs(2));
+                continue;
+            }
+            Err(e) => {
+                let _ = rest.cancel(&job_id);
+                return Err(e);
+            }
+        };
+        match state.as_str() {
+            "FINISHED" => break,
+            "FAILED" | "CANCELED" | "SUSPENDED" => {
+                let why = rest
+                    .failure(&job_id)
+                    .unwrap_or_else(|| "no exception recorded".into());
+                let logs = match &options.cluster {
+                    Some(url) => format!("the cluster's own, and {url}/#/job/completed/{job_id}"),
+                    None => dir.join("logs").display().to_string(),
+                };
+                return Err(FlinkError::Job(format!(
+                    "the Flink job {job_id} ended {state}: {why} (logs: {logs})"
+                )));
+            }
+            _ => {}
+        }
+        if said.elapsed() >= Duration::from_secs(5) {
+            progress(&format!(
+                "  job {job_id} {state}, {:.0} s",
+                started.elapsed().as_secs_f64()
+            ));
+            said = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    progress(&format!(
+        "  job {job_id} FINISHED in {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    let sub = if options.parallelism == 1 {
+        out.clone()
+    } else {
+        out.join(format!("subtask-{subtask}"))
+    };
+    Ok((evidence::flink_side(&sub)?, memory))
+}
+
+/// statebench on `subtask`'s share of the trace (`share`), at the rate Flink's subtask reached.
+fn statebench_side(
+    options: &Options,
+    profile: &Profile,
+    flink: &Side,
+    dir: &Path,
+    share: &Share,
+    notes: &mut Vec<String>,
+    progress: &dyn Fn(&str),
+) -> Result<Side, FlinkError> {
+    let mut workload = options.workload.clone();
+    let subtask = share.subtask;
+    workload.spec.trace = Some(share.trace.clone());
+    // One source, as the Flink job's; a join's two inputs each in a partition of its own.
+    let join = workload.operator().kind() == "interval-join";
+    workload.spec.partitions = if join { 2 } else { 1 };
+    workload.spec.idle_partitions = Vec::new();
+    // Flush and stall counts follow write speed against flush speed: Flink's pace.
+    let rate = flink.events_per_sec.round() as u64;
+    workload.spec.rate = if rate > 0 {
+        Rate::PerSecond(rate)
+    } else {
+        notes.push(format!(
+            "Flink's subtask {subtask} recorded no processing time: statebench ran unpaced"
+        ));
+        Rate::Max
+    };
+    let trace = crate::pipeline::trace::Trace::load_into(&mut workload)
+        .map_err(|e| FlinkError::Setup(e.to_string()))?;
+    let events = trace.as_ref().map_or(0, |t| t.len() as u64);
+    progress(&format!(
+        "profile '{}': statebench on subtask {subtask}'s {events} events at {} (Flink's subtask {subtask})",
+        profile.name,
+        if rate > 0 {
+            format!("{rate} events/s")
+        } else {
+            "full speed".to_string()
+        }
+    ));
+    let data = dir.join("statebench");
+    let config = crate::engine::EngineConfig {
+        events,
+        trace,
+        ..crate::engine::EngineConfig::new(workload, profile.clone(), &data)
+    };
+    let outcome = crate::engine::run_to_completion(config)
+        .map_err(|e| FlinkError::Job(format!("statebench's run failed: {e:#}")))?;
+    let summary = crate::summary::Summary::new(&outcome);
+    evidence::statebench_side(&summary, &data)
+}
+
+/// Whether Ctrl-C was pressed (for the command's handler).
+pub fn cancel_flag() -> Arc<AtomicBool> {
+    Arc::new(AtomicBool::new(false))
+}
