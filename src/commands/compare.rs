@@ -247,7 +247,7 @@ fn render_repeats(a: &[Vec<(String, f64)>], b: &[Vec<(String, f64)>], all: bool)
             .filter_map(|run| run.iter().find(|(k, _)| k == key).map(|(_, v)| *v))
             .collect()
     };
-    let stats = crate::report::median_min_max;
+    let stats = crate::util::stats::median_min_max;
     let num = |v: f64| {
         format!("{v:.4}")
             .trim_end_matches('0')

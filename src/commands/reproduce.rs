@@ -55,7 +55,7 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
     }
     if let Some(case) = recovery::find(&name) {
         let preload_dir = if production {
-            Some(super::run::preload_dir(args.preload_dir.as_deref())?)
+            Some(super::preload_dir(args.preload_dir.as_deref())?)
         } else {
             None
         };
@@ -68,7 +68,7 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
     }
     if let Some(proof) = proofs::find(&name) {
         let preload_dir = match args.scale {
-            proofs::Scale::Production => super::run::preload_dir(args.preload_dir.as_deref())?,
+            proofs::Scale::Production => super::preload_dir(args.preload_dir.as_deref())?,
             proofs::Scale::Miniature => std::path::PathBuf::new(),
         };
         let outcome = proofs::run(proof, args.events, args.scale, &preload_dir)?;

@@ -64,7 +64,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::Error::new(crate::UsageError(e.to_string())))?,
         _ => {}
     }
-    let preload = preload_config(&args.preload, &workload, !args.quiet)?;
+    let preload = super::preload_config(&args.preload, &workload, !args.quiet)?;
     if preload.is_some() {
         let others =
             args.restore.is_some() || args.failures.spec().any() || args.record_ops.is_some();
@@ -242,63 +242,4 @@ fn write_final_counts(
         .collect();
     lines.sort();
     write_atomically(path, lines.concat().as_bytes())
-}
-
-/// The run's preload from `--preload[=SPEC]` and the workload's `preload:` section.
-pub fn preload_config(
-    args: &crate::cli::PreloadArgs,
-    workload: &Workload,
-    progress: bool,
-) -> anyhow::Result<Option<crate::preload::PreloadConfig>> {
-    let Some(given) = args.preload.as_deref() else {
-        return Ok(None);
-    };
-    let usage = |e: String| anyhow::Error::new(crate::UsageError(e));
-    let spec = if given.trim().is_empty() {
-        workload.spec.preload.ok_or_else(|| {
-            usage(format!(
-                "--preload without a value uses the workload's 'preload:' section, and {} has none: give --preload events=N, span=DURATION or size=BYTES",
-                workload.name
-            ))
-        })?
-    } else {
-        let mut spec = crate::config::workload::PreloadSpec::parse(given)
-            .map_err(|e| usage(format!("--preload {given}: {e}")))?;
-        // The workload's memory bound holds unless the flag gives one.
-        if spec.memory.is_none() {
-            spec.memory = workload.spec.preload.and_then(|p| p.memory);
-        }
-        spec
-    };
-    Ok(Some(crate::preload::PreloadConfig {
-        spec,
-        dir: preload_dir(args.preload_dir.as_deref())?,
-        rebuild: args.preload_rebuild,
-        progress,
-        check_sample: args.check_sample,
-    }))
-}
-
-/// The folder preloaded bases are kept in, created if need be: `given`, or by default
-/// $XDG_CACHE_HOME/statebench/preload (or ~/.cache/statebench/preload).
-pub fn preload_dir(given: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
-    let dir = match given {
-        Some(dir) => dir.to_path_buf(),
-        None => default_preload_dir()?,
-    };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the preload folder {}", dir.display()))?;
-    Ok(dir)
-}
-
-fn default_preload_dir() -> anyhow::Result<std::path::PathBuf> {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-        .ok_or_else(|| {
-            anyhow::Error::new(crate::UsageError(
-                "neither XDG_CACHE_HOME nor HOME is set: give --preload-dir".to_string(),
-            ))
-        })?;
-    Ok(cache.join("statebench").join("preload"))
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::EngineError;
+use super::folders::scratch_dir;
 use super::job::{JobRunner, Resume};
-use super::phases::scratch_dir;
 use super::run::Run;
 use crate::backend::StateBackend;
 use crate::durability::delivery::Delivery;

@@ -14,6 +14,8 @@ mod attempts;
 mod chain;
 mod checkpointing;
 mod clock;
+mod finish;
+mod folders;
 mod from_base;
 pub mod identity;
 mod job;

@@ -2,52 +2,29 @@
 //! a savepoint, its state) to a catch-up job. The run-wide parts — running clock, live profile,
 //! sampler, command channel — live in `Run` and carry across jobs.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Instant;
 
 use super::clock::RunClock;
+use super::finish::finish;
+use super::folders::{
+    broker_file, checkpoint_dir, db_dir, open_backends, scratch_dir, state_is_empty,
+};
 use super::from_base::{StartedFromBase, start_from_base};
 use super::job::{End, JobRunner, JobSpec};
 use super::live::LiveProfile;
 use super::run::{Failures, Run};
 use super::sampler::Sampler;
-use super::snapshot::{JobSource, MetricsSnapshot, Phase, RunOutcome, RunState};
+use super::snapshot::{MetricsSnapshot, Phase, RunOutcome, RunState};
 use super::{EngineCommand, EngineConfig, EngineError, SinkConfig};
-use crate::backend::StateBackend;
-use crate::backend::memory::SharedMemory;
-use crate::config::profile::{DeliveryGuarantee, IsolationLevel, Knobs};
 use crate::config::workload::{CatchUpState, OffsetReset, PhasesSpec, StartingOffsets};
 use crate::durability::checkpoint::CheckpointConfig;
-use crate::durability::delivery::{Delivery, DeliveryConfig, Guarantee, Isolation};
+use crate::durability::delivery::Delivery;
 use crate::durability::sink::{RedisSink, Sink, ThreadedMemorySink};
 use crate::pipeline::PipelineError;
-use crate::pipeline::operators::{self, JobMode};
+use crate::pipeline::operators::JobMode;
 use crate::pipeline::source::{Log, OffsetStore, ReadPlan, resolve_start};
 use crate::preload;
-
-/// The data directory's parts: RocksDB's working directory (the task's local state), the
-/// broker's committed offsets, the checkpoint store (standing in for HDFS/S3), the sink's
-/// journal, and scratch space for snapshots.
-pub fn db_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("db")
-}
-fn broker_file(data_dir: &Path) -> PathBuf {
-    data_dir.join("broker.json")
-}
-pub fn checkpoint_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("checkpoints")
-}
-pub(super) fn sink_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("sink")
-}
-pub(super) fn scratch_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("local-checkpoints")
-}
-pub(super) fn restore_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("restoring")
-}
 
 /// Runs `config`'s workload to its end (or a Stop) and returns the outcome.
 pub fn run(
@@ -169,45 +146,6 @@ fn open_sink(config: &EngineConfig) -> Result<Box<dyn Sink>, EngineError> {
     })
 }
 
-/// The databases of a job: one RocksDB instance per operator, the first at `dir`, operator
-/// i >= 1's beside it at `<dir>-op<i>`.
-pub(super) fn db_dirs(run: &Run, dir: &Path) -> Vec<PathBuf> {
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    (0..run.config.workload.operators().len())
-        .map(|i| match i {
-            0 => dir.to_path_buf(),
-            i => dir.with_file_name(format!("{name}-op{i}")),
-        })
-        .collect()
-}
-
-/// Opens the job's databases (see [`db_dirs`]), all on the slot's one shared block cache and
-/// WriteBufferManager, sized from the profile as for a single instance. Flink:
-/// `ManagedMemoryUseCase.STATE_BACKEND` has slot scope, and every RocksDB keyed state backend of
-/// the slot gets the same `RocksDBSharedResources` from
-/// `MemoryManager.getSharedMemoryResourceForManagedMemory` (through
-/// `RocksDBOperationUtils.allocateSharedCachesIfConfigured`), sized by the slot's managed memory.
-pub(super) fn open_backends(run: &Run, dir: &Path) -> Result<Vec<Arc<StateBackend>>, EngineError> {
-    let profile = run.live.profile();
-    let memory = Arc::new(SharedMemory::for_profile(profile)?);
-    let specs = run.config.workload.operators();
-    db_dirs(run, dir)
-        .iter()
-        .zip(&specs)
-        .map(|(path, spec)| {
-            Ok(Arc::new(StateBackend::open_shared(
-                path,
-                profile,
-                &operators::layout(spec),
-                &memory,
-            )?))
-        })
-        .collect()
-}
-
 /// The one streaming job of a workload without phases, checkpointing off; from a preload's
 /// base when `base` is one.
 fn streaming(
@@ -246,35 +184,6 @@ fn streaming(
     let mut outcome = finish(run, job, &backends, Vec::new(), fresh_state, None)?;
     outcome.preload = report;
     Ok(outcome)
-}
-
-/// The shared folder of checkpoint `dir`: its store's (`<store>/chk-N` -> `<store>/shared`);
-/// `default` for a savepoint (self-contained).
-pub(super) fn shared_of(dir: &Path, default: &Path) -> PathBuf {
-    let is_checkpoint = dir
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with("chk-"));
-    match dir.parent() {
-        Some(store) if is_checkpoint => store.join("shared"),
-        _ => default.to_path_buf(),
-    }
-}
-
-/// The sink's delivery as the profile sets it.
-pub(super) fn delivery_config(k: &Knobs) -> DeliveryConfig {
-    DeliveryConfig {
-        guarantee: match k.sink_delivery_guarantee {
-            DeliveryGuarantee::None => Guarantee::None,
-            DeliveryGuarantee::AtLeastOnce => Guarantee::AtLeastOnce,
-            DeliveryGuarantee::ExactlyOnce => Guarantee::ExactlyOnce,
-        },
-        isolation: match k.sink_reader_isolation {
-            IsolationLevel::ReadCommitted => Isolation::ReadCommitted,
-            IsolationLevel::ReadUncommitted => Isolation::ReadUncommitted,
-        },
-        idempotent: k.sink_idempotent,
-        transaction_timeout_ms: Some(k.sink_transaction_timeout.0),
-    }
 }
 
 /// Backfill, then catch-up (the seed's two-phase switch), sharing one serving store.
@@ -410,115 +319,4 @@ fn backfill_then_catch_up(
     let mut catch_up = JobRunner::new(backend, run, log, spec, sink, None)?;
     catch_up.savepoint_store = Some(checkpoint_dir(&config.data_dir));
     finish(run, catch_up, backend, jobs, fresh_state, None)
-}
-
-/// Drives the run's last job to its end (unless `ended` says it already ran) and builds the
-/// outcome.
-pub(super) fn finish(
-    run: &mut Run,
-    mut job: JobRunner<'_>,
-    backends: &[Arc<StateBackend>],
-    mut jobs: Vec<JobSource>,
-    fresh_state: bool,
-    ended: Option<End>,
-) -> Result<RunOutcome, EngineError> {
-    let config = run.config;
-    let end = match ended {
-        Some(end) => end,
-        None => job.drive(run, Some(config.events))?,
-    };
-    // Only a Stop (Ctrl-C, q) is "stopped early"; --duration is a bound the user chose.
-    let stopped_early = end == End::Stopped;
-    // A run that ended inside the backfill never wrote its results: nothing to compare.
-    let fresh_state = fresh_state && job.phase != Phase::Backfill;
-    // The last job's own running time (the summary describes it; a backfill is in `jobs`).
-    let processing_secs = job.running_secs(run);
-    // The serving store and the job's state against the exact truth at the last watermark.
-    let result_error = job.compare_sink()?;
-    // A bounded source read to its end has one right answer whatever the job's watermark did:
-    // every window expired. A dropped or stuck final watermark shows here as counts left over.
-    let bounded_end = config.workload.spec.bounded_end_delay.is_some()
-        && !stopped_early
-        && job.phase != Phase::Backfill
-        && job.consumer.exhausted();
-    let end_of_input_error = if bounded_end {
-        let all = job.read_results()?;
-        Some(job.oracle.compare_all_expired(all)?)
-    } else {
-        None
-    };
-    job.publish(run, RunState::Finished, Some(result_error));
-    // The frequency counter's state holds its results (a scan checks them); another kind's
-    // results are what it emitted.
-    let final_state = match job.job.as_frequency() {
-        Some(counter) => counter.state_counts(&mut job.ctx.state)?,
-        None => job.read_results()?,
-    };
-    job.ctx.state.finish_recording()?;
-    let state_error = job.oracle.compare(final_state.clone())?;
-    // RocksDB's newest OPTIONS file against the profile as it stands, live changes included:
-    // every instance's.
-    let mut option_mismatches = Vec::new();
-    for (i, backend) in backends.iter().enumerate() {
-        for m in backend.verify_options(run.live.profile())? {
-            option_mismatches.push(match i {
-                0 => m.to_string(),
-                i => format!("operator {i}: {m}"),
-            });
-        }
-    }
-    let options_file = match backends.first() {
-        Some(backend) => backend
-            .latest_options_file()?
-            .map(|p| p.display().to_string()),
-        None => None,
-    };
-    let operators = job.operator_summaries();
-    let (mut sst_index_bytes, mut sst_filter_bytes, mut sst_entries) = (0, 0, 0);
-    for backend in backends {
-        let (index, filter, entries) = backend.sst_index_filter_and_entries()?;
-        sst_index_bytes += index;
-        sst_filter_bytes += filter;
-        sst_entries += entries;
-    }
-    if job.phase != Phase::Backfill {
-        jobs.push(job.job_source(false));
-    }
-    Ok(RunOutcome {
-        snapshots: run.sampler.take_history(),
-        latency: job.ctx.state.latency.totals(),
-        processing_secs,
-        stopped_early,
-        profile: run.live.profile().clone(),
-        changes: run.live.changes().to_vec(),
-        options_file,
-        option_mismatches,
-        result_error,
-        state_error,
-        final_state,
-        fresh_state,
-        jobs,
-        end_of_input_error,
-        serializer: run.config.workload.spec.serializer,
-        cpu_profile: run.sampler.take_cpu_profile(),
-        checkpoints: None,
-        operators,
-        preload: None,
-        sst_index_bytes,
-        sst_filter_bytes,
-        sst_entries,
-    })
-}
-
-/// True when no column family that holds job state, in any of the job's databases, has a key
-/// yet.
-pub(super) fn state_is_empty(backends: &[Arc<StateBackend>]) -> bool {
-    backends.iter().all(|b| one_is_empty(b))
-}
-
-fn one_is_empty(backend: &StateBackend) -> bool {
-    backend
-        .data_column_families()
-        .iter()
-        .all(|cf| backend.estimated_keys(cf).unwrap_or(0) == 0)
 }

@@ -4,12 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::finish::finish;
+use super::folders::{
+    checkpoint_dir, db_dir, db_dirs, open_backends, restore_dir, scratch_dir, shared_of, sink_dir,
+    state_is_empty,
+};
 use super::from_base::{StartedFromBase, start_from_base};
 use super::job::{Attempts, End, JobRunner, JobSpec, Resume, Survivors};
-use super::phases::{
-    checkpoint_dir, db_dir, db_dirs, delivery_config, finish, open_backends, restore_dir,
-    scratch_dir, shared_of, sink_dir, state_is_empty,
-};
 use super::run::Run;
 use super::snapshot::{CheckpointOutcome, Phase, RestoreRecord, RunOutcome, RunState};
 use super::{EngineError, RestoreFrom};
@@ -17,7 +18,7 @@ use crate::config::profile::KnobValue;
 use crate::durability::checkpoint::snapshot::restore_full;
 use crate::durability::checkpoint::store::{CheckpointStore, StoreConfig};
 use crate::durability::checkpoint::{CheckpointConfig, Checkpointer, Metadata, prepare_restore};
-use crate::durability::delivery::Delivery;
+use crate::durability::delivery::{Delivery, DeliveryConfig};
 use crate::durability::progress_mark::ProgressMark;
 use crate::durability::sink::Sink;
 use crate::pipeline::PipelineError;
@@ -47,7 +48,7 @@ pub(super) fn recoverable(
     let clock_ms = |_: &Run| super::run::epoch_ms();
     let mut sink = Delivery::open(
         sink,
-        delivery_config(&knobs),
+        DeliveryConfig::from_knobs(&knobs),
         &sink_dir(data),
         clock_ms(run),
     )

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::SIZING_GROUPS;
 use super::base::{self, Manifest, SstOut};
 use super::history;
 use super::layers;
@@ -22,8 +23,6 @@ use crate::pipeline::source::{Log, ReadPlan};
 
 /// Memory the warm-up holds state in at once, unless `preload.memory` says otherwise.
 const DEFAULT_MEMORY: u64 = 1 << 30;
-/// Key groups a sizing pass holds (of 256): its state times 256/8 estimates the whole.
-pub(super) const SIZING_GROUPS: u16 = 8;
 /// Bytes of memory an entry of the warm-up's state takes besides its key and value (a B-tree
 /// slot, two boxed slices and the allocator's rounding), measured as RSS on this machine.
 const ENTRY_OVERHEAD: u64 = 96;

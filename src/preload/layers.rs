@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use super::PreloadError;
+use super::SIZING_GROUPS;
 use super::base::{self, CfFiles, SstOut};
-use super::build::SIZING_GROUPS;
 use super::warmup::{self, Until};
 use crate::backend::StateBackend;
 use crate::backend::keys::MAX_PARALLELISM;

@@ -51,6 +51,9 @@ pub enum PreloadError {
     Preload(String),
 }
 
+/// Key groups a sizing pass holds (of 256): its state times 256/8 estimates the whole.
+const SIZING_GROUPS: u16 = 8;
+
 /// A run's preload: how much history, and where bases are kept.
 #[derive(Debug, Clone)]
 pub struct PreloadConfig {

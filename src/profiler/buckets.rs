@@ -417,7 +417,7 @@ mod tests {
     #[test]
     fn statebench_buckets_take_their_module_before_the_pipeline_around_it() {
         let on_event = "<statebench::pipeline::operator::FrequencyJob as statebench::pipeline::operator::Operator>::on_event <- \
-            statebench::engine::job::JobRunner::drive <- statebench::engine::phases::finish";
+            statebench::engine::job::JobRunner::drive <- statebench::engine::finish::finish";
         let case = |leaf: &str| classify_recorded(ENGINE, &format!("{leaf} <- {on_event}"));
         assert_eq!(
             case(

@@ -271,7 +271,7 @@ impl Scorecard {
             .filter(|f| ctx.paced || *f != Figure::CpuPerEvent)
             .map(|figure| {
                 let values: Vec<f64> = runs.iter().filter_map(|s| figure.read(s, ctx)).collect();
-                let stats = crate::report::median_min_max(&values);
+                let stats = crate::util::stats::median_min_max(&values);
                 Score {
                     figure,
                     better: figure.better(),

@@ -8,5 +8,6 @@ pub mod hash;
 pub mod http;
 pub mod process_cpu;
 pub mod process_memory;
+pub mod stats;
 pub mod usage;
 pub mod worker;

@@ -10,12 +10,13 @@ use serde::Serialize;
 
 use super::{UsageError, selected, write_json};
 use crate::advisor::{Change, Finding};
+use crate::cli::Objective;
 use crate::cli::{BenchArgs, JobArgs, PreloadArgs};
 use crate::commands::Job;
 use crate::commands::tune::candidates::{Kind, apply};
 use crate::commands::tune::decide::{Constraints, worse_than_before};
+use crate::commands::tune::print_round;
 use crate::commands::tune::search::{self, Measured, Progress, Runner, Search, Settings, Tried};
-use crate::commands::tune::{Objective, print_round};
 use crate::config::Profile;
 use crate::config::units::human_bytes;
 use crate::preload::PreloadConfig;
@@ -177,7 +178,7 @@ fn job(case: &Case, preload_dir: Option<&Path>) -> anyhow::Result<(Job, Option<P
         report: None,
     })?;
     let preload = match case.preload {
-        Some(spec) => crate::commands::run::preload_config(
+        Some(spec) => crate::commands::preload_config(
             &PreloadArgs {
                 preload: Some(spec.to_string()),
                 preload_dir: preload_dir.map(Path::to_path_buf),

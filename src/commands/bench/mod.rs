@@ -195,7 +195,7 @@ fn scale(args: &BenchArgs) -> anyhow::Result<()> {
                 .to_string()
         ));
     }
-    let dir = super::run::preload_dir(args.preload_dir.as_deref())?;
+    let dir = super::preload_dir(args.preload_dir.as_deref())?;
     let override_profile = args
         .profile
         .as_deref()
@@ -269,7 +269,7 @@ fn fidelity(args: &BenchArgs) -> anyhow::Result<()> {
     let Some(case) = Suite::Fidelity.cases().first() else {
         return Ok(());
     };
-    let dir = super::run::preload_dir(args.preload_dir.as_deref())?;
+    let dir = super::preload_dir(args.preload_dir.as_deref())?;
     let profile = match args.profile.as_deref() {
         Some(p) => super::load_profile(p)?,
         // Bloom filters on, so that filter bytes and filter cache hits are compared too.

@@ -13,6 +13,7 @@
 
 pub mod candidates;
 pub mod decide;
+mod measured;
 mod rank;
 pub mod search;
 
@@ -20,44 +21,18 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use serde::Serialize;
 
 use super::{Job, UsageError};
-use crate::cli::TuneArgs;
+use crate::cli::{Objective, TuneArgs};
 use crate::config::Profile;
 use crate::config::units::human_bytes;
 use crate::report;
-use crate::summary::scorecard::{self, Figure};
+use crate::summary::scorecard::{self};
 use crate::util::fs::write_atomically;
 use candidates::Kind;
 pub use decide::TRADE_OFF_GAIN;
 use decide::{Constraints, Decision};
 use search::{Progress, Round, Settings, moved};
-
-/// What tune improves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Objective {
-    /// Events/s; CPU per event where the workload's `rate:` bounds the run (it cannot go
-    /// faster).
-    #[default]
-    Throughput,
-    /// Event latency p99.
-    Latency,
-    /// RocksDB's memory at its peak.
-    Memory,
-}
-
-impl Objective {
-    pub fn figure(self, rate_bound: bool) -> Figure {
-        match self {
-            Objective::Throughput if rate_bound => Figure::CpuPerEvent,
-            Objective::Throughput => Figure::EventsPerSec,
-            Objective::Latency => Figure::P99Latency,
-            Objective::Memory => Figure::RocksdbMemory,
-        }
-    }
-}
 
 pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     let job = Job::load(&args.job)?;
@@ -68,7 +43,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             original.name
         )));
     }
-    let preload = super::run::preload_config(&args.preload, &job.workload, true)?;
+    let preload = super::preload_config(&args.preload, &job.workload, true)?;
     let settings = Settings {
         objective: args.objective,
         constraints: Constraints {

@@ -1,7 +1,7 @@
 //! How tune orders what it measured: a candidate's objective, higher the better, and a paced
 //! workload's rate, at which events/s stops telling candidates apart.
 
-use super::search::{Measured, Tried};
+use super::measured::{Measured, Tried};
 use crate::commands::Job;
 use crate::summary::scorecard::{self, Figure};
 

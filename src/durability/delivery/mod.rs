@@ -33,6 +33,7 @@ use self::journal::Journal;
 use self::journal::Record;
 use self::tracker::{Tracker, Transaction};
 use super::sink::{Count, Sink, SinkError};
+use crate::config::profile::{DeliveryGuarantee, IsolationLevel, Knobs};
 use crate::pipeline::PipelineError;
 use crate::pipeline::output::{Output, OutputError, record_id};
 use crate::util::hash::FastMap;
@@ -94,6 +95,25 @@ pub enum DeliveryError {
         offset: u64,
         reason: String,
     },
+}
+
+impl DeliveryConfig {
+    /// The sink's delivery as the profile sets it.
+    pub fn from_knobs(k: &Knobs) -> DeliveryConfig {
+        DeliveryConfig {
+            guarantee: match k.sink_delivery_guarantee {
+                DeliveryGuarantee::None => Guarantee::None,
+                DeliveryGuarantee::AtLeastOnce => Guarantee::AtLeastOnce,
+                DeliveryGuarantee::ExactlyOnce => Guarantee::ExactlyOnce,
+            },
+            isolation: match k.sink_reader_isolation {
+                IsolationLevel::ReadCommitted => Isolation::ReadCommitted,
+                IsolationLevel::ReadUncommitted => Isolation::ReadUncommitted,
+            },
+            idempotent: k.sink_idempotent,
+            transaction_timeout_ms: Some(k.sink_transaction_timeout.0),
+        }
+    }
 }
 
 /// The delivery is what the pipeline's operators write their results to.

@@ -31,7 +31,7 @@ fn slices(snapshots: &[MetricsSnapshot]) -> Vec<&[MetricsSnapshot]> {
 
 /// Median, min and max of `values` (not empty).
 fn spread(values: &[f64]) -> (f64, f64, f64) {
-    crate::report::median_min_max(values).unwrap_or((0.0, 0.0, 0.0))
+    crate::util::stats::median_min_max(values).unwrap_or((0.0, 0.0, 0.0))
 }
 
 /// Mean of `f` over the snapshots where the side was running.
