@@ -22,39 +22,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         events,
         duration,
     } = Job::load(&args.job)?;
-    let restore = match args.restore.as_deref() {
-        None => None,
-        Some("latest") => {
-            // Refused before anything is created: a restore needs an earlier run's checkpoint.
-            let store = args
-                .data_dir
-                .as_deref()
-                .map(|d| d.join("checkpoints"))
-                .unwrap_or_default();
-            let has_checkpoint = crate::durability::checkpoint::store::has_completed(&store);
-            if !has_checkpoint {
-                anyhow::bail!(crate::UsageError(format!(
-                    "--restore latest: {} holds no completed checkpoint (run with execution.checkpointing.interval set on this --data-dir first)",
-                    store.display()
-                )));
-            }
-            Some(engine::RestoreFrom::Latest)
-        }
-        Some(dir) => {
-            let dir = std::path::PathBuf::from(dir);
-            if !dir
-                .join(crate::durability::checkpoint::store::METADATA)
-                .is_file()
-            {
-                anyhow::bail!(crate::UsageError(format!(
-                    "--restore {}: not a completed checkpoint or savepoint (it has no {}); give 'latest' or a chk-N folder of the checkpoint store",
-                    dir.display(),
-                    crate::durability::checkpoint::store::METADATA
-                )));
-            }
-            Some(engine::RestoreFrom::Dir(dir))
-        }
-    };
+    // Refused before anything is created: a restore needs an earlier run's checkpoint.
+    let restore = args
+        .restore
+        .as_deref()
+        .map(|arg| engine::RestoreFrom::from_arg(arg, args.data_dir.as_deref()))
+        .transpose()
+        .map_err(crate::UsageError)?;
     // A bad --sink-prefix is refused before anything is created.
     match (&args.sink, args.sink_prefix.as_deref()) {
         (SinkArg::Memory, Some(_)) => anyhow::bail!(crate::UsageError(
@@ -82,22 +56,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         SinkArg::Redis(url) => {
             // One job, one set of keys: a restored or reused job writes under the prefix its
             // data directory's job chose at its first run.
-            let (prefix, origin) =
-                identity::sink_prefix(data_dir.path(), args.sink_prefix.as_deref(), || {
-                    let stamp = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.as_millis())
-                        .unwrap_or_default();
-                    format!("statebench:{stamp}-{}:", std::process::id())
-                })
-                .map_err(|e| match e {
-                    identity::IdentityError::BadPrefix(..)
-                    | identity::IdentityError::Conflict { .. }
-                    | identity::IdentityError::Invalid { .. } => {
-                        anyhow::Error::new(crate::UsageError(e.to_string()))
-                    }
-                    other => anyhow::Error::new(other),
-                })?;
+            let (prefix, origin) = identity::sink_prefix(
+                data_dir.path(),
+                args.sink_prefix.as_deref(),
+                identity::new_job_prefix,
+            )
+            .map_err(|e| match e {
+                identity::IdentityError::BadPrefix(..)
+                | identity::IdentityError::Conflict { .. }
+                | identity::IdentityError::Invalid { .. } => {
+                    anyhow::Error::new(crate::UsageError(e.to_string()))
+                }
+                other => anyhow::Error::new(other),
+            })?;
             let whose = match origin {
                 identity::PrefixOrigin::Given => "--sink-prefix",
                 identity::PrefixOrigin::Stored => "the data directory's job",

@@ -124,6 +124,15 @@ impl JobIdentity {
     }
 }
 
+/// A new job's Redis key prefix: `statebench:<epoch ms>-<pid>:`, unique on this machine.
+pub fn new_job_prefix() -> String {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    format!("statebench:{stamp}-{}:", std::process::id())
+}
+
 /// The prefix the job in `data_dir` writes its Redis keys under: `given` (`--sink-prefix`),
 /// which must equal the one the data directory's job already has, if any; else that one; else
 /// `fresh()` for a new job. The choice is kept in `job.json` for the job's later runs.

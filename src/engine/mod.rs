@@ -27,7 +27,7 @@ mod run;
 mod sampler;
 pub mod snapshot;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -163,6 +163,37 @@ pub enum RestoreFrom {
     Latest,
     /// A checkpoint's or savepoint's folder.
     Dir(PathBuf),
+}
+
+impl RestoreFrom {
+    /// `--restore ARG` for a run on `data_dir`: `latest` (the data directory's checkpoint store
+    /// must hold a completed checkpoint) or a folder with a checkpoint's metadata. The error is
+    /// what the user must change, checked before anything is created.
+    pub fn from_arg(arg: &str, data_dir: Option<&Path>) -> Result<RestoreFrom, String> {
+        use crate::durability::checkpoint::store::{METADATA, has_completed};
+        match arg {
+            "latest" => {
+                let store = data_dir.map(|d| d.join("checkpoints")).unwrap_or_default();
+                if !has_completed(&store) {
+                    return Err(format!(
+                        "--restore latest: {} holds no completed checkpoint (run with execution.checkpointing.interval set on this --data-dir first)",
+                        store.display()
+                    ));
+                }
+                Ok(RestoreFrom::Latest)
+            }
+            dir => {
+                let dir = PathBuf::from(dir);
+                if !dir.join(METADATA).is_file() {
+                    return Err(format!(
+                        "--restore {}: not a completed checkpoint or savepoint (it has no {METADATA}); give 'latest' or a chk-N folder of the checkpoint store",
+                        dir.display()
+                    ));
+                }
+                Ok(RestoreFrom::Dir(dir))
+            }
+        }
+    }
 }
 
 /// When to kill the job (it restarts from its last completed checkpoint).
