@@ -9,8 +9,7 @@
 //! pipeline or durability), the advisor's rules are pure (never the engine). Tests (a file's
 //! `#[cfg(test)] mod tests`, and test-only files) are left out: they may reach anywhere.
 //!
-//! The imports that break the direction today are listed in [`KNOWN`], file by file, and must
-//! only shrink: a new one fails, and so does a listed one that is gone (take it off the list).
+//! No import breaks the direction (issue 34 took the last ones off): any one fails.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -45,9 +44,6 @@ const NEVER: &[(&str, &str, &str)] = &[
     ("tui", "durability", "the UI reads snapshots"),
     ("advisor", "engine", "rules are pure"),
 ];
-
-/// Imports that break the direction today, as "file -> layer": issue 34 takes them off.
-const KNOWN: &[&str] = &[];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS
@@ -237,32 +233,13 @@ fn broken() -> Vec<String> {
     out
 }
 
-/// `found` against `known`: what is new and what is gone, said; Ok when neither.
-fn ratchet(what: &str, found: &[String], known: &[&str]) -> Result<(), String> {
-    let new: Vec<&String> = found
-        .iter()
-        .filter(|b| !known.contains(&b.as_str()))
-        .collect();
-    let gone: Vec<&&str> = known
-        .iter()
-        .filter(|k| !found.iter().any(|b| b == *k))
-        .collect();
-    if new.is_empty() && gone.is_empty() {
-        return Ok(());
-    }
-    Err(format!(
-        "{what}:\n  new: {new:#?}\n  listed as known but gone (take them off the list): {gone:#?}"
-    ))
-}
-
 #[test]
 fn imports_run_one_way() {
-    ratchet(
-        "imports against the layering (lower layers never name higher ones)",
-        &broken(),
-        KNOWN,
-    )
-    .unwrap();
+    let broken = broken();
+    assert!(
+        broken.is_empty(),
+        "imports against the layering (lower layers never name higher ones): {broken:#?}"
+    );
 }
 
 /// Only `src/backend/` names the `rocksdb` crate (issue 34): the layers above use the backend's

@@ -218,7 +218,7 @@ pub(crate) mod testing {
             };
             summary(&mut sum);
             Run {
-                derived: profile.derived(crate::model::layout::frequency(None).data_cfs().len()),
+                derived: profile.derived(crate::model::layout::frequency_data_column_families()),
                 profile,
                 summary: sum,
                 snapshots,

@@ -107,7 +107,7 @@ pub fn show(name: &str, derived: bool, taskmanager: &TaskManagerArgs) -> anyhow:
         );
         print!(
             "{}",
-            profile.derived(crate::pipeline::operators::frequency::data_column_families())
+            profile.derived(crate::model::layout::frequency_data_column_families())
         );
         if sized {
             // The export's TaskManager report, without the export.

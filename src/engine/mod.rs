@@ -173,7 +173,7 @@ impl RestoreFrom {
         use crate::durability::checkpoint::store::{METADATA, has_completed};
         match arg {
             "latest" => {
-                let store = data_dir.map(|d| d.join("checkpoints")).unwrap_or_default();
+                let store = data_dir.map(folders::checkpoint_dir).unwrap_or_default();
                 if !has_completed(&store) {
                     return Err(format!(
                         "--restore latest: {} holds no completed checkpoint (run with execution.checkpointing.interval set on this --data-dir first)",

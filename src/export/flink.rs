@@ -74,7 +74,7 @@ pub struct FlinkExport {
 /// whether the profile fits.
 pub fn flink_sized(profile: &Profile, version: FlinkVersion, cluster: &Cluster) -> FlinkExport {
     let k = &profile.knobs;
-    let derived = profile.derived(crate::pipeline::operators::frequency::data_column_families());
+    let derived = profile.derived(crate::model::layout::frequency_data_column_families());
     let derives = if derived.shared {
         // A profile that sets no memory writes none: the cluster's managed memory per slot
         // decides, and these sizes hold at the one statebench measured with.

@@ -34,7 +34,7 @@ pub fn rocksdb_options(profile: &Profile) -> Result<String, BackendError> {
         None => text,
     };
     // What loading the file does not give: the cache and the WriteBufferManager are objects.
-    let derived = profile.derived(crate::pipeline::operators::frequency::data_column_families());
+    let derived = profile.derived(crate::model::layout::frequency_data_column_families());
     // The rate limiter is an object too, and statebench's stands for the disk it measured with.
     let limiter = match profile.knobs.io_rate_limit.0 {
         0 => String::new(),

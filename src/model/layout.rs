@@ -149,6 +149,13 @@ pub const ALL_COLUMN_FAMILIES: [&str; 4] = [
     CF_PROCESSING_TIMERS,
 ];
 
+/// How many of the frequency counter's column families hold data and share the
+/// WriteBufferManager: the count Flink's memory math divides by when no job is at hand (a
+/// profile shown or exported alone, a report written before operator kinds).
+pub fn frequency_data_column_families() -> usize {
+    frequency(None).data_cfs().len()
+}
+
 /// The frequency counter's column families in the order its job creates them: the window
 /// stats, the timerState (with the TTL filter when `timer_state_ttl_ms` is set), then the timer
 /// service's queues.

@@ -258,7 +258,7 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-fn is_zero_usize(n: &usize) -> bool {
+pub(super) fn is_zero_usize(n: &usize) -> bool {
     *n == 0
 }
 

@@ -176,7 +176,7 @@ pub struct StateColumnFamily {
     pub name: String,
     /// The operator whose RocksDB instance holds it (0 for a single operator or a chain's
     /// first).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "super::metrics::is_zero_usize")]
     pub operator: usize,
     pub sst_files: u64,
     pub live_sst_bytes: u64,
@@ -206,10 +206,6 @@ pub struct WholeJob {
     pub processing_secs: f64,
     pub events_per_sec: f64,
     pub rocksdb_ops_per_event: f64,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 impl Summary {
@@ -253,7 +249,7 @@ impl Summary {
             .count()
         {
             // A report that does not list them: the frequency counter's.
-            0 => super::layout::frequency(None).data_cfs().len(),
+            0 => super::layout::frequency_data_column_families(),
             n => n,
         }
     }

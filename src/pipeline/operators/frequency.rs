@@ -21,18 +21,6 @@ use crate::pipeline::timers::Timer;
 
 /// The counter's column families in the order its job creates them: the window stats, the
 /// timerState (with the TTL filter when it has a TTL), then the timer service's queues.
-/// How many of the counter's column families hold data and share the WriteBufferManager: the
-/// count Flink's memory math divides by when no job is at hand (a profile shown or exported
-/// alone, a report written before operator kinds).
-pub fn data_column_families() -> usize {
-    layout(&FrequencySpec {
-        windows: Vec::new(),
-        timer_state_ttl: None,
-    })
-    .data_cfs()
-    .len()
-}
-
 pub fn layout(spec: &FrequencySpec) -> Layout {
     crate::model::layout::frequency(spec.timer_state_ttl.map(|t| t.0 as i64))
 }
