@@ -184,7 +184,7 @@ pub fn preload_config(
     let Some(given) = args.preload.as_deref() else {
         return Ok(None);
     };
-    let usage = |e: String| anyhow::Error::new(crate::UsageError(e));
+    let usage = |e: String| anyhow::Error::new(UsageError(e));
     let spec = if given.trim().is_empty() {
         workload.spec.preload.ok_or_else(|| {
             usage(format!(
@@ -227,7 +227,7 @@ fn default_preload_dir() -> anyhow::Result<std::path::PathBuf> {
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
         .ok_or_else(|| {
-            anyhow::Error::new(crate::UsageError(
+            anyhow::Error::new(UsageError(
                 "neither XDG_CACHE_HOME nor HOME is set: give --preload-dir".to_string(),
             ))
         })?;

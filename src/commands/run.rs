@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use super::{DataDir, Job, prepare_data_dir};
+use super::{DataDir, Job, UsageError, prepare_data_dir};
 use crate::cli::{RunArgs, SinkArg};
 use crate::config::Workload;
 use crate::engine::{self, EngineCommand, EngineConfig, SinkConfig, identity};
@@ -28,14 +28,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(|arg| engine::RestoreFrom::from_arg(arg, args.data_dir.as_deref()))
         .transpose()
-        .map_err(crate::UsageError)?;
+        .map_err(UsageError)?;
     // A bad --sink-prefix is refused before anything is created.
     match (&args.sink, args.sink_prefix.as_deref()) {
-        (SinkArg::Memory, Some(_)) => anyhow::bail!(crate::UsageError(
+        (SinkArg::Memory, Some(_)) => anyhow::bail!(UsageError(
             "--sink-prefix applies to a Redis sink: give --sink redis://HOST:PORT too".to_string()
         )),
         (SinkArg::Redis(_), Some(prefix)) => identity::validate_prefix(prefix)
-            .map_err(|e| anyhow::Error::new(crate::UsageError(e.to_string())))?,
+            .map_err(|e| anyhow::Error::new(UsageError(e.to_string())))?,
         _ => {}
     }
     let preload = super::preload_config(&args.preload, &workload, !args.quiet)?;
@@ -43,7 +43,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         let others =
             args.restore.is_some() || args.failures.spec().any() || args.record_ops.is_some();
         if let Some(why) = crate::preload::refusal(&workload, others) {
-            anyhow::bail!(crate::UsageError(format!(
+            anyhow::bail!(UsageError(format!(
                 "--preload on {} with {}: {why}",
                 workload.name, profile.name
             )));
@@ -65,7 +65,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 identity::IdentityError::BadPrefix(..)
                 | identity::IdentityError::Conflict { .. }
                 | identity::IdentityError::Invalid { .. } => {
-                    anyhow::Error::new(crate::UsageError(e.to_string()))
+                    anyhow::Error::new(UsageError(e.to_string()))
                 }
                 other => anyhow::Error::new(other),
             })?;

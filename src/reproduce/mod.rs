@@ -3,11 +3,13 @@
 //! profile, ask the advisor, apply its recommendation and show the metric move; some of them
 //! also at the seed's own size (`production`), from a preloaded steady state.
 
+mod checks;
 mod heap_timers;
 pub mod production;
 mod proof_render;
 pub mod proofs;
 pub mod recovery;
+mod runs;
 mod traps;
 mod uploads;
 

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::proofs::{Check, Move};
+use super::checks::{Check, LEVEL_CHECKS, Move, cache_hit_percent};
 use crate::config::Workload;
 use crate::config::units::Millis;
 use crate::config::workload::{Distribution, PreloadSpec};
@@ -40,10 +40,6 @@ impl Production {
     pub fn preload_spec(&self) -> anyhow::Result<PreloadSpec> {
         PreloadSpec::parse(self.preload).map_err(anyhow::Error::msg)
     }
-}
-
-fn cache_hit_percent(s: &Summary) -> f64 {
-    s.cache_hit_rate.overall.map_or(f64::NAN, |r| r * 100.0)
 }
 
 fn data_hit_percent(s: &Summary) -> f64 {
@@ -169,7 +165,7 @@ pub const LEVEL_SIZING: Production = Production {
     preload: "span=18h,levels=full,memory=4gib",
     duration: Duration::from_secs(100),
     after_as_long: false,
-    checks: super::proofs::LEVEL_CHECKS,
+    checks: LEVEL_CHECKS,
     caveat: Some(
         "measured write amplification (in the table) is shown, not gated: from full levels in the seed's tree shape it rises with the fix too (docs/correctness.md). This job's window counters and timers are overwritten and deleted in place, so most of what is flushed collapses in the L0 compaction, which rewrites a base level the fix makes 4x bigger, and little flows down to where a level fewer would save a rewrite. The seed's 20 -> 10 is its estimate from the active levels",
     ),

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use super::checks::{Check, LEVEL_CHECKS, Move, cache_hit_percent};
 use super::production::{self, Production};
 pub use super::proof_render::render;
 use crate::advisor::Finding;
@@ -53,48 +54,6 @@ pub enum Scale {
     #[default]
     Miniature,
     Production,
-}
-
-/// A metric the case study cites and the way it must move.
-pub struct Check {
-    pub metric: &'static str,
-    pub read: fn(&Summary) -> f64,
-    pub must: Move,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Move {
-    Down,
-    /// Up by at least this many points (of a percentage).
-    UpBy(f64),
-    /// Down by at least this factor (before / after).
-    DownBy(f64),
-    /// Up, or down by less than this much: a figure the miniature cannot move far.
-    UpOrWithin(f64),
-}
-
-impl Move {
-    fn holds(self, before: f64, after: f64) -> bool {
-        match self {
-            Move::Down => after < before,
-            Move::UpBy(d) => after >= before + d,
-            Move::DownBy(f) => before > 0.0 && after * f <= before,
-            Move::UpOrWithin(tol) => after > before - tol,
-        }
-    }
-
-    fn describe(self) -> String {
-        match self {
-            Move::Down => "down".to_string(),
-            Move::UpBy(d) => format!("up {d} points or more"),
-            Move::DownBy(f) => format!("down {f:.0}x or more"),
-            Move::UpOrWithin(tol) => format!("up, or down < {tol}"),
-        }
-    }
-}
-
-fn cache_hit_percent(s: &Summary) -> f64 {
-    s.cache_hit_rate.overall.map_or(f64::NAN, |r| r * 100.0)
 }
 
 pub const PROOFS: &[Proof] = &[
@@ -300,22 +259,6 @@ fn ttl_state(s: &Summary) -> Option<&crate::summary::StateColumnFamily> {
         .filter(|c| c.ttl_ms.is_some())
         .max_by_key(|c| c.estimated_keys)
 }
-
-/// Case study 3's evidence at either scale: the active levels, and the seed's estimate of
-/// write amplification from them (measured write amplification is shown, not gated).
-pub(super) const LEVEL_CHECKS: &[Check] = &[
-    Check {
-        metric: "active levels (max)",
-        read: |s| f64::from(s.active_levels_max),
-        must: Move::Down,
-    },
-    Check {
-        metric: "write amp., seed's estimate",
-        // The seed's formula with its multiplier, 10 (also the profiles').
-        read: |s| 10.0 * f64::from(s.active_levels_max.saturating_sub(1)),
-        must: Move::Down,
-    },
-];
 
 pub fn find(name: &str) -> Option<&'static Proof> {
     PROOFS.iter().find(|p| p.name == name)

@@ -4,11 +4,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::runs::{one_run, profile};
 use crate::config::units::human_bytes;
 use crate::config::{Profile, Workload};
-use crate::engine::{
-    self, CheckpointOutcome, EngineConfig, FailureSpec, RunOutcome, SavepointFormat,
-};
+use crate::engine::{CheckpointOutcome, FailureSpec, RunOutcome, SavepointFormat};
 
 /// A failure, checkpoint or savepoint case.
 pub struct Case {
@@ -73,51 +72,6 @@ pub fn run(
         (Some(_), None) => anyhow::bail!("'{}' has no production-size case", case.name),
         (None, _) => (case.run)(events.unwrap_or(case.events)),
     }
-}
-
-/// A profile: flink-default with these edits.
-pub(super) fn profile(name: &str, edits: &[(&str, &str)]) -> anyhow::Result<Profile> {
-    let mut p = Profile::load("flink-default")?;
-    for (k, v) in edits {
-        p = p.edited(k, v)?;
-    }
-    p.name = name.to_string();
-    Ok(p)
-}
-
-/// One run on a fresh data directory.
-fn one_run(
-    workload: &Workload,
-    profile: Profile,
-    events: u64,
-    failures: FailureSpec,
-    savepoints: Vec<(u64, SavepointFormat)>,
-) -> anyhow::Result<(RunOutcome, CheckpointOutcome)> {
-    run_from(workload, profile, events, failures, savepoints, None)
-}
-
-/// One run on a fresh data directory, from a preloaded state if `preload` says so.
-pub(super) fn run_from(
-    workload: &Workload,
-    profile: Profile,
-    events: u64,
-    failures: FailureSpec,
-    savepoints: Vec<(u64, SavepointFormat)>,
-    preload: Option<crate::preload::PreloadConfig>,
-) -> anyhow::Result<(RunOutcome, CheckpointOutcome)> {
-    let dir = tempfile::Builder::new().prefix("statebench-").tempdir()?;
-    let mut outcome = engine::run_to_completion(EngineConfig {
-        events,
-        failures,
-        savepoints,
-        preload,
-        ..EngineConfig::new(workload.clone(), profile, dir.path())
-    })?;
-    let checkpoints = outcome
-        .checkpoints
-        .take()
-        .ok_or_else(|| anyhow::anyhow!("the run did not checkpoint"))?;
-    Ok((outcome, checkpoints))
 }
 
 fn error_text(outcome: &RunOutcome) -> String {

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::recovery::{profile, run_from};
+use super::runs::{profile, run_from};
 use crate::config::Workload;
 use crate::config::units::{Millis, human_bytes};
 use crate::config::workload::PreloadSpec;
