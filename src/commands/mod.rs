@@ -16,7 +16,7 @@ pub mod tui;
 pub mod tune;
 pub mod workloads;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -26,62 +26,6 @@ use crate::util::fs::parent_dir;
 use crate::{cli, pipeline};
 
 pub use crate::util::usage::UsageError;
-
-/// The RocksDB directory of a run: a caller's folder, or a temporary one removed afterwards.
-pub enum DataDir {
-    Given(PathBuf),
-    Temporary(tempfile::TempDir),
-}
-
-impl DataDir {
-    pub fn path(&self) -> &Path {
-        match self {
-            DataDir::Given(p) => p,
-            DataDir::Temporary(t) => t.path(),
-        }
-    }
-}
-
-pub fn prepare_data_dir(dir: Option<&Path>, reuse: bool) -> anyhow::Result<DataDir> {
-    let Some(dir) = dir else {
-        let tmp = tempfile::Builder::new()
-            .prefix("statebench-")
-            .tempdir()
-            .context("cannot create a temporary data directory")?;
-        return Ok(DataDir::Temporary(tmp));
-    };
-    if dir.exists() {
-        if !dir.is_dir() {
-            bail!(UsageError(format!(
-                "--data-dir {} exists and is not a directory",
-                dir.display()
-            )));
-        }
-        let non_empty = std::fs::read_dir(dir)
-            .with_context(|| format!("cannot read --data-dir {}", dir.display()))?
-            .next()
-            .is_some();
-        if non_empty && !reuse {
-            bail!(UsageError(format!(
-                "--data-dir {} is not empty; pass --reuse to run on its existing state, or choose an empty or new directory",
-                dir.display()
-            )));
-        }
-    } else {
-        // A new directory, but not a new tree: a mistyped parent must not silently appear.
-        let parent = parent_dir(dir);
-        if !parent.is_dir() {
-            bail!(UsageError(format!(
-                "--data-dir {}: its parent folder {} does not exist (create it first, or give an existing place)",
-                dir.display(),
-                parent.display()
-            )));
-        }
-        std::fs::create_dir(dir)
-            .with_context(|| format!("cannot create --data-dir {}", dir.display()))?;
-    }
-    Ok(DataDir::Given(dir.to_path_buf()))
-}
 
 pub fn check_report_dir(report: Option<&Path>) -> anyhow::Result<()> {
     if let Some(report) = report {
@@ -129,9 +73,10 @@ pub struct Job {
 
 impl Job {
     pub fn load(args: &cli::JobArgs) -> anyhow::Result<Job> {
-        let mut workload = Workload::load(&args.workload)?;
+        // The cheap checks first: the profile, where the report goes; then the workload.
         let profile = load_profile(&args.profile)?;
         check_report_dir(args.report.as_deref())?;
+        let mut workload = Workload::load(&args.workload)?;
         let trace = load_trace(&mut workload)?;
         let events = args
             .events

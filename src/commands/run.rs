@@ -4,10 +4,12 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use super::{DataDir, Job, UsageError, prepare_data_dir};
+use super::{Job, UsageError};
 use crate::cli::{RunArgs, SinkArg};
 use crate::config::Workload;
-use crate::engine::{self, EngineCommand, EngineConfig, SinkConfig, identity};
+use crate::engine::{
+    self, DataDir, DataDirError, EngineCommand, EngineConfig, SinkConfig, identity,
+};
 use crate::pipeline;
 use crate::profiler;
 use crate::progress::Progress;
@@ -22,6 +24,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         events,
         duration,
     } = Job::load(&args.job)?;
+    let preload = super::preload_config(&args.preload, &workload, !args.quiet)?;
+    if preload.is_some() {
+        let others =
+            args.restore.is_some() || args.failures.spec().any() || args.record_ops.is_some();
+        if let Some(why) = crate::preload::refusal(&workload, others) {
+            anyhow::bail!(UsageError(format!(
+                "--preload on {} with {}: {why}",
+                workload.name, profile.name
+            )));
+        }
+    }
     // Refused before anything is created: a restore needs an earlier run's checkpoint.
     let restore = args
         .restore
@@ -38,19 +51,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::Error::new(UsageError(e.to_string())))?,
         _ => {}
     }
-    let preload = super::preload_config(&args.preload, &workload, !args.quiet)?;
-    if preload.is_some() {
-        let others =
-            args.restore.is_some() || args.failures.spec().any() || args.record_ops.is_some();
-        if let Some(why) = crate::preload::refusal(&workload, others) {
-            anyhow::bail!(UsageError(format!(
-                "--preload on {} with {}: {why}",
-                workload.name, profile.name
-            )));
-        }
-    }
     // A restore runs on the data directory's state: it is reused by definition.
-    let data_dir = prepare_data_dir(args.data_dir.as_deref(), args.reuse || restore.is_some())?;
+    let data_dir = DataDir::prepare(args.data_dir.as_deref(), args.reuse || restore.is_some())
+        .map_err(|e| match e {
+            DataDirError::Usage(why) => anyhow::Error::new(UsageError(why)),
+            io => anyhow::Error::new(io),
+        })?;
     let sink = match args.sink {
         SinkArg::Memory => SinkConfig::Memory,
         SinkArg::Redis(url) => {

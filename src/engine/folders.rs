@@ -10,6 +10,80 @@ use super::run::Run;
 use crate::backend::StateBackend;
 use crate::backend::memory::SharedMemory;
 use crate::pipeline::operators;
+use crate::util::fs::parent_dir;
+
+/// The RocksDB directory of a run: a caller's folder, or a temporary one removed afterwards.
+pub enum DataDir {
+    Given(PathBuf),
+    Temporary(tempfile::TempDir),
+}
+
+/// Why `--data-dir` cannot serve: a usage error (`Usage`, the user chooses another folder), or
+/// the file system's.
+#[derive(Debug, thiserror::Error)]
+pub enum DataDirError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{what}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl DataDir {
+    /// `dir` made ready for a run (created if new, refused if it holds something and `reuse`
+    /// is off), or a new temporary directory.
+    pub fn prepare(dir: Option<&Path>, reuse: bool) -> Result<DataDir, DataDirError> {
+        let io = |what: String| move |source| DataDirError::Io { what, source };
+        let Some(dir) = dir else {
+            let tmp = tempfile::Builder::new()
+                .prefix("statebench-")
+                .tempdir()
+                .map_err(io("cannot create a temporary data directory".to_string()))?;
+            return Ok(DataDir::Temporary(tmp));
+        };
+        if dir.exists() {
+            if !dir.is_dir() {
+                return Err(DataDirError::Usage(format!(
+                    "--data-dir {} exists and is not a directory",
+                    dir.display()
+                )));
+            }
+            let non_empty = std::fs::read_dir(dir)
+                .map_err(io(format!("cannot read --data-dir {}", dir.display())))?
+                .next()
+                .is_some();
+            if non_empty && !reuse {
+                return Err(DataDirError::Usage(format!(
+                    "--data-dir {} is not empty; pass --reuse to run on its existing state, or choose an empty or new directory",
+                    dir.display()
+                )));
+            }
+        } else {
+            // A new directory, but not a new tree: a mistyped parent must not silently appear.
+            let parent = parent_dir(dir);
+            if !parent.is_dir() {
+                return Err(DataDirError::Usage(format!(
+                    "--data-dir {}: its parent folder {} does not exist (create it first, or give an existing place)",
+                    dir.display(),
+                    parent.display()
+                )));
+            }
+            std::fs::create_dir(dir)
+                .map_err(io(format!("cannot create --data-dir {}", dir.display())))?;
+        }
+        Ok(DataDir::Given(dir.to_path_buf()))
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            DataDir::Given(p) => p,
+            DataDir::Temporary(t) => t.path(),
+        }
+    }
+}
 
 /// The data directory's parts: RocksDB's working directory (the task's local state), the
 /// broker's committed offsets, the checkpoint store (standing in for HDFS/S3), the sink's

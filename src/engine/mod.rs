@@ -16,6 +16,7 @@ mod checkpointing;
 mod clock;
 mod finish;
 mod folders;
+pub use folders::{DataDir, DataDirError};
 mod from_base;
 pub mod identity;
 mod job;

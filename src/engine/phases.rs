@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::clock::RunClock;
 use super::finish::finish;
 use super::folders::{
-    broker_file, checkpoint_dir, db_dir, open_backends, scratch_dir, state_is_empty,
+    broker_file, checkpoint_dir, db_dir, open_backends, scratch_dir, sink_dir, state_is_empty,
 };
 use super::from_base::{StartedFromBase, start_from_base};
 use super::job::{End, JobRunner, JobSpec};
@@ -19,7 +19,7 @@ use super::snapshot::{MetricsSnapshot, Phase, RunOutcome, RunState};
 use super::{EngineCommand, EngineConfig, EngineError, SinkConfig};
 use crate::config::workload::{CatchUpState, OffsetReset, PhasesSpec, StartingOffsets};
 use crate::durability::checkpoint::CheckpointConfig;
-use crate::durability::delivery::Delivery;
+use crate::durability::delivery::{Delivery, DeliveryConfig};
 use crate::durability::sink::{RedisSink, Sink, ThreadedMemorySink};
 use crate::pipeline::PipelineError;
 use crate::pipeline::operators::JobMode;
@@ -33,9 +33,6 @@ pub fn run(
     snapshots: SyncSender<Box<MetricsSnapshot>>,
     now: Instant,
 ) -> Result<RunOutcome, EngineError> {
-    let recovers = CheckpointConfig::from_knobs(&config.profile.knobs).is_some()
-        || config.restore.is_some()
-        || config.failures.any();
     // A preload's base is found or built first: the log holds its history too.
     let base = match &config.preload {
         None => None,
@@ -58,6 +55,9 @@ pub fn run(
             )?)
         }
     };
+    let recovers = CheckpointConfig::from_knobs(&config.profile.knobs).is_some()
+        || config.restore.is_some()
+        || config.failures.any();
     let history = base.as_ref().map_or(0, |b| b.manifest.records);
     // The log holds the workload's events, or more if the run asks for more (after a
     // preload's history).
@@ -67,7 +67,9 @@ pub fn run(
         config.events.max(config.workload.spec.events) + history,
     );
     let broker = OffsetStore::open(&broker_file(&config.data_dir)).map_err(EngineError::Broker)?;
-    let sink = open_sink(&config)?;
+    unsupported_in_a_chain(&config, recovers || !config.savepoints.is_empty())?;
+    let job = which_job(&config, recovers)?;
+    let sink = open_delivery(&config, matches!(job, Which::Recoverable))?;
     let cpu = config.cpu.take();
     let mut run = Run {
         config: &config,
@@ -85,7 +87,26 @@ pub fn run(
         failures: Failures::new(&config.failures, now),
     };
     run.sampler.attach_cpu(cpu);
-    unsupported_in_a_chain(&config, recovers || !config.savepoints.is_empty())?;
+    match job {
+        Which::Recoverable => super::recover::recoverable(&mut run, &log, sink, base),
+        Which::Streaming => streaming(&mut run, &log, sink, base),
+        Which::Phases(phases) => backfill_then_catch_up(&mut run, &phases, &log, sink),
+    }
+}
+
+/// The job a run's configuration asks for.
+enum Which {
+    /// Checkpoints, a restore, injected failures or savepoints.
+    Recoverable,
+    /// One streaming job, checkpointing off.
+    Streaming,
+    /// A backfill, then its catch-up.
+    Phases(PhasesSpec),
+}
+
+/// Which job `config` runs (`recovers`: checkpoints, a restore or failures), or why none.
+fn which_job(config: &EngineConfig, recovers: bool) -> Result<Which, EngineError> {
+    let savepoints = !config.savepoints.is_empty();
     match config.workload.spec.phases.clone() {
         // Savepoints alone need no recovery, but the recoverable job reports them.
         None if config.record_ops.is_some() && config.workload.is_chain() => {
@@ -94,21 +115,19 @@ pub fn run(
                     .to_string(),
             ))
         }
-        None if config.record_ops.is_some() && (recovers || !config.savepoints.is_empty()) => {
+        None if config.record_ops.is_some() && (recovers || savepoints) => {
             Err(EngineError::Source(
                 "--record-ops records a run without checkpoints, --restore, failures or savepoints"
                     .to_string(),
             ))
         }
-        None if recovers || !config.savepoints.is_empty() => {
-            super::recover::recoverable(&mut run, &log, sink, base)
-        }
-        None => streaming(&mut run, &log, sink, base),
+        None if recovers || savepoints => Ok(Which::Recoverable),
+        None => Ok(Which::Streaming),
         Some(_) if recovers => Err(EngineError::Source(
             "checkpoints, --restore and injected failures need a workload without phases"
                 .to_string(),
         )),
-        Some(phases) => backfill_then_catch_up(&mut run, &phases, &log, sink),
+        Some(phases) => Ok(Which::Phases(phases)),
     }
 }
 
@@ -134,16 +153,30 @@ fn unsupported_in_a_chain(config: &EngineConfig, recovers: bool) -> Result<(), E
     )))
 }
 
-fn open_sink(config: &EngineConfig) -> Result<Box<dyn Sink>, EngineError> {
+/// The job's serving store behind its delivery, the one the run's jobs write through: tracked
+/// when the job recovers (its journal in the data directory replayed, pending transactions
+/// waiting for the restore to settle them), written straight through otherwise.
+fn open_delivery(config: &EngineConfig, tracked: bool) -> Result<Delivery, EngineError> {
     let labels = config.workload.result_labels();
-    Ok(match &config.sink {
+    let sink: Box<dyn Sink> = match &config.sink {
         SinkConfig::Memory => {
             Box::new(ThreadedMemorySink::start(labels).map_err(EngineError::Spawn)?)
         }
         SinkConfig::Redis { url, prefix } => {
             Box::new(RedisSink::connect(url, prefix, labels).map_err(PipelineError::from)?)
         }
-    })
+    };
+    if !tracked {
+        return Ok(Delivery::passthrough(sink));
+    }
+    // Transaction ages are the broker's wall clock: they go on across pauses and processes.
+    Ok(Delivery::open(
+        sink,
+        DeliveryConfig::from_knobs(&config.profile.knobs),
+        &sink_dir(&config.data_dir),
+        super::run::epoch_ms(),
+    )
+    .map_err(PipelineError::from)?)
 }
 
 /// The one streaming job of a workload without phases, checkpointing off; from a preload's
@@ -151,13 +184,12 @@ fn open_sink(config: &EngineConfig) -> Result<Box<dyn Sink>, EngineError> {
 fn streaming(
     run: &mut Run,
     log: &Log,
-    sink: Box<dyn Sink>,
+    mut sink: Delivery,
     base: Option<preload::Base>,
 ) -> Result<RunOutcome, EngineError> {
     let backends = open_backends(run, &db_dir(&run.config.data_dir))?;
     let mut plan = ReadPlan::from_workload(log, &run.broker).map_err(EngineError::Source)?;
     let fresh_state = state_is_empty(&backends);
-    let mut sink = Delivery::passthrough(sink);
     let (mut resume, mut truth, mut report) = (None, None, None);
     let mut heap_timers = Vec::new();
     if let Some(base) = base {
@@ -191,7 +223,7 @@ fn backfill_then_catch_up(
     run: &mut Run,
     phases: &PhasesSpec,
     log: &Log,
-    sink: Box<dyn Sink>,
+    sink: Delivery,
 ) -> Result<RunOutcome, EngineError> {
     let config = run.config;
     if config.record_ops.is_some() {
@@ -228,7 +260,6 @@ fn backfill_then_catch_up(
         restored: false,
         resume: None,
     };
-    let sink = Delivery::passthrough(sink);
     let mut backfill = JobRunner::new(&backfill_backend, run, log, spec, sink, None)?;
     backfill.savepoint_store = Some(checkpoint_dir(&config.data_dir));
     let end = backfill.drive(run, None)?;

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::finish::finish;
 use super::folders::{
-    checkpoint_dir, db_dir, db_dirs, open_backends, restore_dir, scratch_dir, shared_of, sink_dir,
+    checkpoint_dir, db_dir, db_dirs, open_backends, restore_dir, scratch_dir, shared_of,
     state_is_empty,
 };
 use super::from_base::{StartedFromBase, start_from_base};
@@ -18,9 +18,8 @@ use crate::config::profile::KnobValue;
 use crate::durability::checkpoint::snapshot::restore_full;
 use crate::durability::checkpoint::store::{CheckpointStore, StoreConfig};
 use crate::durability::checkpoint::{CheckpointConfig, Checkpointer, Metadata, prepare_restore};
-use crate::durability::delivery::{Delivery, DeliveryConfig};
+use crate::durability::delivery::Delivery;
 use crate::durability::progress_mark::ProgressMark;
-use crate::durability::sink::Sink;
 use crate::pipeline::PipelineError;
 use crate::pipeline::operators::JobMode;
 use crate::pipeline::source::{Log, ReadPlan};
@@ -33,7 +32,7 @@ use crate::preload;
 pub(super) fn recoverable(
     run: &mut Run,
     log: &Log,
-    sink: Box<dyn Sink>,
+    mut sink: Delivery,
     mut base: Option<preload::Base>,
 ) -> Result<RunOutcome, EngineError> {
     let config = run.config;
@@ -46,13 +45,6 @@ pub(super) fn recoverable(
     let shared = store.shared_dir();
     // Transaction ages are the broker's wall clock: they go on across pauses and processes.
     let clock_ms = |_: &Run| super::run::epoch_ms();
-    let mut sink = Delivery::open(
-        sink,
-        DeliveryConfig::from_knobs(&knobs),
-        &sink_dir(data),
-        clock_ms(run),
-    )
-    .map_err(PipelineError::from)?;
     let mut from: Option<PathBuf> = match &config.restore {
         None => None,
         Some(RestoreFrom::Latest) => Some(
