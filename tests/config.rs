@@ -235,6 +235,56 @@ fn source_and_phase_mistakes_name_the_field_and_what_is_valid() {
     );
 }
 
+/// A generated workload says which of its keys, events and span it lacks, and that a trace's
+/// workload needs none of them; a trace's workload takes them from its trace, and the times
+/// checked against the span are checked against the trace's.
+#[test]
+fn a_trace_workload_takes_its_keys_events_and_span_from_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let generated = write("generated.yaml", "partitions: 2\nwindows: [1m]\n");
+    let msg = Workload::load(&generated).unwrap_err().to_string();
+    for field in [
+        "'keys.count' is missing",
+        "'events' is missing",
+        "'event-time.span' is missing",
+    ] {
+        assert!(msg.contains(field), "{field}: {msg}");
+    }
+    assert!(msg.contains("a workload with 'trace:'"), "{msg}");
+
+    write(
+        "t.csv",
+        "key,event_time,partition\na,1767225600000,0\nb,1767225630000,1\na,1767225690000,1\n",
+    );
+    let path = write("t.yaml", "partitions: 2\nwindows: [1m]\ntrace: t.csv\n");
+    let mut w = Workload::load(&path).unwrap();
+    statebench::pipeline::trace::Trace::load_into(&mut w).unwrap();
+    assert_eq!(w.spec.keys.count, 2);
+    assert_eq!(w.spec.events, 3);
+    assert_eq!(w.spec.event_time.span.0, 90_000);
+    let figures = w.trace_figures.clone().unwrap();
+    assert_eq!((figures.records, figures.partitions), (3, vec![1, 2]));
+
+    // Given, they stay as given; a stop past the trace's span is refused once it is read.
+    let path = write(
+        "given.yaml",
+        "partitions: 2\nwindows: [1m]\ntrace: t.csv\nevents: 2\nsource: {stop-at: 5m}\n",
+    );
+    let mut w = Workload::load(&path).unwrap();
+    let msg = statebench::pipeline::trace::Trace::load_into(&mut w)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("given.yaml") && msg.contains("'source.stop-at' is past the end of the log"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn an_empty_profile_is_refused_and_a_child_keeps_only_its_own_description() {
     let msg = profile_error("tests/fixtures/invalid/profile-empty.yaml");

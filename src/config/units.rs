@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct ByteSize(pub u64);
 
 /// A duration in milliseconds, written in YAML as `500ms`, `10s`, `5m`, `1h`, `7d`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Millis(pub u64);
 
 const SIZE_UNITS: &[(&str, u64)] = &[

@@ -122,14 +122,41 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
     );
     // A chain: every operator, in order.
     let operators = workload.operators();
-    line(
-        "job",
-        match operators.as_slice() {
-            [one] => serde_json::to_string(one),
-            chain => serde_json::to_string(chain),
-        }
-        .unwrap_or_default(),
-    );
+    let mut job = match operators.as_slice() {
+        [one] => serde_json::to_value(one),
+        chain => serde_json::to_value(chain),
+    }
+    .unwrap_or_default();
+    // A trace sets each record's input, and `inputs:` how the events split: the join's
+    // right-share is not what the job read.
+    if (workload.spec.trace.is_some() || workload.spec.inputs.is_some())
+        && let Some(join) = job.as_object_mut()
+    {
+        join.remove("right-share");
+    }
+    line("job", job.to_string());
+    if let Some(inputs) = &workload.spec.inputs {
+        line("inputs", serde_json::to_string(inputs).unwrap_or_default());
+    }
+    if let Some(t) = &workload.trace_figures {
+        let two_inputs = workload.operator().kind() == "interval-join";
+        let inputs = if two_inputs {
+            format!(", inputs left {} and right {}", t.inputs[0], t.inputs[1])
+        } else {
+            String::new()
+        };
+        let used = t.partitions.iter().filter(|n| **n > 0).count();
+        line(
+            "trace",
+            format!(
+                "{} records, {} keys over {}{inputs}, {used} of {} partitions with records",
+                t.records,
+                t.keys,
+                t.span,
+                t.partitions.len()
+            ),
+        );
+    }
     let mut more = String::new();
     if s.merges > 0 {
         more.push_str(&format!(", {} merges", s.merges));

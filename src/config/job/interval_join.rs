@@ -142,24 +142,35 @@ impl IntervalJoinSpec {
         Ok(())
     }
 
-    /// The partitions of each input, (left, right), of the workload's `partitions`: the last
-    /// `round(partitions × right-share)` carry the right input, at least one each.
-    pub fn input_partitions(&self, partitions: u32) -> (Range<u32>, Range<u32>) {
-        let right = ((f64::from(partitions) * self.right_share).round() as u32)
-            .clamp(1, partitions.saturating_sub(1).max(1));
-        let split = partitions.saturating_sub(right);
+    /// The partitions of each input, (left, right), of the workload's `partitions`: the
+    /// first `left` (the workload's `inputs:`), or else the last `round(partitions ×
+    /// right-share)` carry the right input, at least one each.
+    pub fn input_partitions(&self, partitions: u32, left: Option<u32>) -> (Range<u32>, Range<u32>) {
+        let split = match left {
+            Some(left) => left.min(partitions),
+            None => {
+                let right = ((f64::from(partitions) * self.right_share).round() as u32)
+                    .clamp(1, partitions.saturating_sub(1).max(1));
+                partitions.saturating_sub(right)
+            }
+        };
         (0..split, split..partitions)
     }
 
     /// A join needs a partition for each input, and one that carries records.
-    pub fn validate_partitions(&self, partitions: u32, idle: &[u32]) -> Result<(), String> {
+    pub fn validate_partitions(
+        &self,
+        partitions: u32,
+        left: Option<u32>,
+        idle: &[u32],
+    ) -> Result<(), String> {
         if partitions < 2 {
             return Err(format!(
                 "'partitions' is {partitions} but an interval join needs at least 2: each \
                  input has partitions of its own"
             ));
         }
-        let (left, right) = self.input_partitions(partitions);
+        let (left, right) = self.input_partitions(partitions, left);
         for (name, range) in [("left", left), ("right", right)] {
             if range.clone().all(|p| idle.contains(&p)) {
                 return Err(format!(
@@ -238,13 +249,13 @@ mod tests {
     #[test]
     fn each_input_gets_partitions_of_its_own() {
         let mut s = spec("lower: 0s\nupper: 1s\n").unwrap();
-        assert_eq!(s.input_partitions(2), (0..1, 1..2));
-        assert_eq!(s.input_partitions(4), (0..2, 2..4));
-        assert_eq!(s.input_partitions(5), (0..2, 2..5));
+        assert_eq!(s.input_partitions(2, None), (0..1, 1..2));
+        assert_eq!(s.input_partitions(4, None), (0..2, 2..4));
+        assert_eq!(s.input_partitions(5, None), (0..2, 2..5));
         s.right_share = 0.01;
-        assert_eq!(s.input_partitions(8), (0..7, 7..8));
+        assert_eq!(s.input_partitions(8, None), (0..7, 7..8));
         s.right_share = 0.99;
-        assert_eq!(s.input_partitions(8), (0..1, 1..8));
+        assert_eq!(s.input_partitions(8, None), (0..1, 1..8));
     }
 
     #[test]
@@ -284,12 +295,12 @@ mod tests {
         );
         let s = spec("lower: 0s\nupper: 1s\n").unwrap();
         assert!(
-            s.validate_partitions(1, &[])
+            s.validate_partitions(1, None, &[])
                 .unwrap_err()
                 .contains("at least 2")
         );
-        assert_eq!(s.validate_partitions(2, &[]), Ok(()));
-        let err = s.validate_partitions(4, &[2, 3]).unwrap_err();
+        assert_eq!(s.validate_partitions(2, None, &[]), Ok(()));
+        let err = s.validate_partitions(4, None, &[2, 3]).unwrap_err();
         assert!(
             err.contains("right input of the interval join (partitions 2..=3)"),
             "{err}"

@@ -11,8 +11,10 @@ use super::{ConfigError, locate, parse_yaml};
 mod validate;
 use validate::validate;
 
+pub mod inputs;
 mod preload;
 pub use crate::model::summary::SerializerKind;
+pub use inputs::InputSpec;
 pub use preload::{Levels, PreloadSpec};
 
 /// Workloads compiled into the binary.
@@ -76,6 +78,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../workloads/orders-payments.yaml"),
     ),
     (
+        "orders-payments-generated",
+        include_str!("../../../workloads/orders-payments-generated.yaml"),
+    ),
+    (
         "dedup-ids",
         include_str!("../../../workloads/dedup-ids.yaml"),
     ),
@@ -88,9 +94,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
 /// 2026-01-01T00:00:00Z, the default start of event time.
 pub const DEFAULT_EVENT_TIME_START: u64 = 1_767_225_600_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Distribution {
+    #[default]
     Uniform,
     Zipf,
     HotSet,
@@ -104,10 +111,11 @@ pub enum Rate {
     PerSecond(u64),
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct KeysSpec {
-    /// Number of distinct users.
+    /// Number of distinct users (0: not given; a trace's workload takes its trace's).
+    #[serde(default)]
     pub count: u64,
     #[serde(default = "uniform")]
     pub distribution: Distribution,
@@ -162,7 +170,9 @@ pub struct EventTimeSpec {
     /// Event time of the first event, epoch milliseconds.
     #[serde(default = "default_start")]
     pub start: u64,
-    /// Event time covered by `events` events.
+    /// Event time covered by `events` events (0: not given; a trace's workload takes its
+    /// trace's).
+    #[serde(default = "zero_millis")]
     pub span: Millis,
     /// How far an event may lag behind the newest one (bounded out-of-orderness).
     #[serde(default = "zero_millis")]
@@ -171,6 +181,17 @@ pub struct EventTimeSpec {
     /// job still counts and whose past-due timers fire at the next watermark.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub late_fraction: f64,
+}
+
+impl Default for EventTimeSpec {
+    fn default() -> Self {
+        EventTimeSpec {
+            start: DEFAULT_EVENT_TIME_START,
+            span: Millis(0),
+            out_of_orderness: Millis(0),
+            late_fraction: 0.0,
+        }
+    }
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -189,11 +210,15 @@ fn zero_millis() -> Millis {
 pub struct WorkloadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The keys; a trace's workload may leave them out (its trace's keys are the keys).
+    #[serde(default)]
     pub keys: KeysSpec,
     #[serde(default = "default_partitions")]
     pub partitions: u32,
     #[serde(default)]
     pub rate: Rate,
+    /// A trace's workload may leave out the span (the trace's records carry their times).
+    #[serde(default)]
     pub event_time: EventTimeSpec,
     /// The keyed operator the job runs, or a chain of them (see `config::job`). None: the
     /// frequency counter of `windows`, `timer-state-ttl` and `serializer` below.
@@ -202,13 +227,20 @@ pub struct WorkloadSpec {
     /// Sliding windows the frequency counter keeps, e.g. `[1m, 5m, 10m, 30m]` (without `job:`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Millis>,
+    /// A two-input job's inputs as the generator makes them: their partitions, value sizes,
+    /// and the second's records following the first's keys (`inputs.rs`). None: the join's
+    /// `right-share` of the events on the right.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<InputSpec>>,
     /// Bytes of each event's value (the record the operator keeps or aggregates). None: the
     /// event carries no value (the frequency counter stores its own stats).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_size: Option<ValueSize>,
     #[serde(default)]
     pub serializer: SerializerKind,
-    /// Events in the run; also fixes how fast event time advances (span / events).
+    /// Events in the run; also fixes how fast event time advances (span / events). 0: not
+    /// given; a trace's workload runs its trace's records.
+    #[serde(default)]
     pub events: u64,
     /// Optional wall-clock cap on the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -374,6 +406,23 @@ pub struct Workload {
     /// the job keys its records by them (`pipeline::source::KeyNames`). None: generated keys.
     #[serde(skip)]
     pub trace_keys: Option<std::sync::Arc<crate::model::trace_keys::TraceKeys>>,
+    /// What the workload's trace holds, once it is loaded (the summary says it rather than the
+    /// generator's settings).
+    #[serde(skip)]
+    pub trace_figures: Option<TraceFigures>,
+}
+
+/// What a workload's trace holds: its records, keys, records per input and per partition.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceFigures {
+    pub records: u64,
+    pub keys: u64,
+    /// Records of the left (first) and the right (second) input.
+    pub inputs: [u64; 2],
+    /// Records per partition, partition 0 first.
+    pub partitions: Vec<u64>,
+    /// The event time its records span.
+    pub span: Millis,
 }
 
 impl Workload {
@@ -434,6 +483,29 @@ impl Workload {
             source: source.to_string(),
             spec,
             trace_keys: None,
+            trace_figures: None,
+        })
+    }
+
+    /// What a trace's workload left out (its keys, events, span), from what its trace holds;
+    /// then every check again on the whole workload: the source's and the phases' times
+    /// against the trace's span, say.
+    pub fn complete_from_trace(&mut self, figures: TraceFigures) -> Result<(), ConfigError> {
+        let spec = &mut self.spec;
+        if spec.keys.count == 0 {
+            spec.keys.count = figures.keys;
+        }
+        if spec.events == 0 {
+            spec.events = figures.records;
+        }
+        if spec.event_time.span.0 == 0 {
+            // One millisecond at least: a trace whose records share one time spans it.
+            spec.event_time.span = Millis(figures.span.0.max(1));
+        }
+        self.trace_figures = Some(figures);
+        validate(&self.spec).map_err(|message| ConfigError::Invalid {
+            origin: self.source.clone(),
+            message,
         })
     }
 

@@ -15,8 +15,15 @@ pub(super) fn validate(spec: &WorkloadSpec) -> Result<(), String> {
     {
         problems.push(e);
     }
+    // A trace's workload may leave out its keys, events and span: they are the trace's
+    // (`Workload::complete_from_trace` checks the whole again once it is read).
+    let from_trace = spec.trace.is_some();
     let keys = &spec.keys;
-    if keys.count == 0 || keys.count > MAX_KEYS {
+    if keys.count == 0 && !from_trace {
+        problems.push(format!(
+            "'keys.count' is missing or 0: a generated workload needs 'keys: {{count: N}}', N from 1 to {MAX_KEYS} (2^32) (a workload with 'trace:' takes its keys from the trace)"
+        ));
+    } else if keys.count > MAX_KEYS {
         problems.push(format!(
             "'keys.count' is {} but must be between 1 and {MAX_KEYS} (2^32)",
             keys.count
@@ -70,6 +77,11 @@ pub(super) fn validate(spec: &WorkloadSpec) -> Result<(), String> {
             {
                 problems.push(e);
             }
+            if spec.inputs.is_some() {
+                problems.push(
+                    "'inputs' describes a two-input job's inputs, and the frequency counter has one input: leave 'inputs' out".to_string(),
+                );
+            }
         }
         Some(job) => {
             let kind = job.first().kind();
@@ -86,10 +98,37 @@ pub(super) fn validate(spec: &WorkloadSpec) -> Result<(), String> {
                     problem.message
                 });
             }
+            let left = spec
+                .inputs
+                .as_ref()
+                .and_then(|i| i.first())
+                .map(|i| i.partitions);
             if let OperatorSpec::IntervalJoin(join) = job.first()
-                && let Err(e) = join.validate_partitions(spec.partitions, &spec.idle_partitions)
+                && let Err(e) =
+                    join.validate_partitions(spec.partitions, left, &spec.idle_partitions)
             {
                 problems.push(e);
+            }
+            match (job.first(), &spec.inputs) {
+                (OperatorSpec::IntervalJoin(join), Some(inputs)) => {
+                    if let Err(mut e) = super::inputs::check(inputs, spec.partitions) {
+                        problems.append(&mut e);
+                    }
+                    if join.right_share != 0.5 {
+                        problems.push(
+                            "'job.right-share' and 'inputs' both say how the events split: give the shares in 'inputs' ('share:' of an input) and leave 'right-share' out".to_string(),
+                        );
+                    }
+                }
+                (_, Some(_)) => problems.push(format!(
+                    "'inputs' describes a two-input job's inputs, and 'job: {{kind: {kind}}}' has one input: leave 'inputs' out"
+                )),
+                (_, None) => {}
+            }
+            if spec.inputs.is_some() && spec.trace.is_some() {
+                problems.push(
+                    "'inputs' generates the two inputs, and 'trace:' replays yours (its 'input' column says each record's): keep one".to_string(),
+                );
             }
             if spec.phases.is_some() {
                 problems.push(format!(
@@ -182,11 +221,15 @@ pub(super) fn validate(spec: &WorkloadSpec) -> Result<(), String> {
         problems
             .push("'timer-state-ttl' must be longer than 0 (leave it out for no TTL)".to_string());
     }
-    if spec.events == 0 {
-        problems.push("'events' must be at least 1".to_string());
+    if spec.events == 0 && !from_trace {
+        problems.push(
+            "'events' is missing or 0: a generated workload needs how many events it runs, at least 1 (a workload with 'trace:' runs the trace's records)".to_string(),
+        );
     }
-    if spec.event_time.span.0 == 0 {
-        problems.push("'event-time.span' must be longer than 0".to_string());
+    if spec.event_time.span.0 == 0 && !from_trace {
+        problems.push(
+            "'event-time.span' is missing or 0: a generated workload needs the event time its events cover, e.g. 'event-time: {span: 1h}' (a workload with 'trace:' takes it from the trace)".to_string(),
+        );
     }
     if spec.sample_interval.0 < 50 {
         problems.push(format!(
@@ -209,6 +252,9 @@ pub(super) fn validate(spec: &WorkloadSpec) -> Result<(), String> {
 fn validate_source(spec: &WorkloadSpec, limit: u64, problems: &mut Vec<String>) {
     let source = &spec.source;
     let span = spec.event_time.span;
+    // A trace's span is not known before the trace is read: the times against it are checked
+    // then (`Workload::complete_from_trace`).
+    let span_known = span.0 > 0;
     if let Some(r) = source.readers.filter(|r| *r == 0 || *r > 1024) {
         problems.push(format!(
             "'source.readers' is {r} but must be between 1 and 1024"
@@ -235,7 +281,7 @@ fn validate_source(spec: &WorkloadSpec, limit: u64, problems: &mut Vec<String>) 
         ("source.deployed-at", source.deployed_at),
         ("source.stop-at", source.stop_at),
     ] {
-        if value.is_some_and(|v| v.0 > span.0.min(limit)) {
+        if span_known && value.is_some_and(|v| v.0 > span.0.min(limit)) {
             problems.push(format!(
                 "'{key}' is past the end of the log ('event-time.span' is {span})"
             ));
@@ -285,7 +331,7 @@ fn validate_source(spec: &WorkloadSpec, limit: u64, problems: &mut Vec<String>) 
         return;
     };
     let longest = spec.windows.iter().map(|w| w.0).max().unwrap_or(0);
-    if phases.switch_at.0 < longest || phases.switch_at.0 >= span.0 {
+    if phases.switch_at.0 < longest || (span_known && phases.switch_at.0 >= span.0) {
         problems.push(format!(
             "'phases.switch-at' is {} but must be at least the longest window ({}) and before the \
              end of the log ('event-time.span' {span}): the backfill needs a full window of history \

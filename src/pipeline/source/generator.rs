@@ -2,13 +2,17 @@
 //! advancing at a fixed pace with bounded out-of-orderness, records keyed into partitions; or a
 //! recorded trace replayed in its order.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use rand_distr::{Distribution as _, Zipf};
+use rand_distr::{Distribution as _, Exp, LogNormal, Zipf};
 
 use crate::config::Workload;
 use crate::config::job::OperatorSpec;
 use crate::config::workload::Distribution;
+use crate::config::workload::inputs::Delay;
 pub use crate::model::event::Event;
 
 enum KeySampler {
@@ -61,11 +65,74 @@ pub struct Generator {
 
 /// The inputs of a join (`job.kind: interval-join`): each event's input is drawn from its own
 /// stream (so the other draws stay those of a one-input job), and each input has partitions of
-/// its own, so its own watermark.
+/// its own, so its own watermark. With the workload's `inputs:`, each input's value sizes are
+/// its own, and the second input's records may follow the first's keys.
 struct Inputs {
     right_share: f64,
     /// Live partitions of the left (0) and the right (1) input.
     live: [Vec<u32>; 2],
+    /// Each input's value sizes (None: the workload's).
+    value_size: [Option<(u32, u32)>; 2],
+    follow: Option<Follow>,
+}
+
+/// The second input following the first: each first-input record at time t gets, unless it is
+/// unmatched, one record of its key at t + a delay; and records of keys of its own.
+struct Follow {
+    unmatched: f64,
+    own: f64,
+    delay: Delay,
+    /// Its own draws (matched or not, the delay, its own keys), apart from the first input's.
+    rng: SmallRng,
+    /// Records waiting for their time, the earliest first.
+    pending: BinaryHeap<Reverse<(i64, u64, u64)>>,
+    /// Records scheduled so far (their tie-break: scheduled first, written first).
+    scheduled: u64,
+    /// First-input records so far: they set the log's pace.
+    firsts: u64,
+    /// Keys of its own so far: ids from the workload's key count up.
+    own_keys: u64,
+    first_key_of_own: u64,
+}
+
+impl Follow {
+    /// A delay in milliseconds within the distribution's bounds.
+    fn draw_delay(&mut self) -> i64 {
+        let (min, max) = self.delay.bounds();
+        let (min, max) = (min as f64, max as f64);
+        let bounded = |rng: &mut SmallRng, draw: &dyn Fn(&mut SmallRng) -> f64| {
+            // Redrawn outside the bounds; a distribution that keeps missing them is clamped.
+            for _ in 0..64 {
+                let d = draw(rng);
+                if (min..=max).contains(&d) {
+                    return d;
+                }
+            }
+            draw(rng).clamp(min, max)
+        };
+        let ms = match self.delay {
+            Delay::Uniform { .. } => {
+                if max > min {
+                    self.rng.random_range(min..=max)
+                } else {
+                    min
+                }
+            }
+            Delay::Exponential { mean, .. } => {
+                let exp = Exp::new(1.0 / mean.0 as f64).ok();
+                bounded(&mut self.rng, &|rng| {
+                    min + exp.map_or(mean.0 as f64, |e| e.sample(rng))
+                })
+            }
+            Delay::Lognormal { median, sigma, .. } => {
+                let ln = LogNormal::new((median.0 as f64).ln(), sigma).ok();
+                bounded(&mut self.rng, &|rng| {
+                    ln.map_or(median.0 as f64, |l| l.sample(rng))
+                })
+            }
+        };
+        ms.round() as i64
+    }
 }
 
 impl Inputs {
@@ -87,10 +154,38 @@ impl Inputs {
                 live
             }
         };
-        let (left, right) = join.input_partitions(spec.partitions);
+        let given = spec.inputs.as_deref().unwrap_or_default();
+        let (left, right) =
+            join.input_partitions(spec.partitions, given.first().map(|i| i.partitions));
+        let value_size = |i: usize| {
+            given
+                .get(i)
+                .and_then(|input| input.value_size)
+                .map(|v| v.bounds())
+        };
+        let follow = given
+            .get(1)
+            .and_then(|i| i.follows.as_ref())
+            .map(|f| Follow {
+                unmatched: f.unmatched,
+                own: f.own,
+                delay: f.delay,
+                rng: SmallRng::seed_from_u64(spec.seed ^ 0x510e_527f_ade6_82d1),
+                pending: BinaryHeap::new(),
+                scheduled: 0,
+                firsts: 0,
+                own_keys: 0,
+                first_key_of_own: spec.keys.count,
+            });
         Some(Box::new(Inputs {
-            right_share: join.right_share,
+            right_share: if given.is_empty() {
+                join.right_share
+            } else {
+                crate::config::workload::inputs::right_share(given)
+            },
             live: [live(left), live(right)],
+            value_size: [value_size(0), value_size(1)],
+            follow,
         }))
     }
 }
@@ -117,11 +212,17 @@ impl Generator {
                 }
             }
         };
+        let inputs = Inputs::new(workload);
+        // Following, the first input's records set the pace: each brings its followers.
+        let per_first = inputs
+            .as_ref()
+            .and_then(|i| i.follow.as_ref())
+            .map_or(1.0, |f| 1.0 + (1.0 - f.unmatched) + f.own);
         Generator {
             rng: SmallRng::seed_from_u64(spec.seed),
             keys,
             start: spec.event_time.start as i64,
-            step: workload.event_time_step(),
+            step: workload.event_time_step() * per_first,
             out_of_orderness: spec.event_time.out_of_orderness.0 as i64,
             late_fraction: spec.event_time.late_fraction,
             live_partitions: (0..spec.partitions)
@@ -131,14 +232,58 @@ impl Generator {
             next_index: 0,
             value_size: spec.value_size.map(|v| v.bounds()),
             seed: spec.seed,
-            inputs: Inputs::new(workload),
+            inputs,
         }
     }
 
     /// The replay clock: the nominal event time of the next event. Processing time for
     /// idleness and TTL, as if the log were replayed at the speed it was written.
     pub fn replay_time(&self) -> i64 {
-        self.start + (self.next_index as f64 * self.step) as i64
+        match self.inputs.as_ref().and_then(|i| i.follow.as_ref()) {
+            Some(f) => {
+                let first = self.start + (f.firsts as f64 * self.step) as i64;
+                f.pending
+                    .peek()
+                    .map_or(first, |Reverse((at, _, _))| (*at).min(first))
+            }
+            None => self.start + (self.next_index as f64 * self.step) as i64,
+        }
+    }
+
+    /// The next record's key, its nominal time (when it is written to the log) and its input.
+    /// Following, a waiting second-input record whose time has come goes first; else the first
+    /// input's next record, which schedules its own followers.
+    fn next_record(&mut self) -> (u64, i64, u8) {
+        let (start, step) = (self.start, self.step);
+        if let Some(f) = self.inputs.as_mut().and_then(|i| i.follow.as_mut()) {
+            let first_at = start + (f.firsts as f64 * step) as i64;
+            if let Some(Reverse((at, _, user))) = f.pending.peek().copied()
+                && at < first_at
+            {
+                f.pending.pop();
+                return (user, at, 1);
+            }
+            let user = self.keys.sample(&mut self.rng);
+            f.firsts += 1;
+            let follow = |f: &mut Follow, key: u64| {
+                let at = first_at + f.draw_delay();
+                f.pending.push(Reverse((at, f.scheduled, key)));
+                f.scheduled += 1;
+            };
+            if f.rng.random::<f64>() >= f.unmatched {
+                follow(f, user);
+            }
+            let own = f.own.floor() as u64 + u64::from(f.rng.random::<f64>() < f.own.fract());
+            for _ in 0..own {
+                let key = f.first_key_of_own + f.own_keys;
+                f.own_keys += 1;
+                follow(f, key);
+            }
+            return (user, first_at, 0);
+        }
+        let user = self.keys.sample(&mut self.rng);
+        let nominal = start + (self.next_index as f64 * step) as i64;
+        (user, nominal, self.draw_input(self.next_index))
     }
 
     /// The user id string the job keys by.
@@ -175,9 +320,15 @@ impl Generator {
         }
     }
 
-    /// The value size of the event with index `index`: deterministic per seed and index.
-    fn draw_value_size(&self, index: u64) -> u32 {
-        match self.value_size {
+    /// The value size of the event with index `index` on `input`: deterministic per seed and
+    /// index, within the input's sizes (the workload's when it has none of its own).
+    fn draw_value_size(&self, index: u64, input: u8) -> u32 {
+        let bounds = self
+            .inputs
+            .as_ref()
+            .and_then(|i| i.value_size[usize::from(input.min(1))])
+            .or(self.value_size);
+        match bounds {
             None => 0,
             Some((min, max)) if min == max => min,
             Some((min, max)) => {
@@ -193,8 +344,7 @@ impl Iterator for Generator {
     type Item = Event;
 
     fn next(&mut self) -> Option<Event> {
-        let user = self.keys.sample(&mut self.rng);
-        let nominal = self.start + (self.next_index as f64 * self.step) as i64;
+        let (user, nominal, input) = self.next_record();
         let lag = if self.late_fraction > 0.0 && self.rng.random::<f64>() < self.late_fraction {
             // Late: beyond the bound, by up to ten minutes.
             self.rng
@@ -206,7 +356,6 @@ impl Iterator for Generator {
         };
         // Kafka's keyed partitioning: the same user always lands in the same partition.
         let hash = (user.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32;
-        let input = self.draw_input(self.next_index);
         let live = match &self.inputs {
             // A join: the input's own partitions (a key's records of one input in one of them).
             Some(inputs) => &inputs.live[usize::from(input)],
@@ -215,7 +364,7 @@ impl Iterator for Generator {
         let partition = live[(hash % live.len() as u32) as usize];
         let offset = self.offsets[partition as usize];
         self.offsets[partition as usize] += 1;
-        let value_size = self.draw_value_size(self.next_index);
+        let value_size = self.draw_value_size(self.next_index, input);
         self.next_index += 1;
         Some(Event {
             user,
@@ -358,7 +507,7 @@ mod tests {
         else {
             panic!("interval-join is a join");
         };
-        let (left, right) = spec.input_partitions(join.spec.partitions);
+        let (left, right) = spec.input_partitions(join.spec.partitions, None);
         let mut per_input = [0u64; 2];
         for (j, s) in a.iter().zip(&b) {
             // The input is drawn apart: keys, times and sizes are the one-input job's.
@@ -396,5 +545,71 @@ mod tests {
             fingerprint(a.into_iter()),
             fingerprint(Generator::new(&join).take(20_000))
         );
+    }
+
+    /// The workload `text` says, loaded (and checked) as a file is.
+    fn workload_of(text: &str) -> Workload {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.yaml");
+        std::fs::write(&path, text).unwrap();
+        Workload::load(path.to_str().unwrap()).unwrap()
+    }
+
+    /// `inputs:` with the second input following the first: every matched first-input record
+    /// has its one follower, of its key, on the right's partitions, its delay within bounds;
+    /// the unmatched share is about as asked; the log is in time order; sizes are per input.
+    #[test]
+    fn a_following_input_carries_the_first_inputs_keys_after_their_delay() {
+        let text = "keys: {count: 4294967296}\npartitions: 4\nevents: 20000\nevent-time: {span: 1h}\nseed: 5\njob: {kind: interval-join, lower: -2m, upper: 10m}\ninputs:\n  - {partitions: 1, value-size: 300}\n  - partitions: 3\n    value-size: 150\n    follows: {unmatched: 0.1, delay: {distribution: uniform, min: 30s, max: 8m}}\n";
+        let w = workload_of(text);
+        let events: Vec<Event> = Generator::new(&w).take(20_000).collect();
+        let again: Vec<Event> = Generator::new(&w).take(20_000).collect();
+        assert_eq!(events, again, "deterministic");
+        let mut firsts = std::collections::HashMap::new();
+        let (mut matched, mut first_count) = (0u64, 0u64);
+        let mut last_append = i64::MIN;
+        for e in &events {
+            assert!(e.append_time >= last_append, "the log is in time order");
+            last_append = e.append_time;
+            match e.input {
+                0 => {
+                    assert_eq!((e.partition, e.value_size), (0, 300));
+                    first_count += 1;
+                    firsts.insert(e.user, e.append_time);
+                }
+                _ => {
+                    assert!((1..4).contains(&e.partition), "{e:?}");
+                    assert_eq!(e.value_size, 150);
+                    let at = firsts[&e.user];
+                    let delay = e.append_time - at;
+                    assert!((30_000..=480_000).contains(&delay), "delay {delay}");
+                    matched += 1;
+                }
+            }
+        }
+        // The records of the last 8 minutes' first-input records are still waiting.
+        let unmatched = 1.0 - matched as f64 / first_count as f64;
+        assert!((0.09..0.2).contains(&unmatched), "unmatched {unmatched}");
+        // Both inputs' records together span the workload's hour.
+        let span = last_append - events[0].append_time;
+        assert!((3_300_000..3_900_000).contains(&span), "span {span}");
+    }
+
+    /// Without `inputs:` a join's events are what they were: `inputs:` with a share and
+    /// without sizes changes only where the right input's partitions are.
+    #[test]
+    fn inputs_with_shares_split_the_partitions_as_given() {
+        let text = "keys: {count: 1000}\npartitions: 4\nevents: 4000\nevent-time: {span: 1h}\njob: {kind: interval-join, lower: -2m, upper: 10m}\ninputs:\n  - {partitions: 3, share: 0.25}\n  - {partitions: 1}\n";
+        let w = workload_of(text);
+        let events: Vec<Event> = Generator::new(&w).take(4000).collect();
+        let right = events.iter().filter(|e| e.input == 1).count();
+        // The first input (the left) takes a quarter of the events, the right the rest.
+        assert!(
+            (2800..3200).contains(&right),
+            "{right} of 4000 on the right"
+        );
+        for e in &events {
+            assert_eq!(e.partition == 3, e.input == 1, "{e:?}");
+        }
     }
 }

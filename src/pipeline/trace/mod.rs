@@ -54,6 +54,9 @@ pub enum TraceError {
     },
     #[error("trace {0} has no events")]
     Empty(PathBuf),
+    /// The workload, completed with the trace's keys, events and span, fails a check.
+    #[error("{0}")]
+    Workload(String),
 }
 
 /// One line of a trace as written, before partitions are assigned.
@@ -331,10 +334,35 @@ impl Trace {
             return Ok(None);
         };
         let trace = Trace::load(path, workload.spec.partitions)?;
+        // What the workload left out (its keys, events, span) is the trace's.
+        workload
+            .complete_from_trace(trace.figures(workload.spec.partitions))
+            .map_err(|e| TraceError::Workload(e.to_string()))?;
         workload.trace_keys = Some(std::sync::Arc::new(super::source::TraceKeys::new(
             trace.keys,
         )));
         Ok(Some(std::sync::Arc::new(trace.events)))
+    }
+
+    /// What the trace holds, for a workload of `partitions`.
+    pub fn figures(&self, partitions: u32) -> crate::config::workload::TraceFigures {
+        let mut inputs = [0u64; 2];
+        let mut per_partition = vec![0u64; partitions.max(1) as usize];
+        let (mut min, mut max) = (i64::MAX, i64::MIN);
+        for e in &self.events {
+            inputs[usize::from(e.input.min(1))] += 1;
+            if let Some(n) = per_partition.get_mut(e.partition as usize) {
+                *n += 1;
+            }
+            (min, max) = (min.min(e.event_time), max.max(e.event_time));
+        }
+        crate::config::workload::TraceFigures {
+            records: self.events.len() as u64,
+            keys: self.keys.len() as u64,
+            inputs,
+            partitions: per_partition,
+            span: crate::config::Millis(max.saturating_sub(min).max(0) as u64),
+        }
     }
 
     /// Reads and checks the whole trace. Events without a partition are keyed into one of
