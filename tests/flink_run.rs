@@ -78,6 +78,18 @@ fn a_cluster_that_is_down_or_runs_another_flink_is_a_rest_error() {
         "{text}"
     );
     assert_eq!(code, 2);
+    // A trace whose keys Flink's job could not read back (its trace is CSV).
+    let trace = work.path().join("t.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"key\": \"a,b\", \"event_time\": 1767225600000}\n{\"key\": \"c\", \"event_time\": 1767225601000}\n",
+    )
+    .unwrap();
+    let yaml = work.path().join("t.yaml");
+    std::fs::write(&yaml, "partitions: 2\nwindows: [1m]\ntrace: t.jsonl\n").unwrap();
+    let (text, code) = refused(&w, yaml.to_str().unwrap(), &[]);
+    assert!(text.contains("'a,b', with a comma"), "{text}");
+    assert_eq!(code, 2);
     assert!(!work.path().join("w").exists(), "nothing written");
 }
 

@@ -8,13 +8,19 @@ use crate::config::Workload;
 use crate::flink::run::{self as flink, FlinkError, Verdict};
 
 pub fn run(args: FlinkRunArgs) -> anyhow::Result<()> {
-    let workload = Workload::load(&args.workload)?;
+    let mut workload = Workload::load(&args.workload)?;
+    // A trace's workload: its records are the job's (read and checked before anything is built).
+    let trace = crate::pipeline::trace::Trace::load_into(&mut workload)
+        .map_err(|e| UsageError(e.to_string()))?;
     let mut profiles = vec![super::load_profile(&args.profile)?];
     if let Some(other) = &args.compare {
         profiles.push(super::load_profile(other)?);
     }
     let json = args.json;
-    let events = args.events.unwrap_or(workload.spec.events);
+    let events = args
+        .events
+        .unwrap_or(workload.spec.events)
+        .min(trace.as_ref().map_or(u64::MAX, |t| t.len() as u64));
     if events == 0 {
         return Err(UsageError("--events must be at least 1".to_string()).into());
     }
@@ -33,6 +39,7 @@ pub fn run(args: FlinkRunArgs) -> anyhow::Result<()> {
     });
     let options = flink::Options {
         workload,
+        trace,
         profiles,
         events,
         parallelism: args.parallelism,

@@ -50,6 +50,8 @@ pub enum FlinkError {
 /// What to run.
 pub struct Options {
     pub workload: Workload,
+    /// The workload's trace, when it replays one (its records are the job's, in its order).
+    pub trace: Option<Arc<Vec<crate::pipeline::source::Event>>>,
     /// The profile, and with `--compare` the one to judge against it.
     pub profiles: Vec<Profile>,
     pub events: u64,
@@ -164,10 +166,12 @@ fn operator_index(kg: u16, parallelism: u32) -> u32 {
     (u32::from(kg) * parallelism) / u32::from(crate::backend::keys::MAX_PARALLELISM)
 }
 
-/// Writes the workload's first `events` events as the job's trace (`key,event_time,0`, one
-/// partition, as the job's one source; or trace v2); every subtask's event count.
+/// Writes the workload's first `events` events (generated, or its `trace`'s) as the job's
+/// trace (`key,event_time,0`, one partition, as the job's one source; or trace v2); every
+/// subtask's event count.
 fn write_trace(
     workload: &Workload,
+    trace: Option<Arc<Vec<crate::pipeline::source::Event>>>,
     job: &FlinkJob,
     events: u64,
     parallelism: u32,
@@ -180,7 +184,7 @@ fn write_trace(
     // The key strings the workload's job keys by (zero-padded to its key size, if it has one).
     let names = crate::pipeline::source::KeyNames::of(workload);
     let mut key = String::new();
-    for e in crate::pipeline::source::Generator::new(workload).take(events as usize) {
+    for e in crate::pipeline::source::EventSource::new(workload, trace).take(events as usize) {
         names.write(e.user, &mut key);
         if job.v2 {
             // key,event_time,partition,value_size,input: one source, a join's inputs apart.
@@ -244,9 +248,14 @@ fn busiest(per_subtask: &[u64]) -> u32 {
 /// Runs everything `options` asks for; `progress` hears each step.
 pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>, FlinkError> {
     let workload = &options.workload;
-    if workload.spec.trace.is_some() {
+    // The job's trace is CSV, split at commas: a trace's own keys must have none.
+    if let Some(keys) = &workload.trace_keys
+        && let Some(key) = (0..keys.len() as u64)
+            .filter_map(|id| keys.name(id))
+            .find(|k| k.contains(','))
+    {
         return Err(FlinkError::Setup(format!(
-            "workload '{}' replays a trace: flink run writes the trace of a generated workload itself; give a workload without 'trace:'",
+            "the trace of '{}' has the key '{key}', with a comma: flink run hands Flink's job its records as CSV; replace the commas in its keys",
             workload.name
         )));
     }
@@ -306,7 +315,14 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
     std::fs::write(&workload_file, yaml)
         .map_err(|e| FlinkError::Setup(format!("{}: {e}", workload_file.display())))?;
     let job = flink_job(workload, &workload_file)?;
-    let subtask_events = write_trace(workload, &job, options.events, options.parallelism, &work)?;
+    let subtask_events = write_trace(
+        workload,
+        options.trace.clone(),
+        &job,
+        options.events,
+        options.parallelism,
+        &work,
+    )?;
     let subtask = options.subtask.unwrap_or_else(|| busiest(&subtask_events));
     let share = write_share(&work, options.parallelism, subtask)?;
     let mut runs = Vec::new();
