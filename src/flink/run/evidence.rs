@@ -259,8 +259,11 @@ pub fn changes(a: &ProfileRun, b: &ProfileRun) -> Vec<Change> {
             let f = ((m.get)(&a.flink), (m.get)(&b.flink));
             let s = ((m.get)(&a.statebench), (m.get)(&b.statebench));
             let (rf, rs) = (relative(f.0, f.1), relative(s.0, s.1));
-            // A change smaller than the floor is noise, whatever its ratio (3 -> 2 flushes).
-            let moved = |(x, y): (f64, f64), r: f64| (y - x).abs() >= floor && r.abs() >= NO_CHANGE;
+            // A change smaller than the floor is noise, whatever its ratio (3 -> 2 flushes);
+            // but a figure that falls to zero moved (a fix that ends flushes ends them).
+            let moved = |(x, y): (f64, f64), r: f64| {
+                ((y - x).abs() >= floor || (y == 0.0 && x > 0.0)) && r.abs() >= NO_CHANGE
+            };
             let verdict = if !moved(s, rs) {
                 // Nothing predicted: Flink must not have moved by half or more either.
                 if moved(f, rf) && rf.abs() >= 0.5 {
@@ -424,6 +427,12 @@ mod tests {
         let small = |f, sb| changes(&run(3, 0, 0, (3, 0, 0)), &run(f, 0, 0, (sb, 0, 0)))[0].verdict;
         assert_eq!(small(3, 2), Verdict::NothingPredicted);
         assert_eq!(small(1, 3), Verdict::NothingPredicted);
+        // Under the floor, but to zero on both sides (Flink 2 -> 0, statebench 4 -> 0): both
+        // fell by all of it, as predicted; to zero on Flink's side alone is not.
+        let to_zero =
+            |f, sb| changes(&run(2, 0, 0, (4, 0, 0)), &run(f, 0, 0, (sb, 0, 0)))[0].verdict;
+        assert_eq!(to_zero(0, 0), Verdict::AsPredicted);
+        assert_eq!(to_zero(0, 4), Verdict::NotAsPredicted);
         // Stall time: under half a second is noise too; Flink's 0 -> 12 s where statebench
         // saw 0 -> 0.2 s is not.
         let stall = |f, sb| changes(&run(0, 0, 0, (0, 0, 0)), &run(0, 0, f, (0, 0, sb)))[3].verdict;
