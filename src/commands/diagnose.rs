@@ -46,7 +46,11 @@ pub fn run(args: DiagnoseArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let like = like.map(crate::config::Workload::load).transpose()?;
+    let mut like = like.map(crate::config::Workload::load).transpose()?;
+    // A trace's workload takes its keys, events and span from its trace.
+    if let Some(w) = like.as_mut() {
+        crate::pipeline::trace::Trace::load_into(w).map_err(|e| UsageError(e.to_string()))?;
+    }
     if job.is_some() && rest.is_none() && !by_url {
         return Err(UsageError(
             "--job names a job of the REST API: give --rest URL too".to_string(),

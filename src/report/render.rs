@@ -38,6 +38,24 @@ pub fn render_summary(report: &Report) -> String {
 }
 
 /// One segment's summary.
+/// `json` (an object of plain values, as serde writes it) without its field `name`, the other
+/// fields in their order.
+fn without_field(json: &str, name: &str) -> String {
+    let key = format!("\"{name}\":");
+    let Some(at) = json.find(&key) else {
+        return json.to_string();
+    };
+    let end = json[at..].find([',', '}']).map_or(json.len(), |i| at + i);
+    // The comma before it goes with it (or, first, the one after).
+    if json[..at].ends_with(',') {
+        format!("{}{}", &json[..at - 1], &json[end..])
+    } else if json[end..].starts_with(',') {
+        format!("{}{}", &json[..at], &json[end + 1..])
+    } else {
+        format!("{}{}", &json[..at], &json[end..])
+    }
+}
+
 fn render_segment(workload: &Workload, segment: &Segment) -> String {
     let s = &segment.summary;
     let mut out = String::new();
@@ -122,19 +140,19 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
     );
     // A chain: every operator, in order.
     let operators = workload.operators();
-    let mut job = match operators.as_slice() {
-        [one] => serde_json::to_value(one),
-        chain => serde_json::to_value(chain),
+    let job = match operators.as_slice() {
+        [one] => serde_json::to_string(one),
+        chain => serde_json::to_string(chain),
     }
     .unwrap_or_default();
     // A trace sets each record's input, and `inputs:` how the events split: the join's
-    // right-share is not what the job read.
-    if (workload.spec.trace.is_some() || workload.spec.inputs.is_some())
-        && let Some(join) = job.as_object_mut()
-    {
-        join.remove("right-share");
-    }
-    line("job", job.to_string());
+    // right-share is not what the job read (the fields keep their order).
+    let job = if workload.spec.trace.is_some() || workload.spec.inputs.is_some() {
+        without_field(&job, "right-share")
+    } else {
+        job
+    };
+    line("job", job);
     if let Some(inputs) = &workload.spec.inputs {
         line("inputs", serde_json::to_string(inputs).unwrap_or_default());
     }
@@ -551,4 +569,24 @@ pub fn render_comparison(a: &Segment, b: &Segment) -> String {
         &count,
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_field_leaves_the_job_line_with_its_comma_the_others_in_their_order() {
+        let job = r#"{"kind":"interval-join","lower":"-2m","right-share":0.25,"upper":"10m"}"#;
+        assert_eq!(
+            super::without_field(job, "right-share"),
+            r#"{"kind":"interval-join","lower":"-2m","upper":"10m"}"#
+        );
+        assert_eq!(
+            super::without_field(r#"{"right-share":0.5,"kind":"x"}"#, "right-share"),
+            r#"{"kind":"x"}"#
+        );
+        assert_eq!(
+            super::without_field(r#"{"kind":"x"}"#, "right-share"),
+            r#"{"kind":"x"}"#
+        );
+    }
 }

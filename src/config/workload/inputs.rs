@@ -54,7 +54,9 @@ pub struct Follows {
     /// Records of keys of its own (keys the first input never has), per record of the first.
     #[serde(default)]
     pub own: f64,
-    /// How much later in event time its record comes than the first input's.
+    /// How much later its record is written to the log than the first input's (each record's
+    /// event time then lags behind its write as the workload's out-of-orderness says, so in
+    /// event time the gap is this delay give or take that lag).
     pub delay: Delay,
 }
 

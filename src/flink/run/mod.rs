@@ -205,6 +205,16 @@ fn write_trace(
     Ok(per_subtask)
 }
 
+/// Whether `key` reads back as itself from the job's CSV trace.
+fn csv_safe(key: &str) -> bool {
+    !key.is_empty()
+        && key.trim() == key
+        && !key.contains([',', '\n', '\r'])
+        && !key.starts_with(['#', '{'])
+        && key != "key"
+        && key != "user"
+}
+
 /// The subtask compared, and its share of the trace.
 struct Share {
     subtask: u32,
@@ -248,14 +258,15 @@ fn busiest(per_subtask: &[u64]) -> u32 {
 /// Runs everything `options` asks for; `progress` hears each step.
 pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>, FlinkError> {
     let workload = &options.workload;
-    // The job's trace is CSV, split at commas: a trace's own keys must have none.
+    // The job's trace is CSV, split at commas, trimmed, `#` lines skipped and a first line
+    // naming the columns taken for a header: a trace's own keys must read back as themselves.
     if let Some(keys) = &workload.trace_keys
         && let Some(key) = (0..keys.len() as u64)
             .filter_map(|id| keys.name(id))
-            .find(|k| k.contains(','))
+            .find(|k| !csv_safe(k))
     {
         return Err(FlinkError::Setup(format!(
-            "the trace of '{}' has the key '{key}', with a comma: flink run hands Flink's job its records as CSV; replace the commas in its keys",
+            "the trace of '{}' has the key {key:?}, which Flink's job cannot read back from the CSV trace flink run hands it (a comma, a line break, space at either end, '#' or '{{' first, or a column's name): rename such keys",
             workload.name
         )));
     }
@@ -523,6 +534,21 @@ fn flink_side(
     Ok((evidence::flink_side(&sub)?, memory))
 }
 
+/// The workload statebench runs on a subtask's share of the job's trace (`trace`): the share
+/// replayed, from one source as the Flink job's, a join's two inputs each in a partition of its
+/// own. What the share's records already carry is not the generator's to make again: their
+/// padded keys (`keys.size`) and their inputs (`inputs:`).
+fn share_workload(workload: &Workload, trace: &Path) -> Workload {
+    let mut workload = workload.clone();
+    workload.spec.trace = Some(trace.to_path_buf());
+    let join = workload.operator().kind() == "interval-join";
+    workload.spec.partitions = if join { 2 } else { 1 };
+    workload.spec.idle_partitions = Vec::new();
+    workload.spec.keys.size = None;
+    workload.spec.inputs = None;
+    workload
+}
+
 /// statebench on `subtask`'s share of the trace (`share`), at the rate Flink's subtask reached.
 fn statebench_side(
     options: &Options,
@@ -533,13 +559,8 @@ fn statebench_side(
     notes: &mut Vec<String>,
     progress: &dyn Fn(&str),
 ) -> Result<Side, FlinkError> {
-    let mut workload = options.workload.clone();
+    let mut workload = share_workload(&options.workload, &share.trace);
     let subtask = share.subtask;
-    workload.spec.trace = Some(share.trace.clone());
-    // One source, as the Flink job's; a join's two inputs each in a partition of its own.
-    let join = workload.operator().kind() == "interval-join";
-    workload.spec.partitions = if join { 2 } else { 1 };
-    workload.spec.idle_partitions = Vec::new();
     // Flush and stall counts follow write speed against flush speed: Flink's pace.
     let rate = flink.events_per_sec.round() as u64;
     workload.spec.rate = if rate > 0 {
