@@ -81,7 +81,7 @@ struct Inputs {
 struct Follow {
     unmatched: f64,
     own: f64,
-    delay: Delay,
+    delay: DelayDraw,
     /// Its own draws (matched or not, the delay, its own keys), apart from the first input's.
     rng: SmallRng,
     /// Records waiting for their time, the earliest first.
@@ -90,47 +90,58 @@ struct Follow {
     scheduled: u64,
     /// First-input records so far: they set the log's pace.
     firsts: u64,
-    /// Keys of its own so far: ids from the workload's key count up.
-    own_keys: u64,
-    first_key_of_own: u64,
+    /// The next key of its own: ids from the workload's key count up.
+    next_own_key: u64,
 }
 
-impl Follow {
-    /// A delay in milliseconds within the distribution's bounds.
-    fn draw_delay(&mut self) -> i64 {
-        let (min, max) = self.delay.bounds();
-        let (min, max) = (min as f64, max as f64);
-        let bounded = |rng: &mut SmallRng, draw: &dyn Fn(&mut SmallRng) -> f64| {
-            // Redrawn outside the bounds; a distribution that keeps missing them is clamped.
-            for _ in 0..64 {
-                let d = draw(rng);
-                if (min..=max).contains(&d) {
-                    return d;
-                }
-            }
-            draw(rng).clamp(min, max)
+/// A delay's distribution, built once, and its bounds in milliseconds.
+struct DelayDraw {
+    shape: DelayShape,
+    min: f64,
+    max: f64,
+}
+
+enum DelayShape {
+    Uniform,
+    /// `min` plus this.
+    Exponential(Exp<f64>),
+    LogNormal(LogNormal<f64>),
+}
+
+impl DelayDraw {
+    fn new(delay: &Delay) -> DelayDraw {
+        let (min, max) = delay.bounds();
+        // Validation keeps the parameters valid; should one not be, the delay is uniform.
+        let shape = match *delay {
+            Delay::Uniform { .. } => None,
+            Delay::Exponential { mean, .. } => Exp::new(1.0 / mean.0 as f64)
+                .ok()
+                .map(DelayShape::Exponential),
+            Delay::Lognormal { median, sigma, .. } => LogNormal::new((median.0 as f64).ln(), sigma)
+                .ok()
+                .map(DelayShape::LogNormal),
         };
-        let ms = match self.delay {
-            Delay::Uniform { .. } => {
-                if max > min {
-                    self.rng.random_range(min..=max)
-                } else {
-                    min
-                }
-            }
-            Delay::Exponential { mean, .. } => {
-                let exp = Exp::new(1.0 / mean.0 as f64).ok();
-                bounded(&mut self.rng, &|rng| {
-                    min + exp.map_or(mean.0 as f64, |e| e.sample(rng))
-                })
-            }
-            Delay::Lognormal { median, sigma, .. } => {
-                let ln = LogNormal::new((median.0 as f64).ln(), sigma).ok();
-                bounded(&mut self.rng, &|rng| {
-                    ln.map_or(median.0 as f64, |l| l.sample(rng))
-                })
-            }
+        DelayDraw {
+            shape: shape.unwrap_or(DelayShape::Uniform),
+            min: min as f64,
+            max: max as f64,
+        }
+    }
+
+    /// A delay in milliseconds within the bounds: redrawn outside them, and clamped should the
+    /// distribution keep missing them.
+    fn draw(&self, rng: &mut SmallRng) -> i64 {
+        let (min, max) = (self.min, self.max);
+        let once = |rng: &mut SmallRng| match &self.shape {
+            DelayShape::Uniform if max > min => rng.random_range(min..=max),
+            DelayShape::Uniform => min,
+            DelayShape::Exponential(e) => min + e.sample(rng),
+            DelayShape::LogNormal(l) => l.sample(rng),
         };
+        let ms = (0..64)
+            .map(|_| once(rng))
+            .find(|d| (min..=max).contains(d))
+            .unwrap_or_else(|| once(rng).clamp(min, max));
         ms.round() as i64
     }
 }
@@ -169,13 +180,12 @@ impl Inputs {
             .map(|f| Follow {
                 unmatched: f.unmatched,
                 own: f.own,
-                delay: f.delay,
+                delay: DelayDraw::new(&f.delay),
                 rng: SmallRng::seed_from_u64(spec.seed ^ 0x510e_527f_ade6_82d1),
                 pending: BinaryHeap::new(),
                 scheduled: 0,
                 firsts: 0,
-                own_keys: 0,
-                first_key_of_own: spec.keys.count,
+                next_own_key: spec.keys.count,
             });
         Some(Box::new(Inputs {
             right_share: if given.is_empty() {
@@ -266,7 +276,7 @@ impl Generator {
             let user = self.keys.sample(&mut self.rng);
             f.firsts += 1;
             let follow = |f: &mut Follow, key: u64| {
-                let at = first_at + f.draw_delay();
+                let at = first_at + f.delay.draw(&mut f.rng);
                 f.pending.push(Reverse((at, f.scheduled, key)));
                 f.scheduled += 1;
             };
@@ -275,8 +285,8 @@ impl Generator {
             }
             let own = f.own.floor() as u64 + u64::from(f.rng.random::<f64>() < f.own.fract());
             for _ in 0..own {
-                let key = f.first_key_of_own + f.own_keys;
-                f.own_keys += 1;
+                let key = f.next_own_key;
+                f.next_own_key += 1;
                 follow(f, key);
             }
             return (user, first_at, 0);
