@@ -8,6 +8,10 @@
 //! function restored from a checkpoint reads no state in its timers: where a timer falls between
 //! elements follows the watermark, which a restore starts again lower, so a timer that reads the
 //! list its elements append to reads another list than in the unfailed run (in Flink too).
+//! In a chain the same holds one operator further: a first operator that emits from its timers
+//! (a window, a process function) emits those records at other places among its elements after
+//! a restore, and at other processing times, so under failures the second operator neither
+//! reads its state per element (a process function) nor expires it (a TTL).
 
 use proptest::prelude::*;
 use statebench::config::{Profile, Workload};
@@ -145,6 +149,12 @@ fn check(
     } else {
         job
     };
+    if fail {
+        prop_assume!(
+            !order_sensitive_chain(job),
+            "a chain whose result depends on where a restore falls"
+        );
+    }
     let w = workload(job, keys, events, partitions, seed, value);
     let dir = tempfile::tempdir().unwrap();
     let failures = if fail {
@@ -184,4 +194,16 @@ fn check(
         );
     }
     Ok(())
+}
+
+/// A chain whose second operator's results depend on where its first operator's timer records
+/// fall among its elements (see the module's note).
+fn order_sensitive_chain(job: &str) -> bool {
+    let Some((first, second)) = job.split_once("\n  - kind:") else {
+        return false;
+    };
+    let emits_from_timers =
+        first.starts_with("- kind: window") || first.starts_with("- kind: process");
+    let sensitive = second.trim_start().starts_with("process") || second.contains("ttl:");
+    emits_from_timers && sensitive
 }

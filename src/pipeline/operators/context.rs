@@ -103,19 +103,6 @@ impl<'a, S: Output> Context<'a, S> {
         self.emitted.push(event);
     }
 
-    /// The operator's own results the serving store holds, as (key, slot in the operator's
-    /// numbering, value): after a restore, totals kept outside Flink state start from them.
-    pub fn own_results(&mut self, slots: usize) -> Result<Vec<(u64, usize, i64)>, PipelineError> {
-        let base = self.slot_base;
-        Ok(self
-            .sink
-            .read_all()?
-            .into_iter()
-            .filter(|(_, slot, _)| (base..base + slots).contains(slot))
-            .map(|(key, slot, value)| (key, slot - base, value))
-            .collect())
-    }
-
     /// Moves processing time (the replay clock, which TTL reads) to `now`.
     pub fn set_now(&mut self, now: i64) {
         self.now = now;

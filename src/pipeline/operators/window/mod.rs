@@ -137,7 +137,6 @@ pub struct WindowOperator<'a> {
     totals: HashMap<u64, Totals>,
     /// Restored from a checkpoint: the totals are read back from the serving store (its
     /// committed results are the checkpoint's) before the first record or timer.
-    reload_totals: bool,
     counters: JobCounters,
 }
 
@@ -172,30 +171,8 @@ impl<'a> WindowOperator<'a> {
             windows: Vec::new(),
             value: Vec::new(),
             totals: HashMap::new(),
-            reload_totals: false,
             counters: JobCounters::default(),
         })
-    }
-
-    /// After a restore: the results so far, as the serving store holds them. (The totals are
-    /// what Flink's downstream accumulates from the emitted records, not operator state; with
-    /// exactly-once delivery the store holds exactly the results of the restored checkpoint.)
-    fn reload_totals<S: Output>(&mut self, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
-        if !self.reload_totals {
-            return Ok(());
-        }
-        self.reload_totals = false;
-        self.totals.clear();
-        for (key, slot, value) in ctx.own_results(3)? {
-            let t = self.totals.entry(key).or_default();
-            match slot {
-                SLOT_FIRED => t.fired = value,
-                SLOT_ELEMENTS => t.elements = value,
-                SLOT_DIGEST => t.digest = value,
-                _ => {}
-            }
-        }
-        Ok(())
     }
 
     /// The results emitted so far for key id `key`.
@@ -482,7 +459,6 @@ impl<'a> WindowOperator<'a> {
 
 impl<'a, S: Output> KeyedOperator<'a, S> for WindowOperator<'a> {
     fn on_event(&mut self, event: &Event, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
-        self.reload_totals(ctx)?;
         self.keys.write(event.user, &mut self.key);
         self.composite.set_key(&self.key);
         let skipped = match self.assigner {
@@ -498,7 +474,6 @@ impl<'a, S: Output> KeyedOperator<'a, S> for WindowOperator<'a> {
     }
 
     fn on_timer(&mut self, timer: &Timer, ctx: &mut Context<'a, S>) -> Result<(), PipelineError> {
-        self.reload_totals(ctx)?;
         let window = TimeWindow::from_bytes(&timer.namespace).ok_or_else(|| {
             PipelineError::CorruptTimer(format!("window namespace {:02x?}", timer.namespace))
         })?;
@@ -550,7 +525,6 @@ impl<'a, S: Output> KeyedOperator<'a, S> for WindowOperator<'a> {
 
     fn restore_counters(&mut self, c: JobCounters) {
         self.counters = c;
-        self.reload_totals = true;
     }
 
     /// The totals per key: what Flink's downstream accumulates from the emitted results, kept
@@ -572,11 +546,10 @@ impl<'a, S: Output> KeyedOperator<'a, S> for WindowOperator<'a> {
         out
     }
 
+    /// Empty results are a checkpoint taken before any window fired: the totals start at zero
+    /// (not from the serving store, which without exactly-once delivery holds results written
+    /// after the checkpoint).
     fn restore_results(&mut self, results: &[(u64, usize, i64)]) {
-        if results.is_empty() {
-            return;
-        }
-        self.reload_totals = false;
         self.totals.clear();
         for &(key, slot, value) in results {
             let t = self.totals.entry(key).or_default();
