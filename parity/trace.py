@@ -53,10 +53,15 @@ def main():
     p.add_argument("--value-size", type=value_range, default=(16, 16), help="v2: N or A-B bytes")
     p.add_argument("--right-share", type=share, default=0.0,
                    help="v2: share of events on input 1 (a join's right side, partition 1)")
+    p.add_argument("--partitions-per-input", type=int, default=1,
+                   help="v2: partitions of each input (input i's are i*N .. i*N+N-1, drawn per event)")
     a = p.parse_args()
     rng = random.Random(a.seed)
     # v2's extra columns: their own stream, so keys and times equal v1's for the same arguments.
     extra = random.Random(a.seed ^ 0x5EED)
+    spread = random.Random(a.seed ^ 0x9A27)
+    if a.partitions_per_input < 1:
+        p.error(f"--partitions-per-input must be at least 1, not {a.partitions_per_input}")
     weights = [1.0 / (rank ** 0.9) for rank in range(1, a.users + 1)]
     cumulative = []
     total = 0.0
@@ -77,7 +82,11 @@ def main():
                 continue
             size = extra.randint(*a.value_size)
             side = 1 if a.right_share > 0 and extra.random() < a.right_share else 0
-            f.write(f"u-{user},{nominal - lag},{side},{size},{side}\n")
+            partition = side
+            if a.partitions_per_input > 1:
+                # Its own stream, so the other columns equal one partition per input's.
+                partition = side * a.partitions_per_input + spread.randrange(a.partitions_per_input)
+            f.write(f"u-{user},{nominal - lag},{partition},{size},{side}\n")
 
 
 if __name__ == "__main__":

@@ -98,7 +98,11 @@ impl JobRunner<'_> {
         };
         Survivors {
             attempts,
-            position: self.consumer.position().clone(),
+            // A two-input job's truth has not seen what it read ahead.
+            position: match &self.two_inputs {
+                Some(reader) => reader.taken(self.consumer.position()),
+                None => self.consumer.position().clone(),
+            },
             processed: self.processed,
             oracle: self.oracle,
             oracle_watermark: self.oracle_watermark,

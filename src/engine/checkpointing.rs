@@ -63,6 +63,7 @@ impl JobRunner<'_> {
         let Some(id) = self.checkpointer.as_ref().map(Checkpointer::next_id) else {
             return Ok(());
         };
+        self.drain_inputs()?;
         self.flush_timers()?;
         self.ctx
             .sink
@@ -106,8 +107,11 @@ impl JobRunner<'_> {
 
     /// Keeps the positions the first input's barrier may need (AT_LEAST_ONCE mode only).
     pub(super) fn note_position(&mut self) {
-        self.recent_positions
-            .push_back((self.processed, self.consumer.position().clone()));
+        let position = match &self.two_inputs {
+            Some(reader) => reader.taken(self.consumer.position()),
+            None => self.consumer.position().clone(),
+        };
+        self.recent_positions.push_back((self.processed, position));
         while self
             .recent_positions
             .front()
@@ -188,6 +192,7 @@ impl JobRunner<'_> {
         format: SavepointFormat,
     ) -> Result<(), EngineError> {
         let began = Instant::now();
+        self.drain_inputs()?;
         self.flush_timers()?;
         let id = match &mut self.checkpointer {
             Some(c) => c.take_id(),

@@ -23,6 +23,7 @@ use crate::pipeline::operators::{self, Context, JobCounters, JobMode, KeyedOpera
 use crate::pipeline::oracle::thread::OracleThread;
 use crate::pipeline::output::origin;
 use crate::pipeline::source::{Consumer, Log, Offsets, ReadPlan};
+use crate::pipeline::two_inputs::TwoInputReader;
 use crate::pipeline::watermark::WatermarkValve;
 
 /// Events between two looks at the clock and the command channel.
@@ -132,6 +133,8 @@ pub struct JobRunner<'a> {
     pub(super) forwarded: i64,
     /// Events that arrived at or behind the forwarded watermark.
     pub(super) late_events: u64,
+    /// A two-input job's reading of its inputs (None: one input).
+    pub(super) two_inputs: Option<TwoInputReader>,
 }
 
 impl<'a> JobRunner<'a> {
@@ -150,6 +153,7 @@ impl<'a> JobRunner<'a> {
             .map_or_else(|| spec.plan.truth_start.clone(), |r| r.truth_origin.clone());
         let consumer = Consumer::new(log, spec.plan);
         let watermark = WatermarkValve::for_workload(workload, consumer.now());
+        let two_inputs = TwoInputReader::for_workload(workload, log, consumer.now());
         let sink_base = sink.sink().counters();
         let backend: &'a StateBackend = backends
             .first()
@@ -213,6 +217,7 @@ impl<'a> JobRunner<'a> {
             progress: None,
             forwarded: i64::MIN,
             late_events: 0,
+            two_inputs,
         })
     }
 
@@ -348,6 +353,9 @@ impl<'a> JobRunner<'a> {
     /// Processes one event; every `WATERMARK_EVERY_EVENTS` events emits a watermark, which
     /// fires due timers. False when the source is exhausted.
     fn step(&mut self) -> Result<bool, EngineError> {
+        if self.two_inputs.is_some() {
+            return self.step_two_inputs();
+        }
         let checked = self.checked();
         let oracle = &mut self.oracle;
         // The truth sees the records the job reads, and those it wrongly skips.
@@ -395,7 +403,7 @@ impl<'a> JobRunner<'a> {
 
     /// Sends what the first operator emitted down the chain (behind a single operator,
     /// nobody reads it).
-    fn forward_emitted(&mut self, now: i64) -> Result<(), PipelineError> {
+    pub(super) fn forward_emitted(&mut self, now: i64) -> Result<(), PipelineError> {
         if self.ctx.emitted.is_empty() {
             return Ok(());
         }
@@ -422,7 +430,7 @@ impl<'a> JobRunner<'a> {
 
     /// Forwards a watermark downstream if it moved: like Flink's valve, the operator (and the
     /// oracle) only ever see strictly increasing watermarks.
-    fn emit_watermark(&mut self, wm: i64) -> Result<(), EngineError> {
+    pub(super) fn emit_watermark(&mut self, wm: i64) -> Result<(), EngineError> {
         if wm > self.forwarded {
             self.forwarded = wm;
             self.ctx.advance_watermark(self.job.as_mut(), wm)?;
@@ -470,6 +478,9 @@ impl<'a> JobRunner<'a> {
     /// arrives; then ends a bounded source read to its end.
     pub fn drive(&mut self, run: &mut Run, limit: Option<u64>) -> Result<End, EngineError> {
         let mut end = End::Finished;
+        if let Some(two) = &mut self.two_inputs {
+            two.limit = limit;
+        }
         self.ctx.state.mark(Mark::Begin)?;
         if std::mem::take(&mut run.start_paused)
             && let Control::Stop = self.paused(run)
@@ -530,8 +541,13 @@ impl<'a> JobRunner<'a> {
             self.consumer.exhausted(),
             self.checked(),
         ) {
-            self.end_bounded_source(delay)?;
+            if self.two_inputs.is_some() {
+                self.end_two_inputs(delay)?;
+            } else {
+                self.end_bounded_source(delay)?;
+            }
         }
+        self.drain_inputs()?;
         self.run_chain(true)?;
         self.flush_timers()?;
         self.ctx.sink.flush().map_err(PipelineError::from)?;

@@ -27,6 +27,7 @@ mod recover;
 mod run;
 mod sampler;
 pub mod snapshot;
+mod two_inputs;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};

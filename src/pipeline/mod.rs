@@ -6,6 +6,7 @@ pub mod output;
 pub mod source;
 pub mod timers;
 pub mod trace;
+pub mod two_inputs;
 pub mod watermark;
 
 use crate::backend::BackendError;

@@ -291,6 +291,11 @@ impl WatermarkValve {
     }
 
     /// Readers the valve currently ignores as idle.
+    /// Every reader is idle: the source sends `WatermarkStatus.IDLE` downstream.
+    pub fn all_idle(&self) -> bool {
+        self.readers.iter().all(|r| r.idle)
+    }
+
     pub fn idle_readers(&self) -> usize {
         self.readers.iter().filter(|r| r.idle).count()
     }

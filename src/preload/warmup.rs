@@ -17,6 +17,7 @@ use crate::pipeline::PipelineError;
 use crate::pipeline::operators::{self, Context, JobMode};
 use crate::pipeline::oracle::thread::OracleThread;
 use crate::pipeline::source::{Consumer, Event, KeyNames, Log, Offsets, ReadPlan};
+use crate::pipeline::two_inputs::{Read, TwoInputReader};
 use crate::pipeline::watermark::WATERMARK_EVERY_EVENTS;
 use crate::pipeline::watermark::WatermarkValve;
 
@@ -123,6 +124,9 @@ pub(super) enum Steps<'l> {
         /// Records it reads at most: the log stands right after them.
         limit: u64,
         pending: Option<Advance>,
+        /// A two-input job reads its inputs as the live job does (its records then come in the
+        /// task's order; `read` counts them as the operator takes them).
+        two: Option<Box<TwoInputReader>>,
     },
     Spilled {
         history: &'l Spilled,
@@ -142,6 +146,11 @@ impl<'l> Steps<'l> {
             Source::Log(log, plan) => {
                 let consumer = Box::new(Consumer::new(log, plan));
                 let watermark = WatermarkValve::for_workload(workload, consumer.now());
+                let two =
+                    TwoInputReader::for_workload(workload, log, consumer.now()).map(|mut r| {
+                        r.limit = Some(limit);
+                        Box::new(r)
+                    });
                 Steps::Log {
                     consumer,
                     watermark,
@@ -149,6 +158,7 @@ impl<'l> Steps<'l> {
                     read: 0,
                     limit,
                     pending: None,
+                    two,
                 }
             }
             Source::Spilled(history, b) => {
@@ -193,9 +203,35 @@ impl<'l> Steps<'l> {
                 read,
                 limit,
                 pending,
+                two,
             } => {
                 if let Some(a) = pending.take() {
                     return Ok(Some(Step::Advance(a)));
+                }
+                if let Some(reader) = two {
+                    // Reads ahead within `limit`, then what it holds: the history ends as a
+                    // savepoint's barrier leaves the job.
+                    loop {
+                        let next = reader.next(consumer, watermark, false, |_, _| Ok::<_, ()>(()));
+                        let now = consumer.now();
+                        match next {
+                            Ok(Some(Read::Record { event, .. })) => {
+                                let index = *read;
+                                *read += 1;
+                                return Ok(Some(Step::Record { index, now, event }));
+                            }
+                            Ok(Some(Read::Watermark(wm))) if wm > *forwarded => {
+                                *forwarded = wm;
+                                return Ok(Some(Step::Advance(Advance {
+                                    after: read.saturating_sub(1),
+                                    watermark: wm,
+                                    now,
+                                })));
+                            }
+                            Ok(Some(Read::Watermark(_))) => {}
+                            Ok(None) | Err(()) => return Ok(None),
+                        }
+                    }
                 }
                 if *read >= *limit {
                     return Ok(None);
@@ -398,6 +434,29 @@ pub fn prime_oracle(
     let mut consumer = Consumer::new(log, plan);
     let mut watermark = WatermarkValve::for_workload(workload, consumer.now());
     let mut forwarded = i64::MIN;
+    // A two-input job's truth reads the inputs in the order its operator does.
+    if let Some(mut reader) = TwoInputReader::for_workload(workload, log, consumer.now()) {
+        reader.limit = Some(records);
+        while let Some(read) = reader.next(&mut consumer, &mut watermark, true, |e, at| {
+            oracle.on_event(e, at)
+        })? {
+            match read {
+                Read::Record { event, truth } => {
+                    if truth {
+                        oracle.on_event(&event, consumer.now())?;
+                    }
+                }
+                Read::Watermark(wm) => {
+                    if wm > forwarded {
+                        forwarded = wm;
+                        oracle.on_watermark(wm)?;
+                    }
+                }
+            }
+        }
+        oracle.sync()?;
+        return Ok(forwarded);
+    }
     for read in 1..=records {
         let mut gone = Ok(());
         let mut now = consumer.now();

@@ -9,6 +9,9 @@
 //!   lower-inclusive: true # default true, as Flink's between(); false = lowerBoundExclusive()
 //!   upper-inclusive: true
 //!   right-share: 0.5      # share of the generated events on the right input
+//!   sources: two          # a source per input (default with `inputs:`), or one split in two
+//!   read: alternate       # both inputs backed up: one element of each in turn (default), or
+//!                         # arrival: the log's order (the join keeps up)
 //! ```
 
 use std::fmt;
@@ -95,6 +98,37 @@ pub struct IntervalJoinSpec {
     /// trace's `input` column decides instead.
     #[serde(default = "half")]
     pub right_share: f64,
+    /// Where the two inputs come from: a source each (two topics: each input's watermark is
+    /// its own source's), or one source whose records a filter splits in two (its watermarks
+    /// reach both inputs). None: two with the workload's `inputs:`, else one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<JoinSources>,
+    /// The order the join's task reads its two inputs in.
+    #[serde(default)]
+    pub read: ReadOrder,
+}
+
+/// Where an interval join's two inputs come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JoinSources {
+    /// `source.filter(left)` and `source.filter(right)`: one source's records and watermarks.
+    One,
+    /// Two sources (e.g. two topics), each with its own watermarks.
+    Two,
+}
+
+/// The order a two-input task reads its inputs in (docs/notes/flink-two-inputs.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadOrder {
+    /// Both inputs backed up (the join is the bottleneck, as in a backfill): Flink's
+    /// `StreamMultipleInputProcessor` takes one element (record or watermark) from each input
+    /// in turn, the first input first; an input with nothing buffered is skipped. Deterministic.
+    #[default]
+    Alternate,
+    /// The order the records were written to the log (the join keeps up with its sources).
+    Arrival,
 }
 
 /// The largest bound (about 73 million years, as the workload's time limits): event time plus

@@ -4,6 +4,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::job::OperatorSpec;
 use super::job::frequency::FrequencySpec;
+use super::job::interval_join::JoinSources;
 use super::job::section::{self, JobSpec};
 use super::units::Millis;
 use super::{ConfigError, locate, parse_yaml};
@@ -467,6 +468,18 @@ impl Workload {
             origin: source.to_string(),
             message,
         })?;
+        // A join's sources, said once (the summary shows them): a source per input with
+        // `inputs:` (two topics), else one source split in two.
+        let two_topics = spec.inputs.is_some();
+        if let Some(job) = &mut spec.job
+            && let OperatorSpec::IntervalJoin(join) = job.first_mut()
+        {
+            join.sources.get_or_insert(if two_topics {
+                JoinSources::Two
+            } else {
+                JoinSources::One
+            });
+        }
         Ok(Workload {
             name: name.to_string(),
             source: source.to_string(),

@@ -13,7 +13,7 @@ pub const FLINK_VERSION: &str = "1.20";
 /// The parity jobs' sources (parity/job): the field reports' frequency counter on Flink's own
 /// `KeyedProcessOperator`, and the kinds job (Flink's own operator for every other kind), each
 /// measuring RocksDB when its bounded input ends. Paths under `statebench/parity/`.
-const SOURCES: [(&str, &str); 29] = [
+const SOURCES: [(&str, &str); 30] = [
     (
         "AdsFrequencyStats.java",
         include_str!("../../../parity/job/src/main/java/statebench/parity/AdsFrequencyStats.java"),
@@ -77,12 +77,6 @@ const SOURCES: [(&str, &str); 29] = [
         include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/Functions.java"),
     ),
     (
-        "kinds/InputWatermarks.java",
-        include_str!(
-            "../../../parity/job/src/main/java/statebench/parity/kinds/InputWatermarks.java"
-        ),
-    ),
-    (
         "kinds/KEvent.java",
         include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/KEvent.java"),
     ),
@@ -101,6 +95,18 @@ const SOURCES: [(&str, &str); 29] = [
     (
         "kinds/Operators.java",
         include_str!("../../../parity/job/src/main/java/statebench/parity/kinds/Operators.java"),
+    ),
+    (
+        "kinds/PartitionWatermarks.java",
+        include_str!(
+            "../../../parity/job/src/main/java/statebench/parity/kinds/PartitionWatermarks.java"
+        ),
+    ),
+    (
+        "kinds/ProbedTwoInputIntervalJoin.java",
+        include_str!(
+            "../../../parity/job/src/main/java/statebench/parity/kinds/ProbedTwoInputIntervalJoin.java"
+        ),
     ),
     (
         "kinds/Out.java",

@@ -89,6 +89,24 @@ impl Log {
         self.workload.spec.partitions as usize
     }
 
+    /// A trace's partitions that carry each input's records (a partition may carry both);
+    /// None for the generator, whose inputs have the partitions the join's spec gives them.
+    pub fn input_partitions(&self) -> Option<[Vec<u32>; 2]> {
+        let trace = self.trace.as_ref()?;
+        let mut carries = vec![[false; 2]; self.partitions()];
+        for e in trace.iter() {
+            if let Some(c) = carries.get_mut(e.partition as usize) {
+                c[usize::from(e.input.min(1))] = true;
+            }
+        }
+        let of = |i: usize| {
+            (0..carries.len() as u32)
+                .filter(|p| carries[*p as usize][i])
+                .collect()
+        };
+        Some([of(0), of(1)])
+    }
+
     /// Event time of the oldest record the log retains.
     pub fn start_time(&self) -> i64 {
         match &self.trace {

@@ -94,13 +94,15 @@ public class KindsJob {
         long every = Long.parseLong(opts.getOrDefault("watermark-every", "64"));
         List<Spec> operators = operators(workloadPath, workload);
         String kind0 = operators.get(0).string("kind");
-        int inputs = kind0.equals("interval-join") ? 2 : 1;
         boolean chain = operators.size() > 1;
 
+        // The source's watermark: the minimum over the trace's partitions (a join's trace keeps
+        // its inputs on partitions of their own: each input's own watermark, then the minimum).
+        int[] partitions = Operators.union(inputPartitions(events));
         @SuppressWarnings("deprecation")
         DataStream<KEvent> source = env.addSource(new KindsSource(trace), "trace", TypeInformation.of(KEvent.class))
                 .assignTimestampsAndWatermarks(WatermarkStrategy
-                        .<KEvent>forGenerator(ctx -> new InputWatermarks(outOfOrderness, every, inputs))
+                        .<KEvent>forGenerator(ctx -> new PartitionWatermarks(outOfOrderness, every, partitions))
                         .withTimestampAssigner((e, ts) -> e.time));
         // A chain (DESIGN-CHAIN): source -> keyBy -> op0 -> keyBy -> op1 ..., parallelism 1, every
         // task in the one slot (slot sharing), each keyed operator its own RocksDB instance sharing
@@ -116,7 +118,13 @@ public class KindsJob {
                     : new Probe(new File(out).getAbsolutePath(), kind);
             probe.compactAtEnd = Boolean.parseBoolean(opts.getOrDefault("compact-at-end", "false"));
             probe.parallelism = context ? parallelism : 1;
-            Operators.Built built = Operators.build(env, workloadPath, job, kind, input, probe);
+            Operators.Built built = i == 0 && kind.equals("interval-join")
+                    && !job.string("read", "alternate").equals("arrival")
+                    ? Operators.twoInputJoin(env, job, trace, outOfOrderness, every,
+                            job.string("sources", workload.raw("inputs") != null ? "two" : "one").equals("two"),
+                            inputPartitions(events), probe,
+                            Long.parseLong(opts.getOrDefault("join-start-delay-ms", "3000")))
+                    : Operators.build(env, workloadPath, job, kind, input, probe);
             job.done();
             String prefix = chain ? "op" + i + "." : "";
             if (context) {
@@ -157,6 +165,17 @@ public class KindsJob {
             System.exit(1);
         }
         ResultSink.write(Path.of(out, "flink-results.csv"));
+    }
+
+    /** The trace's partitions carrying each input's records (statebench: Log::input_partitions). */
+    private static int[][] inputPartitions(List<KEvent> events) {
+        java.util.TreeSet<Integer> left = new java.util.TreeSet<>();
+        java.util.TreeSet<Integer> right = new java.util.TreeSet<>();
+        for (KEvent e : events) {
+            (e.input == 0 ? left : right).add(e.partition);
+        }
+        return new int[][] {left.stream().mapToInt(Integer::intValue).toArray(),
+            right.stream().mapToInt(Integer::intValue).toArray()};
     }
 
     /** The job: section's operators: one mapping, or a list of them (a chain, DESIGN-CHAIN). */

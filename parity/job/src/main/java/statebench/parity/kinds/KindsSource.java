@@ -13,10 +13,18 @@ import org.apache.flink.streaming.api.functions.source.SourceFunction;
 public class KindsSource implements SourceFunction<KEvent> {
     private static final long serialVersionUID = 1L;
     private final String path;
+    /** Emit only this input's records (-1: every record). */
+    private final int input;
     private volatile boolean running = true;
 
     public KindsSource(String path) {
+        this(path, -1);
+    }
+
+    /** A source of only {@code input}'s records (a join's source per input), in file order. */
+    public KindsSource(String path, int input) {
         this.path = path;
+        this.input = input;
     }
 
     /**
@@ -50,6 +58,9 @@ public class KindsSource implements SourceFunction<KEvent> {
         for (KEvent e : read(path)) {
             if (!running) {
                 return;
+            }
+            if (input >= 0 && e.input != input) {
+                continue;
             }
             synchronized (ctx.getCheckpointLock()) {
                 ctx.collect(e);

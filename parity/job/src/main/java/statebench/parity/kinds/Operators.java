@@ -178,6 +178,11 @@ final class Operators {
                         Functions.RECORD.createSerializer(env.getConfig().getSerializerConfig());
                 // The generator's share of right-input records: the trace already holds it.
                 job.string("right-share", "");
+                // One stream in the trace's order: statebench's read: arrival (see twoInputJoin).
+                if (!job.string("read", "alternate").equals("arrival")) {
+                    throw new IllegalArgumentException(job.where() + ": read: alternate runs as a two-input job (Operators.twoInputJoin)");
+                }
+                job.string("sources", "");
                 return new Built(keyed(keyed.transform("Interval Join", outType, new ProbedIntervalJoinOperator<String>(
                         job.millis("lower"), job.millis("upper"), job.bool("lower-inclusive", true),
                         job.bool("upper-inclusive", true), serializer, new Functions.EmitPair(), probe)), probe), "join",
@@ -255,6 +260,61 @@ final class Operators {
      * before keyBy stays at the environment's 1, so the trace's order and watermarks reach each
      * subtask as they leave the one source (ParityJob does the same).
      */
+    /**
+     * An interval join with two real inputs, as users write it: {@code sources: one}, one source
+     * whose records two filters split ({@code source.filter(left)}, {@code source.filter(right)};
+     * its watermarks reach both inputs), or {@code sources: two}, a source per input (its own
+     * watermarks over its own partitions). Then {@code left.keyBy(k).intervalJoin(right.keyBy(k))
+     * .between(lower, upper).process(f)}: KeyedStream.IntervalJoined.process's graph (connect,
+     * keyBy both, the operator), the operator probed. The join starts reading after
+     * {@code startDelayMs}, both inputs backed up (statebench's {@code read: alternate}).
+     */
+    static Built twoInputJoin(StreamExecutionEnvironment env, Spec job, String trace, long outOfOrderness,
+            long every, boolean twoSources, int[][] partitions, Probe probe, long startDelayMs) throws Exception {
+        TypeSerializer<Tuple3<String, Long, byte[]>> serializer =
+                Functions.RECORD.createSerializer(env.getConfig().getSerializerConfig());
+        job.string("right-share", "");
+        job.string("read", "");
+        job.string("sources", "");
+        TypeInformation<KEvent> eventType = TypeInformation.of(KEvent.class);
+        DataStream<KEvent> left;
+        DataStream<KEvent> right;
+        if (twoSources) {
+            left = source(env, trace, 0, outOfOrderness, every, partitions[0], eventType);
+            right = source(env, trace, 1, outOfOrderness, every, partitions[1], eventType);
+        } else {
+            DataStream<KEvent> source = source(env, trace, -1, outOfOrderness, every, union(partitions), eventType);
+            left = source.filter(e -> e.input == 0).name("left");
+            right = source.filter(e -> e.input != 0).name("right");
+        }
+        KeySelector<Tuple3<String, Long, byte[]>, String> key = t -> t.f0;
+        KeyedStream<Tuple3<String, Long, byte[]>, String> l = left.map(Functions::record).returns(Functions.RECORD)
+                .keyBy(key, Types.STRING);
+        KeyedStream<Tuple3<String, Long, byte[]>, String> r = right.map(Functions::record).returns(Functions.RECORD)
+                .keyBy(key, Types.STRING);
+        DataStream<Out> results = keyed(l.connect(r).keyBy(key, key).transform("Interval Join",
+                TypeInformation.of(Out.class), new ProbedTwoInputIntervalJoin<String>(job.millis("lower"),
+                        job.millis("upper"), job.bool("lower-inclusive", true), job.bool("upper-inclusive", true),
+                        serializer, new Functions.EmitPair(), probe, startDelayMs)), probe);
+        return new Built(results, "join", Emit.PAIR);
+    }
+
+    /** Every partition of either input, in order. */
+    static int[] union(int[][] byInput) {
+        return java.util.stream.IntStream.concat(java.util.Arrays.stream(byInput[0]),
+                java.util.Arrays.stream(byInput[1])).distinct().sorted().toArray();
+    }
+
+    @SuppressWarnings("deprecation")
+    private static DataStream<KEvent> source(StreamExecutionEnvironment env, String trace, int input,
+            long outOfOrderness, long every, int[] partitions, TypeInformation<KEvent> type) {
+        String name = input < 0 ? "trace" : "trace input " + input;
+        return env.addSource(new KindsSource(trace, input), name, type)
+                .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
+                        .<KEvent>forGenerator(ctx -> new PartitionWatermarks(outOfOrderness, every, partitions))
+                        .withTimestampAssigner((e, ts) -> e.time));
+    }
+
     private static <T> SingleOutputStreamOperator<T> keyed(SingleOutputStreamOperator<T> op, Probe probe) {
         return op.setParallelism(probe.parallelism);
     }
