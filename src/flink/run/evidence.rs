@@ -30,6 +30,42 @@ pub struct Side {
     pub flush_bytes: u64,
     pub compaction_bytes: u64,
     pub compactions: u64,
+    /// The read path, from each side's RocksDB statistics: point lookups (the job's gets),
+    /// block-cache hits and misses by block type (a miss reads the block from its file),
+    /// iterator seeks, nexts and the entries they stepped over, and the live SST at the end.
+    pub lookups: u64,
+    pub cache: BlockCache,
+    pub iterator_seeks: u64,
+    pub iterator_nexts: u64,
+    pub iterator_skips: u64,
+    pub live_sst_bytes: u64,
+}
+
+/// Block-cache lookups by block type: (hits, misses).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct BlockCache {
+    pub data: (u64, u64),
+    pub filter: (u64, u64),
+    pub index: (u64, u64),
+}
+
+impl BlockCache {
+    /// Hits of all lookups of a block type; None without any.
+    fn hit_rate((hits, misses): (u64, u64)) -> Option<f64> {
+        let all = hits + misses;
+        (all > 0).then(|| hits as f64 / all as f64)
+    }
+}
+
+impl Side {
+    /// Blocks of a type read from their files per point lookup.
+    fn per_lookup(&self, (_, misses): (u64, u64)) -> f64 {
+        misses as f64 / self.lookups.max(1) as f64
+    }
+
+    fn per_event(&self, n: u64) -> f64 {
+        n as f64 / self.events.max(1) as f64
+    }
 }
 
 /// The one RocksDB instance whose LOG (LOG.old.* first; Flink's copies are flink-LOG*) is in
@@ -80,6 +116,25 @@ pub fn flink_side(dir: &Path) -> Result<Side, FlinkError> {
         user_bytes: ticker("BYTES_WRITTEN"),
         flush_bytes: ticker("FLUSH_WRITE_BYTES"),
         compaction_bytes: ticker("COMPACT_WRITE_BYTES"),
+        lookups: json["job"]["gets"].as_u64().unwrap_or(0),
+        cache: BlockCache {
+            data: (
+                ticker("BLOCK_CACHE_DATA_HIT"),
+                ticker("BLOCK_CACHE_DATA_MISS"),
+            ),
+            filter: (
+                ticker("BLOCK_CACHE_FILTER_HIT"),
+                ticker("BLOCK_CACHE_FILTER_MISS"),
+            ),
+            index: (
+                ticker("BLOCK_CACHE_INDEX_HIT"),
+                ticker("BLOCK_CACHE_INDEX_MISS"),
+            ),
+        },
+        iterator_seeks: ticker("NUMBER_DB_SEEK"),
+        iterator_nexts: ticker("NUMBER_DB_NEXT"),
+        iterator_skips: ticker("NUMBER_ITER_SKIP"),
+        live_sst_bytes: json["job"]["live_sst_bytes"].as_u64().unwrap_or(0),
         ..Side::default()
     };
     from_log(&mut side, &instance_log(dir)?);
@@ -103,6 +158,16 @@ pub fn statebench_side(summary: &Summary, data: &Path) -> Result<Side, FlinkErro
         user_bytes: summary.user_bytes_written,
         flush_bytes: summary.flush_bytes_written,
         compaction_bytes: summary.compaction_bytes_written,
+        lookups: summary.gets,
+        cache: BlockCache {
+            data: split(summary.cache_accesses.data, summary.cache_hit_rate.data),
+            filter: split(summary.cache_accesses.filter, summary.cache_hit_rate.filter),
+            index: split(summary.cache_accesses.index, summary.cache_hit_rate.index),
+        },
+        iterator_seeks: summary.iterator_seeks,
+        iterator_nexts: summary.iterator_nexts,
+        iterator_skips: summary.iterator_skips,
+        live_sst_bytes: summary.live_sst_bytes,
         ..Side::default()
     };
     let db = find_log_dir(data).ok_or_else(|| {
@@ -117,6 +182,13 @@ pub fn statebench_side(summary: &Summary, data: &Path) -> Result<Side, FlinkErro
     // LOG names them manual.
     side.wbm_flushes = summary.wbm_flushes;
     Ok(side)
+}
+
+/// (hits, misses) of `accesses` block-cache lookups at hit rate `rate` (the summary's figures,
+/// from the same tickers).
+fn split(accesses: u64, rate: Option<f64>) -> (u64, u64) {
+    let hits = (accesses as f64 * rate.unwrap_or(0.0)).round() as u64;
+    (hits, accesses.saturating_sub(hits))
 }
 
 fn find_log_dir(dir: &Path) -> Option<std::path::PathBuf> {
@@ -155,7 +227,12 @@ const fn metric(
     }
 }
 
-const METRICS: [Metric; 10] = [
+/// A hit rate in percent (NaN without lookups of that block type: shown as n/a).
+fn percent(rate: Option<f64>) -> f64 {
+    rate.map_or(f64::NAN, |r| r * 100.0)
+}
+
+const METRICS: [Metric; 21] = [
     metric("events (the subtask's)", |s| s.events as f64, false, None),
     // statebench is paced at Flink's rate: equal unless it fell behind.
     metric(
@@ -197,10 +274,71 @@ const METRICS: [Metric; 10] = [
         true,
         None,
     ),
+    // The read path: what a filter, a block size, an index type or a cache size changes.
+    metric("point lookups", |s| s.lookups as f64, false, None),
+    metric(
+        "data-block cache hits %",
+        |s| percent(BlockCache::hit_rate(s.cache.data)),
+        false,
+        None,
+    ),
+    metric(
+        "filter-block cache hits %",
+        |s| percent(BlockCache::hit_rate(s.cache.filter)),
+        false,
+        None,
+    ),
+    metric(
+        "index-block cache hits %",
+        |s| percent(BlockCache::hit_rate(s.cache.index)),
+        false,
+        None,
+    ),
+    // Blocks read from files (cache misses) per point lookup: a bloom filter's effect is
+    // fewer data blocks read for a few filter blocks.
+    metric(
+        "data blocks read / lookup",
+        |s| s.per_lookup(s.cache.data),
+        false,
+        Some(0.05),
+    ),
+    metric(
+        "filter blocks read / lookup",
+        |s| s.per_lookup(s.cache.filter),
+        false,
+        Some(0.05),
+    ),
+    metric(
+        "index blocks read / lookup",
+        |s| s.per_lookup(s.cache.index),
+        false,
+        Some(0.05),
+    ),
+    metric(
+        "iterator seeks / element",
+        |s| s.per_event(s.iterator_seeks),
+        false,
+        Some(0.1),
+    ),
+    metric(
+        "iterator nexts / element",
+        |s| s.per_event(s.iterator_nexts),
+        false,
+        Some(0.5),
+    ),
+    metric(
+        "entries skipped / element",
+        |s| s.per_event(s.iterator_skips),
+        false,
+        Some(0.5),
+    ),
+    metric("live SST", |s| s.live_sst_bytes as f64, true, None),
 ];
 
 fn show(v: f64, bytes: bool) -> String {
-    if bytes {
+    if v.is_nan() {
+        "n/a".to_string()
+    } else if bytes {
         human_bytes(v)
     } else if v.fract() == 0.0 || v >= 100.0 {
         format!("{v:.0}")
@@ -290,6 +428,11 @@ pub fn changes(a: &ProfileRun, b: &ProfileRun) -> Vec<Change> {
         .collect()
 }
 
+/// A figure for JSON: None for n/a.
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
 /// The side by side as JSON (`flink run --json`): per profile both sides' numbers, and with two
 /// profiles each judged change.
 pub fn to_json(runs: &[ProfileRun], parallelism: u32) -> serde_json::Value {
@@ -307,6 +450,12 @@ pub fn to_json(runs: &[ProfileRun], parallelism: u32) -> serde_json::Value {
             "subtask_events": r.subtask_events,
             "flink": r.flink,
             "statebench": r.statebench,
+            // Every row of the table (n/a: null).
+            "rows": METRICS.iter().map(|m| serde_json::json!({
+                "metric": m.name,
+                "flink": finite((m.get)(&r.flink)),
+                "statebench": finite((m.get)(&r.statebench)),
+            })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "changes": changes,
     })
@@ -332,12 +481,14 @@ pub fn render(runs: &[ProfileRun], parallelism: u32) -> String {
         }
         let _ = writeln!(
             out,
-            "  {:<28} {:>14} {:>14} {:>10}",
+            "  {:<30} {:>14} {:>14} {:>10}",
             "metric", "Flink", "statebench", "sb / Flink"
         );
         for m in &METRICS {
             let (f, s) = ((m.get)(&run.flink), (m.get)(&run.statebench));
-            let ratio = if f > 0.0 {
+            let ratio = if f.is_nan() || s.is_nan() {
+                "-".to_string()
+            } else if f > 0.0 {
                 format!("{:.2}", s / f)
             } else if s == 0.0 {
                 "=".to_string()
@@ -346,7 +497,7 @@ pub fn render(runs: &[ProfileRun], parallelism: u32) -> String {
             };
             let _ = writeln!(
                 out,
-                "  {:<28} {:>14} {:>14} {:>10}",
+                "  {:<30} {:>14} {:>14} {:>10}",
                 m.name,
                 show(f, m.bytes),
                 show(s, m.bytes),
@@ -368,7 +519,7 @@ pub fn render(runs: &[ProfileRun], parallelism: u32) -> String {
             };
             let _ = writeln!(
                 out,
-                "  {:<28} Flink {} -> {}, statebench {} -> {}: {verdict}",
+                "  {:<30} Flink {} -> {}, statebench {} -> {}: {verdict}",
                 c.metric,
                 show(c.flink.0, false),
                 show(c.flink.1, false),
@@ -408,8 +559,12 @@ mod tests {
         let a = run(200, 30, 2000, (230, 35, 2500));
         let b = run(20, 0, 0, (12, 0, 0));
         let verdicts: Vec<Verdict> = changes(&a, &b).iter().map(|c| c.verdict).collect();
+        // The write path moved as predicted; the read path, unmeasured here, not at all.
         assert!(
-            verdicts.iter().all(|v| *v == Verdict::AsPredicted),
+            verdicts[..4].iter().all(|v| *v == Verdict::AsPredicted)
+                && verdicts[4..]
+                    .iter()
+                    .all(|v| *v == Verdict::NothingPredicted),
             "{verdicts:?}"
         );
         // Flink's flushes fell by a third where statebench predicted -95 %: under half.
@@ -451,6 +606,61 @@ mod tests {
         assert_eq!(j["changes"][2]["verdict"], "as-predicted");
         assert_eq!(j["changes"][0]["flink"]["before"], 200.0);
         assert_eq!(j["changes"][0]["statebench"]["after"], 241.0);
+    }
+
+    /// A bloom filter on a point-lookup job: data blocks read per lookup fall, filter blocks
+    /// come to be read; judged on each side's own figures, per lookup.
+    #[test]
+    fn a_bloom_filter_is_judged_on_the_blocks_read_per_lookup() {
+        let side = |lookups, data: (u64, u64), filter: (u64, u64)| Side {
+            events: lookups,
+            lookups,
+            cache: BlockCache {
+                data,
+                filter,
+                index: (lookups, 0),
+            },
+            ..Side::default()
+        };
+        let runs = |flink: Side, statebench: Side| ProfileRun {
+            profile: "p".into(),
+            flink,
+            statebench,
+            ..run(0, 0, 0, (0, 0, 0))
+        };
+        let a = runs(
+            side(10_000, (2_000, 9_000), (0, 0)),
+            side(10_000, (2_500, 8_500), (0, 0)),
+        );
+        let b = runs(
+            side(10_000, (1_500, 900), (9_800, 200)),
+            side(10_000, (1_600, 700), (9_900, 100)),
+        );
+        let verdict = |metric: &str| {
+            changes(&a, &b)
+                .into_iter()
+                .find(|c| c.metric == metric)
+                .map(|c| (c.flink, c.statebench, c.verdict))
+                .unwrap()
+        };
+        let (f, s, v) = verdict("data blocks read / lookup");
+        assert_eq!((f, s), ((0.9, 0.09), (0.85, 0.07)));
+        assert_eq!(v, Verdict::AsPredicted);
+        // 0 -> 0.02 filter blocks per lookup: under the floor on both sides.
+        assert_eq!(
+            verdict("filter blocks read / lookup").2,
+            Verdict::NothingPredicted
+        );
+        let text = render(&[a, b], 1);
+        assert!(text.contains("data-block cache hits %"), "{text}");
+        assert!(text.contains("index blocks read / lookup"), "{text}");
+        let json = to_json(&[runs(side(1, (0, 0), (0, 0)), side(1, (0, 0), (0, 0)))], 1);
+        let rows = json["profiles"][0]["rows"].as_array().unwrap();
+        let filter_hits = rows
+            .iter()
+            .find(|r| r["metric"] == "filter-block cache hits %")
+            .unwrap();
+        assert!(filter_hits["flink"].is_null(), "no filter lookups: n/a");
     }
 
     #[test]

@@ -78,6 +78,19 @@ public class KindsJob {
         conf.setString("pipeline.max-parallelism", "256");
         conf.setString("pipeline.auto-watermark-interval", "0");
         conf.setString("pipeline.force-kryo", "false");
+        // An interval join with two real inputs (read: alternate) reads them backed up: the
+        // sources' outputs hold the whole trace (no backpressure stops a source), and the join
+        // starts once every source has ended (ProbedTwoInputIntervalJoin), so Flink's task takes
+        // one element of each input in turn from the first element to the last.
+        List<Spec> peek = operators(workloadPath, workload);
+        if (peek.get(0).string("kind").equals("interval-join")
+                && !peek.get(0).string("read", "alternate").equals("arrival")
+                && !opts.getOrDefault("environment", "local").equals("context")) {
+            conf.setString("taskmanager.network.memory.floating-buffers-per-gate", "1024");
+            conf.setString("taskmanager.network.memory.max-buffers-per-channel", "1024");
+            conf.setString("taskmanager.memory.network.min", "256mb");
+            conf.setString("taskmanager.memory.network.max", "256mb");
+        }
         // --environment context: submitted to a cluster (statebench flink run), its keyed
         // operators at --parallelism (the source stays 1).
         boolean context = opts.getOrDefault("environment", "local").equals("context");
@@ -123,7 +136,7 @@ public class KindsJob {
                     ? Operators.twoInputJoin(env, job, trace, outOfOrderness, every,
                             job.string("sources", workload.raw("inputs") != null ? "two" : "one").equals("two"),
                             inputPartitions(events), probe,
-                            Long.parseLong(opts.getOrDefault("join-start-delay-ms", "3000")))
+                            Long.parseLong(opts.getOrDefault("join-start-delay-ms", context ? "0" : "60000")))
                     : Operators.build(env, workloadPath, job, kind, input, probe);
             job.done();
             String prefix = chain ? "op" + i + "." : "";

@@ -16,6 +16,8 @@ public class KindsSource implements SourceFunction<KEvent> {
     /** Emit only this input's records (-1: every record). */
     private final int input;
     private volatile boolean running = true;
+    /** Sources of this JVM that have emitted their last record (a local MiniCluster's). */
+    static final java.util.concurrent.atomic.AtomicInteger ENDED = new java.util.concurrent.atomic.AtomicInteger();
 
     public KindsSource(String path) {
         this(path, -1);
@@ -66,6 +68,7 @@ public class KindsSource implements SourceFunction<KEvent> {
                 ctx.collect(e);
             }
         }
+        ENDED.incrementAndGet();
     }
 
     @Override

@@ -295,7 +295,7 @@ final class Operators {
         DataStream<Out> results = keyed(l.connect(r).keyBy(key, key).transform("Interval Join",
                 TypeInformation.of(Out.class), new ProbedTwoInputIntervalJoin<String>(job.millis("lower"),
                         job.millis("upper"), job.bool("lower-inclusive", true), job.bool("upper-inclusive", true),
-                        serializer, new Functions.EmitPair(), probe, startDelayMs)), probe);
+                        serializer, new Functions.EmitPair(), probe, startDelayMs, twoSources ? 2 : 1)), probe);
         return new Built(results, "join", Emit.PAIR);
     }
 

@@ -238,6 +238,14 @@ public final class Probe implements java.io.Serializable {
         job.put("iterators", counting.total(CountingRocksDB.ITERATORS));
         job.put("state_batches", counting.batches);
         job.put("state_batch_entries", counting.batchEntries);
+        // The SST files the state lives in at the end (statebench's live SST), every column family.
+        long liveSst;
+        try {
+            liveSst = counting.getAggregatedLongProperty("rocksdb.live-sst-files-size");
+        } catch (Exception e) {
+            liveSst = -1;
+        }
+        job.put("live_sst_bytes", liveSst);
         json.put("job", job);
         json.put("column_families", counting.snapshot());
         Map<?, ?> states = (Map<?, ?>) field(backend.getClass(), "kvStateInformation").get(backend);

@@ -15,31 +15,39 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * the operator's is their minimum ({@code processWatermark1/2}), which reaches
  * {@link #processWatermark}.
  *
- * <p>{@code startDelayMs}: open() waits this long before the task reads its inputs, so the
- * sources have filled both inputs' network buffers: the task then reads with both inputs backed
- * up (one element of each in turn), statebench's {@code read: alternate}.
+ * <p>open() waits until the job's {@code sources} have ended (at most {@code startDelayMs}), so
+ * both inputs' network buffers hold everything: the task then reads with both inputs backed up
+ * (one element of each in turn), statebench's {@code read: alternate}.
  */
 public class ProbedTwoInputIntervalJoin<K> extends IntervalJoinOperator<K, Tuple3<String, Long, byte[]>, Tuple3<String, Long, byte[]>, Out> {
     private static final long serialVersionUID = 1L;
     private final Probe probe;
     private final long startDelayMs;
+    private final int sources;
 
     public ProbedTwoInputIntervalJoin(long lowerBound, long upperBound, boolean lowerBoundInclusive,
             boolean upperBoundInclusive, TypeSerializer<Tuple3<String, Long, byte[]>> serializer,
             ProcessJoinFunction<Tuple3<String, Long, byte[]>, Tuple3<String, Long, byte[]>, Out> udf,
-            Probe probe, long startDelayMs) {
+            Probe probe, long startDelayMs, int sources) {
         super(lowerBound, upperBound, lowerBoundInclusive, upperBoundInclusive, null, null, serializer,
                 serializer.duplicate(), udf);
         this.probe = probe;
         this.startDelayMs = startDelayMs;
+        this.sources = sources;
     }
 
     @Override
     public void open() throws Exception {
         probe.install(getKeyedStateBackend());
         super.open();
+        // Until the sources have ended (in a local MiniCluster they share this JVM), at most
+        // startDelayMs, then a moment for their last buffers to be handed over.
+        long deadline = System.nanoTime() + startDelayMs * 1_000_000L;
+        while (KindsSource.ENDED.get() < sources && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
         if (startDelayMs > 0) {
-            Thread.sleep(startDelayMs);
+            Thread.sleep(200);
         }
     }
 
