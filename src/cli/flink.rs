@@ -8,9 +8,11 @@ use clap::{Args, Subcommand};
 pub enum FlinkCommand {
     /// Run the workload as a real Flink 1.20 job and the same events through statebench, and
     /// print them side by side: flushes (and those the WriteBufferManager forced), write stops
-    /// and stall time, bytes written, flushed and compacted, from each side's own RocksDB
-    /// statistics and LOG. With --compare, both again on a second profile, and whether Flink's
-    /// RocksDB moved as statebench predicted; exit 1 if it did not.
+    /// and stall time, bytes written, flushed and compacted; the read path (block-cache hits by
+    /// block type, data, filter and index blocks read per point lookup, iterator seeks, nexts
+    /// and skipped entries per element, live SST), from each side's own RocksDB statistics and
+    /// LOG. With --compare, both again on a second profile, and whether Flink's RocksDB moved as
+    /// statebench predicted; exit 1 if it did not.
     #[command(after_help = AFTER_HELP)]
     Run(FlinkRunArgs),
 }

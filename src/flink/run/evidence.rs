@@ -342,6 +342,9 @@ fn show(v: f64, bytes: bool) -> String {
         human_bytes(v)
     } else if v.fract() == 0.0 || v >= 100.0 {
         format!("{v:.0}")
+    } else if v.abs() < 1.0 {
+        // Blocks read per lookup, seeks per element: 0.012 is not 0.0.
+        format!("{v:.3}")
     } else {
         format!("{v:.1}")
     }
