@@ -25,23 +25,109 @@ pub struct Cluster<'a> {
     cancel: &'a AtomicBool,
 }
 
-/// The cluster's own settings, appended to the profile's exported configuration: localhost,
-/// one slot per TaskManager (one subtask, one RocksDB instance, one slot's managed memory each),
-/// the REST and RPC ports (free ones: another Flink on this machine keeps its 6123), and where
-/// uploads and temporary files go. The other ports are Flink's default 0: any free one.
-pub fn cluster_settings(rest_port: u16, rpc_port: u16, dir: &Path, managed: u64) -> String {
+/// The TaskManagers the embedded cluster starts: each one's process size and slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskManagerShape {
+    pub process_mib: u64,
+    pub slots: u32,
+}
+
+/// Memory the embedded cluster leaves this machine besides its TaskManagers: the JobManager's
+/// 1 GiB and 1 GiB for statebench's side.
+const BESIDE_TASKMANAGERS: u64 = 2 << 30;
+
+/// The TaskManagers to start for `profile`: the user's own (its Flink configuration's process
+/// size and slots) when `taskmanagers` of them fit the memory this machine has available, else
+/// Flink's default 1 GB, one slot each, grown by the slot's `managed` memory; with a note that
+/// says why, when the user's could not be started.
+pub fn taskmanager_shape(
+    profile: &crate::config::Profile,
+    taskmanagers: u32,
+    managed: u64,
+    available: Option<u64>,
+) -> (TaskManagerShape, Option<String>) {
     // Flink's default 1 GB TaskManager, grown by the slot's managed memory so the profile's
     // memory fits beside the heap, network and JVM overhead it had.
-    let process_mib = 1024 + managed.div_ceil(1 << 20);
+    let default = TaskManagerShape {
+        process_mib: 1024 + managed.div_ceil(1 << 20),
+        slots: 1,
+    };
+    let Some(path) = &profile.flink_config else {
+        return (default, None);
+    };
+    let users = (|| {
+        let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+        let file =
+            crate::config::flink_in::read_keys(&crate::config::Origin::File(path.clone()), &text)
+                .map_err(|e| e.to_string())?;
+        let config = crate::config::tm_memory::TmMemoryConfig::from_pairs(
+            file.keys.iter().map(|k| (k.key.as_str(), k.value.as_str())),
+        )
+        .map_err(|e| e.to_string())?;
+        let memory = config.derive().map_err(|e| e.to_string())?;
+        Ok::<_, String>(TaskManagerShape {
+            process_mib: memory.total_process().div_ceil(1 << 20),
+            slots: memory.slots.max(1),
+        })
+    })();
+    let shape = match users {
+        Ok(shape) => shape,
+        Err(e) => {
+            return (
+                default,
+                Some(format!(
+                    "{}: its TaskManager memory cannot be derived ({e}): started Flink's default 1 GB TaskManagers, one slot each",
+                    path.display()
+                )),
+            );
+        }
+    };
+    let needed = u64::from(taskmanagers) * (shape.process_mib << 20) + BESIDE_TASKMANAGERS;
+    match available {
+        Some(available) if needed > available => (
+            default.clone(),
+            Some(format!(
+                "your TaskManager ({} MiB, {} slots, from {}) x {taskmanagers} and the JobManager need {}, and this machine has {} available: started {taskmanagers} TaskManagers of {} MiB with one slot each (the same managed memory a slot)",
+                shape.process_mib,
+                shape.slots,
+                path.display(),
+                crate::config::units::human_bytes(needed as f64),
+                crate::config::units::human_bytes(available as f64),
+                default.process_mib,
+            )),
+        ),
+        _ => (shape, None),
+    }
+}
+
+/// Memory this machine has available (`MemAvailable` in /proc/meminfo); None where unknown.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The cluster's own settings, appended to the profile's exported configuration: localhost,
+/// the TaskManagers' shape (each subtask its own slot, RocksDB instance and slot's managed
+/// memory), the REST and RPC ports (free ones: another Flink on this machine keeps its 6123),
+/// and where uploads and temporary files go. The other ports are Flink's default 0: any free one.
+pub fn cluster_settings(
+    rest_port: u16,
+    rpc_port: u16,
+    dir: &Path,
+    tm: &TaskManagerShape,
+) -> String {
+    let TaskManagerShape { process_mib, slots } = tm;
     format!(
-        "\n# --- statebench flink run: an embedded session cluster on localhost, 1 slot per TaskManager\n\
+        "\n# --- statebench flink run: an embedded session cluster on localhost, {slots} slot(s) per TaskManager\n\
          jobmanager.rpc.address: localhost\n\
          jobmanager.rpc.port: {rpc_port}\n\
          jobmanager.bind-host: localhost\n\
          jobmanager.memory.process.size: 1024m\n\
          taskmanager.host: localhost\n\
          taskmanager.bind-host: localhost\n\
-         taskmanager.numberOfTaskSlots: 1\n\
+         taskmanager.numberOfTaskSlots: {slots}\n\
          taskmanager.memory.process.size: {process_mib}m\n\
          rest.address: localhost\n\
          rest.bind-address: localhost\n\
@@ -295,5 +381,41 @@ pub fn kill_all() {
         for pid in pids.iter() {
             let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Profile;
+
+    /// The user's TaskManager (8 GB, 4 slots) when two fit, else Flink's default with why;
+    /// a profile that is not a Flink configuration gets the default silently.
+    #[test]
+    fn the_users_taskmanager_starts_when_it_fits_and_else_says_why() {
+        let users = Profile::load("profiles/flink/tm-8g-4-slots").unwrap();
+        let managed = users.knobs.managed_memory.0;
+        let (shape, note) = taskmanager_shape(&users, 2, managed, Some(32 << 30));
+        assert_eq!(
+            shape,
+            TaskManagerShape {
+                process_mib: 8192,
+                slots: 4
+            }
+        );
+        assert_eq!(note, None);
+        let (shape, note) = taskmanager_shape(&users, 2, managed, Some(12 << 30));
+        assert_eq!(shape.slots, 1);
+        assert_eq!(shape.process_mib, 1024 + managed.div_ceil(1 << 20));
+        let note = note.unwrap();
+        assert!(
+            note.contains("8192 MiB, 4 slots") && note.contains("12.0 GiB available"),
+            "{note}"
+        );
+        let settings = cluster_settings(1, 2, Path::new("/w"), &shape);
+        assert!(settings.contains("taskmanager.numberOfTaskSlots: 1\n"));
+        let (shape, note) =
+            taskmanager_shape(&Profile::load("flink-default").unwrap(), 2, 1 << 27, None);
+        assert_eq!((shape.slots, note), (1, None));
     }
 }

@@ -105,9 +105,16 @@ fn flink_job(workload: &Workload, workload_file: &Path) -> Result<FlinkJob, Flin
             workload.name
         )));
     }
+    // The job's source paced to the workload's `rate:` (unpaced for `max`).
+    let rate = match workload.spec.rate {
+        Rate::PerSecond(r) => r,
+        Rate::Max => 0,
+    };
     let watermarks = [
         "--watermark-every".to_string(),
         crate::engine::WATERMARK_EVERY_EVENTS.to_string(),
+        "--events-per-second".to_string(),
+        rate.to_string(),
     ];
     let OperatorSpec::Frequency(f) = workload.operator() else {
         let mut args = vec![
@@ -345,7 +352,7 @@ pub fn run(options: &Options, progress: &dyn Fn(&str)) -> Result<Vec<ProfileRun>
             .map_err(|e| FlinkError::Setup(format!("{}: {e}", dir.display())))?;
         let mut notes = Vec::new();
         let (flink, memory) = flink_side(
-            options, profile, &dist, &jar, &job, &dir, &work, subtask, progress,
+            options, profile, &dist, &jar, &job, &dir, &work, subtask, &mut notes, progress,
         )?;
         if options.cancel.load(Ordering::Relaxed) {
             return Err(FlinkError::Cancelled);
@@ -391,6 +398,7 @@ fn flink_side(
     dir: &Path,
     work: &Path,
     subtask: u32,
+    notes: &mut Vec<String>,
     progress: &dyn Fn(&str),
 ) -> Result<(Side, Option<u64>), FlinkError> {
     let write = |p: PathBuf, text: &str| {
@@ -414,9 +422,19 @@ fn flink_side(
                 } else {
                     0
                 };
+            let (shape, note) = cluster::taskmanager_shape(
+                profile,
+                options.taskmanagers,
+                managed,
+                cluster::available_memory(),
+            );
+            if let Some(note) = note {
+                progress(&format!("profile '{}': {note}", profile.name));
+                notes.push(note);
+            }
             write(
                 dir.join("conf/config.yaml"),
-                &(config.clone() + &cluster::cluster_settings(port, rpc_port, dir, managed)),
+                &(config.clone() + &cluster::cluster_settings(port, rpc_port, dir, &shape)),
             )?;
             let c = cluster::Cluster::start(
                 dist,

@@ -112,11 +112,18 @@ public class KindsJob {
         // The source's watermark: the minimum over the trace's partitions (a join's trace keeps
         // its inputs on partitions of their own: each input's own watermark, then the minimum).
         int[] partitions = Operators.union(inputPartitions(events));
+        // --events-per-second: the workload's rate: (statebench flink run); 0 unpaced.
+        long eventsPerSecond = Long.parseLong(opts.getOrDefault("events-per-second", "0"));
+        // A join with two real inputs makes its own sources (Operators.twoInputJoin): no other
+        // source may run beside them (the join starts when they have ended).
+        boolean twoInputs = kind0.equals("interval-join")
+                && !operators.get(0).string("read", "alternate").equals("arrival");
         @SuppressWarnings("deprecation")
-        DataStream<KEvent> source = env.addSource(new KindsSource(trace), "trace", TypeInformation.of(KEvent.class))
-                .assignTimestampsAndWatermarks(WatermarkStrategy
-                        .<KEvent>forGenerator(ctx -> new PartitionWatermarks(outOfOrderness, every, partitions))
-                        .withTimestampAssigner((e, ts) -> e.time));
+        DataStream<KEvent> source = twoInputs ? null
+                : env.addSource(new KindsSource(trace, -1, eventsPerSecond), "trace", TypeInformation.of(KEvent.class))
+                        .assignTimestampsAndWatermarks(WatermarkStrategy
+                                .<KEvent>forGenerator(ctx -> new PartitionWatermarks(outOfOrderness, every, partitions))
+                                .withTimestampAssigner((e, ts) -> e.time));
         // A chain (DESIGN-CHAIN): source -> keyBy -> op0 -> keyBy -> op1 ..., parallelism 1, every
         // task in the one slot (slot sharing), each keyed operator its own RocksDB instance sharing
         // the slot's memory (fixed-per-slot / managed: one cache and WriteBufferManager).
@@ -131,11 +138,11 @@ public class KindsJob {
                     : new Probe(new File(out).getAbsolutePath(), kind);
             probe.compactAtEnd = Boolean.parseBoolean(opts.getOrDefault("compact-at-end", "false"));
             probe.parallelism = context ? parallelism : 1;
-            Operators.Built built = i == 0 && kind.equals("interval-join")
-                    && !job.string("read", "alternate").equals("arrival")
+            job.string("read", "");
+            Operators.Built built = i == 0 && twoInputs
                     ? Operators.twoInputJoin(env, job, trace, outOfOrderness, every,
                             job.string("sources", workload.raw("inputs") != null ? "two" : "one").equals("two"),
-                            inputPartitions(events), probe,
+                            inputPartitions(events), eventsPerSecond, share(events), probe,
                             Long.parseLong(opts.getOrDefault("join-start-delay-ms", context ? "0" : "60000")))
                     : Operators.build(env, workloadPath, job, kind, input, probe);
             job.done();
@@ -178,6 +185,11 @@ public class KindsJob {
             System.exit(1);
         }
         ResultSink.write(Path.of(out, "flink-results.csv"));
+    }
+
+    /** The share of the trace's records on the second input. */
+    private static double share(List<KEvent> events) {
+        return events.isEmpty() ? 0.5 : events.stream().filter(e -> e.input != 0).count() / (double) events.size();
     }
 
     /** The trace's partitions carrying each input's records (statebench: Log::input_partitions). */

@@ -25,8 +25,17 @@ public class KindsSource implements SourceFunction<KEvent> {
 
     /** A source of only {@code input}'s records (a join's source per input), in file order. */
     public KindsSource(String path, int input) {
+        this(path, input, 0);
+    }
+
+    /** Records per second it emits at most (0: as fast as the job takes them). */
+    private final long eventsPerSecond;
+
+    /** Paced to {@code eventsPerSecond} (the workload's {@code rate:}; 0: unpaced). */
+    public KindsSource(String path, int input, long eventsPerSecond) {
         this.path = path;
         this.input = input;
+        this.eventsPerSecond = eventsPerSecond;
     }
 
     /**
@@ -56,7 +65,10 @@ public class KindsSource implements SourceFunction<KEvent> {
     }
 
     @Override
-    public void run(SourceContext<KEvent> ctx) throws IOException {
+    public void run(SourceContext<KEvent> ctx) throws IOException, InterruptedException {
+        long batch = Math.max(1, eventsPerSecond / 10);
+        long started = System.nanoTime();
+        long emitted = 0;
         for (KEvent e : read(path)) {
             if (!running) {
                 return;
@@ -66,6 +78,14 @@ public class KindsSource implements SourceFunction<KEvent> {
             }
             synchronized (ctx.getCheckpointLock()) {
                 ctx.collect(e);
+            }
+            emitted++;
+            if (eventsPerSecond > 0 && emitted % batch == 0) {
+                // Sleep until this many records are due.
+                long aheadMs = (emitted * 1_000_000_000L / eventsPerSecond - (System.nanoTime() - started)) / 1_000_000L;
+                if (aheadMs > 0) {
+                    Thread.sleep(aheadMs);
+                }
             }
         }
         ENDED.incrementAndGet();

@@ -270,7 +270,8 @@ final class Operators {
      * {@code startDelayMs}, both inputs backed up (statebench's {@code read: alternate}).
      */
     static Built twoInputJoin(StreamExecutionEnvironment env, Spec job, String trace, long outOfOrderness,
-            long every, boolean twoSources, int[][] partitions, Probe probe, long startDelayMs) throws Exception {
+            long every, boolean twoSources, int[][] partitions, long eventsPerSecond, double rightShare, Probe probe,
+            long startDelayMs) throws Exception {
         TypeSerializer<Tuple3<String, Long, byte[]>> serializer =
                 Functions.RECORD.createSerializer(env.getConfig().getSerializerConfig());
         job.string("right-share", "");
@@ -280,10 +281,13 @@ final class Operators {
         DataStream<KEvent> left;
         DataStream<KEvent> right;
         if (twoSources) {
-            left = source(env, trace, 0, outOfOrderness, every, partitions[0], eventType);
-            right = source(env, trace, 1, outOfOrderness, every, partitions[1], eventType);
+            // Paced together at the workload's rate: each source at its input's share of it.
+            long rightRate = Math.round(eventsPerSecond * rightShare);
+            left = source(env, trace, 0, outOfOrderness, every, partitions[0], eventsPerSecond - rightRate, eventType);
+            right = source(env, trace, 1, outOfOrderness, every, partitions[1], rightRate, eventType);
         } else {
-            DataStream<KEvent> source = source(env, trace, -1, outOfOrderness, every, union(partitions), eventType);
+            DataStream<KEvent> source = source(env, trace, -1, outOfOrderness, every, union(partitions),
+                    eventsPerSecond, eventType);
             left = source.filter(e -> e.input == 0).name("left");
             right = source.filter(e -> e.input != 0).name("right");
         }
@@ -307,9 +311,11 @@ final class Operators {
 
     @SuppressWarnings("deprecation")
     private static DataStream<KEvent> source(StreamExecutionEnvironment env, String trace, int input,
-            long outOfOrderness, long every, int[] partitions, TypeInformation<KEvent> type) {
+            long outOfOrderness, long every, int[] partitions, long eventsPerSecond, TypeInformation<KEvent> type) {
         String name = input < 0 ? "trace" : "trace input " + input;
-        return env.addSource(new KindsSource(trace, input), name, type)
+        // A paced source at a rate of 0 would run unpaced: at least one record a second.
+        long rate = eventsPerSecond > 0 ? Math.max(1, eventsPerSecond) : 0;
+        return env.addSource(new KindsSource(trace, input, rate), name, type)
                 .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
                         .<KEvent>forGenerator(ctx -> new PartitionWatermarks(outOfOrderness, every, partitions))
                         .withTimestampAssigner((e, ts) -> e.time));
