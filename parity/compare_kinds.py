@@ -213,8 +213,17 @@ def main():
     p.add_argument("--no-background-work", action="store_true",
                    help="gate: no flush and no compaction ran on either side (a TTL compaction filter "
                         "then dropped nothing before a read: the state calls do not depend on timing)")
+    p.add_argument("--flink-range", action="append", default=[], metavar="KEY=MIN-MAX",
+                   help="a figure where Flink does not repeat itself: statebench and every Flink run "
+                        "within Flink's own min-max over its measured runs (the workload's "
+                        "`# parity-flink-range:` line says which runs)")
     p.add_argument("--json", help="write the comparison here")
     a = p.parse_args()
+    ranges = {}
+    for r in a.flink_range:
+        key, _, span = r.partition("=")
+        lo, _, hi = span.partition("-")
+        ranges[key] = (int(lo), int(hi))
 
     flink_runs = [load_json(f"{d}/flink.json") for d in a.flink]
     fl = flink_figures(flink_runs[0])
@@ -234,6 +243,13 @@ def main():
         elif s is None:
             verdict = "FAIL (statebench does not report it)"
             missing.append(metric)
+        elif isinstance(rule, tuple):
+            lo, hi = rule
+            if lo <= f <= hi and lo <= s <= hi:
+                verdict = f"ok (within Flink's own {lo:,}-{hi:,})"
+            else:
+                verdict = f"FAIL (outside Flink's own {lo:,}-{hi:,})"
+                failed.append(metric)
         elif f == s:
             verdict = "ok"
         else:
@@ -243,11 +259,11 @@ def main():
         rows.append((metric, fmt(f), "" if flink_only else fmt(s), verdict + (f"  {note}" if note else "")))
 
     for key, label in ROWS:
-        row(label, fl[key], sb[key])
+        row(label, fl[key], sb[key], rule=ranges.get(key, "exact"))
     # Every run of a side does the same state work (only timing may differ).
     if len(flink_runs) > 1 or len(sb_runs) > 1:
         def work(f):
-            return {k: v for k, v in f.items() if k not in TIMING}
+            return {k: v for k, v in f.items() if k not in TIMING and k not in ranges}
         other_f = sum(work(flink_figures(r)) != work(fl) for r in flink_runs[1:])
         other_s = sum(work(statebench_figures(r)) != work(sb) for r in sb_runs[1:])
         row("runs that did other work than run 1", other_f, other_s if sb_runs else None,

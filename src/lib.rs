@@ -45,6 +45,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }) => commands::profiles::show(&name, derived, &taskmanager),
         Command::Workloads(WorkloadsCommand::List) => commands::workloads::list(),
         Command::Workloads(WorkloadsCommand::Show { name }) => commands::workloads::show(&name),
+        Command::Preload(cli::preload::PreloadCommand::List(dir)) => commands::preload::list(&dir),
+        Command::Preload(cli::preload::PreloadCommand::Rm { keys, dir }) => {
+            commands::preload::rm(&keys, &dir)
+        }
+        Command::Preload(cli::preload::PreloadCommand::Gc(dir)) => commands::preload::gc(&dir),
         Command::Trace(TraceCommand::Convert(args)) => commands::trace::convert(*args),
         Command::Trace(TraceCommand::Check(args)) => commands::trace::check(args),
         Command::Reproduce(args) => commands::reproduce::run(args),
@@ -113,6 +118,9 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         matches!(
             e.downcast_ref::<flink::run::FlinkError>(),
             Some(flink::run::FlinkError::Cancelled)
+        ) || matches!(
+            e.downcast_ref::<engine::EngineError>(),
+            Some(engine::EngineError::PreloadCancelled)
         )
     }) {
         return 130;

@@ -666,3 +666,144 @@ fn a_preloaded_run_checkpoints_and_its_restore_is_refused_with_why() {
     assert_eq!(c["changelog"]["materialization_id"], 0, "{c}");
     assert_eq!(c["materialized_bytes"], 0, "{c}");
 }
+
+/// Ctrl-C during a build stops it within seconds with exit 130 and removes the build's own
+/// folder; a complete base and another process's build folder stay as they were.
+#[test]
+fn ctrl_c_stops_a_build_and_removes_only_its_own_files() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let bases = dir.path().join("bases");
+    let kept = bases.join("complete-base");
+    let other = bases.join(".other-base.building-1");
+    for d in [&kept, &other] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("000001.sst"), b"bytes").unwrap();
+    }
+    // dedup-ids' own preload: 210 MiB of state, minutes to build.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_statebench"))
+        .args(["run", "-q", "-w", "dedup-ids", "--preload", "--preload-dir"])
+        .arg(&bases)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let building = |bases: &Path| {
+        std::fs::read_dir(bases)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.ends_with(&format!(".building-{}", child.id())))
+    };
+    let started = Instant::now();
+    while building(&bases).is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no build started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let ours = building(&bases).expect("the build is under way");
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let signalled = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(5),
+            "still running 5 s after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("the build was stopped"), "{stderr}");
+    assert!(!bases.join(&ours).exists(), "{ours} is left");
+    for d in [&kept, &other] {
+        assert!(
+            d.join("000001.sst").is_file(),
+            "{} was touched",
+            d.display()
+        );
+    }
+}
+
+/// `preload list` shows a base with its workload and size and a build left by a process that
+/// is gone; `preload rm` removes a base by key (an unknown key is bad input, nothing removed);
+/// `preload gc` removes what no run can use and leaves bases and folders not statebench's.
+#[test]
+fn preload_list_rm_and_gc_keep_what_a_run_can_use() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let bases = dir.path().join("bases");
+    let b = bases.to_str().unwrap();
+    run(&[
+        "run",
+        "-q",
+        "-w",
+        "smoke",
+        "--events",
+        "1000",
+        "--preload",
+        "events=2048",
+        "--preload-dir",
+        b,
+    ])
+    .unwrap();
+    let key = std::fs::read_dir(&bases)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("smoke-"))
+        .expect("the base built");
+    let gone = bases.join(format!(".{key}.building-999999999"));
+    let half = bases.join("smoke-0123456789abcdef0123456789abcdef");
+    let mine = bases.join("my-notes");
+    for d in [&gone, &half, &mine] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("f"), b"x").unwrap();
+    }
+    let cmd = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_statebench"))
+            .args(args)
+            .args(["--preload-dir", b])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let (code, list) = cmd(&["preload", "list"]);
+    assert_eq!(code, Some(0), "{list}");
+    assert!(
+        list.contains(&key) && list.contains("smoke on 'flink-default', 2048 records"),
+        "{list}"
+    );
+    assert!(
+        list.contains("left by process 999999999, which is gone"),
+        "{list}"
+    );
+    assert!(!list.contains("my-notes"), "{list}");
+    let (code, text) = cmd(&["preload", "rm", &key, "no-such-base"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(bases.join(&key).is_dir(), "nothing removed on a bad key");
+    let (code, text) = cmd(&["preload", "gc"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!gone.exists() && !half.exists(), "{text}");
+    assert!(
+        mine.join("f").is_file() && bases.join(&key).is_dir(),
+        "{text}"
+    );
+    let (code, text) = cmd(&["preload", "rm", &key]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!bases.join(&key).exists(), "{text}");
+}

@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod diagnose;
 mod flink;
+pub mod preload;
 mod reproduce;
 mod tune;
 pub use diagnose::DiagnoseArgs;
@@ -50,6 +51,10 @@ after y), s saves the edited profile as <name>-tuned.yaml."
     /// List workloads or show one.
     #[command(subcommand)]
     Workloads(WorkloadsCommand),
+    /// The preloaded bases kept for `run --preload`: list them, remove some, or remove what no
+    /// run can use (builds left by a process that is gone).
+    #[command(subcommand)]
+    Preload(preload::PreloadCommand),
     /// Convert your own CSV or JSON Lines export into a trace (a column mapping), or check a
     /// trace: its events, keys, time span, out-of-orderness and inputs (docs/trace.md).
     #[command(subcommand)]

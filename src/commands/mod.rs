@@ -7,6 +7,7 @@ pub mod compare;
 pub mod diagnose;
 pub mod export;
 pub mod flink;
+pub mod preload;
 pub mod profiles;
 pub mod replay;
 pub mod reproduce;

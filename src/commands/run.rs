@@ -120,9 +120,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         if stopping.swap(true, std::sync::atomic::Ordering::SeqCst) {
             std::process::exit(130);
         }
-        eprintln!(
-            "\nstopping: finishing the current sample and writing the report (Ctrl-C again to abort)"
-        );
+        if crate::preload::cancel() {
+            eprintln!("\nstopping: the preload's build stops and removes its partial files");
+        } else {
+            eprintln!(
+                "\nstopping: finishing the current sample and writing the report (Ctrl-C again to abort)"
+            );
+        }
         let _ = stop.send(EngineCommand::Stop);
     });
     let progress = Progress::new(events, args.quiet);

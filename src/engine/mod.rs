@@ -104,6 +104,9 @@ pub enum EngineError {
     Restore(String),
     #[error("preload: {0}")]
     Preload(String),
+    /// A preload's build stopped by Ctrl-C (exit 130).
+    #[error("preload: the build was stopped (Ctrl-C); its partial files are removed")]
+    PreloadCancelled,
 }
 
 impl From<crate::preload::PreloadError> for EngineError {
@@ -116,6 +119,7 @@ impl From<crate::preload::PreloadError> for EngineError {
             P::Source(e) => EngineError::Source(e),
             P::WorkerGone(e) => EngineError::WorkerGone(e),
             P::Preload(e) => EngineError::Preload(e),
+            P::Cancelled => EngineError::PreloadCancelled,
         }
     }
 }

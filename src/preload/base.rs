@@ -234,6 +234,13 @@ impl<'o> SstOut<'o> {
             None => writer.delete(key)?,
         }
         self.files.entries += 1;
+        // A stop (Ctrl-C) ends the writing; find_or_build reports it as the build's stop.
+        if self.files.entries.is_multiple_of(super::CANCEL_EVERY) && super::check_cancel().is_err()
+        {
+            return Err(BackendError::Setup(
+                "the preload's build was stopped".into(),
+            ));
+        }
         if writer.file_size() >= self.target {
             self.finish_file()?;
         }

@@ -76,6 +76,9 @@ pub fn spill(
     let mut key = String::new();
     let mut buf = [0u8; RECORD];
     while let Some(step) = steps.next()? {
+        if read.is_multiple_of(super::CANCEL_EVERY) {
+            super::check_cancel()?;
+        }
         let (index, now, event) = match step {
             Step::Record { index, now, event } => (index, now, event),
             Step::Advance(a) => {

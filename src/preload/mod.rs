@@ -31,7 +31,7 @@ pub use crate::model::summary::PreloadReport;
 use crate::pipeline::operators;
 use crate::pipeline::oracle::thread::OracleThread;
 use crate::pipeline::source::{Log, ReadPlan};
-use base::Manifest;
+pub use base::Manifest;
 
 /// What a preload failed with. The engine reports each as it reports its own errors of the
 /// same kind (`PreloadError`'s `Preload`, `Pipeline`, `Backend`, `Source`, `Spawn`).
@@ -49,7 +49,34 @@ pub enum PreloadError {
     WorkerGone(#[from] crate::util::worker::WorkerGone),
     #[error("preload: {0}")]
     Preload(String),
+    /// Ctrl-C (or SIGTERM) during a build: the build stopped and its folder is removed.
+    #[error("preload: the build was stopped (Ctrl-C); its partial files are removed")]
+    Cancelled,
 }
+
+/// A stop asked for while a base is built ([`cancel`]); the build's loops look at it.
+static CANCEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// A base is being built now.
+static BUILDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Stops a build under way within a second or so (the signal handler's call); true when one was.
+pub fn cancel() -> bool {
+    CANCEL.store(true, std::sync::atomic::Ordering::SeqCst);
+    BUILDING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Err(Cancelled) once [`cancel`] was called: the build's loops call it every few thousand
+/// records or entries.
+pub(crate) fn check_cancel() -> Result<(), PreloadError> {
+    if CANCEL.load(std::sync::atomic::Ordering::Relaxed) {
+        Err(PreloadError::Cancelled)
+    } else {
+        Ok(())
+    }
+}
+
+/// Records or entries between two looks at [`check_cancel`].
+pub(crate) const CANCEL_EVERY: u64 = 4096;
 
 /// Key groups a sizing pass holds (of 256): its state times 256/8 estimates the whole.
 const SIZING_GROUPS: u16 = 8;
@@ -144,7 +171,9 @@ pub fn find_or_build(
         move |e: std::io::Error| PreloadError::Preload(format!("cannot {what}: {e}"))
     };
     let _ = std::fs::remove_dir_all(&tmp);
+    check_cancel()?;
     std::fs::create_dir_all(&tmp).map_err(io(format!("create {}", tmp.display())))?;
+    BUILDING.store(true, std::sync::atomic::Ordering::SeqCst);
     // The same history kept for another profile: its state is written again, not warmed up.
     let sibling = match build::history_key(config, workload, profile)? {
         Some(history) if !config.rebuild => derive::find(&config.dir, &history),
@@ -172,6 +201,14 @@ pub fn find_or_build(
         }
         None => build::build(config, workload, profile, trace, &tmp, scratch, &key),
     };
+    BUILDING.store(false, std::sync::atomic::Ordering::SeqCst);
+    // A stop that came as the build finished: nothing is kept either.
+    // A stop shows as whatever error the loop it reached returned: reported as the stop.
+    let built = built.and_then(|m| check_cancel().map(|()| m));
+    let built = built.map_err(|e| match check_cancel() {
+        Err(cancelled) => cancelled,
+        Ok(()) => e,
+    });
     let manifest = match built {
         Ok(m) => m,
         Err(e) => {

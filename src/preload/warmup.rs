@@ -326,6 +326,14 @@ pub fn pass(
             Step::Record { index, .. } => *index,
             Step::Advance(a) => a.after,
         };
+        if at.is_multiple_of(super::CANCEL_EVERY)
+            && let Err(stopped) = super::check_cancel()
+        {
+            // The process ends on a stop: the state's memory goes with it, at once, where
+            // freeing its millions of entries one by one takes seconds.
+            std::mem::forget(ctx);
+            return Err(stopped);
+        }
         if let Until::Records(n) = until
             && at >= n
         {

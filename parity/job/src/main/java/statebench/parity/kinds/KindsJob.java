@@ -90,6 +90,9 @@ public class KindsJob {
             conf.setString("taskmanager.network.memory.max-buffers-per-channel", "1024");
             conf.setString("taskmanager.memory.network.min", "256mb");
             conf.setString("taskmanager.memory.network.max", "256mb");
+            // Every record visible to the join as soon as its source wrote it (no 100 ms flusher):
+            // once the sources have ended, nothing is left in a buffer the join cannot see yet.
+            conf.setString("execution.buffer-timeout.interval", "0 ms");
         }
         // --environment context: submitted to a cluster (statebench flink run), its keyed
         // operators at --parallelism (the source stays 1).
