@@ -16,6 +16,7 @@ pub mod cluster;
 pub mod dist;
 mod evidence;
 pub mod rest;
+mod share;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use crate::config::workload::{Rate, SerializerKind};
 use crate::config::{Profile, Workload};
 
 pub use evidence::{Change, Side, Verdict, changes as evidence_changes, render, to_json};
+use share::{Share, busiest, csv_safe, share_workload, write_share, write_trace};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FlinkError {
@@ -166,100 +168,6 @@ fn factory_knobs(config: &str) -> String {
         .filter_map(|l| l.split_once("  ->  ").map(|(kv, _)| kv))
         .map(|kv| format!("{kv}\n"))
         .collect()
-}
-
-/// The operator index Flink gives key group `kg` (KeyGroupRangeAssignment).
-fn operator_index(kg: u16, parallelism: u32) -> u32 {
-    (u32::from(kg) * parallelism) / u32::from(crate::backend::keys::MAX_PARALLELISM)
-}
-
-/// Writes the workload's first `events` events (generated, or its `trace`'s) as the job's
-/// trace (`key,event_time,0`, one partition, as the job's one source; or trace v2); every
-/// subtask's event count.
-fn write_trace(
-    workload: &Workload,
-    trace: Option<Arc<Vec<crate::pipeline::source::Event>>>,
-    job: &FlinkJob,
-    events: u64,
-    parallelism: u32,
-    dir: &Path,
-) -> Result<Vec<u64>, FlinkError> {
-    use std::io::Write;
-    let all = dir.join("trace.csv");
-    let mut a = std::io::BufWriter::new(std::fs::File::create(&all).map_err(|e| io(&all, e))?);
-    let mut per_subtask = vec![0u64; parallelism as usize];
-    // The key strings the workload's job keys by (zero-padded to its key size, if it has one).
-    let names = crate::pipeline::source::KeyNames::of(workload);
-    let mut key = String::new();
-    for e in crate::pipeline::source::EventSource::new(workload, trace).take(events as usize) {
-        names.write(e.user, &mut key);
-        if job.v2 {
-            // key,event_time,partition,value_size,input: one source, a join's inputs apart.
-            let partition = if job.join { e.input } else { 0 };
-            writeln!(
-                a,
-                "{key},{},{partition},{},{}",
-                e.event_time, e.value_size, e.input
-            )
-        } else {
-            writeln!(a, "{key},{},0", e.event_time)
-        }
-        .map_err(|e| io(&all, e))?;
-        let index = operator_index(crate::backend::keys::key_group(&key), parallelism);
-        per_subtask[index as usize] += 1;
-    }
-    a.flush().map_err(|e| io(&all, e))?;
-    Ok(per_subtask)
-}
-
-/// Whether `key` reads back as itself from the job's CSV trace.
-fn csv_safe(key: &str) -> bool {
-    !key.is_empty()
-        && key.trim() == key
-        && !key.contains([',', '\n', '\r'])
-        && !key.starts_with(['#', '{'])
-        && key != "key"
-        && key != "user"
-}
-
-/// The subtask compared, and its share of the trace.
-struct Share {
-    subtask: u32,
-    trace: PathBuf,
-}
-
-/// `subtask`'s share of the trace (the lines whose key its key groups hold), for statebench.
-fn write_share(dir: &Path, parallelism: u32, subtask: u32) -> Result<Share, FlinkError> {
-    use std::io::{BufRead, Write};
-    let (all, share) = (
-        dir.join("trace.csv"),
-        dir.join(format!("trace-subtask-{subtask}.csv")),
-    );
-    let read = std::io::BufReader::new(std::fs::File::open(&all).map_err(|e| io(&all, e))?);
-    let mut s = std::io::BufWriter::new(std::fs::File::create(&share).map_err(|e| io(&share, e))?);
-    for line in read.lines() {
-        let line = line.map_err(|e| io(&all, e))?;
-        // Keys are the generator's names: no comma in them.
-        let key = line.split(',').next().unwrap_or_default();
-        if operator_index(crate::backend::keys::key_group(key), parallelism) == subtask {
-            writeln!(s, "{line}").map_err(|e| io(&share, e))?;
-        }
-    }
-    s.flush().map_err(|e| io(&share, e))?;
-    Ok(Share {
-        subtask,
-        trace: share,
-    })
-}
-
-fn io(p: &Path, e: std::io::Error) -> FlinkError {
-    FlinkError::Setup(format!("{}: {e}", p.display()))
-}
-
-/// The subtask with the most events (the first of those).
-fn busiest(per_subtask: &[u64]) -> u32 {
-    let most = per_subtask.iter().copied().max().unwrap_or(0);
-    per_subtask.iter().position(|n| *n == most).unwrap_or(0) as u32
 }
 
 /// Runs everything `options` asks for; `progress` hears each step.
@@ -550,21 +458,6 @@ fn flink_side(
         out.join(format!("subtask-{subtask}"))
     };
     Ok((evidence::flink_side(&sub)?, memory))
-}
-
-/// The workload statebench runs on a subtask's share of the job's trace (`trace`): the share
-/// replayed, from one source as the Flink job's, a join's two inputs each in a partition of its
-/// own. What the share's records already carry is not the generator's to make again: their
-/// padded keys (`keys.size`) and their inputs (`inputs:`).
-fn share_workload(workload: &Workload, trace: &Path) -> Workload {
-    let mut workload = workload.clone();
-    workload.spec.trace = Some(trace.to_path_buf());
-    let join = workload.operator().kind() == "interval-join";
-    workload.spec.partitions = if join { 2 } else { 1 };
-    workload.spec.idle_partitions = Vec::new();
-    workload.spec.keys.size = None;
-    workload.spec.inputs = None;
-    workload
 }
 
 /// statebench on `subtask`'s share of the trace (`share`), at the rate Flink's subtask reached.
