@@ -64,4 +64,17 @@ pub struct FlinkRunArgs {
     /// Print the side by side as JSON: per profile both sides' numbers, and each judged change.
     #[arg(long)]
     pub json: bool,
+    /// Which judged changes decide the exit code with --compare: all, write (flushes, stops,
+    /// stall time: a memory or write-buffer fix) or read (blocks read per lookup, iteration per
+    /// element: a filter, block or index fix). Every verdict is shown either way.
+    #[arg(long, value_enum, default_value = "all")]
+    pub judge: Judge,
+}
+
+/// Which judged changes decide `flink run --compare`'s exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Judge {
+    All,
+    Write,
+    Read,
 }

@@ -10,7 +10,7 @@ pub mod preload;
 mod reproduce;
 mod tune;
 pub use diagnose::DiagnoseArgs;
-pub use flink::{FlinkCommand, FlinkRunArgs};
+pub use flink::{FlinkCommand, FlinkRunArgs, Judge};
 pub use reproduce::ReproduceArgs;
 pub use tune::{Objective, TuneArgs};
 

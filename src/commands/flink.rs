@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use super::UsageError;
-use crate::cli::FlinkRunArgs;
+use crate::cli::{FlinkRunArgs, Judge};
 use crate::config::Workload;
 use crate::flink::run::{self as flink, FlinkError, Verdict};
 
@@ -17,6 +17,7 @@ pub fn run(args: FlinkRunArgs) -> anyhow::Result<()> {
         profiles.push(super::load_profile(other)?);
     }
     let json = args.json;
+    let judge = args.judge;
     let events = args
         .events
         .unwrap_or(workload.spec.events)
@@ -64,9 +65,14 @@ pub fn run(args: FlinkRunArgs) -> anyhow::Result<()> {
         print!("{}", flink::render(&runs, options.parallelism));
     }
     if let [a, b] = &runs[..] {
+        let judged = |c: &flink::Change| match judge {
+            Judge::All => true,
+            Judge::Write => !c.read_path,
+            Judge::Read => c.read_path,
+        };
         let missed: Vec<&str> = flink::evidence_changes(a, b)
             .into_iter()
-            .filter(|c| c.verdict == Verdict::NotAsPredicted)
+            .filter(|c| c.verdict == Verdict::NotAsPredicted && judged(c))
             .map(|c| c.metric)
             .collect();
         if !missed.is_empty() {

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::{FlinkError, ProfileRun};
 use crate::config::units::human_bytes;
 use crate::flink::diagnose::log::LogEvidence;
+use crate::model::metrics::Tickers;
 use crate::summary::Summary;
 
 /// One RocksDB instance's run, in the numbers the side by side compares.
@@ -30,7 +31,7 @@ pub struct Side {
     pub flush_bytes: u64,
     pub compaction_bytes: u64,
     pub compactions: u64,
-    /// The read path, from each side's RocksDB statistics: point lookups (the job's gets),
+    /// The read path, from each side's RocksDB statistics: point lookups (Gets),
     /// block-cache hits and misses by block type (a miss reads the block from its file),
     /// iterator seeks, nexts and the entries they stepped over, and the live SST at the end.
     pub lookups: u64,
@@ -116,7 +117,7 @@ pub fn flink_side(dir: &Path) -> Result<Side, FlinkError> {
         user_bytes: ticker("BYTES_WRITTEN"),
         flush_bytes: ticker("FLUSH_WRITE_BYTES"),
         compaction_bytes: ticker("COMPACT_WRITE_BYTES"),
-        lookups: json["job"]["gets"].as_u64().unwrap_or(0),
+        lookups: ticker("NUMBER_KEYS_READ"),
         cache: BlockCache {
             data: (
                 ticker("BLOCK_CACHE_DATA_HIT"),
@@ -148,8 +149,13 @@ pub fn flink_side(dir: &Path) -> Result<Side, FlinkError> {
     Ok(side)
 }
 
-/// statebench's run: its summary, and the LOG of its RocksDB instance under `data`.
-pub fn statebench_side(summary: &Summary, data: &Path) -> Result<Side, FlinkError> {
+/// statebench's run: its summary, its RocksDB's tickers at the end (`tickers`: the read path,
+/// counted as Flink's side counts it), and the LOG of its RocksDB instance under `data`.
+pub fn statebench_side(
+    summary: &Summary,
+    tickers: &Tickers,
+    data: &Path,
+) -> Result<Side, FlinkError> {
     let mut side = Side {
         events: summary.events,
         flushes: summary.flushes,
@@ -158,14 +164,16 @@ pub fn statebench_side(summary: &Summary, data: &Path) -> Result<Side, FlinkErro
         user_bytes: summary.user_bytes_written,
         flush_bytes: summary.flush_bytes_written,
         compaction_bytes: summary.compaction_bytes_written,
-        lookups: summary.gets,
+        // RocksDB's own counts, as Flink's side reads its tickers: point lookups are Gets
+        // (rocksdb.number.keys.read), iteration includes the timer queue's.
+        lookups: tickers.keys_read,
         cache: BlockCache {
-            data: split(summary.cache_accesses.data, summary.cache_hit_rate.data),
-            filter: split(summary.cache_accesses.filter, summary.cache_hit_rate.filter),
-            index: split(summary.cache_accesses.index, summary.cache_hit_rate.index),
+            data: (tickers.data_hit, tickers.data_miss),
+            filter: (tickers.filter_hit, tickers.filter_miss),
+            index: (tickers.index_hit, tickers.index_miss),
         },
-        iterator_seeks: summary.iterator_seeks,
-        iterator_nexts: summary.iterator_nexts,
+        iterator_seeks: tickers.iterator_seeks,
+        iterator_nexts: tickers.iterator_nexts,
         iterator_skips: summary.iterator_skips,
         live_sst_bytes: summary.live_sst_bytes,
         ..Side::default()
@@ -182,13 +190,6 @@ pub fn statebench_side(summary: &Summary, data: &Path) -> Result<Side, FlinkErro
     // LOG names them manual.
     side.wbm_flushes = summary.wbm_flushes;
     Ok(side)
-}
-
-/// (hits, misses) of `accesses` block-cache lookups at hit rate `rate` (the summary's figures,
-/// from the same tickers).
-fn split(accesses: u64, rate: Option<f64>) -> (u64, u64) {
-    let hits = (accesses as f64 * rate.unwrap_or(0.0)).round() as u64;
-    (hits, accesses.saturating_sub(hits))
 }
 
 fn find_log_dir(dir: &Path) -> Option<std::path::PathBuf> {
@@ -354,6 +355,8 @@ fn show(v: f64, bytes: bool) -> String {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Change {
     pub metric: &'static str,
+    /// The read path's (block reads, iteration) or the write path's (flushes, stalls).
+    pub read_path: bool,
     /// (first profile, second profile); `{"before": a, "after": b}` in JSON.
     #[serde(serialize_with = "before_after")]
     pub flink: (f64, f64),
@@ -423,6 +426,7 @@ pub fn changes(a: &ProfileRun, b: &ProfileRun) -> Vec<Change> {
             };
             Change {
                 metric: m.name,
+                read_path: m.name.contains("/ lookup") || m.name.contains("/ element"),
                 flink: f,
                 statebench: s,
                 verdict,

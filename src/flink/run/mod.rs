@@ -503,7 +503,12 @@ fn statebench_side(
     let outcome = crate::engine::run_to_completion(config)
         .map_err(|e| FlinkError::Job(format!("statebench's run failed: {e:#}")))?;
     let summary = crate::summary::Summary::new(&outcome);
-    evidence::statebench_side(&summary, &data)
+    let tickers = outcome
+        .snapshots
+        .last()
+        .map(|s| s.rocksdb.tickers)
+        .unwrap_or_default();
+    evidence::statebench_side(&summary, &tickers, &data)
 }
 
 /// Whether Ctrl-C was pressed (for the command's handler).
