@@ -60,8 +60,6 @@ pub struct Gate {
     /// Per input: its elements, each with its sequence number (the order written).
     queues: [VecDeque<(u64, Element)>; 2],
     bytes: [u64; 2],
-    /// Records buffered (both inputs).
-    records: u64,
     written: u64,
     /// The input read last (`lastReadInputIndex`: 1 at the start, so input 0 comes first).
     last: usize,
@@ -79,7 +77,6 @@ impl Gate {
             capacity: capacity.max(1),
             queues: [VecDeque::new(), VecDeque::new()],
             bytes: [0; 2],
-            records: 0,
             written: 0,
             last: 1,
             input_wm: [i64::MIN; 2],
@@ -93,7 +90,6 @@ impl Gate {
     pub fn push_record(&mut self, event: Event, truth: bool) {
         let input = usize::from(event.input.min(1));
         self.bytes[input] += RECORD_OVERHEAD + u64::from(event.value_size);
-        self.records += 1;
         self.push(input, Element::Record(event, truth));
     }
 
@@ -137,11 +133,6 @@ impl Gate {
         }
     }
 
-    /// Records buffered, both inputs.
-    pub fn records(&self) -> u64 {
-        self.records
-    }
-
     /// `position` (the log's next offset per partition) less the records buffered: where the
     /// operator (and its truth) stands.
     pub fn taken(&self, mut position: Vec<u64>) -> Vec<u64> {
@@ -155,16 +146,6 @@ impl Gate {
         position
     }
 
-    /// True when nothing is buffered.
-    pub fn is_empty(&self) -> bool {
-        self.queues.iter().all(VecDeque::is_empty)
-    }
-
-    /// The operator's watermark.
-    pub fn combined(&self) -> i64 {
-        self.combined
-    }
-
     /// The next element the operator sees; None when nothing is buffered.
     pub fn pop(&mut self) -> Option<Delivered> {
         let input = self.next_input()?;
@@ -173,7 +154,6 @@ impl Gate {
         Some(match element {
             Element::Record(event, truth) => {
                 self.bytes[input] -= RECORD_OVERHEAD + u64::from(event.value_size);
-                self.records -= 1;
                 Delivered::Record(event, truth)
             }
             Element::Watermark { wm, idle } => {
