@@ -88,6 +88,8 @@ pub struct MemorySink {
     /// Window labels, to count the bytes a store key would take.
     labels: Vec<String>,
     counters: SinkCounters,
+    /// Keeps the results of the keys of one in `sample` (0 or 1: all); see `Sink::keep_only`.
+    sample: u64,
 }
 
 impl MemorySink {
@@ -255,7 +257,9 @@ fn payload_bytes(key_len: usize, count: i64) -> u64 {
 
 impl Sink for MemorySink {
     fn write(&mut self, user: u64, window: usize, count: i64) -> Result<(), SinkError> {
-        if window < self.width() {
+        // A sampled store counts every write and keeps the checked keys' results.
+        let kept = crate::pipeline::oracle::checked(user, self.sample);
+        if kept && window < self.width() {
             let row = self.row(user);
             let pair = row * self.width() + window;
             self.counts[pair] = count;
@@ -263,7 +267,7 @@ impl Sink for MemorySink {
             if self.flagged.insert(row) {
                 self.changed.push(row as u32);
             }
-        } else {
+        } else if kept {
             self.overflow.insert((user, window), count);
         }
         self.counters.count_write(&self.labels, user, window, count);
@@ -291,6 +295,11 @@ impl Sink for MemorySink {
 
     fn counters(&self) -> SinkCounters {
         self.counters
+    }
+
+    fn keep_only(&mut self, sample: u64) -> Option<u64> {
+        self.sample = sample.max(1);
+        Some(self.sample)
     }
 }
 

@@ -27,7 +27,8 @@ pub const RESULTS: &str = "results.bin";
 /// Levels of the LSM tree: RocksDB's default, which neither Flink nor statebench changes.
 pub const NUM_LEVELS: u32 = 7;
 /// Bumped when what a base holds changes meaning: older bases are rebuilt, not misread.
-pub const FORMAT: u32 = 4;
+/// (5: `results.bin` holds the checked keys' results, delta- and varint-encoded.)
+pub const FORMAT: u32 = 5;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
@@ -43,8 +44,13 @@ pub struct Manifest {
     /// Keys and values, in bytes, before SST encoding; and entries.
     pub state_bytes: u64,
     pub entries: u64,
-    /// Results the serving store holds after the history (one per key and result slot).
+    /// Results the serving store holds after the history (one per key and result slot) of the
+    /// keys `results.bin` keeps: one key in `results_sample`.
     pub results: u64,
+    /// `results.bin` keeps the results of the keys of one in this many (`oracle::checked`): a
+    /// run checks those or a sample of them, never all of a history of millions.
+    #[serde(default = "one")]
+    pub results_sample: u64,
     /// The level the files go to (the last level of an LSM tree of this size).
     pub level: u32,
     /// Key-group batches the warm-up ran in.
@@ -123,6 +129,10 @@ impl Manifest {
         crate::util::fs::write_atomically(&dir.join(MANIFEST), &text)
             .map_err(io(format!("write {}", MANIFEST)))
     }
+}
+
+fn one() -> u64 {
+    1
 }
 
 pub(super) fn io(what: String) -> impl FnOnce(std::io::Error) -> PreloadError {
@@ -262,19 +272,26 @@ impl<'o> SstOut<'o> {
     }
 }
 
-/// Writes the results (serving store's, then the operator's own) to `dir/results.bin`.
+/// Writes the results (serving store's, then the operator's own) to `dir/results.bin`: each
+/// list's length, then its results in key order, each as the key's distance from the one before,
+/// the slot and the value (zigzag), varint-encoded: 3-6 bytes a result where a fixed layout took
+/// 20 (a history's results were most of a base's bytes on disk).
 pub fn write_results(
     dir: &Path,
     sink: &[(u64, usize, i64)],
     own: &[(u64, usize, i64)],
 ) -> Result<(), PreloadError> {
-    let mut out = Vec::with_capacity(16 + (sink.len() + own.len()) * 20);
+    let mut out = Vec::with_capacity(16 + (sink.len() + own.len()) * 6);
     for list in [sink, own] {
-        out.extend_from_slice(&(list.len() as u64).to_le_bytes());
-        for (key, slot, value) in list {
-            out.extend_from_slice(&key.to_le_bytes());
-            out.extend_from_slice(&(*slot as u32).to_le_bytes());
-            out.extend_from_slice(&value.to_le_bytes());
+        let mut sorted = list.to_vec();
+        sorted.sort_unstable();
+        varint(&mut out, sorted.len() as u64);
+        let mut last = 0u64;
+        for (key, slot, value) in sorted {
+            varint(&mut out, key.wrapping_sub(last));
+            varint(&mut out, slot as u64);
+            varint(&mut out, ((value << 1) ^ (value >> 63)) as u64);
+            last = key;
         }
     }
     let path = dir.join(RESULTS);
@@ -284,9 +301,16 @@ pub fn write_results(
         .map_err(io(format!("write {}", path.display())))
 }
 
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
 /// Reads `dir/results.bin` as `write_results` wrote it: each of the serving store's results
-/// to `sink` as it is read (millions of them at scale are never held at once), the operator's
-/// own returned.
+/// to `sink` as it is read, the operator's own returned.
 pub fn read_results(
     dir: &Path,
     mut sink: impl FnMut(u64, usize, i64) -> Result<(), PreloadError>,
@@ -295,18 +319,27 @@ pub fn read_results(
     let file = std::fs::File::open(&path).map_err(io(format!("read {}", path.display())))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
     let corrupt = || PreloadError::Preload(format!("{} is damaged", path.display()));
-    let mut word = |n: usize| -> Result<u64, PreloadError> {
-        let mut buf = [0u8; 8];
-        reader.read_exact(&mut buf[..n]).map_err(|_| corrupt())?;
-        Ok(u64::from_le_bytes(buf))
+    let mut number = || -> Result<u64, PreloadError> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let mut byte = [0u8; 1];
+            reader.read_exact(&mut byte).map_err(|_| corrupt())?;
+            n |= u64::from(byte[0] & 0x7f) << shift;
+            if byte[0] < 0x80 {
+                return Ok(n);
+            }
+        }
+        Err(corrupt())
     };
     let mut own = Vec::new();
     for list in 0..2 {
-        let n = word(8)?;
+        let n = number()?;
+        let mut key = 0u64;
         for _ in 0..n {
-            let key = word(8)?;
-            let slot = word(4)? as usize;
-            let value = word(8)? as i64;
+            key = key.wrapping_add(number()?);
+            let slot = usize::try_from(number()?).map_err(|_| corrupt())?;
+            let zigzag = number()?;
+            let value = (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64);
             if list == 0 {
                 sink(key, slot, value)?;
             } else {
@@ -393,8 +426,8 @@ mod tests {
     #[test]
     fn results_come_back_as_written() {
         let dir = tempfile::tempdir().unwrap();
-        let sink = vec![(7, 0, 3), (u64::MAX, 2, -5)];
-        let own = vec![(1, 1, 1)];
+        let sink = vec![(7, 0, 3), (u64::MAX, 2, -5), (u64::MAX, 3, i64::MIN)];
+        let own = vec![(0, 0, 0), (1, 1, 1), (2, 7, i64::MAX)];
         write_results(dir.path(), &sink, &own).unwrap();
         let mut read = Vec::new();
         let own_read = read_results(dir.path(), |k, s, v| {

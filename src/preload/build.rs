@@ -17,7 +17,7 @@ use crate::config::profile::{KNOBS, Live};
 use crate::config::workload::{Levels, PreloadSpec};
 use crate::config::{Profile, Workload};
 use crate::durability::delivery::Delivery;
-use crate::durability::sink::MemorySink;
+use crate::durability::sink::{MemorySink, Sink as _};
 use crate::pipeline::operators;
 use crate::pipeline::source::{Log, ReadPlan};
 
@@ -213,7 +213,13 @@ pub(super) fn build(
         }
     };
     say(format!("sizing the history ({})", describe(&config.spec)));
-    let sink = || Delivery::passthrough(Box::new(MemorySink::new(workload.result_labels())));
+    // The serving store of a pass, keeping the results of one key in `sample`.
+    let sink = |sample: u64| {
+        let mut store = MemorySink::new(workload.result_labels());
+        store.keep_only(sample);
+        Delivery::passthrough(Box::new(store))
+    };
+    let results_seen = std::cell::Cell::new(0u64);
     let sizing_pass = |until| {
         warmup::pass(
             &backend,
@@ -221,9 +227,16 @@ pub(super) fn build(
             warmup::Source::Log(&log, warmup::plan(&log, &live, stop_time)),
             until,
             warmup::Part::groups(0..SIZING_GROUPS),
-            sink(),
+            sink(1),
         )
-        .map(|(pass, _)| pass)
+        .and_then(|(pass, mut delivery)| {
+            let store = delivery
+                .sink_mut()
+                .read_all()
+                .map_err(crate::pipeline::PipelineError::from)?;
+            results_seen.set(store.len().max(pass.results.len()) as u64);
+            Ok(pass)
+        })
     };
     let trial = dir.join("trial");
     let mut sizing = sizing_pass(until)?;
@@ -251,6 +264,14 @@ pub(super) fn build(
     let scale = f64::from(MAX_PARALLELISM) / f64::from(SIZING_GROUPS);
     let est_bytes = (raw as f64 * scale) as u64;
     let est_entries = (held as f64 * scale) as u64;
+    // The base keeps the results of the keys a run checks (one in `check_sample` of them):
+    // a history's millions of results held and written whole were most of a big build's
+    // memory and of its base on disk. A run asking to check more keys (`check_sample`) than
+    // that builds the base again for them (`serves`).
+    let results_sample = results_sample(
+        (results_seen.get() as f64 * scale) as u64,
+        config.check_sample,
+    );
     let est_sst = (est_bytes as f64 * ratio) as u64;
     if sizing.capped {
         return Err(PreloadError::Preload(format!(
@@ -304,34 +325,31 @@ pub(super) fn build(
     } else {
         (Vec::new(), Vec::new())
     };
-    let writers = if levels.is_empty() {
-        None
-    } else {
-        let mut cfs = Vec::new();
-        for (cf, levels) in levels.iter().enumerate() {
-            let mut outs = Vec::new();
-            for (j, level) in levels.iter().enumerate() {
-                // An L0 file is one flush, whatever its size: one file per layer.
-                let (prefix, target) = match (j, level) {
-                    (0, _) => (String::new(), k.target_file_size_base.0),
-                    (_, 0) => (format!("L0-{j}-"), u64::MAX),
-                    _ => (format!("L{level}-"), k.target_file_size_base.0),
-                };
-                outs.push((*level, sst_out(cf, &prefix, target)?));
+    // Every state's files: its levels (the last first; one, its last, unless `levels: full`),
+    // each written by the batches in turn so that its files stay in key order.
+    let layered = !levels.is_empty();
+    let mut cfs = Vec::new();
+    for cf in 0..names.len() {
+        let mut outs = Vec::new();
+        match levels.get(cf) {
+            Some(levels) => {
+                for (j, level) in levels.iter().enumerate() {
+                    // An L0 file is one flush, whatever its size: one file per layer.
+                    let (prefix, target) = match (j, level) {
+                        (0, _) => (String::new(), k.target_file_size_base.0),
+                        (_, 0) => (format!("L0-{j}-"), u64::MAX),
+                        _ => (format!("L{level}-"), k.target_file_size_base.0),
+                    };
+                    outs.push((*level, sst_out(cf, &prefix, target)?));
+                }
             }
-            cfs.push(outs);
+            // Placed by the files' size once they are written (`base::place`).
+            None => outs.push((0, sst_out(cf, "", k.target_file_size_base.0)?)),
         }
-        Some(layers::Writers::new(cfs))
-    };
-    let mut outs = (0..names.len())
-        .map(|cf| sst_out(cf, "", k.target_file_size_base.0))
-        .collect::<Result<Vec<_>, _>>()?;
+        cfs.push(outs);
+    }
+    let writers = layers::Writers::new(cfs);
 
-    let (mut warm_up_secs, mut write_secs) = (0.0, 0.0);
-    let (mut own_results, mut sink_results) = (Vec::new(), Vec::new());
-    let (mut state_bytes, mut entries) = (0u64, 0u64);
-    let mut heap_timer_files = Vec::new();
-    let mut offsets = Vec::new();
     // Key groups shared out evenly (18 batches: 14 or 15 each, not 15 and a last of 1).
     let share = |b: u16| (u32::from(b) * u32::from(MAX_PARALLELISM) / u32::from(batches)) as u16;
     let all: Vec<_> = (0..batches)
@@ -360,130 +378,161 @@ pub(super) fn build(
         None
     };
     let spill_secs = t.elapsed().as_secs_f64();
-    let mut done = 0;
-    for round in all.chunks(workers as usize) {
+    // Each core takes the next batch when it is done with one: it warms the batch's key groups
+    // up (their records, and every watermark), sorts their state and writes it in its turn
+    // (batch `i` after batch `i - 1`: the states are disjoint, in key-group order), then frees
+    // it. Sorting and freeing, most of the writing's time, run side by side.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let finished = std::sync::atomic::AtomicUsize::new(0);
+    let run_batch = |batch: usize, groups: &std::ops::Range<u16>| {
         let t = Instant::now();
-        // Each batch's warm-up reads its own key groups' records (and every watermark); their
-        // states are disjoint and are written out in key-group order below.
-        let passes = std::thread::scope(|scope| {
-            let handles: Vec<_> = round
-                .iter()
-                .enumerate()
-                .map(|(i, groups)| {
-                    let source = match &spilled {
-                        Some(history) => warmup::Source::Spilled(history, done + i),
-                        None => warmup::Source::Log(&log, warmup::plan(&log, &live, None)),
-                    };
-                    let (backend, groups) = (&backend, groups.clone());
-                    let (writers, cuts, batch) = (writers.as_ref(), &cuts, done + i);
-                    scope.spawn(move || {
-                        let mut hand = |cf, layer, state: &mut MemStore| match writers {
-                            Some(w) => w.write(cf, layer, batch, state),
-                            None => Ok(()),
-                        };
-                        let layering = match writers {
-                            Some(_) => warmup::Layering::Cuts {
-                                at: cuts,
-                                hand: &mut hand,
-                            },
-                            None => warmup::Layering::None,
-                        };
-                        let result = warmup::pass(
-                            backend,
-                            workload,
-                            source,
-                            Until::Records(records),
-                            warmup::Part { groups, layering },
-                            sink(),
-                        );
-                        if let (Err(_), Some(w)) = (&result, writers) {
-                            w.fail();
-                        }
-                        result
-                    })
-                })
-                .collect();
-            // Every thread is joined before an error is looked at.
-            let joined: Vec<_> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(PreloadError::Preload("a warm-up thread panicked".into()))
-                    })
-                })
-                .collect();
-            joined.into_iter().collect::<Result<Vec<_>, PreloadError>>()
-        })?;
-        warm_up_secs += t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        for (groups, (mut pass, mut delivery)) in round.iter().zip(passes) {
-            offsets = pass.offsets.clone();
-            own_results.append(&mut pass.results);
-            sink_results.append(
-                &mut delivery
-                    .sink_mut()
-                    .read_all()
-                    .map_err(crate::pipeline::PipelineError::from)?,
-            );
-            state_bytes += pass.state.bytes();
-            entries += pass.state.len() as u64;
-            if let Some(raw) = pass.heap_timers.take() {
-                let name = format!("heap-timers-{done:03}.raw");
-                std::fs::write(dir.join(&name), raw).map_err(base::io(format!("write {name}")))?;
-                heap_timer_files.push(name);
+        let source = match &spilled {
+            Some(history) => warmup::Source::Spilled(history, batch),
+            None => warmup::Source::Log(&log, warmup::plan(&log, &live, None)),
+        };
+        let mut hand = |cf, layer, state: &mut MemStore| writers.write(cf, layer, batch, state);
+        let layering = if layered {
+            warmup::Layering::Cuts {
+                at: &cuts,
+                hand: &mut hand,
             }
-            // With every level written, the batch's levels are in the files already.
-            if writers.is_none() {
-                for (cf, map) in pass.state.take().into_iter().enumerate() {
-                    if let Some(out) = outs.get_mut(cf) {
-                        for (key, value) in &map {
-                            out.put(key, value)?;
+        } else {
+            warmup::Layering::None
+        };
+        let (mut pass, mut delivery) = warmup::pass(
+            &backend,
+            workload,
+            source,
+            Until::Records(records),
+            warmup::Part {
+                groups: groups.clone(),
+                layering,
+            },
+            sink(results_sample),
+        )?;
+        let warm_up = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        // With every level written, the batch's levels are in the files already.
+        if !layered {
+            for cf in 0..names.len() {
+                writers.write(cf, 0, batch, &mut pass.state)?;
+            }
+        }
+        let sink_results = delivery
+            .sink_mut()
+            .read_all()
+            .map_err(crate::pipeline::PipelineError::from)?;
+        pass.results
+            .retain(|(key, _, _)| crate::pipeline::oracle::checked(*key, results_sample));
+        let held = (pass.state.bytes(), pass.state.len() as u64);
+        // Freed here, beside the other batches' work.
+        drop(std::mem::take(&mut pass.state));
+        let done = finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        say(format!(
+            "batch {done}/{}: key groups {}..{}, {} records processed ({:.1} s so far)",
+            all.len(),
+            groups.start,
+            groups.end,
+            pass.processed,
+            started.elapsed().as_secs_f64()
+        ));
+        Ok::<_, PreloadError>(Batch {
+            pass,
+            sink_results,
+            held,
+            secs: (warm_up, t.elapsed().as_secs_f64()),
+        })
+    };
+    let joined: Vec<Result<Vec<(usize, Batch)>, PreloadError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..all.len().min(workers as usize))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    while !writers.failed() {
+                        let batch = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let Some(groups) = all.get(batch) else {
+                            break;
+                        };
+                        match run_batch(batch, groups) {
+                            Ok(done) => mine.push((batch, done)),
+                            Err(e) => {
+                                writers.fail();
+                                return Err(e);
+                            }
                         }
                     }
-                }
-            }
-            drop(pass.state);
-            done += 1;
-            say(format!(
-                "batch {done}/{}: key groups {}..{}, {} records processed ({:.1} s so far)",
-                all.len(),
-                groups.start,
-                groups.end,
-                pass.processed,
-                started.elapsed().as_secs_f64()
-            ));
+                    Ok(mine)
+                })
+            })
+            .collect();
+        // Every thread is joined before an error is looked at.
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(PreloadError::Preload("a warm-up thread panicked".into()))
+                })
+            })
+            .collect()
+    });
+    let mut done = Vec::new();
+    let mut errors = Vec::new();
+    for result in joined {
+        match result {
+            Ok(batches) => done.extend(batches),
+            Err(e) => errors.push(e),
         }
-        write_secs += t.elapsed().as_secs_f64();
     }
-    warm_up_secs += spill_secs;
+    // The batch that failed first, not the others it stopped.
+    errors.sort_by_key(layers::Writers::stopped_by_another);
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e);
+    }
+    done.sort_by_key(|(batch, _)| *batch);
+    let (mut warm_up_secs, mut write_secs) = (spill_secs, 0.0);
+    let (mut own_results, mut sink_results) = (Vec::new(), Vec::new());
+    let (mut state_bytes, mut entries) = (0u64, 0u64);
+    let mut heap_timer_files = Vec::new();
+    let mut offsets = Vec::new();
+    for (batch, mut b) in done {
+        offsets = b.pass.offsets.clone();
+        own_results.append(&mut b.pass.results);
+        sink_results.append(&mut b.sink_results);
+        state_bytes += b.held.0;
+        entries += b.held.1;
+        warm_up_secs += b.secs.0;
+        write_secs += b.secs.1;
+        if let Some(raw) = b.pass.heap_timers.take() {
+            let name = format!("heap-timers-{batch:03}.raw");
+            std::fs::write(dir.join(&name), raw).map_err(base::io(format!("write {name}")))?;
+            heap_timer_files.push(name);
+        }
+    }
     if let Some(history) = spilled {
         history.remove();
         let _ = std::fs::remove_dir(dir.join("history"));
     }
     let t = Instant::now();
-    let mut column_families = outs
-        .into_iter()
-        .map(SstOut::finish)
-        .collect::<Result<Vec<_>, _>>()?;
-    // The level an LSM tree of the files' size keeps its data in (a base derived for another
-    // profile is placed by its files' size the same way).
-    let mut level = base::place(&mut column_families, k);
+    let mut column_families = Vec::new();
     let mut upper = Vec::new();
-    if let Some(finished) = writers.map(layers::Writers::finish).transpose()? {
-        column_families.clear();
-        for mut levels in finished {
-            if levels.is_empty() {
-                continue;
-            }
-            column_families.push(levels.remove(0));
-            upper.extend(levels);
+    for mut levels in writers.finish()? {
+        if levels.is_empty() {
+            continue;
         }
-        level = column_families
+        column_families.push(levels.remove(0));
+        upper.extend(levels);
+    }
+    // The level an LSM tree of the files' size keeps its data in (a base derived for another
+    // profile is placed by its files' size the same way); a full tree's levels are its own.
+    let level = if layered {
+        column_families
             .iter()
             .filter_map(|c| c.level)
             .max()
-            .unwrap_or(level);
-    }
+            .unwrap_or(1)
+    } else {
+        base::place(&mut column_families, k)
+    };
     base::write_results(dir, &sink_results, &own_results)?;
     write_secs += t.elapsed().as_secs_f64();
     drop(backend);
@@ -499,6 +548,7 @@ pub(super) fn build(
         state_bytes,
         entries,
         results: sink_results.len() as u64,
+        results_sample,
         level,
         batches: u32::from(batches),
         column_families,
@@ -519,6 +569,28 @@ pub(super) fn build(
         started.elapsed().as_secs_f64()
     ));
     Ok(manifest)
+}
+
+/// What a batch of key groups leaves once its state is written: its pass (the state taken),
+/// the serving store's results, the bytes and entries its state held, and its seconds warming
+/// up and writing.
+struct Batch {
+    pass: warmup::Pass,
+    sink_results: Vec<(u64, usize, i64)>,
+    held: (u64, u64),
+    secs: (f64, f64),
+}
+
+/// One key in how many a base keeps the results of: the sample a run checks of a history of
+/// about `results` results (`check_sample`), or the largest power of two dividing both that
+/// and the sample a run asked for (`asked`: 1, every key, keeps all), so that the kept keys
+/// hold every key the run checks.
+pub(super) fn results_sample(results: u64, asked: Option<u64>) -> u64 {
+    let default = super::check_sample(results);
+    match asked {
+        Some(asked) => 1u64 << asked.max(1).trailing_zeros().min(default.trailing_zeros()),
+        None => default,
+    }
 }
 
 /// SST file bytes per byte of keys and values, from `state` written out with the column

@@ -151,6 +151,9 @@ pub fn cuts(sample: &MemStore, cf: usize, targets: &[u64], records: u64) -> Vec<
         .collect()
 }
 
+/// A batch's error when it stopped because another batch failed.
+const ANOTHER_FAILED: &str = "another batch of the build failed";
+
 /// One level of one column family, written by several key-group batches at once, each batch's
 /// in turn (batch `i` waits for batch `i - 1`), so its files stay in key order.
 struct LevelOut<'o> {
@@ -197,6 +200,16 @@ impl<'o> Writers<'o> {
         }
     }
 
+    /// True once a batch failed: the others stop.
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    /// Whether `e` is a batch's stop because another failed (sorted after the failure itself).
+    pub fn stopped_by_another(e: &PreloadError) -> bool {
+        matches!(e, PreloadError::Preload(m) if m == ANOTHER_FAILED)
+    }
+
     /// Column family `cf`'s layer `layer` of batch `batch` from `state`, in its turn: 0 its
     /// whole state (its last level), then the changes since its previous layer.
     pub fn write(
@@ -206,33 +219,54 @@ impl<'o> Writers<'o> {
         batch: usize,
         state: &mut MemStore,
     ) -> Result<(), PreloadError> {
-        let Some((_, out)) = self.cfs.get(cf).and_then(|levels| levels.get(layer)) else {
+        let Some(levels) = self.cfs.get(cf) else {
             return Ok(());
+        };
+        let Some((_, out)) = levels.get(layer) else {
+            return Ok(());
+        };
+        // Sorted before the batch's turn: the batches sort side by side, and only write in turn.
+        enum Layer<'s> {
+            Whole(Vec<(&'s [u8], &'s [u8])>),
+            Changes(crate::backend::memstore::ChangedEntries),
+        }
+        let entries = if layer == 0 {
+            Layer::Whole(state.sorted(cf))
+        } else {
+            Layer::Changes(state.take_changes(cf))
         };
         let poisoned = || PreloadError::Preload("a warm-up thread panicked".into());
         let mut turn = out.turn.lock().map_err(|_| poisoned())?;
         while turn.0 != batch {
             if self.failed.load(Ordering::SeqCst) {
-                return Err(PreloadError::Preload(
-                    "another batch of the build failed".into(),
-                ));
+                return Err(PreloadError::Preload(ANOTHER_FAILED.into()));
             }
             turn = out.moved.wait(turn).map_err(|_| poisoned())?;
         }
         let file = &mut turn.1;
-        if layer == 0 {
-            state.for_each_sorted(cf, |k, v| file.put(k, v))?;
-            state.restart_changes(cf);
-        } else {
-            for (key, value) in state.take_changes(cf) {
-                match value {
-                    Some(v) => file.put(&key, &v)?,
-                    None => file.delete(&key)?,
+        match &entries {
+            Layer::Whole(entries) => {
+                for (k, v) in entries {
+                    file.put(k, v)?;
+                }
+            }
+            Layer::Changes(changes) => {
+                for (key, value) in changes {
+                    match value {
+                        Some(v) => file.put(key, v)?,
+                        None => file.delete(key)?,
+                    }
                 }
             }
         }
         turn.0 += 1;
         out.moved.notify_all();
+        drop(turn);
+        drop(entries);
+        // The changes after the whole state, for the levels above (a base of one level has none).
+        if layer == 0 && levels.len() > 1 {
+            state.restart_changes(cf);
+        }
         Ok(())
     }
 

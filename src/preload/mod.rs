@@ -155,7 +155,7 @@ pub fn find_or_build(
     let key = build::base_key(config, workload, profile)?;
     let dir = config.dir.join(&key);
     if !config.rebuild
-        && let Some(manifest) = Manifest::read(&dir)
+        && let Some(manifest) = Manifest::read(&dir).filter(|m| serves(m, config.check_sample))
     {
         return Ok(Base {
             dir,
@@ -220,7 +220,7 @@ pub fn find_or_build(
     // same bytes) rather than replace files under it. Only a folder without a manifest (a
     // build that died, or --preload-rebuild's old base) is replaced.
     if !config.rebuild
-        && let Some(theirs) = Manifest::read(&dir)
+        && let Some(theirs) = Manifest::read(&dir).filter(|m| serves(m, config.check_sample))
     {
         let _ = std::fs::remove_dir_all(&tmp);
         // Reported as a kept base: this run's own build was discarded.
@@ -236,6 +236,20 @@ pub fn find_or_build(
         dir,
         manifest,
         build_secs: Some(started.elapsed().as_secs_f64()),
+    })
+}
+
+/// Whether base `m` keeps the results of every key a run checking one in `sample` checks (its
+/// kept keys are one in `results_sample`: a run checks a multiple of that, or all it keeps).
+fn serves(m: &Manifest, sample: Option<u64>) -> bool {
+    sample.is_none_or(|s| s.max(1).is_multiple_of(m.results_sample.max(1)))
+}
+
+/// The sample a run from base `m` checks: `asked` (which [`serves`] held), else the default
+/// for its history's results, at least the base's own.
+fn run_sample(m: &Manifest, asked: Option<u64>) -> u64 {
+    asked.unwrap_or_else(|| {
+        check_sample(m.results.saturating_mul(m.results_sample)).max(m.results_sample)
     })
 }
 
@@ -261,7 +275,7 @@ pub fn load(
     let clone_secs = t.elapsed().as_secs_f64();
     // The serving store gets the history's results (at scale it keeps only the checked
     // keys': a real store keeps all; the oracle checks the same sample either way).
-    let sample = sample.unwrap_or_else(|| check_sample(manifest.results));
+    let sample = run_sample(&manifest, sample);
     let sampled_store = sink.sink_mut().keep_only(sample).is_some_and(|n| n > 1);
     let mut own_results = base::read_results(dir, |key, slot, value| {
         sink.sink_mut()
