@@ -172,6 +172,10 @@ fn bad_baselines_unknown_cases_and_thresholds_are_usage_errors() {
             vec!["bench", "--suite", "overhead", "--rounds", "0"],
             "give at least 1",
         ),
+        (
+            vec!["bench", "--suite", "preload", "--timings"],
+            "not a baseline",
+        ),
     ] {
         let err = run(&args).unwrap_err();
         assert!(format!("{err:#}").contains(says), "{args:?}: {err:#}");

@@ -160,7 +160,9 @@ pub struct BenchArgs {
     /// workload from 0.5, 5 and 20 GiB of preloaded state (tens of minutes and ~30 GiB of disk
     /// the first time; the bases are kept for the next); fidelity: a preloaded state against
     /// the same records read through RocksDB; advice: tune on the case studies and issue 33's
-    /// jobs against their known fixes (minutes to hours; no baseline).
+    /// jobs against their known fixes (minutes to hours; no baseline); preload: the preload's
+    /// build against RocksDB's SstFileWriter writing the same entries, per CPU-second (exit 1
+    /// below 0.5x; no baseline).
     #[arg(long, value_enum, default_value = "ci")]
     pub suite: crate::suites::Suite,
     /// Run every case on this profile (YAML file or built-in) instead of its own: the
@@ -201,7 +203,8 @@ pub struct BenchArgs {
     /// best single-knob change), interleaved, judged by their bands (at least 2).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=20))]
     pub repeat: u32,
-    /// The scale and advice suites: where preloaded bases are kept (default: as `run --preload`).
+    /// The scale, advice and preload suites: where preloaded bases are kept (default: as `run
+    /// --preload`; the preload suite builds in a temporary folder inside it, removed after).
     #[arg(long, value_name = "DIR")]
     pub preload_dir: Option<PathBuf>,
 }

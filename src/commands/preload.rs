@@ -73,7 +73,7 @@ fn name_of(e: &Entry) -> &str {
 }
 
 /// Bytes of the files under `dir` (a clone's hard links count where they are).
-fn disk_bytes(dir: &Path) -> u64 {
+pub(crate) fn disk_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir).map_or(0, |read| {
         read.flatten()
             .map(|e| match e.metadata() {

@@ -19,6 +19,7 @@ use crate::config::{ConfigError, Profile};
 pub use gate::{Gate, Row, Verdict, compare, render};
 pub use metrics::{Better, Kind, METRICS, Metric};
 pub mod fidelity;
+pub mod preload;
 pub mod scale;
 mod table;
 pub use results::{CaseResult, Results, SCHEMA_VERSION, render_results};
@@ -51,6 +52,12 @@ pub enum Suite {
     /// case's known fix and the best single-knob change tune tried. Minutes to hours; the jobs
     /// need their trace (scripts/orders-payments-trace.py) and a preloaded base (built once).
     Advice,
+    /// Is the preload's build fast enough? `run --preload`'s build of dedup-ids (100 MiB on
+    /// flink-default, about 30 s here), fresh, against RocksDB's own SstFileWriter writing the
+    /// same entries from memory with the same options, in entries per CPU-second: exit 1 below
+    /// 0.5x. With each stage's rate, the build's peak memory and its files' sizes; no
+    /// baseline. `--case dedup-10g` (10 GiB, an hour or more) runs only when named.
+    Preload,
 }
 
 /// A workload on a profile for a number of events. Its name is what baselines match on, so a
@@ -293,6 +300,7 @@ impl Suite {
             Suite::Scale => SCALE,
             Suite::Fidelity => FIDELITY,
             Suite::Advice => advice::CASES,
+            Suite::Preload => preload::CASES,
         }
     }
 
@@ -304,6 +312,7 @@ impl Suite {
             Suite::Scale => "scale",
             Suite::Fidelity => "fidelity",
             Suite::Advice => "advice",
+            Suite::Preload => "preload",
         }
     }
 }

@@ -10,15 +10,29 @@ pub fn read() -> ProcessMemory {
         .unwrap_or_default()
 }
 
+/// The most resident memory this process has had so far (the kernel's `VmHWM`), in bytes;
+/// None where the system does not say.
+pub fn peak_rss_bytes() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|text| kb_line(&text, "VmHWM:"))
+}
+
 /// The `VmRSS` line of a `/proc/<pid>/status` text (`VmRSS:    1234 kB`).
 fn parse(status: &str) -> ProcessMemory {
-    let rss_bytes = status
+    ProcessMemory {
+        rss_bytes: kb_line(status, "VmRSS:").unwrap_or(0),
+    }
+}
+
+/// The value of a `/proc/<pid>/status` line `name   N kB`, in bytes.
+fn kb_line(status: &str, name: &str) -> Option<u64> {
+    status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(name))
         .and_then(|rest| rest.trim().strip_suffix("kB"))
         .and_then(|n| n.trim().parse::<u64>().ok())
-        .map_or(0, |n| n * 1024);
-    ProcessMemory { rss_bytes }
+        .map(|n| n * 1024)
 }
 
 #[cfg(test)]
@@ -36,6 +50,8 @@ mod tests {
             }
         );
         assert_eq!(parse("Name: x\n"), ProcessMemory::default());
+        assert_eq!(kb_line(text, "VmHWM:"), Some(2048 * 1024));
+        assert_eq!(kb_line("Name: x\n", "VmHWM:"), None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 mod advice;
+mod preload;
 
 use anyhow::{Context as _, bail};
 
@@ -20,7 +21,7 @@ use crate::util::fs::write_atomically;
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let all = args.suite.cases();
-    if args.list && args.suite != Suite::Advice {
+    if args.list && !matches!(args.suite, Suite::Advice | Suite::Preload) {
         for c in all {
             println!("{:<20} {}", c.name, c.describe(c.profile));
         }
@@ -45,6 +46,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if args.suite == Suite::Advice {
         return advice::run(&args);
+    }
+    if args.suite == Suite::Preload {
+        return preload::run(&args);
     }
     if !(args.max_regression >= 0.0 && args.max_regression.is_finite()) {
         bail!(UsageError(format!(
