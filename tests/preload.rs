@@ -195,6 +195,17 @@ fn a_base_is_kept_and_cloned_and_another_amount_builds_another() {
 /// ends exactly where a run from a base warmed up for that profile does.
 #[test]
 fn another_profile_with_the_same_history_is_written_from_the_kept_base() {
+    written_again_from_the_kept_base("events=40000");
+}
+
+/// A `size` base too: written again for another profile, it holds the first's history (its
+/// files that history under the other's options), and runs from both end alike.
+#[test]
+fn a_size_base_is_written_again_for_another_profile() {
+    written_again_from_the_kept_base("size=1MiB");
+}
+
+fn written_again_from_the_kept_base(amount: &str) {
     let dir = tempfile::tempdir().unwrap();
     let bases = dir.path().join("bases");
     let profile = dir.path().join("other.yaml");
@@ -216,7 +227,7 @@ fn another_profile_with_the_same_history_is_written_from_the_kept_base() {
             "--events",
             "3000",
             "--preload",
-            "events=40000",
+            amount,
             "--preload-dir",
             bases.to_str().unwrap(),
             "--final-counts",
@@ -235,7 +246,7 @@ fn another_profile_with_the_same_history_is_written_from_the_kept_base() {
             s["preload"].clone(),
         )
     };
-    let (_, first) = go("first", "flink-default", false);
+    let (first_counts, first) = go("first", "flink-default", false);
     assert_eq!(
         (first["built"].clone(), first["derived"].clone()),
         (true.into(), false.into())
@@ -246,6 +257,9 @@ fn another_profile_with_the_same_history_is_written_from_the_kept_base() {
     assert_eq!(derived["derived"], true, "{derived}");
     assert_ne!(derived["base"], first["base"]);
     assert_eq!(derived["entries"], first["entries"]);
+    assert_eq!(derived["records"], first["records"]);
+    // The same history's state: the same final state of every key after the same live records.
+    assert_eq!(derived_counts, first_counts);
     assert_eq!(derived["level"], 2, "{derived}");
     // Its files carry partitioned index and filters (the first's have neither filters nor a
     // two-level index), and sit at L2 where the first's sit at L1.
@@ -254,6 +268,10 @@ fn another_profile_with_the_same_history_is_written_from_the_kept_base() {
         "{derived} against {first}"
     );
     assert_eq!(first["level"], 1, "{first}");
+    if amount.starts_with("size=") {
+        // Warmed up for the other profile, a `size` history is as long as its own files take.
+        return;
+    }
     let (warmed_counts, warmed) = go("warmed", other, true);
     assert_eq!(warmed["derived"], false, "{warmed}");
     assert_eq!(warmed["entries"], derived["entries"]);

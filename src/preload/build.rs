@@ -39,16 +39,16 @@ pub(super) fn base_key(
 }
 
 /// The name of the history a base holds, whatever the profile: the same as [`base_key`]'s
-/// without the knobs but where timers are kept, for the amounts whose history does not depend on them (`events`, `span`;
-/// not `size`, whose history is as long as the profile's files take to reach the size).
+/// without the knobs but where timers are kept. A `size` history is as long as the first
+/// profile's files took to reach the size: another profile's base written from it holds the
+/// same history, its files that history under its own options (a filter adds its bytes).
+/// None for `levels: full`, cut where the profile's level sizes say.
 pub(super) fn history_key(
     config: &PreloadConfig,
     workload: &Workload,
     profile: &Profile,
 ) -> Result<Option<String>, PreloadError> {
-    // A `size` history is as long as the profile's files take; `levels: full` cuts it where
-    // the profile's level sizes say.
-    if config.spec.size.is_some() || config.spec.levels == Some(Levels::Full) {
+    if config.spec.levels == Some(Levels::Full) {
         return Ok(None);
     }
     // Where the timers are is part of the history: in the state (ROCKSDB) or beside it (HEAP).

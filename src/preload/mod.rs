@@ -176,7 +176,9 @@ pub fn find_or_build(
     BUILDING.store(true, std::sync::atomic::Ordering::SeqCst);
     // The same history kept for another profile: its state is written again, not warmed up.
     let sibling = match build::history_key(config, workload, profile)? {
-        Some(history) if !config.rebuild => derive::find(&config.dir, &history),
+        Some(history) if !config.rebuild => {
+            derive::find(&config.dir, &history).filter(|(_, m)| serves(m, config.check_sample))
+        }
         _ => None,
     };
     let built = match &sibling {
