@@ -6,7 +6,11 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use crate::util::hash::FastMap;
+use std::hash::Hasher;
+
+use hashbrown::HashTable;
+
+use crate::util::hash::{FastHasher, FastMap};
 
 /// RocksDB's bytewise order of two keys. The first 16 bytes of each, read as one big-endian
 /// number (zeros past a shorter key's end), settle most comparisons without a call to `memcmp`:
@@ -79,8 +83,199 @@ pub type Entries = Vec<(Box<[u8]>, Box<[u8]>)>;
 /// ordered from the first scan on (timer queues, map iteration).
 #[derive(Debug)]
 enum Cf {
-    Hashed(FastMap<Box<[u8]>, Box<[u8]>>),
+    Hashed(Arena),
     Ordered(BTreeMap<OwnedKey, Box<[u8]>>),
+}
+
+/// A hashed column family: its entries as records appended to one buffer, and a hash table of
+/// where each live record starts, beside its key's hash. Two boxes per entry made freeing a
+/// batch's state millions of `free`s (glibc's consolidation of them was a sixth of a preload's
+/// CPU), and each lookup followed a pointer to its key; here a state is two allocations, a
+/// lookup compares stored hashes before it reads a key, and the table grows without hashing a
+/// key again.
+///
+/// A record is its key's length (`u32`, little-endian; [`DEAD`] set once the record is dead),
+/// its value's length (`u32`), the key, the value. A value put over one of the same length is
+/// written in place; one of another length is appended anew (in place if its record is the
+/// last) and the old record marked dead; a delete marks its record dead (or drops it if it is
+/// the last). Dead records' bytes are counted, and once they outweigh the live ones (and
+/// [`COMPACT_AFTER`]) the live records are copied to a new buffer: the buffer holds at most
+/// twice its live records' bytes plus [`COMPACT_AFTER`], and each byte is copied O(1) times
+/// on average.
+#[derive(Debug, Default)]
+struct Arena {
+    records: Vec<u8>,
+    table: HashTable<Slot>,
+    /// Bytes of dead records in `records`.
+    dead: usize,
+}
+
+/// Where a live record starts in [`Arena::records`], and its key's hash.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    at: usize,
+    hash: u64,
+}
+
+/// A record's two lengths.
+const HEADER: usize = 8;
+
+/// The bit of a record's key length that marks it dead.
+const DEAD: u32 = 1 << 31;
+
+/// Dead bytes an arena keeps without compacting, however few its live ones.
+const COMPACT_AFTER: usize = 1 << 20;
+
+/// The hash of a key in an [`Arena`].
+#[inline]
+fn hash(key: &[u8]) -> u64 {
+    let mut h = FastHasher::default();
+    h.write(key);
+    h.finish()
+}
+
+/// The record at `at`: whether it is dead, its key's and its value's lengths.
+#[inline(always)]
+fn header(records: &[u8], at: usize) -> (bool, usize, usize) {
+    let h = &records[at..at + HEADER];
+    let key = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+    let value = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+    (key & DEAD != 0, (key & !DEAD) as usize, value as usize)
+}
+
+/// The key and the value of the record at `at`.
+#[inline(always)]
+fn record(records: &[u8], at: usize) -> (&[u8], &[u8]) {
+    let (_, k, v) = header(records, at);
+    let key = at + HEADER;
+    (&records[key..key + k], &records[key + k..key + k + v])
+}
+
+/// Appends a record of `key` and `value` to `records`: where it starts.
+fn append(records: &mut Vec<u8>, key: &[u8], value: &[u8]) -> usize {
+    // RocksDB takes no key or value of 4 GiB or more (a write batch's lengths are 32-bit
+    // varints), and a Flink state's keys are a key group, a serialized key and a namespace:
+    // tens of bytes, far from the 2 GiB whose bit marks a dead record.
+    assert!(
+        key.len() < DEAD as usize && value.len() <= u32::MAX as usize,
+        "a key of {} bytes or a value of {} bytes: more than a RocksDB state holds",
+        key.len(),
+        value.len()
+    );
+    let at = records.len();
+    records.reserve(HEADER + key.len() + value.len());
+    records.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    records.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    records.extend_from_slice(key);
+    records.extend_from_slice(value);
+    at
+}
+
+impl Arena {
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        let hash = hash(key);
+        let records = &self.records;
+        self.table
+            .find(hash, |s| s.hash == hash && record(records, s.at).0 == key)
+            .map(|s| record(records, s.at).1)
+    }
+
+    /// Sets `key`'s value: the length of the value it had, if it had one.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Option<usize> {
+        let hash = hash(key);
+        let records = &mut self.records;
+        let Some(slot) = self
+            .table
+            .find_mut(hash, |s| s.hash == hash && record(records, s.at).0 == key)
+        else {
+            let at = append(records, key, value);
+            self.table
+                .insert_unique(hash, Slot { at, hash }, |s| s.hash);
+            return None;
+        };
+        let (_, k, old) = header(records, slot.at);
+        let end = slot.at + HEADER + k + old;
+        if old == value.len() {
+            records[end - old..end].copy_from_slice(value);
+        } else if end == records.len() {
+            // The last record: rewritten where it is.
+            records.truncate(slot.at);
+            slot.at = append(records, key, value);
+        } else {
+            records[slot.at + 3] |= (DEAD >> 24) as u8;
+            self.dead += end - slot.at;
+            slot.at = append(records, key, value);
+            self.compact_if_wasteful();
+        }
+        Some(old)
+    }
+
+    /// Removes `key`: the length of the value it had, if it had one.
+    fn remove(&mut self, key: &[u8]) -> Option<usize> {
+        let hash = hash(key);
+        let records = &self.records;
+        let (slot, _) = self
+            .table
+            .find_entry(hash, |s| s.hash == hash && record(records, s.at).0 == key)
+            .ok()?
+            .remove();
+        let (_, k, v) = header(&self.records, slot.at);
+        let end = slot.at + HEADER + k + v;
+        if end == self.records.len() {
+            self.records.truncate(slot.at);
+        } else {
+            self.records[slot.at + 3] |= (DEAD >> 24) as u8;
+            self.dead += end - slot.at;
+            self.compact_if_wasteful();
+        }
+        Some(v)
+    }
+
+    /// Copies the live records to a new buffer once the dead ones outweigh them.
+    fn compact_if_wasteful(&mut self) {
+        let live = self.records.len() - self.dead;
+        if self.dead <= live || self.dead <= COMPACT_AFTER {
+            return;
+        }
+        let mut records = Vec::with_capacity(live);
+        for slot in self.table.iter_mut() {
+            let (_, k, v) = header(&self.records, slot.at);
+            let at = records.len();
+            records.extend_from_slice(&self.records[slot.at..slot.at + HEADER + k + v]);
+            slot.at = at;
+        }
+        self.records = records;
+        self.dead = 0;
+    }
+
+    /// The live entries in the order they were written.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        let records = &self.records[..];
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            while at < records.len() {
+                let (dead, k, v) = header(records, at);
+                let this = at;
+                at += HEADER + k + v;
+                if !dead {
+                    return Some(record(records, this));
+                }
+            }
+            None
+        })
+    }
+
+    /// The live entries in key order.
+    fn sorted(&self) -> Vec<(&[u8], &[u8])> {
+        let mut refs = Vec::with_capacity(self.len());
+        refs.extend(self.iter());
+        sort_by_key(&mut refs, |e| e.0);
+        refs
+    }
 }
 
 /// A key of an ordered column family: ordered by [`key_order`] (bytewise), so that a B-tree's
@@ -134,59 +329,55 @@ impl std::borrow::Borrow<Key> for OwnedKey {
 
 impl Default for Cf {
     fn default() -> Self {
-        Cf::Hashed(FastMap::default())
+        Cf::Hashed(Arena::default())
     }
 }
 
 impl Cf {
     fn len(&self) -> usize {
         match self {
-            Cf::Hashed(m) => m.len(),
+            Cf::Hashed(a) => a.len(),
             Cf::Ordered(m) => m.len(),
         }
     }
 
     fn get(&self, key: &[u8]) -> Option<&[u8]> {
         match self {
-            Cf::Hashed(m) => m.get(key).map(|v| &**v),
+            Cf::Hashed(a) => a.get(key),
             Cf::Ordered(m) => m.get(Key::new(key)).map(|v| &**v),
         }
     }
 
-    fn get_mut(&mut self, key: &[u8]) -> Option<&mut Box<[u8]>> {
+    /// Sets `key`'s value: the length of the value it had, if it had one.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Option<usize> {
         match self {
-            Cf::Hashed(m) => m.get_mut(key),
-            Cf::Ordered(m) => m.get_mut(Key::new(key)),
+            Cf::Hashed(a) => a.put(key, value),
+            Cf::Ordered(m) => match m.get_mut(Key::new(key)) {
+                Some(old) => Some(std::mem::replace(old, value.into()).len()),
+                None => {
+                    m.insert(OwnedKey(key.into()), value.into());
+                    None
+                }
+            },
         }
     }
 
-    fn insert(&mut self, key: Box<[u8]>, value: Box<[u8]>) {
+    /// Removes `key`: the length of the value it had, if it had one.
+    fn remove(&mut self, key: &[u8]) -> Option<usize> {
         match self {
-            Cf::Hashed(m) => {
-                m.insert(key, value);
-            }
-            Cf::Ordered(m) => {
-                m.insert(OwnedKey(key), value);
-            }
-        }
-    }
-
-    fn remove(&mut self, key: &[u8]) -> Option<Box<[u8]>> {
-        match self {
-            Cf::Hashed(m) => m.remove(key),
-            Cf::Ordered(m) => m.remove(Key::new(key)),
+            Cf::Hashed(a) => a.remove(key),
+            Cf::Ordered(m) => m.remove(Key::new(key)).map(|v| v.len()),
         }
     }
 
     /// The entries in an ordered map from now on.
     fn ordered(&mut self) -> &BTreeMap<OwnedKey, Box<[u8]>> {
-        if let Cf::Hashed(m) = self {
-            *self = Cf::Ordered(
-                std::mem::take(m)
-                    .into_iter()
-                    .map(|(k, v)| (OwnedKey(k), v))
-                    .collect(),
-            );
+        if let Cf::Hashed(a) = self {
+            let map = a
+                .iter()
+                .map(|(k, v)| (OwnedKey(k.into()), v.into()))
+                .collect();
+            *self = Cf::Ordered(map);
         }
         match self {
             Cf::Ordered(m) => m,
@@ -195,14 +386,22 @@ impl Cf {
         }
     }
 
+    /// Every entry in key order, without taking them.
+    fn sorted(&self) -> Vec<(&[u8], &[u8])> {
+        match self {
+            Cf::Hashed(a) => a.sorted(),
+            Cf::Ordered(m) => m.iter().map(|(k, v)| (&*k.0, &**v)).collect(),
+        }
+    }
+
     /// Every entry in key order.
     fn into_sorted(self) -> Entries {
         match self {
-            Cf::Hashed(m) => {
-                let mut v: Entries = m.into_iter().collect();
-                sort_by_key(&mut v, |e| &e.0);
-                v
-            }
+            Cf::Hashed(a) => a
+                .sorted()
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
             Cf::Ordered(m) => m.into_iter().map(|(k, v)| (k.0, v)).collect(),
         }
     }
@@ -354,15 +553,12 @@ impl MemStore {
 
     /// Every entry of `cf` in key order, without taking them.
     pub fn sorted(&self, cf: usize) -> Vec<(&[u8], &[u8])> {
-        match self.cfs.get(cf) {
-            Some(Cf::Ordered(m)) => m.iter().map(|(k, v)| (&*k.0, &**v)).collect(),
-            Some(Cf::Hashed(m)) => {
-                let mut refs: Vec<(&[u8], &[u8])> = m.iter().map(|(k, v)| (&**k, &**v)).collect();
-                sort_by_key(&mut refs, |e| e.0);
-                refs
-            }
-            None => Vec::new(),
-        }
+        self.cfs.get(cf).map(Cf::sorted).unwrap_or_default()
+    }
+
+    /// The column families held (`StateBackend::column_families`).
+    pub fn column_families(&self) -> usize {
+        self.cfs.len()
     }
 
     /// Keys and values held, in bytes.
@@ -396,28 +592,21 @@ impl MemStore {
         let Some(map) = self.cfs.get_mut(cf) else {
             return;
         };
+        let old = map.put(key, value);
         self.bytes += value.len() as u64;
-        let existed = match map.get_mut(key) {
-            Some(old) => {
-                self.bytes -= old.len() as u64;
-                *old = value.into();
-                true
-            }
-            None => {
-                self.bytes += key.len() as u64;
-                map.insert(key.into(), value.into());
-                false
-            }
-        };
+        match old {
+            Some(old) => self.bytes -= old as u64,
+            None => self.bytes += key.len() as u64,
+        }
         if let Some(c) = &mut self.changes {
-            c.note(cf, key, existed);
+            c.note(cf, key, old.is_some());
         }
     }
 
     pub fn delete(&mut self, cf: usize, key: &[u8]) {
         let old = self.cfs.get_mut(cf).and_then(|m| m.remove(key));
-        if let Some(old) = &old {
-            self.bytes -= (key.len() + old.len()) as u64;
+        if let Some(old) = old {
+            self.bytes -= (key.len() + old) as u64;
         }
         if let Some(c) = &mut self.changes {
             c.note(cf, key, old.is_some());
@@ -653,5 +842,213 @@ mod tests {
         s.put(0, b"k", b"");
         s.merge(0, b"k", b"x");
         assert_eq!(s.get(0, b"k"), Some(&b"x"[..]));
+    }
+    /// A model of a column family: what every key holds.
+    type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+    /// `cf` of `s` holds what `model` holds: each key's value, the entries in key order, the
+    /// count, and (over the whole store) the bytes of keys and values.
+    fn holds(s: &MemStore, cf: usize, model: &Model) {
+        for (k, v) in model {
+            assert_eq!(s.get(cf, k), Some(&v[..]), "key {k:?}");
+        }
+        let sorted: Vec<(Vec<u8>, Vec<u8>)> = s
+            .sorted(cf)
+            .into_iter()
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+            .collect();
+        let expected: Vec<(Vec<u8>, Vec<u8>)> =
+            model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(sorted, expected);
+        assert_eq!(s.cfs[cf].len(), model.len());
+    }
+
+    fn model_bytes(model: &Model) -> u64 {
+        model.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum()
+    }
+
+    /// The arena of `cf`.
+    fn arena(s: &MemStore, cf: usize) -> &Arena {
+        match &s.cfs[cf] {
+            Cf::Hashed(a) => a,
+            Cf::Ordered(_) => panic!("column family {cf} is ordered"),
+        }
+    }
+
+    #[test]
+    fn an_overwrite_by_a_longer_or_shorter_value_leaves_one_entry_with_the_new_value() {
+        let mut s = MemStore::new(1);
+        s.put(0, b"a", b"1234");
+        s.put(0, b"b", b"xy");
+        // Not the last record: the longer value is appended, the old record dead.
+        s.put(0, b"a", b"123456");
+        assert_eq!(arena(&s, 0).dead, HEADER + 1 + 4);
+        s.put(0, b"b", b"z");
+        s.put(0, b"a", b"1");
+        // The same length: in place.
+        s.put(0, b"b", b"w");
+        let mut model = Model::new();
+        model.insert(b"a".to_vec(), b"1".to_vec());
+        model.insert(b"b".to_vec(), b"w".to_vec());
+        holds(&s, 0, &model);
+        assert_eq!(s.bytes(), model_bytes(&model));
+        // The last record rewritten where it is: no dead bytes for it.
+        let a = arena(&s, 0);
+        assert_eq!(a.records.len() - a.dead, 2 * (HEADER + 2));
+        let dead = a.dead;
+        s.put(0, b"a", b"a much longer value");
+        s.put(0, b"a", b"");
+        assert_eq!(arena(&s, 0).dead, dead);
+        model.insert(b"a".to_vec(), Vec::new());
+        holds(&s, 0, &model);
+        assert_eq!(s.bytes(), model_bytes(&model));
+    }
+
+    #[test]
+    fn a_key_deleted_and_put_again_is_one_entry() {
+        let mut s = MemStore::new(1);
+        s.put(0, b"k", b"first");
+        s.put(0, b"other", b"o");
+        s.delete(0, b"k");
+        assert_eq!((s.get(0, b"k"), s.len()), (None, 1));
+        s.delete(0, b"k");
+        s.put(0, b"k", b"second");
+        s.delete(0, b"other");
+        s.put(0, b"other", b"p");
+        let mut model = Model::new();
+        model.insert(b"k".to_vec(), b"second".to_vec());
+        model.insert(b"other".to_vec(), b"p".to_vec());
+        holds(&s, 0, &model);
+        assert_eq!(s.bytes(), model_bytes(&model));
+        // Deleting every key leaves nothing to iterate, live or dead.
+        s.delete(0, b"k");
+        s.delete(0, b"other");
+        assert!(s.sorted(0).is_empty() && s.is_empty() && s.bytes() == 0);
+    }
+
+    #[test]
+    fn keys_of_one_hash_are_told_apart() {
+        // The fast hash of the empty key and of zero words is 0 for each.
+        assert_eq!(hash(b""), hash(&[0; 8]));
+        assert_eq!(hash(b""), hash(&[0; 16]));
+        let mut s = MemStore::new(1);
+        s.put(0, &[0; 8], b"eight");
+        s.put(0, b"", b"none");
+        s.put(0, &[0; 16], b"sixteen");
+        s.delete(0, &[0; 8]);
+        s.put(0, &[0; 16], b"16");
+        let mut model = Model::new();
+        model.insert(Vec::new(), b"none".to_vec());
+        model.insert(vec![0; 16], b"16".to_vec());
+        holds(&s, 0, &model);
+        assert_eq!(s.get(0, &[0; 8]), None);
+    }
+
+    /// A state of random puts, deletes and merges over `keys` keys sharing a 40-byte prefix,
+    /// values of 0 to 40 bytes, against a model; every `check` operations the two agree.
+    fn random_ops(s: &mut MemStore, model: &mut Model, ops: usize, keys: u64, check: usize) {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..ops {
+            let r = next();
+            let mut key = vec![b'p'; 40];
+            key.extend_from_slice(&(r % keys).to_be_bytes()[5..]);
+            let value = vec![(r >> 8) as u8; ((r >> 16) % 41) as usize];
+            match (r >> 32) % 8 {
+                0 => {
+                    s.delete(0, &key);
+                    model.remove(&key);
+                }
+                1 => {
+                    s.merge(0, &key, &value);
+                    let v = model.entry(key).or_default();
+                    if !v.is_empty() {
+                        v.push(b',');
+                    }
+                    v.extend_from_slice(&value);
+                }
+                _ => {
+                    s.put(0, &key, &value);
+                    model.insert(key, value);
+                }
+            }
+            if (i + 1) % check == 0 {
+                holds(s, 0, model);
+                assert_eq!(s.bytes(), model_bytes(model));
+            }
+        }
+    }
+
+    #[test]
+    fn many_keys_of_one_prefix_over_a_growing_and_compacted_arena_match_a_model() {
+        let mut s = MemStore::new(1);
+        let mut model = Model::new();
+        // The buffer and the table grow many times over, while overwrites and deletes leave
+        // dead records to compact.
+        random_ops(&mut s, &mut model, 400_000, 20_000, 100_000);
+        let a = arena(&s, 0);
+        let live = a.records.len() - a.dead;
+        assert!(a.dead <= live.max(COMPACT_AFTER), "{} dead", a.dead);
+        assert_eq!(
+            live,
+            model
+                .iter()
+                .map(|(k, v)| HEADER + k.len() + v.len())
+                .sum::<usize>()
+        );
+    }
+
+    #[test]
+    fn compacting_keeps_every_live_entry() {
+        let mut s = MemStore::new(1);
+        let mut model = Model::new();
+        // Values growing by merges, each appended anew: the dead bytes pass the live ones.
+        let value = vec![b'v'; 1000];
+        for round in 0..40 {
+            for k in 0..100u32 {
+                s.merge(0, &k.to_be_bytes(), &value);
+                let v = model.entry(k.to_be_bytes().to_vec()).or_default();
+                if round > 0 {
+                    v.push(b',');
+                }
+                v.extend_from_slice(&value);
+            }
+        }
+        let a = arena(&s, 0);
+        let live = a.records.len() - a.dead;
+        assert!(a.dead <= live.max(COMPACT_AFTER));
+        // 40 rounds of 100 values, each round's merges copying every value so far: far more
+        // than was kept, had nothing been compacted.
+        assert!(a.records.len() < 3 * live);
+        holds(&s, 0, &model);
+    }
+
+    #[test]
+    fn a_column_family_made_ordered_keeps_every_live_entry_and_no_dead_one() {
+        let mut s = MemStore::new(1);
+        let mut model = Model::new();
+        random_ops(&mut s, &mut model, 20_000, 2_000, 20_000);
+        assert!(arena(&s, 0).dead > 0, "the test wants dead records");
+        let scanned: Vec<(Vec<u8>, Vec<u8>)> = s
+            .range_from(0, b"")
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+            .collect();
+        let expected: Vec<(Vec<u8>, Vec<u8>)> =
+            model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(scanned, expected);
+        assert!(matches!(s.cfs[0], Cf::Ordered(_)));
+        // And goes on as the model does once ordered.
+        random_ops(&mut s, &mut model, 5_000, 2_000, 5_000);
+        let taken: Vec<(Vec<u8>, Vec<u8>)> = s.take()[0]
+            .iter()
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+            .collect();
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
+        assert_eq!(taken, expected);
     }
 }

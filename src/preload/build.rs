@@ -595,7 +595,7 @@ pub(super) fn results_sample(results: u64, asked: Option<u64>) -> u64 {
 
 /// SST file bytes per byte of keys and values, from `state` written out with the column
 /// families' options into `dir` (removed after), 1 for an empty state; and each column
-/// family's bytes of keys and values and of SST files.
+/// family's bytes of keys and values and of SST files. `state` is left empty.
 fn sst_ratio(
     backend: &StateBackend,
     state: &mut MemStore,
@@ -606,7 +606,7 @@ fn sst_ratio(
     std::fs::create_dir_all(dir)
         .map_err(|e| PreloadError::Preload(format!("cannot create {}: {e}", dir.display())))?;
     let mut per_cf = Vec::new();
-    for (i, entries) in state.take().into_iter().enumerate() {
+    for i in 0..state.column_families() {
         let Some(options) = backend
             .column_families()
             .get(i)
@@ -615,6 +615,7 @@ fn sst_ratio(
             per_cf.push((0, 0));
             continue;
         };
+        let entries = state.sorted(i);
         let bytes: u64 = entries
             .iter()
             .map(|(k, v)| (k.len() + v.len()) as u64)
@@ -625,6 +626,8 @@ fn sst_ratio(
         }
         per_cf.push((bytes, out.finish()?.bytes));
     }
+    // Left empty, as `take` left it: a few buffers per column family to free.
+    *state = MemStore::new(state.column_families());
     let _ = std::fs::remove_dir_all(dir);
     let files: u64 = per_cf.iter().map(|(_, f)| f).sum();
     let ratio = if raw == 0 {
