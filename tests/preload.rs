@@ -484,6 +484,49 @@ fn a_full_tree_fills_the_levels_above_the_last_and_reads_as_the_whole_history() 
     }
 }
 
+/// A TTL the compaction filter cleans: a history of 3 TTLs leaves only the last TTL's ids in
+/// the base (what a compaction at the history's end keeps), and the run's results are exact
+/// (the job treats an expired id as absent whether the files hold it or not).
+#[test]
+fn a_ttl_state_is_written_as_the_compaction_filter_leaves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = dir.path().join("dedup-ttl.yaml");
+    std::fs::write(
+        &workload,
+        "description: keep-first dedup with a 10 s TTL\nkeys:\n  count: 4000000000\n  distribution: uniform\n  size: 36\npartitions: 2\nrate: 2000\nevent-time:\n  span: 1s\n  out-of-orderness: 1s\nevents: 1000\nseed: 7\njob:\n  kind: dedup\n  keep: first\n  ttl: 10s\n  ttl-update: on-create-and-write\n  cleanup: compaction\n",
+    )
+    .unwrap();
+    let report = dir.path().join("r.json");
+    let bases = dir.path().join("bases");
+    run(&[
+        "run",
+        "-q",
+        "-w",
+        workload.to_str().unwrap(),
+        "--preload",
+        "span=30s",
+        "--preload-dir",
+        bases.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ])
+    .unwrap();
+    let s = summary(&report);
+    assert_exact(&s, "ttl");
+    let p = &s["preload"];
+    let (records, entries) = (
+        p["records"].as_u64().unwrap(),
+        p["entries"].as_u64().unwrap(),
+    );
+    // 30 s of new ids (the log's pace): the last 10 s of them are live at the history's end.
+    assert!(records >= 20_000, "{p}");
+    let share = entries as f64 / records as f64;
+    assert!(
+        (0.32..=0.35).contains(&share),
+        "{records} records, {entries} entries"
+    );
+}
+
 #[test]
 fn what_a_preload_cannot_do_is_refused_with_why() {
     let dir = tempfile::tempdir().unwrap();

@@ -144,6 +144,20 @@ pub fn expired(ts: i64, ttl: i64, now: i64) -> bool {
     ts.wrapping_add(ttl) <= now
 }
 
+impl TtlFilterConfig {
+    /// Whether the filter drops an entry whose value is `value` at processing time `now`.
+    pub fn drops(&self, value: &[u8], now: i64) -> bool {
+        let offset = self.layout.timestamp_offset();
+        // Too short to hold a timestamp: kept, as FRocksDB keeps it.
+        let Some(bytes) = value.get(offset..offset + 8) else {
+            return false;
+        };
+        let mut ts = [0u8; 8];
+        ts.copy_from_slice(bytes);
+        expired(i64::from_be_bytes(ts), self.ttl_ms, now)
+    }
+}
+
 impl TtlFilter {
     /// Whether an entry whose value is `value` has expired by the filter's time.
     fn expired(&mut self, value: &[u8]) -> bool {
@@ -154,14 +168,7 @@ impl TtlFilter {
             self.now = self.clock.now();
         }
         self.seen += 1;
-        let offset = self.config.layout.timestamp_offset();
-        // Too short to hold a timestamp: kept, as FRocksDB keeps it.
-        let Some(bytes) = value.get(offset..offset + 8) else {
-            return false;
-        };
-        let mut ts = [0u8; 8];
-        ts.copy_from_slice(bytes);
-        expired(i64::from_be_bytes(ts), self.config.ttl_ms, self.now)
+        self.config.drops(value, self.now)
     }
 }
 

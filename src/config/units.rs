@@ -98,6 +98,18 @@ impl fmt::Display for Millis {
     }
 }
 
+/// A duration in ms for reports and progress lines: `2.5 h`, `12.0 min`, `30.0 s`.
+pub fn human_ms(ms: i64) -> String {
+    let s = ms as f64 / 1000.0;
+    if s >= 3600.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else if s >= 60.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
 /// Human-readable approximation for reports (`1.5 MiB`); not meant to be parsed back.
 pub fn human_bytes(bytes: f64) -> String {
     const NAMES: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -33,6 +33,9 @@ pub struct Tickers {
     pub flush_write_bytes: u64,
     pub compact_write_bytes: u64,
     pub compact_read_bytes: u64,
+    /// Entries a compaction filter dropped (COMPACTION_KEY_DROP_USER: Flink's TTL filter's).
+    #[serde(default)]
+    pub compaction_filter_drops: u64,
     pub stall_micros: u64,
     pub memtable_hit: u64,
     pub memtable_miss: u64,
@@ -74,6 +77,7 @@ impl Tickers {
             flush_write_bytes: self.flush_write_bytes + o.flush_write_bytes,
             compact_write_bytes: self.compact_write_bytes + o.compact_write_bytes,
             compact_read_bytes: self.compact_read_bytes + o.compact_read_bytes,
+            compaction_filter_drops: self.compaction_filter_drops + o.compaction_filter_drops,
             stall_micros: self.stall_micros + o.stall_micros,
             memtable_hit: self.memtable_hit + o.memtable_hit,
             memtable_miss: self.memtable_miss + o.memtable_miss,

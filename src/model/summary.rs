@@ -76,6 +76,10 @@ pub struct Summary {
     pub user_bytes_written: u64,
     pub flush_bytes_written: u64,
     pub compaction_bytes_written: u64,
+    /// Entries Flink's TTL compaction filter dropped (RocksDB's COMPACTION_KEY_DROP_USER; 0 in
+    /// reports written before it was counted).
+    #[serde(default)]
+    pub compaction_filter_drops: u64,
     pub flushes: u64,
     /// Of `flushes`, those the WriteBufferManager forced, and the memtable data they wrote
     /// (0 in reports written before they were counted).

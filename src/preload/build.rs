@@ -63,6 +63,14 @@ fn key_of(
 ) -> Result<String, PreloadError> {
     let mut spec =
         serde_json::to_value(&workload.spec).map_err(|e| PreloadError::Preload(format!("{e}")))?;
+    // A state TTL's clock is processing time, which the rate paces: its timestamps, and which
+    // entries expired by the history's end, follow the rate.
+    let ttl = operators::layout(&workload.operator()).cfs.iter().any(|c| {
+        matches!(
+            c.role,
+            crate::model::layout::CfRole::State { ttl: Some(_), .. }
+        )
+    });
     if let Some(map) = spec.as_object_mut() {
         for timing_only in [
             "rate",
@@ -71,7 +79,9 @@ fn key_of(
             "description",
             "preload",
         ] {
-            map.remove(timing_only);
+            if !(ttl && timing_only == "rate") {
+                map.remove(timing_only);
+            }
         }
     }
     let amount = PreloadSpec {
@@ -256,6 +266,8 @@ pub(super) fn build(
         (ratio, per_cf) = sst_ratio(&backend, &mut sizing.state, &trial)?;
     }
     let records = sizing.records;
+    // The processing time of the history's first and last records: a state TTL's clock.
+    let (history_start, history_end) = sizing.read_at;
     if records == 0 {
         return Err(PreloadError::Preload(
             "the history is empty (the log has no record before the preload's end)".to_string(),
@@ -348,7 +360,45 @@ pub(super) fn build(
         }
         cfs.push(outs);
     }
-    let writers = layers::Writers::new(cfs);
+    // A state whose TTL Flink's compaction filter cleans is written as a compaction at the
+    // history's end leaves it: without what expired by then (a job that ran for a TTL or more
+    // has compacted its files through the filter; the live run's compactions drop what expires
+    // after).
+    let expire: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let decl = layout.cfs.iter().find(|c| c.name == *name)?;
+            let crate::model::layout::CfRole::State { ttl: Some(t), .. } = decl.role else {
+                return None;
+            };
+            backend.ttl_of(name).filter(|(_, cleaned)| *cleaned)?;
+            Some(crate::backend::ttl_filter::TtlFilterConfig {
+                ttl_ms: t.ttl_ms,
+                query_time_after: t.query_time_after,
+                layout: t.layout,
+            })
+        })
+        .collect();
+    let longest_ttl = expire.iter().flatten().map(|t| t.ttl_ms).max();
+    if let Some(ttl) = longest_ttl {
+        let span = history_end.saturating_sub(history_start).max(0);
+        if span < ttl {
+            say(format!(
+                "the history spans {} of processing time, less than the state's TTL of {}: no entry has expired yet, the state is a young job's (a job that ran for a TTL holds about {:.1}x as many keys where every record brings a new one); a longer history (span= or events=) reaches the steady state",
+                crate::config::units::human_ms(span),
+                crate::config::units::human_ms(ttl),
+                ttl as f64 / span.max(1) as f64
+            ));
+        } else {
+            say(format!(
+                "the history spans {} of processing time, {:.1} TTLs of {}: the states are written without what had expired at its end, as Flink's compaction filter leaves them",
+                crate::config::units::human_ms(span),
+                span as f64 / ttl as f64,
+                crate::config::units::human_ms(ttl)
+            ));
+        }
+    }
+    let writers = layers::Writers::new(cfs).expiring(expire, history_end);
 
     // Key groups shared out evenly (18 batches: 14 or 15 each, not 15 and a last of 1).
     let share = |b: u16| (u32::from(b) * u32::from(MAX_PARALLELISM) / u32::from(batches)) as u16;
@@ -515,6 +565,15 @@ pub(super) fn build(
     let t = Instant::now();
     let mut column_families = Vec::new();
     let mut upper = Vec::new();
+    let (dropped, dropped_bytes) = writers.dropped();
+    entries -= dropped.min(entries);
+    state_bytes -= dropped_bytes.min(state_bytes);
+    if dropped > 0 {
+        say(format!(
+            "{dropped} expired entries ({}) left out, as the compaction filter drops them",
+            crate::config::units::human_bytes(dropped_bytes as f64)
+        ));
+    }
     for mut levels in writers.finish()? {
         if levels.is_empty() {
             continue;

@@ -19,7 +19,7 @@
 //! Written so, a run meets levels that are full, and its first compactions cascade down as a
 //! long-running job's do, instead of filling empty upper levels first.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use super::PreloadError;
@@ -29,6 +29,7 @@ use super::warmup::{self, Until};
 use crate::backend::StateBackend;
 use crate::backend::keys::MAX_PARALLELISM;
 use crate::backend::memstore::{EPOCHS, MemStore};
+use crate::backend::ttl_filter::TtlFilterConfig;
 use crate::config::Workload;
 use crate::config::profile::Knobs;
 use crate::durability::delivery::Delivery;
@@ -166,6 +167,12 @@ struct LevelOut<'o> {
 pub struct Writers<'o> {
     cfs: Vec<Vec<(u32, LevelOut<'o>)>>,
     failed: AtomicBool,
+    /// Per column family, the TTL compaction filter its whole state is written through (a
+    /// state of one level), and the processing time it judges at ([`Writers::expiring`]).
+    expire: Vec<Option<TtlFilterConfig>>,
+    now: i64,
+    /// Entries and bytes of keys and values the filter dropped.
+    dropped: (AtomicU64, AtomicU64),
 }
 
 impl<'o> Writers<'o> {
@@ -188,7 +195,27 @@ impl<'o> Writers<'o> {
                 })
                 .collect(),
             failed: AtomicBool::new(false),
+            expire: Vec::new(),
+            now: i64::MIN,
+            dropped: (AtomicU64::new(0), AtomicU64::new(0)),
         }
+    }
+
+    /// Writes each state of one level whose TTL Flink's compaction filter cleans (`expire`,
+    /// per column family) as a compaction at processing time `now` leaves it: without the
+    /// entries expired by then.
+    pub fn expiring(mut self, expire: Vec<Option<TtlFilterConfig>>, now: i64) -> Self {
+        self.expire = expire;
+        self.now = now;
+        self
+    }
+
+    /// Entries, and bytes of their keys and values, that the TTL filter dropped.
+    pub fn dropped(&self) -> (u64, u64) {
+        (
+            self.dropped.0.load(Ordering::SeqCst),
+            self.dropped.1.load(Ordering::SeqCst),
+        )
     }
 
     /// Ends every wait: a batch failed and will not take its turn.
@@ -231,7 +258,22 @@ impl<'o> Writers<'o> {
             Changes(crate::backend::memstore::ChangedEntries),
         }
         let entries = if layer == 0 {
-            Layer::Whole(state.sorted(cf))
+            let mut whole = state.sorted(cf);
+            if let (Some(Some(filter)), 1) = (self.expire.get(cf), levels.len()) {
+                let before = (
+                    whole.len(),
+                    whole.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>(),
+                );
+                whole.retain(|(_, v)| !filter.drops(v, self.now));
+                let after: usize = whole.iter().map(|(k, v)| k.len() + v.len()).sum();
+                self.dropped
+                    .0
+                    .fetch_add((before.0 - whole.len()) as u64, Ordering::SeqCst);
+                self.dropped
+                    .1
+                    .fetch_add((before.1 - after) as u64, Ordering::SeqCst);
+            }
+            Layer::Whole(whole)
         } else {
             Layer::Changes(state.take_changes(cf))
         };

@@ -45,6 +45,9 @@ pub struct Pass {
     pub results: Vec<(u64, usize, i64)>,
     /// True when `Until::StateBytes` stopped at its cap rather than at the size.
     pub capped: bool,
+    /// The processing time the pass's first and last records were read at (ms): a state TTL's
+    /// clock (`i64::MAX` and `i64::MIN` without a record).
+    pub read_at: (i64, i64),
     /// HEAP timers pending after the history, as Flink's raw keyed state stream (None: ROCKSDB
     /// timers, which are in `state`).
     pub heap_timers: Option<Vec<u8>>,
@@ -306,6 +309,7 @@ pub fn pass(
     let scale = 256.0 / f64::from((groups.end - groups.start).max(1));
     let mut key = String::new();
     let (mut records, mut processed, mut capped) = (0u64, 0u64, false);
+    let mut read_at = (i64::MAX, i64::MIN);
     // Every column family's cuts in the order the records reach them.
     let mut cuts: Vec<(u64, usize, usize)> = match &layering {
         Layering::Cuts { at, .. } => at
@@ -369,6 +373,7 @@ pub fn pass(
                         break;
                     }
                 }
+                read_at = (read_at.0.min(now), read_at.1.max(now));
                 ctx.set_now(now);
                 let mine = steps.batched() || {
                     names.write(event.user, &mut key);
@@ -410,6 +415,7 @@ pub fn pass(
             offsets: steps.offsets(),
             results,
             capped,
+            read_at,
             heap_timers,
         },
         ctx.sink,

@@ -328,6 +328,19 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
             human_bytes(s.user_bytes_written as f64)
         ),
     );
+    if s.compaction_filter_drops > 0
+        || s.state_column_families
+            .iter()
+            .any(|c| c.ttl_compaction_filter)
+    {
+        line(
+            "TTL compaction filter",
+            format!(
+                "{} expired entries dropped in compactions",
+                s.compaction_filter_drops
+            ),
+        );
+    }
     line("live SST size", human_bytes(s.live_sst_bytes as f64));
     if s.process_rss_peak_bytes > 0 {
         let memory = if s.rocksdb_memory_unbudgeted {

@@ -206,6 +206,7 @@ impl Summary {
             user_bytes_written: io.user_bytes_written,
             flush_bytes_written: io.flush_bytes_written,
             compaction_bytes_written: io.compaction_bytes_written,
+            compaction_filter_drops: tickers.compaction_filter_drops,
             flushes: tickers.flushes,
             wbm_flushes: tickers.wbm_flushes,
             wbm_flush_data_bytes: tickers.wbm_flush_data_bytes,

@@ -41,6 +41,7 @@ impl Tickers {
             flush_write_bytes: t(Ticker::FlushWriteBytes),
             compact_write_bytes: t(Ticker::CompactWriteBytes),
             compact_read_bytes: t(Ticker::CompactReadBytes),
+            compaction_filter_drops: t(Ticker::CompactionKeyDropUser),
             stall_micros: t(Ticker::StallMicros),
             memtable_hit: t(Ticker::MemtableHit),
             memtable_miss: t(Ticker::MemtableMiss),

@@ -276,14 +276,7 @@ pub fn lag(ms: i64) -> String {
     if !(0..=i64::MAX / 4).contains(&ms) {
         return "no watermark yet".to_string();
     }
-    let s = ms as f64 / 1000.0;
-    if s >= 3600.0 {
-        format!("{:.1} h", s / 3600.0)
-    } else if s >= 60.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.1} s")
-    }
+    crate::config::units::human_ms(ms)
 }
 
 /// The latest snapshot of a side taken while it ran (with A/B, the other side's turn leaves
