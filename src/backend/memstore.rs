@@ -613,6 +613,35 @@ impl MemStore {
         }
     }
 
+    /// Removes every entry of `cf` whose value `drops` picks, as a compaction filter leaves a
+    /// state, without noting it as a change: the entries and the bytes of keys and values
+    /// removed.
+    pub fn expire(&mut self, cf: usize, drops: impl Fn(&[u8]) -> bool) -> (u64, u64) {
+        let Some(map) = self.cfs.get_mut(cf) else {
+            return (0, 0);
+        };
+        let gone: Vec<Box<[u8]>> = match map {
+            Cf::Hashed(a) => a
+                .iter()
+                .filter(|(_, v)| drops(v))
+                .map(|(k, _)| k.into())
+                .collect(),
+            Cf::Ordered(m) => m
+                .iter()
+                .filter(|(_, v)| drops(v))
+                .map(|(k, _)| k.0.clone())
+                .collect(),
+        };
+        let mut bytes = 0u64;
+        for key in &gone {
+            if let Some(old) = map.remove(key) {
+                bytes += (key.len() + old) as u64;
+            }
+        }
+        self.bytes -= bytes.min(self.bytes);
+        (gone.len() as u64, bytes)
+    }
+
     /// Flink's list merge (`StringAppendTESTOperator`, as `backend::string_append` does it):
     /// the value so far, then `operand`, joined by ',' unless the value so far is empty.
     pub fn merge(&mut self, cf: usize, key: &[u8], operand: &[u8]) {
@@ -715,6 +744,26 @@ mod tests {
         shuffled.rotate_left(keys.len() / 3);
         sort_by_key(&mut shuffled, |k| k);
         assert_eq!(shuffled, keys);
+    }
+
+    #[test]
+    fn expiring_removes_what_the_filter_picks_in_both_kinds_of_column_family() {
+        for ordered in [false, true] {
+            let mut s = MemStore::new(1);
+            for i in 0..100u8 {
+                s.put(0, &[b'k', i], &[i % 3]);
+            }
+            if ordered {
+                let _ = s.range_from(0, b"").count();
+            }
+            let before = s.bytes();
+            let (n, bytes) = s.expire(0, |v| v[0] == 0);
+            assert_eq!((n, bytes), (34, 34 * 3), "ordered: {ordered}");
+            assert_eq!(s.bytes(), before - bytes);
+            assert_eq!(s.len(), 66);
+            assert!(s.sorted(0).iter().all(|(_, v)| v[0] != 0));
+            assert_eq!(s.get(0, &[b'k', 1]), Some(&[1u8][..]));
+        }
     }
 
     #[test]

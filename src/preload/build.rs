@@ -285,6 +285,28 @@ pub(super) fn build(
         config.check_sample,
     );
     let est_sst = (est_bytes as f64 * ratio) as u64;
+    let shortest_ttl = warmup::ttl_filters(&backend, workload)
+        .iter()
+        .flatten()
+        .map(|f| f.ttl_ms)
+        .min();
+    if let (true, Some(ttl)) = (sizing.capped, shortest_ttl) {
+        let span = sizing.read_at.1.saturating_sub(sizing.read_at.0);
+        return Err(PreloadError::Preload(format!(
+            "after {records} records ({} of processing time) the state holds about {} ({} of SST files) and has stopped growing toward {}: its TTL of {} keeps the keys of the last {} only, as Flink's compaction filter leaves them; a bigger state needs more keys per TTL (a higher 'rate' or a longer 'ttl'), or lower 'size'",
+            crate::config::units::human_ms(span),
+            crate::config::units::human_bytes(est_bytes as f64),
+            crate::config::units::human_bytes(est_sst as f64),
+            config
+                .spec
+                .size
+                .map_or(String::new(), |s| crate::config::units::human_bytes(
+                    s.0 as f64
+                )),
+            crate::config::units::human_ms(ttl),
+            crate::config::units::human_ms(ttl),
+        )));
+    }
     if sizing.capped {
         return Err(PreloadError::Preload(format!(
             "after {records} records the state holds about {} ({} of SST files) and grows no further toward {} of SST files: the job's windows and TTL keep no more of {} keys; lower 'size' or raise 'keys.count'",
@@ -364,21 +386,7 @@ pub(super) fn build(
     // history's end leaves it: without what expired by then (a job that ran for a TTL or more
     // has compacted its files through the filter; the live run's compactions drop what expires
     // after).
-    let expire: Vec<_> = names
-        .iter()
-        .map(|name| {
-            let decl = layout.cfs.iter().find(|c| c.name == *name)?;
-            let crate::model::layout::CfRole::State { ttl: Some(t), .. } = decl.role else {
-                return None;
-            };
-            backend.ttl_of(name).filter(|(_, cleaned)| *cleaned)?;
-            Some(crate::backend::ttl_filter::TtlFilterConfig {
-                ttl_ms: t.ttl_ms,
-                query_time_after: t.query_time_after,
-                layout: t.layout,
-            })
-        })
-        .collect();
+    let expire = warmup::ttl_filters(&backend, workload);
     let longest_ttl = expire.iter().flatten().map(|t| t.ttl_ms).max();
     if let Some(ttl) = longest_ttl {
         let span = history_end.saturating_sub(history_start).max(0);

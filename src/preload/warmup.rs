@@ -11,8 +11,10 @@ use super::history::{Advance, BatchRecords, Spilled};
 use crate::backend::StateBackend;
 use crate::backend::keys::key_group;
 use crate::backend::memstore::{EPOCHS, MemStore};
+use crate::backend::ttl_filter::TtlFilterConfig;
 use crate::config::Workload;
 use crate::durability::delivery::Delivery;
+use crate::model::layout::CfRole;
 use crate::pipeline::PipelineError;
 use crate::pipeline::operators::{self, Context, JobMode};
 use crate::pipeline::oracle::thread::OracleThread;
@@ -282,6 +284,85 @@ impl<'l> Steps<'l> {
     }
 }
 
+/// Per column family (`StateBackend::column_families`), the TTL compaction filter Flink puts
+/// on it: a state whose TTL is cleaned in compactions.
+pub fn ttl_filters(backend: &StateBackend, workload: &Workload) -> Vec<Option<TtlFilterConfig>> {
+    let layout = operators::layout(&workload.operator());
+    backend
+        .column_families()
+        .iter()
+        .map(|name| {
+            let decl = layout.cfs.iter().find(|c| c.name == *name)?;
+            let CfRole::State { ttl: Some(t), .. } = decl.role else {
+                return None;
+            };
+            backend.ttl_of(name).filter(|(_, cleaned)| *cleaned)?;
+            Some(TtlFilterConfig {
+                ttl_ms: t.ttl_ms,
+                query_time_after: t.query_time_after,
+                layout: t.layout,
+            })
+        })
+        .collect()
+}
+
+/// A running job's compactions drop its expired entries as they go: the pass drops them too,
+/// every half TTL of processing time (its memory and a `size` stay the live state's). A state
+/// that has stopped growing over a TTL of history is as big as the TTL keeps it.
+struct Expiry {
+    filters: Vec<Option<TtlFilterConfig>>,
+    /// The shortest TTL.
+    ttl: i64,
+    next: Option<i64>,
+    /// Processing time and bytes held after each purge.
+    held: Vec<(i64, u64)>,
+}
+
+impl Expiry {
+    fn new(filters: Vec<Option<TtlFilterConfig>>) -> Option<Expiry> {
+        let ttl = filters.iter().flatten().map(|f| f.ttl_ms).min()?;
+        Some(Expiry {
+            filters,
+            ttl: ttl.max(1),
+            next: None,
+            held: Vec::new(),
+        })
+    }
+
+    /// Drops what expired by `now` once half a TTL has passed since the last time.
+    fn at(&mut self, now: i64, state: &mut MemStore) {
+        let next = *self.next.get_or_insert(now.saturating_add(self.ttl));
+        if now < next {
+            return;
+        }
+        for (cf, filter) in self.filters.iter().enumerate() {
+            if let Some(f) = filter {
+                state.expire(cf, |v| f.drops(v, now));
+            }
+        }
+        self.held.push((now, state.bytes()));
+        self.next = Some(now.saturating_add(self.ttl / 2));
+    }
+
+    /// True once the state, two TTLs of history on, holds under 5 % more than a TTL before.
+    fn settled(&self) -> bool {
+        let Some(&(now, bytes)) = self.held.last() else {
+            return false;
+        };
+        let Some(&(first, _)) = self.held.first() else {
+            return false;
+        };
+        if now - first < self.ttl {
+            return false;
+        }
+        self.held
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= now - self.ttl)
+            .is_some_and(|(_, before)| (bytes as f64) < *before as f64 * 1.05)
+    }
+}
+
 /// One pass over the log (`plan`) for the keys in key groups `part.groups`: the operator built
 /// on `backend` (whose column families name the state) processes them into memory; results go
 /// to `sink`, which comes back.
@@ -310,6 +391,11 @@ pub fn pass(
     let mut key = String::new();
     let (mut records, mut processed, mut capped) = (0u64, 0u64, false);
     let mut read_at = (i64::MAX, i64::MIN);
+    // Levels cut from the history note every change; expiry is left to the final write there.
+    let mut expiry = match layering {
+        Layering::None => Expiry::new(ttl_filters(backend, workload)),
+        _ => None,
+    };
     // Every column family's cuts in the order the records reach them.
     let mut cuts: Vec<(u64, usize, usize)> = match &layering {
         Layering::Cuts { at, .. } => at
@@ -361,6 +447,11 @@ pub fn pass(
         }
         match step {
             Step::Record { index, now, event } => {
+                if let Some(e) = &mut expiry
+                    && let Some(mem) = ctx.state.memory_mut()
+                {
+                    e.at(now, mem);
+                }
                 if let Until::StateBytes { bytes, cap } = until
                     && index.is_multiple_of(1024)
                 {
@@ -368,7 +459,7 @@ pub fn pass(
                     if held >= bytes as f64 {
                         break;
                     }
-                    if index >= cap {
+                    if index >= cap || expiry.as_ref().is_some_and(Expiry::settled) {
                         capped = true;
                         break;
                     }

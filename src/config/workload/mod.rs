@@ -89,6 +89,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../workloads/dedup-ids.yaml"),
     ),
     (
+        "dedup-ids-10g",
+        include_str!("../../../workloads/dedup-ids-10g.yaml"),
+    ),
+    (
         "sessions-zipf-1m",
         include_str!("../../../workloads/sessions-zipf-1m.yaml"),
     ),
