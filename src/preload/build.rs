@@ -285,31 +285,24 @@ pub(super) fn build(
         config.check_sample,
     );
     let est_sst = (est_bytes as f64 * ratio) as u64;
-    let shortest_ttl = warmup::ttl_filters(&backend, workload)
-        .iter()
-        .flatten()
-        .map(|f| f.ttl_ms)
-        .min();
-    if let (true, Some(ttl)) = (sizing.capped, shortest_ttl) {
-        let span = sizing.read_at.1.saturating_sub(sizing.read_at.0);
-        return Err(PreloadError::Preload(format!(
-            "after {records} records ({} of processing time) the state holds about {} ({} of SST files) and has stopped growing toward {}: its TTL of {} keeps the keys of the last {} only, as Flink's compaction filter leaves them; a bigger state needs more keys per TTL (a higher 'rate' or a longer 'ttl'), or lower 'size'",
-            crate::config::units::human_ms(span),
-            crate::config::units::human_bytes(est_bytes as f64),
-            crate::config::units::human_bytes(est_sst as f64),
-            config
-                .spec
-                .size
-                .map_or(String::new(), |s| crate::config::units::human_bytes(
-                    s.0 as f64
-                )),
-            crate::config::units::human_ms(ttl),
-            crate::config::units::human_ms(ttl),
-        )));
-    }
+    // Each state's TTL compaction filter, if Flink puts one on it.
+    let expire = warmup::ttl_filters(&backend, workload);
     if sizing.capped {
+        let human = crate::config::units::human_ms;
+        let why = match expire.iter().flatten().map(|f| f.ttl_ms).min() {
+            Some(ttl) => format!(
+                " in {} of processing time: its TTL of {} keeps the keys of the last {} only, as Flink's compaction filter leaves them; a bigger state needs more keys per TTL (a higher 'rate' or a longer 'ttl'), or lower 'size'",
+                human(sizing.read_at.1.saturating_sub(sizing.read_at.0)),
+                human(ttl),
+                human(ttl)
+            ),
+            None => format!(
+                ": the job's windows and TTL keep no more of {} keys; lower 'size' or raise 'keys.count'",
+                workload.spec.keys.count
+            ),
+        };
         return Err(PreloadError::Preload(format!(
-            "after {records} records the state holds about {} ({} of SST files) and grows no further toward {} of SST files: the job's windows and TTL keep no more of {} keys; lower 'size' or raise 'keys.count'",
+            "after {records} records the state holds about {} ({} of SST files) and grows no further toward {} of SST files{why}",
             crate::config::units::human_bytes(est_bytes as f64),
             crate::config::units::human_bytes(est_sst as f64),
             config
@@ -318,7 +311,6 @@ pub(super) fn build(
                 .map_or(String::new(), |s| crate::config::units::human_bytes(
                     s.0 as f64
                 )),
-            workload.spec.keys.count
         )));
     }
     // Batches run side by side, one per core, each in its share of the memory.
@@ -386,7 +378,6 @@ pub(super) fn build(
     // history's end leaves it: without what expired by then (a job that ran for a TTL or more
     // has compacted its files through the filter; the live run's compactions drop what expires
     // after).
-    let expire = warmup::ttl_filters(&backend, workload);
     let longest_ttl = expire.iter().flatten().map(|t| t.ttl_ms).max();
     if let Some(ttl) = longest_ttl {
         let span = history_end.saturating_sub(history_start).max(0);
