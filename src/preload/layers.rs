@@ -23,7 +23,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use super::PreloadError;
-use super::SIZING_GROUPS;
 use super::base::{self, CfFiles, SstOut};
 use super::warmup::{self, Until};
 use crate::backend::StateBackend;
@@ -335,16 +334,16 @@ impl<'o> Writers<'o> {
 
 /// The levels of a `levels: full` base: each state's (the last first) as a tree of its size
 /// has them, and the records before each of its cuts, from a pass over the sizing key groups
-/// that notes when each key changes. `per_cf`: the sizing groups' bytes of keys and values and
+/// (the first `groups`) that notes when each key changes. `per_cf`: the sizing groups' bytes of keys and values and
 /// of SST files, per state.
 pub(super) fn plan(
     (backend, k): (&StateBackend, &Knobs),
     (workload, log, live): (&Workload, &Log, &ReadPlan),
     records: u64,
-    per_cf: &[(u64, u64)],
+    (groups, per_cf): (u16, &[(u64, u64)]),
     say: &dyn Fn(String),
 ) -> Result<(Vec<Vec<u32>>, Cuts), PreloadError> {
-    let scale = f64::from(MAX_PARALLELISM) / f64::from(SIZING_GROUPS);
+    let scale = f64::from(MAX_PARALLELISM) / f64::from(groups);
     let shapes: Vec<Shape> = per_cf
         .iter()
         .map(|(_, sst)| shape((*sst as f64 * scale) as u64, k))
@@ -364,7 +363,7 @@ pub(super) fn plan(
         warmup::Source::Log(log, warmup::plan(log, live, None)),
         Until::Records(records),
         warmup::Part {
-            groups: 0..SIZING_GROUPS,
+            groups: 0..groups,
             layering: warmup::Layering::Epochs { records },
         },
         sink,

@@ -78,8 +78,27 @@ pub(crate) fn check_cancel() -> Result<(), PreloadError> {
 /// Records or entries between two looks at [`check_cancel`].
 pub(crate) const CANCEL_EVERY: u64 = 4096;
 
-/// Key groups a sizing pass holds (of 256): its state times 256/8 estimates the whole.
+/// Key groups a sizing pass holds (of 256) at most: its state times 256/8 estimates the whole.
 const SIZING_GROUPS: u16 = 8;
+
+/// Bytes of memory a sizing pass holds per byte of SST its key groups' state will be written
+/// as: the keys and values (about 3x their SST for 36-byte ids), the in-memory store's records
+/// and table, and the operator's results (measured: 1.08 GB of peak RSS sizing dedup-ids-10g's
+/// 2 GiB in 8 key groups, 67 MB of their SST).
+const SIZING_MEMORY_PER_SST_BYTE: u64 = 16;
+
+/// Key groups the sizing pass of `spec` holds: 8, or fewer where 8 of a `size=` state would
+/// not fit the build's memory (one, 1/256 of the keys, at 10 GiB with the default 1 GiB).
+/// A history given by `events=` or `span=` is sized in 8: its size is what the pass finds out.
+fn sizing_groups(spec: &PreloadSpec, memory: u64) -> u16 {
+    let Some(size) = spec.size else {
+        return SIZING_GROUPS;
+    };
+    let per_group = (size.0 / u64::from(crate::backend::keys::MAX_PARALLELISM))
+        .saturating_mul(SIZING_MEMORY_PER_SST_BYTE)
+        .max(1);
+    (memory / per_group).clamp(1, u64::from(SIZING_GROUPS)) as u16
+}
 
 /// A run's preload: how much history, and where bases are kept.
 #[derive(Debug, Clone)]
@@ -360,5 +379,26 @@ mod tests {
             .filter(|k| crate::pipeline::oracle::checked(*k, sample))
             .count();
         assert!((9_000..11_000).contains(&kept), "{kept}");
+    }
+
+    #[test]
+    fn a_big_size_is_sized_in_fewer_key_groups_within_the_builds_memory() {
+        let size = |bytes: u64| PreloadSpec {
+            size: Some(crate::config::units::ByteSize(bytes)),
+            ..PreloadSpec::default()
+        };
+        let gib = 1u64 << 30;
+        assert_eq!(sizing_groups(&size(100 << 20), gib), SIZING_GROUPS);
+        assert_eq!(sizing_groups(&size(2 * gib), gib), 8);
+        assert_eq!(sizing_groups(&size(4 * gib), gib), 4);
+        assert_eq!(sizing_groups(&size(10 * gib), gib), 1);
+        assert_eq!(sizing_groups(&size(100 * gib), gib), 1);
+        // More memory, more groups; a history by events is what the pass finds out.
+        assert_eq!(sizing_groups(&size(10 * gib), 4 * gib), 6);
+        let events = PreloadSpec {
+            events: Some(1 << 40),
+            ..PreloadSpec::default()
+        };
+        assert_eq!(sizing_groups(&events, gib), SIZING_GROUPS);
     }
 }

@@ -7,7 +7,7 @@
 use std::ops::Range;
 
 use super::PreloadError;
-use super::history::{Advance, BatchRecords, Spilled};
+use super::history::{Advance, BatchRecords, Spilled, Watermarks};
 use crate::backend::StateBackend;
 use crate::backend::keys::key_group;
 use crate::backend::memstore::{EPOCHS, MemStore};
@@ -137,7 +137,8 @@ pub(super) enum Steps<'l> {
         history: &'l Spilled,
         records: BatchRecords,
         next: Option<(u64, i64, Event)>,
-        advance: usize,
+        watermarks: Watermarks,
+        advance: Option<Advance>,
     },
 }
 
@@ -169,11 +170,14 @@ impl<'l> Steps<'l> {
             Source::Spilled(history, b) => {
                 let mut records = history.batch(b)?;
                 let next = records.next()?;
+                let mut watermarks = history.watermarks()?;
+                let advance = watermarks.next()?;
                 Steps::Spilled {
                     history,
                     records,
                     next,
-                    advance: 0,
+                    watermarks,
+                    advance,
                 }
             }
         })
@@ -262,17 +266,18 @@ impl<'l> Steps<'l> {
                 Ok(Some(Step::Record { index, now, event }))
             }
             Steps::Spilled {
-                history,
                 records,
                 next,
+                watermarks,
                 advance,
+                ..
             } => {
                 // A watermark moved after an earlier record comes before this one.
-                if let Some(a) = history.advances.get(*advance)
+                if let Some(a) = *advance
                     && next.as_ref().is_none_or(|(index, _, _)| a.after < *index)
                 {
-                    *advance += 1;
-                    return Ok(Some(Step::Advance(*a)));
+                    *advance = watermarks.next()?;
+                    return Ok(Some(Step::Advance(a)));
                 }
                 let Some((index, now, event)) = next.take() else {
                     return Ok(None);
