@@ -16,6 +16,7 @@ pub mod perf;
 pub mod serializer;
 mod sst;
 pub mod ttl_filter;
+mod warm;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

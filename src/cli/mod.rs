@@ -320,8 +320,10 @@ pub struct PreloadArgs {
     /// it takes the state's SST files to reach e.g. 10GiB), optionally `,memory=BYTES` (what the build may
     /// hold in memory at once; default 1GiB) and `,levels=full` (every level of each state's
     /// tree at about its target size, the newest changes at the top and two flushes' worth
-    /// in L0, as a long-running job's tree is; default `last`: all of it in its last level).
-    /// Without a value: the workload's `preload:` section. The state is built in memory by the job's own operator, written as
+    /// in L0, as a long-running job's tree is; default `last`: all of it in its last level)
+    /// and `,warm` (the block cache as a job that has run for days holds it: the history's
+    /// last records' keys looked up again before the run, not counted in its figures;
+    /// default: cold, as after a restore). Without a value: the workload's `preload:` section. The state is built in memory by the job's own operator, written as
     /// SST files into the level an LSM tree of that size keeps its data in, and kept under
     /// --preload-dir; later runs of the same workload, profile and amount clone it (hard
     /// links) in seconds. The run's events follow the history; its results are checked

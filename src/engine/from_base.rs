@@ -39,8 +39,15 @@ pub(super) fn start_from_base(
         &staging,
         (&run.config.workload, log, plan),
         sink,
-        run.config.preload.as_ref().and_then(|p| p.check_sample),
+        run.config
+            .preload
+            .as_ref()
+            .map_or((None, false), |p| (p.check_sample, p.spec.warm)),
     )?;
+    // A warmed cache's reads are not the run's.
+    if pre.report.warmed_records > 0 {
+        run.sampler.exclude_rocksdb_until_now(backends);
+    }
     // The live job reads on from the record after the history, whose results the serving
     // store holds and whose truth the oracle has seen; a checkpoint's truth counts from the
     // log's start (`truth_origin`), so a restore rebuilds the history's truth too.

@@ -1,6 +1,7 @@
 //! The sampler: when a snapshot is due, what its interval covers, and where it goes (the
 //! client's channel and the run's history).
 
+use std::sync::Arc;
 use std::sync::mpsc::SyncSender;
 use std::time::{Duration, Instant};
 
@@ -95,6 +96,11 @@ impl Sampler {
         }
         self.last_records = 0;
         self.last_gets = 0;
+    }
+
+    /// RocksDB's counts so far are not the run's (a warmed cache's reads).
+    pub fn exclude_rocksdb_until_now(&mut self, backends: &[Arc<StateBackend>]) {
+        self.rocksdb.exclude_until_now(backends);
     }
 
     /// The job restarted on a reopened database (a restore after a failure): RocksDB's

@@ -56,37 +56,46 @@ impl Tickers {
     /// Field by field sum: the counts of a database reopened in the same run on top of those of
     /// its earlier openings.
     pub fn plus(&self, o: &Tickers) -> Tickers {
+        self.zip(o, |a, b| a + b)
+    }
+
+    /// Field by field difference (none below zero): the counts since `o` was read.
+    pub fn minus(&self, o: &Tickers) -> Tickers {
+        self.zip(o, u64::saturating_sub)
+    }
+
+    fn zip(&self, o: &Tickers, op: impl Fn(u64, u64) -> u64) -> Tickers {
         Tickers {
-            block_cache_hit: self.block_cache_hit + o.block_cache_hit,
-            block_cache_miss: self.block_cache_miss + o.block_cache_miss,
-            filter_hit: self.filter_hit + o.filter_hit,
-            filter_miss: self.filter_miss + o.filter_miss,
-            index_hit: self.index_hit + o.index_hit,
-            index_miss: self.index_miss + o.index_miss,
-            data_hit: self.data_hit + o.data_hit,
-            data_miss: self.data_miss + o.data_miss,
-            bloom_useful: self.bloom_useful + o.bloom_useful,
-            bloom_full_positive: self.bloom_full_positive + o.bloom_full_positive,
-            bloom_full_true_positive: self.bloom_full_true_positive + o.bloom_full_true_positive,
-            keys_read: self.keys_read + o.keys_read,
-            keys_written: self.keys_written + o.keys_written,
-            iterator_seeks: self.iterator_seeks + o.iterator_seeks,
-            iterator_nexts: self.iterator_nexts + o.iterator_nexts,
-            bytes_written: self.bytes_written + o.bytes_written,
-            bytes_read: self.bytes_read + o.bytes_read,
-            flush_write_bytes: self.flush_write_bytes + o.flush_write_bytes,
-            compact_write_bytes: self.compact_write_bytes + o.compact_write_bytes,
-            compact_read_bytes: self.compact_read_bytes + o.compact_read_bytes,
-            compaction_filter_drops: self.compaction_filter_drops + o.compaction_filter_drops,
-            stall_micros: self.stall_micros + o.stall_micros,
-            memtable_hit: self.memtable_hit + o.memtable_hit,
-            memtable_miss: self.memtable_miss + o.memtable_miss,
-            flushes: self.flushes + o.flushes,
-            compactions: self.compactions + o.compactions,
-            iter_skips: self.iter_skips + o.iter_skips,
-            db_nexts: self.db_nexts + o.db_nexts,
-            wbm_flushes: self.wbm_flushes + o.wbm_flushes,
-            wbm_flush_data_bytes: self.wbm_flush_data_bytes + o.wbm_flush_data_bytes,
+            block_cache_hit: op(self.block_cache_hit, o.block_cache_hit),
+            block_cache_miss: op(self.block_cache_miss, o.block_cache_miss),
+            filter_hit: op(self.filter_hit, o.filter_hit),
+            filter_miss: op(self.filter_miss, o.filter_miss),
+            index_hit: op(self.index_hit, o.index_hit),
+            index_miss: op(self.index_miss, o.index_miss),
+            data_hit: op(self.data_hit, o.data_hit),
+            data_miss: op(self.data_miss, o.data_miss),
+            bloom_useful: op(self.bloom_useful, o.bloom_useful),
+            bloom_full_positive: op(self.bloom_full_positive, o.bloom_full_positive),
+            bloom_full_true_positive: op(self.bloom_full_true_positive, o.bloom_full_true_positive),
+            keys_read: op(self.keys_read, o.keys_read),
+            keys_written: op(self.keys_written, o.keys_written),
+            iterator_seeks: op(self.iterator_seeks, o.iterator_seeks),
+            iterator_nexts: op(self.iterator_nexts, o.iterator_nexts),
+            bytes_written: op(self.bytes_written, o.bytes_written),
+            bytes_read: op(self.bytes_read, o.bytes_read),
+            flush_write_bytes: op(self.flush_write_bytes, o.flush_write_bytes),
+            compact_write_bytes: op(self.compact_write_bytes, o.compact_write_bytes),
+            compact_read_bytes: op(self.compact_read_bytes, o.compact_read_bytes),
+            compaction_filter_drops: op(self.compaction_filter_drops, o.compaction_filter_drops),
+            stall_micros: op(self.stall_micros, o.stall_micros),
+            memtable_hit: op(self.memtable_hit, o.memtable_hit),
+            memtable_miss: op(self.memtable_miss, o.memtable_miss),
+            flushes: op(self.flushes, o.flushes),
+            compactions: op(self.compactions, o.compactions),
+            iter_skips: op(self.iter_skips, o.iter_skips),
+            db_nexts: op(self.db_nexts, o.db_nexts),
+            wbm_flushes: op(self.wbm_flushes, o.wbm_flushes),
+            wbm_flush_data_bytes: op(self.wbm_flush_data_bytes, o.wbm_flush_data_bytes),
         }
     }
 }

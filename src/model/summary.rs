@@ -377,6 +377,15 @@ pub struct PreloadReport {
     pub oracle_secs: f64,
     /// The oracle and the in-process store checked the keys of one in this many (1: all).
     pub check_sample: u64,
+    /// `warm`: the history's last records whose keys were looked up again in every state
+    /// before the run (0: a cold cache, as after a restore), the lookups, and their seconds.
+    /// RocksDB's counts of them are not the run's.
+    #[serde(default)]
+    pub warmed_records: u64,
+    #[serde(default)]
+    pub warm_lookups: u64,
+    #[serde(default)]
+    pub warm_secs: f64,
 }
 
 impl PreloadReport {

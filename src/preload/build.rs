@@ -88,6 +88,8 @@ fn key_of(
         memory: None,
         // The default said or not, one base.
         levels: config.spec.levels.filter(|l| *l != Levels::Last),
+        // Warming the cache is the run's, after the clone: the same base.
+        warm: false,
         ..config.spec
     };
     let trace = match &workload.spec.trace {

@@ -17,6 +17,7 @@ mod build;
 mod derive;
 mod history;
 mod layers;
+mod warm;
 mod warmup;
 
 use std::path::{Path, PathBuf};
@@ -282,7 +283,7 @@ pub fn load(
     staging: &Path,
     run: (&Workload, &Log, &ReadPlan),
     sink: &mut Delivery,
-    sample: Option<u64>,
+    (sample, warm): (Option<u64>, bool),
 ) -> Result<Preloaded, PreloadError> {
     let (workload, log, live) = run;
     let Base {
@@ -316,14 +317,26 @@ pub fn load(
     let mut oracle = OracleThread::start(operators::oracle(workload))
         .map_err(PreloadError::Spawn)?
         .sampled(sample);
+    let mut tail = warm.then(|| warm::Tail::new(warm::WARM_RECORDS));
     let oracle_watermark = warmup::prime_oracle(
         &mut oracle,
         workload,
         log,
         warmup::plan(log, live, None),
         manifest.records,
+        tail.as_mut(),
     )?;
     let oracle_secs = t.elapsed().as_secs_f64();
+    // In a thread of its own: the job's thread's perf context counts only the job's reads.
+    let warmed = match &tail {
+        Some(tail) => std::thread::scope(|scope| {
+            scope
+                .spawn(|| warm::warm(backend, workload, tail))
+                .join()
+                .unwrap_or_else(|_| Err(PreloadError::Preload("warming the cache panicked".into())))
+        })?,
+        None => warm::Warmed::default(),
+    };
     let report = PreloadReport {
         base: dir.display().to_string(),
         built: build_secs.is_some(),
@@ -340,6 +353,9 @@ pub fn load(
         clone_secs,
         oracle_secs,
         check_sample: sample,
+        warmed_records: warmed.records,
+        warm_lookups: warmed.lookups,
+        warm_secs: warmed.secs,
     };
     let heap_timers = manifest
         .heap_timer_files

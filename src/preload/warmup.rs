@@ -533,13 +533,14 @@ fn cut(
 
 /// Feeds `oracle` the log's first `records` records and the watermarks a job reading them
 /// emits, as the live job would have: the truth of the preloaded history. Returns the last
-/// watermark it saw.
+/// watermark it saw. `tail` keeps the keys of the history's last records (a warm cache's).
 pub fn prime_oracle(
     oracle: &mut OracleThread,
     workload: &Workload,
     log: &Log,
     plan: ReadPlan,
     records: u64,
+    mut tail: Option<&mut super::warm::Tail>,
 ) -> Result<i64, PreloadError> {
     let mut consumer = Consumer::new(log, plan);
     let mut watermark = WatermarkValve::for_workload(workload, consumer.now());
@@ -554,6 +555,9 @@ pub fn prime_oracle(
                 Read::Record { event, truth } => {
                     if truth {
                         oracle.on_event(&event, consumer.now())?;
+                    }
+                    if let Some(tail) = tail.as_deref_mut() {
+                        tail.push(event.user);
                     }
                 }
                 Read::Watermark(wm) => {
@@ -578,6 +582,9 @@ pub fn prime_oracle(
         });
         gone?;
         let Some(event) = next else { break };
+        if let Some(tail) = tail.as_deref_mut() {
+            tail.push(event.user);
+        }
         let now = consumer.now();
         watermark.on_record(event.partition as usize, event.event_time, now);
         if read.is_multiple_of(WATERMARK_EVERY_EVENTS) {

@@ -376,6 +376,18 @@ fn render_segment(workload: &Workload, segment: &Segment) -> String {
                 p.oracle_secs
             ),
         );
+        line(
+            "block cache at the start",
+            if p.warmed_records > 0 {
+                format!(
+                    "warm: the keys of the history's last {} records looked up again ({} lookups in {:.1} s, not counted in the run's figures), as a job that has run for days holds it",
+                    p.warmed_records, p.warm_lookups, p.warm_secs
+                )
+            } else {
+                "cold, as after a restore (--preload ...,warm: as a job that has run for days)"
+                    .to_string()
+            },
+        );
     }
     for job in &s.jobs {
         line(

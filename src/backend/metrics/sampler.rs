@@ -27,6 +27,8 @@ pub struct RocksDbSampler {
     /// What the run's earlier openings counted, up to their last sample.
     base_tickers: Tickers,
     base_causes: StallCauses,
+    /// What RocksDB counted for work that is not the run's (a warmed cache's reads).
+    excluded: Tickers,
 }
 
 impl RocksDbSampler {
@@ -38,6 +40,16 @@ impl RocksDbSampler {
         self.prev_tickers = Tickers::default();
         self.prev_causes = StallCauses::default();
         self.prev_perf = PerfCounts::default();
+    }
+
+    /// RocksDB's counts up to now are not the run's (reads that warmed its cache before it
+    /// started): neither the next interval nor the run's totals hold them.
+    pub fn exclude_until_now(&mut self, backends: &[Arc<StateBackend>]) {
+        let now = backends
+            .iter()
+            .fold(Tickers::default(), |t, b| t.plus(&Tickers::read(b)));
+        self.excluded = self.excluded.plus(&now.minus(&self.prev_tickers));
+        self.prev_tickers = now;
     }
 
     /// Samples RocksDB: every instance of the job (`backends`, in chain order; each has its
@@ -81,7 +93,7 @@ impl RocksDbSampler {
         self.prev_tickers = tickers;
         self.prev_perf = *perf;
         // From here on, cumulative counts are the whole run's.
-        let tickers = self.base_tickers.plus(&tickers);
+        let tickers = self.base_tickers.plus(&tickers).minus(&self.excluded);
 
         // The shared cache's figures, once (any instance reports the same cache).
         let int_prop = |name: &str| {

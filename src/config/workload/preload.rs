@@ -25,6 +25,10 @@ pub struct PreloadSpec {
     /// Which levels of the LSM tree the state is written to (default `last`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub levels: Option<Levels>,
+    /// Read the blocks the history's last records touched into the block cache before the
+    /// run (a job that has run for days); without it the cache starts cold (a restore).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm: bool,
 }
 
 /// Where a preload puts the state in the LSM tree.
@@ -52,10 +56,14 @@ impl Levels {
 
 impl PreloadSpec {
     /// `events=N`, `span=DURATION` or `size=BYTES` (`run --preload`'s value), with optional
-    /// `,memory=BYTES` and `,levels=last|full`.
+    /// `,memory=BYTES`, `,levels=last|full` and `,warm`.
     pub fn parse(text: &str) -> Result<PreloadSpec, String> {
         let mut spec = PreloadSpec::default();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if part == "warm" {
+                spec.warm = true;
+                continue;
+            }
             let Some((name, value)) = part.split_once('=') else {
                 return Err(format!(
                     "'{part}' is not NAME=VALUE: give events=N, span=DURATION (e.g. 30m) or size=BYTES (e.g. 1GiB)"
@@ -86,9 +94,16 @@ impl PreloadSpec {
                         bad("'last' (the state in the last level) or 'full' (every level at its target size)")
                     })?)
                 }
+                "warm" => {
+                    spec.warm = match value.trim() {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(bad("true or false (or 'warm' alone)")),
+                    }
+                }
                 other => {
                     return Err(format!(
-                        "'{other}' is not a preload setting: events, span, size, memory or levels"
+                        "'{other}' is not a preload setting: events, span, size, memory, levels or warm"
                     ));
                 }
             }

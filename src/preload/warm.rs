@@ -1,0 +1,120 @@
+//! `warm`: the block cache after the clone as a job that has run for days holds it. Such a
+//! job's cache holds the blocks its latest lookups read (the least recently used went first);
+//! so the keys of the history's last records are looked up again, oldest first, in every
+//! state, through RocksDB itself. Without `warm` the cache starts empty, as after a restore.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::PreloadError;
+use crate::backend::StateBackend;
+use crate::backend::keys::CompositeKey;
+use crate::config::Workload;
+use crate::model::layout::CfRole;
+use crate::pipeline::operators;
+use crate::pipeline::source::KeyNames;
+
+/// Records of the history's end whose keys a warm cache is read with: more blocks than a
+/// block cache of a few GiB holds (a lookup reads one data block, 4 KiB by Flink's default),
+/// in a few seconds.
+pub const WARM_RECORDS: usize = 1 << 20;
+
+/// The keys (user ids) of the last records read, in the log's order.
+pub struct Tail {
+    users: VecDeque<u64>,
+    capacity: usize,
+}
+
+impl Tail {
+    pub fn new(capacity: usize) -> Tail {
+        Tail {
+            users: VecDeque::with_capacity(capacity.min(WARM_RECORDS)),
+            capacity,
+        }
+    }
+
+    pub fn push(&mut self, user: u64) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self.users.len() == self.capacity {
+            self.users.pop_front();
+        }
+        self.users.push_back(user);
+    }
+
+    fn len(&self) -> usize {
+        self.users.len()
+    }
+}
+
+/// What warming did: the records whose keys were looked up, the lookups (one per record and
+/// state), and how long it took.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Warmed {
+    pub records: u64,
+    pub lookups: u64,
+    pub secs: f64,
+}
+
+/// Looks up the keys of `tail`, oldest first, in each of the job's states on `backend`.
+pub fn warm(
+    backend: &StateBackend,
+    workload: &Workload,
+    tail: &Tail,
+) -> Result<Warmed, PreloadError> {
+    let t = Instant::now();
+    let layout = operators::layout(&workload.operator());
+    let names = KeyNames::of(workload);
+    let (mut name, mut key) = (String::new(), CompositeKey::default());
+    let mut lookups = 0;
+    for decl in layout
+        .cfs
+        .iter()
+        .filter(|c| matches!(c.role, CfRole::State { .. }))
+    {
+        let mut users = tail.users.iter();
+        let (mut stopped, mut seen) = (Ok(()), 0u64);
+        lookups += backend.warm_cache(&decl.name, |out| {
+            let Some(user) = users.next() else {
+                return false;
+            };
+            seen += 1;
+            if seen % super::CANCEL_EVERY == 0
+                && let Err(e) = super::check_cancel()
+            {
+                stopped = Err(e);
+                return false;
+            }
+            names.write(*user, &mut name);
+            // The key as a state without a namespace holds it (a ValueState's whole key); a
+            // state with namespaces (windows) has its entries right after it.
+            key.set_key(&name);
+            out.extend_from_slice(key.prefix());
+            true
+        })?;
+        stopped?;
+    }
+    Ok(Warmed {
+        records: tail.len() as u64,
+        lookups,
+        secs: t.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_keeps_the_last_records_in_order() {
+        let mut tail = Tail::new(3);
+        for user in 1..=5 {
+            tail.push(user);
+        }
+        assert_eq!(tail.users, [3, 4, 5]);
+        let mut none = Tail::new(0);
+        none.push(1);
+        assert_eq!(none.len(), 0);
+    }
+}
