@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::PreloadError;
 use crate::backend::{BackendError, CfOptions, SstWriter, StateBackend};
 use crate::pipeline::source::Offsets;
+use crate::util::varint;
 
 /// The base's description (`base.json`).
 pub const MANIFEST: &str = "base.json";
@@ -285,12 +286,12 @@ pub fn write_results(
     for list in [sink, own] {
         let mut sorted = list.to_vec();
         sorted.sort_unstable();
-        varint(&mut out, sorted.len() as u64);
+        varint::put(&mut out, sorted.len() as u64);
         let mut last = 0u64;
         for (key, slot, value) in sorted {
-            varint(&mut out, key.wrapping_sub(last));
-            varint(&mut out, slot as u64);
-            varint(&mut out, ((value << 1) ^ (value >> 63)) as u64);
+            varint::put(&mut out, key.wrapping_sub(last));
+            varint::put(&mut out, slot as u64);
+            varint::put(&mut out, varint::zigzag(value));
             last = key;
         }
     }
@@ -299,14 +300,6 @@ pub fn write_results(
     f.write_all(&out)
         .and_then(|()| f.sync_all())
         .map_err(io(format!("write {}", path.display())))
-}
-
-fn varint(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
 }
 
 /// Reads `dir/results.bin` as `write_results` wrote it: each of the serving store's results
@@ -338,8 +331,7 @@ pub fn read_results(
         for _ in 0..n {
             key = key.wrapping_add(number()?);
             let slot = usize::try_from(number()?).map_err(|_| corrupt())?;
-            let zigzag = number()?;
-            let value = (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64);
+            let value = varint::unzigzag(number()?);
             if list == 0 {
                 sink(key, slot, value)?;
             } else {

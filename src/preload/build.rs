@@ -469,6 +469,10 @@ pub(super) fn build(
             warmup::Part {
                 groups: groups.clone(),
                 layering,
+                // The operator's own results of the checked keys only: a batch's whole
+                // results (a dedup's one per id, 24 bytes each), kept until the build's end,
+                // were 18 GiB of a 10 GiB build's 19 GiB peak.
+                checked: results_sample,
             },
             sink(results_sample),
         )?;
@@ -484,12 +488,6 @@ pub(super) fn build(
             .sink_mut()
             .read_all()
             .map_err(crate::pipeline::PipelineError::from)?;
-        // The checked keys' results only, in a buffer of their size: a batch's whole results
-        // (a dedup's one per id, 24 bytes each) kept in their first buffer until the build's
-        // end were 18 GiB of a 10 GiB build's 19 GiB peak.
-        pass.results
-            .retain(|(key, _, _)| crate::pipeline::oracle::checked(*key, results_sample));
-        pass.results.shrink_to_fit();
         let held = (pass.state.bytes(), pass.state.len() as u64);
         // Freed here, beside the other batches' work.
         drop(std::mem::take(&mut pass.state));

@@ -18,6 +18,7 @@ use super::warmup::{Source, Step, Steps};
 use crate::backend::keys::{MAX_PARALLELISM, key_group};
 use crate::config::Workload;
 use crate::pipeline::source::{Event, KeyNames, Log, Offsets, ReadPlan};
+use crate::util::varint;
 
 /// A watermark the job forwards after record `after` (its index in the log's order), with the
 /// processing time of that record.
@@ -41,8 +42,21 @@ pub struct Spilled {
     pub offsets: Offsets,
 }
 
-/// Bytes a record takes in a batch's file.
-const RECORD: usize = 8 + 8 + 8 + 8 + 4 + 8 + 8 + 4 + 1;
+/// A record in a batch's file: its length in a byte, then its fields as varints, each the
+/// difference from the file's previous record where that is small (its index, processing
+/// and event time, its partition's offset): 15-20 bytes where the fields whole took 57 (the
+/// 10 GiB dedup's 848 M records were 48 GB of files, written and read back at disk speed).
+#[derive(Default)]
+struct Delta {
+    index: u64,
+    now: i64,
+    event_time: i64,
+    /// Each partition's last offset.
+    offsets: Vec<u64>,
+}
+
+/// Partitions a batch's file may name (a damaged file names more).
+const MAX_PARTITIONS: u32 = 1 << 20;
 
 /// Bytes an [`Advance`] takes in the watermarks' file.
 const ADVANCE: usize = 8 + 8 + 8;
@@ -86,7 +100,8 @@ pub fn spill(
     let mut steps = Steps::new(workload, Source::Log(log, plan), records)?;
     let (mut watermarks, mut read) = (0u64, 0u64);
     let mut key = String::new();
-    let mut buf = [0u8; RECORD];
+    let mut buf = Vec::with_capacity(80);
+    let mut deltas: Vec<Delta> = (0..batches.len()).map(|_| Delta::default()).collect();
     while let Some(step) = steps.next()? {
         if read.is_multiple_of(super::CANCEL_EVERY) {
             super::check_cancel()?;
@@ -110,8 +125,8 @@ pub fn spill(
             .get(usize::from(key_group(&key)))
             .copied()
             .unwrap_or(0);
-        encode(index, now, &event, &mut buf);
-        if let Some(out) = outs.get_mut(batch) {
+        if let (Some(out), Some(delta)) = (outs.get_mut(batch), deltas.get_mut(batch)) {
+            delta.encode(index, now, &event, &mut buf);
             out.write_all(&buf)
                 .map_err(io(format!("write {}", files[batch].display())))?;
         }
@@ -134,53 +149,80 @@ pub fn spill(
     })
 }
 
-fn encode(index: u64, now: i64, e: &Event, buf: &mut [u8; RECORD]) {
-    let mut at = 0;
-    let mut put = |bytes: &[u8]| {
-        buf[at..at + bytes.len()].copy_from_slice(bytes);
-        at += bytes.len();
-    };
-    put(&index.to_le_bytes());
-    put(&now.to_le_bytes());
-    put(&e.user.to_le_bytes());
-    put(&e.event_time.to_le_bytes());
-    put(&e.partition.to_le_bytes());
-    put(&e.offset.to_le_bytes());
-    put(&e.append_time.to_le_bytes());
-    put(&e.value_size.to_le_bytes());
-    put(&[e.input]);
-}
+impl Delta {
+    /// `out`: the record's length byte and its fields.
+    fn encode(&mut self, index: u64, now: i64, e: &Event, out: &mut Vec<u8>) {
+        out.clear();
+        out.push(0);
+        varint::put(out, index.wrapping_sub(self.index));
+        varint::put(out, varint::zigzag(now.wrapping_sub(self.now)));
+        varint::put(out, e.user);
+        varint::put(
+            out,
+            varint::zigzag(e.event_time.wrapping_sub(self.event_time)),
+        );
+        varint::put(out, u64::from(e.partition));
+        let p = e.partition as usize;
+        if self.offsets.len() <= p {
+            self.offsets.resize(p + 1, 0);
+        }
+        varint::put(out, e.offset.wrapping_sub(self.offsets[p]));
+        varint::put(out, varint::zigzag(e.append_time.wrapping_sub(now)));
+        varint::put(out, u64::from(e.value_size));
+        out.push(e.input);
+        // At most 9 varints of 10 bytes and a byte: within a length byte.
+        out[0] = (out.len() - 1) as u8;
+        (self.index, self.now, self.event_time) = (index, now, e.event_time);
+        self.offsets[p] = e.offset;
+    }
 
-fn decode(buf: &[u8; RECORD]) -> (u64, i64, Event) {
-    let word = |at: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&buf[at..at + 8]);
-        w
-    };
-    let half = |at: usize| {
-        let mut w = [0u8; 4];
-        w.copy_from_slice(&buf[at..at + 4]);
-        w
-    };
-    (
-        u64::from_le_bytes(word(0)),
-        i64::from_le_bytes(word(8)),
-        Event {
-            user: u64::from_le_bytes(word(16)),
-            event_time: i64::from_le_bytes(word(24)),
-            partition: u32::from_le_bytes(half(32)),
-            offset: u64::from_le_bytes(word(36)),
-            append_time: i64::from_le_bytes(word(44)),
-            value_size: u32::from_le_bytes(half(52)),
-            input: buf[56],
-        },
-    )
+    /// The record `encode` wrote as `bytes` (after its length byte); None for damaged bytes.
+    fn decode(&mut self, mut bytes: &[u8]) -> Option<(u64, i64, Event)> {
+        let b = &mut bytes;
+        let index = self.index.wrapping_add(varint::take(b)?);
+        let now = self.now.wrapping_add(varint::unzigzag(varint::take(b)?));
+        let user = varint::take(b)?;
+        let event_time = self
+            .event_time
+            .wrapping_add(varint::unzigzag(varint::take(b)?));
+        let partition = u32::try_from(varint::take(b)?)
+            .ok()
+            .filter(|p| *p < MAX_PARTITIONS)?;
+        let p = partition as usize;
+        if self.offsets.len() <= p {
+            self.offsets.resize(p + 1, 0);
+        }
+        let offset = self.offsets[p].wrapping_add(varint::take(b)?);
+        let append_time = now.wrapping_add(varint::unzigzag(varint::take(b)?));
+        let value_size = u32::try_from(varint::take(b)?).ok()?;
+        let (&input, rest) = b.split_first()?;
+        if !rest.is_empty() {
+            return None;
+        }
+        (self.index, self.now, self.event_time) = (index, now, event_time);
+        self.offsets[p] = offset;
+        Some((
+            index,
+            now,
+            Event {
+                user,
+                event_time,
+                partition,
+                offset,
+                append_time,
+                value_size,
+                input,
+            },
+        ))
+    }
 }
 
 /// One batch's records in the log's order: (index, processing time, record).
 pub struct BatchRecords {
     reader: BufReader<File>,
     path: PathBuf,
+    delta: Delta,
+    buf: Vec<u8>,
 }
 
 impl Spilled {
@@ -193,6 +235,8 @@ impl Spilled {
         Ok(BatchRecords {
             reader: BufReader::with_capacity(256 << 10, file),
             path,
+            delta: Delta::default(),
+            buf: vec![0; 256],
         })
     }
 
@@ -248,15 +292,21 @@ impl Watermarks {
 
 impl BatchRecords {
     pub fn next(&mut self) -> Result<Option<(u64, i64, Event)>, PreloadError> {
-        let mut buf = [0u8; RECORD];
-        match self.reader.read_exact(&mut buf) {
-            Ok(()) => Ok(Some(decode(&buf))),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
-            Err(e) => Err(PreloadError::Preload(format!(
-                "cannot read {}: {e}",
-                self.path.display()
-            ))),
+        let cannot = |e: std::io::Error| {
+            PreloadError::Preload(format!("cannot read {}: {e}", self.path.display()))
+        };
+        let mut len = [0u8; 1];
+        match self.reader.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(cannot(e)),
         }
+        let record = &mut self.buf[..usize::from(len[0])];
+        self.reader.read_exact(record).map_err(cannot)?;
+        self.delta
+            .decode(record)
+            .map(Some)
+            .ok_or_else(|| PreloadError::Preload(format!("{} is damaged", self.path.display())))
     }
 }
 
@@ -334,20 +384,48 @@ mod tests {
     }
 
     #[test]
-    fn a_record_comes_back_as_it_was_written() {
-        let e = Event {
-            user: u64::MAX - 3,
-            event_time: -7,
-            partition: 5,
-            offset: 1 << 40,
-            append_time: 1_700_000_000_000,
+    fn records_come_back_as_they_were_written_in_a_few_bytes() {
+        let event = |user, event_time, partition, offset, append_time| Event {
+            user,
+            event_time,
+            partition,
+            offset,
+            append_time,
             value_size: 1024,
             input: 1,
         };
-        let mut buf = [0u8; RECORD];
-        encode(42, -1, &e, &mut buf);
-        let (index, now, back) = decode(&buf);
-        assert_eq!((index, now), (42, -1));
-        assert_eq!(format!("{back:?}"), format!("{e:?}"));
+        let records = [
+            (
+                42,
+                -1,
+                event(u64::MAX - 3, -7, 5, 1 << 40, 1_700_000_000_000),
+            ),
+            (
+                43,
+                1_700_000_000_000,
+                event(7, 1_700_000_000_500, 0, 0, 1_700_000_000_000),
+            ),
+            (
+                90,
+                1_700_000_000_001,
+                event(8, 1_700_000_000_400, 5, (1 << 40) + 1, 1_700_000_000_001),
+            ),
+            (91, 1_700_000_000_001, event(9, i64::MIN, 5, 3, i64::MAX)),
+        ];
+        let (mut writer, mut reader, mut out) = (Delta::default(), Delta::default(), Vec::new());
+        for (i, (index, now, e)) in records.iter().enumerate() {
+            writer.encode(*index, *now, e, &mut out);
+            assert_eq!(usize::from(out[0]), out.len() - 1);
+            if i == 2 {
+                // Close to the record before it: small differences, a 5-byte id.
+                assert!(out.len() <= 16, "{} bytes", out.len());
+            }
+            let (back_index, back_now, back) = reader.decode(&out[1..]).unwrap();
+            assert_eq!((back_index, back_now), (*index, *now));
+            assert_eq!(format!("{back:?}"), format!("{e:?}"));
+        }
+        // Damaged bytes are said to be, not read as a record.
+        assert!(Delta::default().decode(&out[1..out.len() - 1]).is_none());
+        assert!(Delta::default().decode(&[0x80]).is_none());
     }
 }

@@ -365,6 +365,7 @@ pub(super) fn plan(
         warmup::Part {
             groups: 0..groups,
             layering: warmup::Layering::Epochs { records },
+            checked: 1,
         },
         sink,
     )?;

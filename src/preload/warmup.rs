@@ -93,6 +93,9 @@ pub type Hand<'c> = dyn FnMut(usize, usize, &mut MemStore) -> Result<(), Preload
 pub struct Part<'c> {
     pub groups: Range<u16>,
     pub layering: Layering<'c>,
+    /// The operator's own results kept: of the keys of one in this many
+    /// (`oracle::checked`; 1: all).
+    pub checked: u64,
 }
 
 impl Part<'_> {
@@ -100,6 +103,7 @@ impl Part<'_> {
         Part {
             groups,
             layering: Layering::None,
+            checked: 1,
         }
     }
 }
@@ -382,6 +386,7 @@ pub fn pass(
     let Part {
         groups,
         mut layering,
+        checked,
     } = part;
     let layout = operators::layout(&workload.operator());
     let mut ctx = Context::in_memory(backend, &layout, sink)?;
@@ -501,7 +506,7 @@ pub fn pass(
     }
     ctx.sink.flush().map_err(PipelineError::from)?;
     let state = ctx.state.take_memory().unwrap_or_default();
-    let results = job.results_snapshot();
+    let results = job.results_of(&|key| crate::pipeline::oracle::checked(key, checked));
     let heap_timers = ctx.timers.as_ref().and_then(|t| t.raw_keyed_state());
     Ok((
         Pass {

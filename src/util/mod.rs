@@ -10,4 +10,5 @@ pub mod process_cpu;
 pub mod process_memory;
 pub mod stats;
 pub mod usage;
+pub mod varint;
 pub mod worker;

@@ -163,10 +163,11 @@ impl<'a, S: Output> KeyedOperator<'a, S> for Dedup<'a> {
 
     /// The records emitted per key: the downstream count, which Flink keeps in the next
     /// operator's checkpointed state, so a checkpoint carries it.
-    fn results_snapshot(&self) -> Vec<(u64, usize, i64)> {
+    fn results_of(&self, keep: &dyn Fn(u64) -> bool) -> Vec<(u64, usize, i64)> {
         let mut out: Vec<(u64, usize, i64)> = self
             .emitted
             .iter()
+            .filter(|(key, _)| keep(**key))
             .map(|(key, n)| (*key, EMITTED, *n))
             .collect();
         out.sort_unstable();

@@ -423,10 +423,11 @@ impl<'a, S: Output> KeyedOperator<'a, S> for IntervalJoin<'a> {
     }
 
     /// The per-key totals (what a downstream aggregation would hold in Flink state).
-    fn results_snapshot(&self) -> Vec<(u64, usize, i64)> {
+    fn results_of(&self, keep: &dyn Fn(u64) -> bool) -> Vec<(u64, usize, i64)> {
         let mut out: Vec<(u64, usize, i64)> = self
             .totals
             .iter()
+            .filter(|(key, _)| keep(**key))
             .flat_map(|(key, (pairs, digest))| [(*key, 0, *pairs), (*key, 1, *digest)])
             .collect();
         out.sort_unstable();

@@ -450,10 +450,11 @@ impl<'a, S: Output> KeyedOperator<'a, S> for Process<'a> {
 
     /// Events and digest per key: downstream sums, which Flink keeps in the next operator's
     /// checkpointed state, so a checkpoint carries them.
-    fn results_snapshot(&self) -> Vec<(u64, usize, i64)> {
+    fn results_of(&self, keep: &dyn Fn(u64) -> bool) -> Vec<(u64, usize, i64)> {
         let mut out: Vec<(u64, usize, i64)> = self
             .tally
             .iter()
+            .filter(|(key, _)| keep(**key))
             .flat_map(|(key, (events, digest))| [(*key, EVENTS, *events), (*key, DIGEST, *digest)])
             .collect();
         out.sort_unstable();

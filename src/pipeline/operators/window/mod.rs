@@ -530,10 +530,11 @@ impl<'a, S: Output> KeyedOperator<'a, S> for WindowOperator<'a> {
     /// The totals per key: what Flink's downstream accumulates from the emitted results, kept
     /// in its checkpointed state, so a checkpoint carries them (exact whatever the delivery
     /// guarantee; without them a restore reads the serving store's committed values).
-    fn results_snapshot(&self) -> Vec<(u64, usize, i64)> {
+    fn results_of(&self, keep: &dyn Fn(u64) -> bool) -> Vec<(u64, usize, i64)> {
         let mut out: Vec<(u64, usize, i64)> = self
             .totals
             .iter()
+            .filter(|(key, _)| keep(**key))
             .flat_map(|(key, t)| {
                 [
                     (*key, SLOT_FIRED, t.fired),
