@@ -74,16 +74,14 @@ pub fn warm(
         .filter(|c| matches!(c.role, CfRole::State { .. }))
     {
         let mut users = tail.users.iter();
-        let (mut stopped, mut seen) = (Ok(()), 0u64);
+        let mut seen = 0u64;
         lookups += backend.warm_cache(&decl.name, |out| {
             let Some(user) = users.next() else {
                 return false;
             };
             seen += 1;
-            if seen % super::CANCEL_EVERY == 0
-                && let Err(e) = super::check_cancel()
-            {
-                stopped = Err(e);
+            // A stop asked for (Ctrl-C) ends the warming; the run's own stop follows.
+            if seen.is_multiple_of(super::CANCEL_EVERY) && super::check_cancel().is_err() {
                 return false;
             }
             names.write(*user, &mut name);
@@ -93,7 +91,9 @@ pub fn warm(
             out.extend_from_slice(key.prefix());
             true
         })?;
-        stopped?;
+        if super::check_cancel().is_err() {
+            break;
+        }
     }
     Ok(Warmed {
         records: tail.len() as u64,
