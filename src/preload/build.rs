@@ -199,7 +199,8 @@ pub(super) fn build(
         )));
     }
 
-    // Sizing: the history's length, and the state's size from 8 of the 256 key groups (fewer for a big `size=`).
+    // Sizing: the history's length, and the state's size from 8 of the 256 key groups (fewer
+    // for a big `size=`).
     let started = Instant::now();
     let (until, stop_time) = match config.spec {
         PreloadSpec {
