@@ -829,7 +829,9 @@ fn preload_list_rm_and_gc_keep_what_a_run_can_use() {
     let gone = bases.join(format!(".{key}.building-999999999"));
     let half = bases.join("smoke-0123456789abcdef0123456789abcdef");
     let mine = bases.join("my-notes");
-    for d in [&gone, &half, &mine] {
+    // The preload bench's folder, its process killed before it could remove it.
+    let bench = bases.join(".statebench-bench-preload-999999998-x1Yz");
+    for d in [&gone, &half, &mine, &bench] {
         std::fs::create_dir_all(d).unwrap();
         std::fs::write(d.join("f"), b"x").unwrap();
     }
@@ -859,7 +861,10 @@ fn preload_list_rm_and_gc_keep_what_a_run_can_use() {
     assert!(bases.join(&key).is_dir(), "nothing removed on a bad key");
     let (code, text) = cmd(&["preload", "gc"]);
     assert_eq!(code, Some(0), "{text}");
-    assert!(!gone.exists() && !half.exists(), "{text}");
+    assert!(
+        !gone.exists() && !half.exists() && !bench.exists(),
+        "{text}"
+    );
     assert!(
         mine.join("f").is_file() && bases.join(&key).is_dir(),
         "{text}"

@@ -32,11 +32,16 @@ fn entries(dir: &Path) -> anyhow::Result<Vec<(Entry, u64)>> {
         }
         let name = e.file_name().to_string_lossy().into_owned();
         let bytes = disk_bytes(&path);
-        let entry = if let Some(pid) = name
-            .rsplit_once(".building-")
-            .filter(|(key, _)| is_key(key.trim_start_matches('.')))
-            .and_then(|(_, pid)| pid.parse::<u32>().ok())
-        {
+        // A build's folder, or the preload bench's (`<BENCH_FOLDER><pid>-<random>`).
+        let bench = name
+            .strip_prefix(crate::preload::BENCH_FOLDER)
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok());
+        let entry = if let Some(pid) = bench.or_else(|| {
+            name.rsplit_once(".building-")
+                .filter(|(key, _)| is_key(key.trim_start_matches('.')))
+                .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        }) {
             Entry::Building {
                 alive: Path::new(&format!("/proc/{pid}")).exists(),
                 name,

@@ -76,6 +76,10 @@ pub(crate) fn check_cancel() -> Result<(), PreloadError> {
     }
 }
 
+/// The start of the temporary folder `bench --suite preload` builds in, inside the preload
+/// folder: `<this><pid>-<random>`.
+pub const BENCH_FOLDER: &str = ".statebench-bench-preload-";
+
 /// Records or entries between two looks at [`check_cancel`].
 pub(crate) const CANCEL_EVERY: u64 = 4096;
 

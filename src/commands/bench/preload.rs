@@ -108,9 +108,12 @@ fn measure(case: &Case, profile: &Profile, dir: &Path) -> anyhow::Result<Preload
     let trace = crate::commands::load_trace(&mut workload)?;
     let amount = case.preload.unwrap_or("size=100MiB");
     let spec = PreloadSpec::parse(amount).map_err(|e| UsageError(format!("'{amount}': {e}")))?;
-    // Removed when it goes out of scope, on an error too (the databases in it close first).
+    // Removed when it goes out of scope, on an error too (the databases in it close first);
+    // named with this process's id, so that `preload gc` removes it once the process is gone
+    // (killed before it could).
+    let prefix = format!("{}{}-", crate::preload::BENCH_FOLDER, std::process::id());
     let work = tempfile::Builder::new()
-        .prefix(".statebench-bench-preload-")
+        .prefix(&prefix)
         .tempdir_in(dir)
         .with_context(|| format!("cannot create a temporary folder in {}", dir.display()))?;
     let config = PreloadConfig {
