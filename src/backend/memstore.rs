@@ -42,19 +42,52 @@ fn chunk(k: &[u8], at: usize) -> u128 {
     }
 }
 
+/// Bytes at a key's start that [`sort_by_key`] always compares: a Flink key's key group, which
+/// the keys of a batch differ in.
+const KEEP: usize = crate::backend::keys::KEY_GROUP_PREFIX_BYTES;
+
 /// Sorts `items` by their keys in bytewise order, 16 bytes at a time: by each key's first 16
 /// bytes (and whether it ends within them), then each run of keys equal so far by their next
 /// 16, and so on. The sort compares numbers held beside each item's index rather than following
 /// a pointer to each key per comparison: millions of keys scattered over the heap, with long
 /// common prefixes (a key group, a serialized key zero-padded to 36 bytes), made `memcmp` and
 /// its cache misses most of a preload's sort.
+///
+/// Bytes every key has alike after its first [`KEEP`] (a serialized key's length, `user-`
+/// and its zero padding) are skipped: they order no two keys, and without them the bytes that
+/// do usually fit the first 16, where a 36-byte id's digits took three rounds of 16, each a
+/// walk over the keys in an order that is not theirs in memory (a cache miss per key).
 fn sort_by_key<T>(items: &mut Vec<T>, key: impl Fn(&T) -> &[u8]) {
     // (16 bytes of the key from `at`, how many bytes it has from `at` (17: more than 16), index)
     type Order = (u128, u8, u32);
-    fn sort_run<T>(items: &[T], key: &impl Fn(&T) -> &[u8], run: &mut [Order], at: usize) {
+    /// Bytes `at..at + 16` of `k` without the `skip` bytes after its first [`KEEP`].
+    #[inline(always)]
+    fn view(k: &[u8], at: usize, skip: usize) -> (u128, u8) {
+        let len = k.len() - skip;
+        let rest = len.saturating_sub(at).min(17) as u8;
+        if skip == 0 || at >= KEEP {
+            let from = if at >= KEEP { at + skip } else { at };
+            return (chunk(k, from), rest);
+        }
+        // `at` < KEEP (0): the kept bytes, then the key's from past the skipped ones.
+        let mut bytes = [0u8; 16];
+        let kept = &k[at..KEEP];
+        bytes[..kept.len()].copy_from_slice(kept);
+        let tail = &k[KEEP + skip..];
+        let n = tail.len().min(16 - kept.len());
+        bytes[kept.len()..kept.len() + n].copy_from_slice(&tail[..n]);
+        (u128::from_be_bytes(bytes), rest)
+    }
+    fn sort_run<T>(
+        items: &[T],
+        key: &impl Fn(&T) -> &[u8],
+        run: &mut [Order],
+        at: usize,
+        skip: usize,
+    ) {
         for o in run.iter_mut() {
-            let k = key(&items[o.2 as usize]);
-            *o = (chunk(k, at), k.len().saturating_sub(at).min(17) as u8, o.2);
+            let (c, n) = view(key(&items[o.2 as usize]), at, skip);
+            *o = (c, n, o.2);
         }
         run.sort_unstable_by_key(|o| (o.0, o.1));
         // Keys alike in these 16 bytes and longer than them: ordered by the next 16.
@@ -63,16 +96,49 @@ fn sort_by_key<T>(items: &mut Vec<T>, key: impl Fn(&T) -> &[u8]) {
             let (c, n) = (run[start].0, run[start].1);
             let end = start + run[start..].partition_point(|o| o.0 == c && o.1 == n);
             if end - start > 1 && n == 17 {
-                sort_run(items, key, &mut run[start..end], at + 16);
+                sort_run(items, key, &mut run[start..end], at + 16, skip);
             }
             start = end;
         }
     }
+    let skip = common_run(items, &key);
     let mut order: Vec<Order> = (0..items.len() as u32).map(|i| (0, 0, i)).collect();
-    sort_run(items, &key, &mut order, 0);
+    sort_run(items, &key, &mut order, 0, skip);
     let mut slots: Vec<Option<T>> = items.drain(..).map(Some).collect();
-    // Each index is in `order` once: every slot is taken once.
-    items.extend(order.iter().filter_map(|o| slots[o.2 as usize].take()));
+    // Each index is in `order` once: every slot is taken once. The slots are taken in an order
+    // that is not theirs: each fetched a few ahead.
+    for (i, o) in order.iter().enumerate() {
+        if let Some(ahead) = order.get(i + 16) {
+            crate::util::prefetch::prefetch(slots.as_ptr().wrapping_add(ahead.2 as usize));
+        }
+        if let Some(item) = slots[o.2 as usize].take() {
+            items.push(item);
+        }
+    }
+}
+
+/// How many bytes after the first [`KEEP`] every key of `items` has alike (0 when a key is
+/// shorter than [`KEEP`]): read in the items' own order, which is their order in memory.
+fn common_run<T>(items: &[T], key: &impl Fn(&T) -> &[u8]) -> usize {
+    let Some(first) = items.first().map(key) else {
+        return 0;
+    };
+    let Some(first) = first.get(KEEP..) else {
+        return 0;
+    };
+    let mut skip = first.len();
+    for item in items {
+        let Some(k) = key(item).get(KEEP..) else {
+            return 0;
+        };
+        if !k.starts_with(&first[..skip]) {
+            skip = k.iter().zip(first).take_while(|(a, b)| a == b).count();
+            if skip == 0 {
+                return 0;
+            }
+        }
+    }
+    skip
 }
 
 /// One column family's entries, in RocksDB's bytewise key order.
@@ -269,10 +335,11 @@ impl Arena {
         })
     }
 
-    /// The live entries in key order.
-    fn sorted(&self) -> Vec<(&[u8], &[u8])> {
+    /// The live entries `keep` keeps, in key order (picked in the records' order in
+    /// memory, before the sort, where each value would be a cache miss after it).
+    fn sorted(&self, keep: &dyn Fn(&[u8], &[u8]) -> bool) -> Vec<(&[u8], &[u8])> {
         let mut refs = Vec::with_capacity(self.len());
-        refs.extend(self.iter());
+        refs.extend(self.iter().filter(|(k, v)| keep(k, v)));
         sort_by_key(&mut refs, |e| e.0);
         refs
     }
@@ -386,11 +453,15 @@ impl Cf {
         }
     }
 
-    /// Every entry in key order, without taking them.
-    fn sorted(&self) -> Vec<(&[u8], &[u8])> {
+    /// Every entry `keep` keeps, in key order, without taking them.
+    fn sorted(&self, keep: &dyn Fn(&[u8], &[u8]) -> bool) -> Vec<(&[u8], &[u8])> {
         match self {
-            Cf::Hashed(a) => a.sorted(),
-            Cf::Ordered(m) => m.iter().map(|(k, v)| (&*k.0, &**v)).collect(),
+            Cf::Hashed(a) => a.sorted(keep),
+            Cf::Ordered(m) => m
+                .iter()
+                .map(|(k, v)| (&*k.0, &**v))
+                .filter(|(k, v)| keep(k, v))
+                .collect(),
         }
     }
 
@@ -398,7 +469,7 @@ impl Cf {
     fn into_sorted(self) -> Entries {
         match self {
             Cf::Hashed(a) => a
-                .sorted()
+                .sorted(&|_, _| true)
                 .into_iter()
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
@@ -553,7 +624,17 @@ impl MemStore {
 
     /// Every entry of `cf` in key order, without taking them.
     pub fn sorted(&self, cf: usize) -> Vec<(&[u8], &[u8])> {
-        self.cfs.get(cf).map(Cf::sorted).unwrap_or_default()
+        self.sorted_where(cf, &|_, _| true)
+    }
+
+    /// The entries of `cf` that `keep` keeps (given each key and value), in key order, without
+    /// taking them.
+    pub fn sorted_where(
+        &self,
+        cf: usize,
+        keep: &dyn Fn(&[u8], &[u8]) -> bool,
+    ) -> Vec<(&[u8], &[u8])> {
+        self.cfs.get(cf).map(|c| c.sorted(keep)).unwrap_or_default()
     }
 
     /// The column families held (`StateBackend::column_families`).
@@ -744,6 +825,49 @@ mod tests {
         shuffled.rotate_left(keys.len() / 3);
         sort_by_key(&mut shuffled, |k| k);
         assert_eq!(shuffled, keys);
+    }
+
+    #[test]
+    fn keys_alike_after_their_key_group_sort_bytewise_without_those_bytes() {
+        // Flink's keys of a batch: two bytes of key group, then a run every key has alike (a
+        // length byte, `user-`, zero padding), then the bytes that differ, of many lengths, some
+        // the start of others.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut keys = Vec::new();
+        for alike in [0usize, 1, 13, 14, 15, 30] {
+            keys.clear();
+            for i in 0..600u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let mut k = vec![(x % 3) as u8, (x >> 8) as u8 % 4];
+                k.extend(std::iter::repeat_n(b'0', alike));
+                // A byte of two values that ends the run alike, 20 bytes alike again, then
+                // bytes of their own: keys that tie past their first 16 bytes.
+                k.push((x >> 12) as u8 % 2);
+                k.extend((0..20u8).map(|j| j % 5));
+                let tail = (x >> 16) as usize % 12;
+                k.extend((0..tail).map(|j| (x >> (20 + j % 40)) as u8 % 5));
+                if i % 7 == 0 {
+                    // A key that is the start of the one before.
+                    if let Some(last) = keys.last() {
+                        let last: &Vec<u8> = last;
+                        k = last[..last.len().saturating_sub(1).max(2 + alike)].to_vec();
+                    }
+                }
+                keys.push(k);
+            }
+            let run = common_run(&keys, &|k: &Vec<u8>| k.as_slice());
+            assert!(run >= alike, "{run} bytes alike where {alike} were made so");
+            let mut want = keys.clone();
+            want.sort();
+            want.dedup();
+            let mut got = want.clone();
+            got.reverse();
+            got.rotate_left(want.len() / 3);
+            sort_by_key(&mut got, |k| k);
+            assert_eq!(got, want, "{alike} bytes alike");
+        }
     }
 
     #[test]

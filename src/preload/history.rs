@@ -113,9 +113,11 @@ pub fn spill(
                 buf[..8].copy_from_slice(&a.after.to_le_bytes());
                 buf[8..16].copy_from_slice(&a.watermark.to_le_bytes());
                 buf[16..].copy_from_slice(&a.now.to_le_bytes());
+                // The error's text only on an error: formatting a path per record was most
+                // of this pass's time.
                 advances_out
                     .write_all(&buf)
-                    .map_err(io(format!("write {}", advances.display())))?;
+                    .map_err(|e| io(format!("write {}", advances.display()))(e))?;
                 watermarks += 1;
                 continue;
             }
@@ -128,7 +130,7 @@ pub fn spill(
         if let (Some(out), Some(delta)) = (outs.get_mut(batch), deltas.get_mut(batch)) {
             delta.encode(index, now, &event, &mut buf);
             out.write_all(&buf)
-                .map_err(io(format!("write {}", files[batch].display())))?;
+                .map_err(|e| io(format!("write {}", files[batch].display()))(e))?;
         }
         read = index + 1;
     }

@@ -6,6 +6,7 @@ pub mod bits;
 pub mod fs;
 pub mod hash;
 pub mod http;
+pub mod prefetch;
 pub mod process_cpu;
 pub mod process_memory;
 pub mod stats;

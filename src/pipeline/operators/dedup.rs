@@ -20,6 +20,7 @@ use crate::pipeline::PipelineError;
 use crate::pipeline::oracle::{TruthModel, Truths};
 use crate::pipeline::output::Output;
 use crate::pipeline::source::{Event, KeyNames};
+use crate::util::hash::FastMap;
 
 /// Result slots (`DedupSpec::result_labels`).
 const EMITTED: usize = 0;
@@ -52,7 +53,7 @@ pub struct Dedup<'a> {
     buf: Vec<u8>,
     scratch: Vec<u8>,
     /// Records emitted per key so far (what the sink counts from the output).
-    emitted: HashMap<u64, i64>,
+    emitted: FastMap<u64, i64>,
     counters: JobCounters,
 }
 
@@ -73,7 +74,7 @@ impl<'a> Dedup<'a> {
             user: Vec::new(),
             buf: Vec::new(),
             scratch: Vec::new(),
-            emitted: HashMap::new(),
+            emitted: FastMap::default(),
             counters: JobCounters::default(),
         })
     }

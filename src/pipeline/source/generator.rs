@@ -324,8 +324,15 @@ impl Generator {
         }
         let digits = &digits[at..];
         let width = size.map_or(0, |s| (s as usize).saturating_sub(5));
-        out.extend(std::iter::repeat_n('0', width.saturating_sub(digits.len())));
-        out.extend(digits.iter().map(|d| char::from(*d)));
+        const ZEROS: &str = "00000000000000000000000000000000";
+        let mut pad = width.saturating_sub(digits.len());
+        while pad > 0 {
+            let n = pad.min(ZEROS.len());
+            out.push_str(&ZEROS[..n]);
+            pad -= n;
+        }
+        // ASCII digits: valid UTF-8, so the fallback never runs.
+        out.push_str(std::str::from_utf8(digits).unwrap_or_default());
     }
 
     /// The input of the event with index `index`: 1 (the right) with the join's right share,
