@@ -299,6 +299,10 @@ impl Sink for MemorySink {
 
     fn keep_only(&mut self, sample: u64) -> Option<u64> {
         self.sample = sample.max(1);
+        if self.sample > 1 && self.users.is_empty() {
+            // One key in `sample`, of ids spread over all of them.
+            self.rows = UserIndex::sparse();
+        }
         Some(self.sample)
     }
 }

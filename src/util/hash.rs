@@ -84,20 +84,44 @@ const DENSE_USERS: u64 = 1 << 24;
 /// where a hash map's control bytes and bucket were two cache misses per lookup (the sink's
 /// and the oracle's largest costs). Numbers are `u32`: its callers' per-user counts would fill
 /// hundreds of GiB before 2^32 - 1 users.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct UserIndex {
-    /// Per user id below `DENSE_USERS`: its number, or `u32::MAX` when not seen.
+    /// Per user id below `dense_below`: its number, or `u32::MAX` when not seen.
     dense: Vec<u32>,
     sparse: FastMap<u64, u32>,
     seen: u32,
+    /// `DENSE_USERS`, or 0 where every id goes to the hash map ([`UserIndex::sparse`]).
+    dense_below: u64,
+}
+
+impl Default for UserIndex {
+    fn default() -> Self {
+        UserIndex {
+            dense: Vec::new(),
+            sparse: FastMap::default(),
+            seen: 0,
+            dense_below: DENSE_USERS,
+        }
+    }
 }
 
 impl UserIndex {
+    /// An index of a few users with ids spread over a wide range (one key in N of millions):
+    /// every id in the hash map, where the array would grow to the largest id at 4 bytes per
+    /// id (up to 64 MiB, zeroed, per index: most of a preload's system time when every batch
+    /// of key groups made one).
+    pub fn sparse() -> Self {
+        UserIndex {
+            dense_below: 0,
+            ..UserIndex::default()
+        }
+    }
+
     /// The number of `user`, and whether it was new (numbered now).
     #[inline]
     pub fn number(&mut self, user: u64) -> (u32, bool) {
         let next = self.seen;
-        let slot = if user < DENSE_USERS {
+        let slot = if user < self.dense_below {
             let at = user as usize;
             if at >= self.dense.len() {
                 // Grows to twice the largest id so far, so growing costs O(1) per id.
@@ -121,7 +145,7 @@ impl UserIndex {
 
     /// The number of `user` if it has one.
     pub fn get(&self, user: u64) -> Option<u32> {
-        if user < DENSE_USERS {
+        if user < self.dense_below {
             self.dense
                 .get(user as usize)
                 .copied()
@@ -162,25 +186,30 @@ mod tests {
 
     #[test]
     fn users_are_numbered_in_order_of_first_sight_small_ids_and_large_alike() {
-        let mut index = UserIndex::default();
-        let users = [5u64, DENSE_USERS + 3, 0, 5, u64::MAX, DENSE_USERS - 1, 0];
-        let numbers: Vec<(u32, bool)> = users.iter().map(|u| index.number(*u)).collect();
-        assert_eq!(
-            numbers,
-            [
-                (0, true),
-                (1, true),
-                (2, true),
-                (0, false),
-                (3, true),
-                (4, true),
-                (2, false)
-            ]
-        );
-        assert_eq!(index.get(DENSE_USERS + 3), Some(1));
-        assert_eq!(index.get(DENSE_USERS - 1), Some(4));
-        assert_eq!(index.get(6), None);
-        assert_eq!(index.get(1 << 40), None);
+        for mut index in [UserIndex::default(), UserIndex::sparse()] {
+            let users = [5u64, DENSE_USERS + 3, 0, 5, u64::MAX, DENSE_USERS - 1, 0];
+            let numbers: Vec<(u32, bool)> = users.iter().map(|u| index.number(*u)).collect();
+            assert_eq!(
+                numbers,
+                [
+                    (0, true),
+                    (1, true),
+                    (2, true),
+                    (0, false),
+                    (3, true),
+                    (4, true),
+                    (2, false)
+                ]
+            );
+            assert_eq!(index.get(DENSE_USERS + 3), Some(1));
+            assert_eq!(index.get(DENSE_USERS - 1), Some(4));
+            assert_eq!(index.get(6), None);
+            assert_eq!(index.get(1 << 40), None);
+        }
+        // The sparse index holds no array, however large the ids.
+        let mut sparse = UserIndex::sparse();
+        sparse.number(DENSE_USERS - 1);
+        assert!(sparse.dense.is_empty());
     }
 
     #[test]
