@@ -20,6 +20,7 @@ use crate::durability::delivery::Delivery;
 use crate::durability::sink::{MemorySink, Sink as _};
 use crate::pipeline::operators;
 use crate::pipeline::source::{Log, ReadPlan};
+use crate::pipeline::two_inputs::TwoInputReader;
 
 /// Memory the warm-up holds state in at once, unless `preload.memory` says otherwise.
 const DEFAULT_MEMORY: u64 = 1 << 30;
@@ -238,13 +239,16 @@ pub(super) fn build(
     let results_seen = std::cell::Cell::new(0u64);
     let memory_budget = config.spec.memory.map_or(DEFAULT_MEMORY, |m| m.0);
     let groups = sizing_groups(&config.spec, memory_budget);
-    let sizing_pass = |until| {
+    let sizing_pass = |until, spill: Option<&mut history::Spiller>| {
         warmup::pass(
             &backend,
             workload,
             warmup::Source::Log(&log, warmup::plan(&log, &live, stop_time)),
             until,
-            warmup::Part::groups(0..groups),
+            warmup::Part {
+                spill,
+                ..warmup::Part::groups(0..groups)
+            },
             sink(1),
         )
         .and_then(|(mut pass, mut delivery)| {
@@ -260,7 +264,19 @@ pub(super) fn build(
         })
     };
     let trial = dir.join("trial");
-    let mut sizing = sizing_pass(until)?;
+    // The pass that reads the whole history writes it for the batches as it goes
+    // (`history::Spiller`): the only one with `events` or `span`, the second with `size`
+    // (the first learns how much the files hold per byte of state). Not a two-input job's:
+    // its reader takes the inputs in the task's order, and the log's position after the
+    // history is the reader's (`history::spill`).
+    let history_dir = dir.join("history");
+    let one_input = TwoInputReader::for_workload(workload, &log, 0).is_none();
+    let spiller = || history::Spiller::create(&history_dir, log.partitions());
+    let mut spilling = match until {
+        Until::Records(_) if one_input => Some(spiller()?),
+        _ => None,
+    };
+    let mut sizing = sizing_pass(until, spilling.as_mut())?;
     let (mut raw, mut held) = (sizing.state.bytes(), sizing.state.len());
     let (mut ratio, mut per_cf) = sst_ratio(&backend, &mut sizing.state, &trial)?;
     if let (Until::StateBytes { cap, .. }, Some(target)) = (until, config.spec.size)
@@ -269,14 +285,32 @@ pub(super) fn build(
     {
         // `size` is the SST files' size: they hold less than the keys and values (shared
         // key prefixes, compression), so size the history again for `size / ratio` of them.
-        sizing = sizing_pass(Until::StateBytes {
-            bytes: (target.0 as f64 / ratio) as u64,
-            cap,
-        })?;
+        spilling = if one_input { Some(spiller()?) } else { None };
+        sizing = sizing_pass(
+            Until::StateBytes {
+                bytes: (target.0 as f64 / ratio) as u64,
+                cap,
+            },
+            spilling.as_mut(),
+        )?;
         (raw, held) = (sizing.state.bytes(), sizing.state.len());
         (ratio, per_cf) = sst_ratio(&backend, &mut sizing.state, &trial)?;
     }
     let records = sizing.records;
+    let spilled = match spilling {
+        Some(out) => {
+            let history = out.finish()?;
+            // The spiller saw every record the pass read, and the pass stopped where it did.
+            if history.records != records {
+                return Err(PreloadError::Preload(format!(
+                    "the history written while sizing holds {} records where the sizing read {records}",
+                    history.records
+                )));
+            }
+            Some(history)
+        }
+        None => None,
+    };
     // The processing time of the history's first and last records: a state TTL's clock.
     let (history_start, history_end) = sizing.read_at;
     if records == 0 {
@@ -425,29 +459,31 @@ pub(super) fn build(
     // build's time). One or two rounds read the log as fast side by side as one pass alone
     // writes the files.
     let t = Instant::now();
-    let spilled = if all.len() > 2 * workers as usize {
-        say(format!(
-            "reading the history once into {} batches' files",
-            all.len()
-        ));
-        Some(history::spill(
-            workload,
-            &log,
-            warmup::plan(&log, &live, None),
-            records,
-            &all,
-            &dir.join("history"),
-        )?)
-    } else {
-        None
+    let spilled = match spilled {
+        Some(history) => Some(history),
+        None if all.len() > 2 * workers as usize => {
+            say(format!(
+                "reading the history once into its key groups' files for {} batches",
+                all.len()
+            ));
+            let history = history::spill(
+                workload,
+                &log,
+                warmup::plan(&log, &live, None),
+                records,
+                &history_dir,
+            )?;
+            say(format!(
+                "history read in {:.1} s: {} records, {} watermarks",
+                t.elapsed().as_secs_f64(),
+                history.records,
+                history.watermarks
+            ));
+            Some(history)
+        }
+        None => None,
     };
     let spill_secs = t.elapsed().as_secs_f64();
-    if let Some(history) = &spilled {
-        say(format!(
-            "history read in {spill_secs:.1} s: {} records, {} watermarks",
-            history.records, history.watermarks
-        ));
-    }
     // Each core takes the next batch when it is done with one: it warms the batch's key groups
     // up (their records, and every watermark), sorts their state and writes it in its turn
     // (batch `i` after batch `i - 1`: the states are disjoint, in key-group order), then frees
@@ -457,7 +493,7 @@ pub(super) fn build(
     let run_batch = |batch: usize, groups: &std::ops::Range<u16>| {
         let t = Instant::now();
         let source = match &spilled {
-            Some(history) => warmup::Source::Spilled(history, batch),
+            Some(history) => warmup::Source::Spilled(history, groups.clone()),
             None => warmup::Source::Log(&log, warmup::plan(&log, &live, None)),
         };
         let mut hand = |cf, layer, state: &mut MemStore| writers.write(cf, layer, batch, state);
@@ -481,6 +517,7 @@ pub(super) fn build(
                 // results (a dedup's one per id, 24 bytes each), kept until the build's end,
                 // were 18 GiB of a 10 GiB build's 19 GiB peak.
                 checked: results_sample,
+                spill: None,
             },
             sink(results_sample),
         )?;

@@ -1,12 +1,16 @@
 //! A preload's history read from the log once. A build in several key-group batches needs each
 //! batch's records and every watermark the whole log moves; reading the log again for every
 //! batch (generating every record, naming its key and hashing it to its key group) was most of
-//! a big build's time (51 batches of 170 M records for 10 GiB of days-app state). So one pass
-//! writes each record, with the processing time it was read at, to its batch's file, and
-//! notes every watermark the job would forward and when, in a file of its own too (at most one
-//! every 64 records: 3.3 M of them, 79 MB, in a 10 GiB dedup's 848 M records); each batch then
-//! reads its own file and the watermarks'.
+//! a big build's time (51 batches of 170 M records for 10 GiB of days-app state). So the
+//! history is written once, each record with the processing time it was read at into its key
+//! group's file, and every watermark the job would forward and when into a file of its own
+//! (at most one every 64 records: 3.3 M of them, 79 MB, in a 10 GiB dedup's 848 M records);
+//! each batch then reads its key groups' files, merged back into the log's order, and the
+//! watermarks'. The sizing pass, which reads the whole history anyway, writes them as it goes
+//! ([`Spiller`]); a separate pass ([`spill`]) only where it cannot.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read as _, Write as _};
 use std::ops::Range;
@@ -29,20 +33,21 @@ pub struct Advance {
     pub now: i64,
 }
 
-/// The history, split by batch.
+/// The history, split by key group.
 pub struct Spilled {
+    /// One file per key group.
     files: Vec<PathBuf>,
     /// Every watermark the job forwards, in the log's order.
     advances: PathBuf,
     /// How many.
     pub watermarks: u64,
-    /// Records of history (of every batch).
+    /// Records of history (of every key group).
     pub records: u64,
     /// Where the log stands after them.
     pub offsets: Offsets,
 }
 
-/// A record in a batch's file: its length in a byte, then its fields as varints, each the
+/// A record in a key group's file: its length in a byte, then its fields as varints, each the
 /// difference from the file's previous record where that is small (its index, processing
 /// and event time, its partition's offset): 15-20 bytes where the fields whole took 57 (the
 /// 10 GiB dedup's 848 M records were 48 GB of files, written and read back at disk speed).
@@ -55,100 +60,150 @@ struct Delta {
     offsets: Vec<u64>,
 }
 
-/// Partitions a batch's file may name (a damaged file names more).
+/// Partitions a key group's file may name (a damaged file names more).
 const MAX_PARTITIONS: u32 = 1 << 20;
 
 /// Bytes an [`Advance`] takes in the watermarks' file.
 const ADVANCE: usize = 8 + 8 + 8;
 
-/// Reads the log's first `records` records (`plan`) once into a file per batch of key groups
-/// (`batches`) under `dir`, and the watermarks they move.
+/// Buffer of each of the 256 files written or read at once.
+const FILE_BUFFER: usize = 64 << 10;
+
+/// Writes a history as it is read: each record into its key group's file, each watermark into
+/// the watermarks' file, and where the log stands after the records.
+pub struct Spiller {
+    files: Vec<PathBuf>,
+    outs: Vec<BufWriter<File>>,
+    deltas: Vec<Delta>,
+    advances: PathBuf,
+    advances_out: BufWriter<File>,
+    watermarks: u64,
+    records: u64,
+    /// Each partition's next offset after the records written.
+    position: Offsets,
+    buf: Vec<u8>,
+}
+
+impl Spiller {
+    /// Files under `dir` (made) for a log of `partitions` partitions read from its start.
+    pub fn create(dir: &Path, partitions: usize) -> Result<Spiller, PreloadError> {
+        std::fs::create_dir_all(dir).map_err(io(format!("create {}", dir.display())))?;
+        let files: Vec<PathBuf> = (0..MAX_PARALLELISM)
+            .map(|g| dir.join(format!("group-{g:03}.records")))
+            .collect();
+        let outs = files
+            .iter()
+            .map(|f| {
+                File::create(f)
+                    .map(|f| BufWriter::with_capacity(FILE_BUFFER, f))
+                    .map_err(io(format!("create {}", f.display())))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let advances = dir.join("watermarks");
+        let advances_out = File::create(&advances)
+            .map(|f| BufWriter::with_capacity(FILE_BUFFER, f))
+            .map_err(io(format!("create {}", advances.display())))?;
+        Ok(Spiller {
+            deltas: files.iter().map(|_| Delta::default()).collect(),
+            files,
+            outs,
+            advances,
+            advances_out,
+            watermarks: 0,
+            records: 0,
+            position: vec![0; partitions],
+            buf: Vec::with_capacity(80),
+        })
+    }
+
+    /// Record `index` of the log, read at processing time `now`, of key group `group`.
+    pub fn record(
+        &mut self,
+        group: u16,
+        index: u64,
+        now: i64,
+        event: &Event,
+    ) -> Result<(), PreloadError> {
+        let g = usize::from(group);
+        if let (Some(out), Some(delta)) = (self.outs.get_mut(g), self.deltas.get_mut(g)) {
+            delta.encode(index, now, event, &mut self.buf);
+            // The error's text only on an error: formatting a path per record was most of
+            // this pass's time.
+            out.write_all(&self.buf)
+                .map_err(|e| io(format!("write {}", self.files[g].display()))(e))?;
+        }
+        let p = event.partition as usize;
+        if self.position.len() <= p {
+            self.position.resize(p + 1, 0);
+        }
+        self.position[p] = event.offset + 1;
+        self.records = index + 1;
+        Ok(())
+    }
+
+    /// A watermark the job forwards.
+    pub fn advance(&mut self, a: &Advance) -> Result<(), PreloadError> {
+        let mut buf = [0u8; ADVANCE];
+        buf[..8].copy_from_slice(&a.after.to_le_bytes());
+        buf[8..16].copy_from_slice(&a.watermark.to_le_bytes());
+        buf[16..].copy_from_slice(&a.now.to_le_bytes());
+        self.advances_out
+            .write_all(&buf)
+            .map_err(|e| io(format!("write {}", self.advances.display()))(e))?;
+        self.watermarks += 1;
+        Ok(())
+    }
+
+    /// The history written: its records, and the log's position after them.
+    pub fn finish(mut self) -> Result<Spilled, PreloadError> {
+        // Scratch files, read back by this build only: flushed, not synced.
+        for (out, f) in self.outs.iter_mut().zip(&self.files) {
+            out.flush().map_err(io(format!("write {}", f.display())))?;
+        }
+        self.advances_out
+            .flush()
+            .map_err(io(format!("write {}", self.advances.display())))?;
+        Ok(Spilled {
+            files: self.files,
+            advances: self.advances,
+            watermarks: self.watermarks,
+            records: self.records,
+            offsets: self.position,
+        })
+    }
+}
+
+/// Reads the log's first `records` records (`plan`) once into a file per key group under
+/// `dir`, and the watermarks they move.
 pub fn spill(
     workload: &Workload,
     log: &Log,
     plan: ReadPlan,
     records: u64,
-    batches: &[Range<u16>],
     dir: &Path,
 ) -> Result<Spilled, PreloadError> {
-    std::fs::create_dir_all(dir).map_err(io(format!("create {}", dir.display())))?;
-    let mut batch_of = vec![0usize; usize::from(MAX_PARALLELISM)];
-    for (b, groups) in batches.iter().enumerate() {
-        for g in groups.clone() {
-            if let Some(slot) = batch_of.get_mut(usize::from(g)) {
-                *slot = b;
-            }
-        }
-    }
-    let files: Vec<PathBuf> = (0..batches.len())
-        .map(|b| dir.join(format!("batch-{b:03}.records")))
-        .collect();
-    let mut outs = files
-        .iter()
-        .map(|f| {
-            File::create(f)
-                .map(|f| BufWriter::with_capacity(256 << 10, f))
-                .map_err(io(format!("create {}", f.display())))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let advances = dir.join("watermarks");
-    let mut advances_out = File::create(&advances)
-        .map(|f| BufWriter::with_capacity(256 << 10, f))
-        .map_err(io(format!("create {}", advances.display())))?;
+    let mut out = Spiller::create(dir, log.partitions())?;
     let names = KeyNames::of(workload);
     // The records and watermarks as a pass reading the log meets them.
     let mut steps = Steps::new(workload, Source::Log(log, plan), records)?;
-    let (mut watermarks, mut read) = (0u64, 0u64);
     let mut key = String::new();
-    let mut buf = Vec::with_capacity(80);
-    let mut deltas: Vec<Delta> = (0..batches.len()).map(|_| Delta::default()).collect();
     while let Some(step) = steps.next()? {
-        if read.is_multiple_of(super::CANCEL_EVERY) {
-            super::check_cancel()?;
-        }
-        let (index, now, event) = match step {
-            Step::Record { index, now, event } => (index, now, event),
-            Step::Advance(a) => {
-                let mut buf = [0u8; ADVANCE];
-                buf[..8].copy_from_slice(&a.after.to_le_bytes());
-                buf[8..16].copy_from_slice(&a.watermark.to_le_bytes());
-                buf[16..].copy_from_slice(&a.now.to_le_bytes());
-                // The error's text only on an error: formatting a path per record was most
-                // of this pass's time.
-                advances_out
-                    .write_all(&buf)
-                    .map_err(|e| io(format!("write {}", advances.display()))(e))?;
-                watermarks += 1;
-                continue;
+        match step {
+            Step::Record { index, now, event } => {
+                if index.is_multiple_of(super::CANCEL_EVERY) {
+                    super::check_cancel()?;
+                }
+                names.write(event.user, &mut key);
+                out.record(key_group(&key), index, now, &event)?;
             }
-        };
-        names.write(event.user, &mut key);
-        let batch = batch_of
-            .get(usize::from(key_group(&key)))
-            .copied()
-            .unwrap_or(0);
-        if let (Some(out), Some(delta)) = (outs.get_mut(batch), deltas.get_mut(batch)) {
-            delta.encode(index, now, &event, &mut buf);
-            out.write_all(&buf)
-                .map_err(|e| io(format!("write {}", files[batch].display()))(e))?;
+            Step::Advance(a) => out.advance(&a)?,
         }
-        read = index + 1;
     }
-    // Scratch files, read back by this build only: flushed, not synced.
-    for (out, f) in outs.iter_mut().zip(&files) {
-        out.flush().map_err(io(format!("write {}", f.display())))?;
-    }
-    advances_out
-        .flush()
-        .map_err(io(format!("write {}", advances.display())))?;
-    let offsets = steps.offsets();
-    Ok(Spilled {
-        files,
-        advances,
-        watermarks,
-        records: read,
-        offsets,
-    })
+    let mut spilled = out.finish()?;
+    // Where the log's reader stands: a two-input job's reader takes its inputs in the task's
+    // order, not the log's.
+    spilled.offsets = steps.offsets();
+    Ok(spilled)
 }
 
 impl Delta {
@@ -219,27 +274,49 @@ impl Delta {
     }
 }
 
-/// One batch's records in the log's order: (index, processing time, record).
-pub struct BatchRecords {
+/// One key group's records in the log's order: (index, processing time, record).
+struct GroupRecords {
     reader: BufReader<File>,
     path: PathBuf,
     delta: Delta,
     buf: Vec<u8>,
 }
 
+/// A batch's records (its key groups' files merged) in the log's order.
+pub struct BatchRecords {
+    groups: Vec<GroupRecords>,
+    /// Each group's next record, and the groups by the index of their next record.
+    next: Vec<Option<(u64, i64, Event)>>,
+    order: BinaryHeap<Reverse<(u64, usize)>>,
+}
+
 impl Spilled {
-    pub fn batch(&self, b: usize) -> Result<BatchRecords, PreloadError> {
-        let path =
-            self.files.get(b).cloned().ok_or_else(|| {
-                PreloadError::Preload(format!("no records spilled for batch {b}"))
+    /// The records of key groups `groups`.
+    pub fn batch(&self, groups: Range<u16>) -> Result<BatchRecords, PreloadError> {
+        let mut batch = BatchRecords {
+            groups: Vec::new(),
+            next: Vec::new(),
+            order: BinaryHeap::new(),
+        };
+        for g in groups {
+            let path = self.files.get(usize::from(g)).cloned().ok_or_else(|| {
+                PreloadError::Preload(format!("no records spilled for key group {g}"))
             })?;
-        let file = File::open(&path).map_err(io(format!("read {}", path.display())))?;
-        Ok(BatchRecords {
-            reader: BufReader::with_capacity(256 << 10, file),
-            path,
-            delta: Delta::default(),
-            buf: vec![0; 256],
-        })
+            let file = File::open(&path).map_err(io(format!("read {}", path.display())))?;
+            let mut group = GroupRecords {
+                reader: BufReader::with_capacity(FILE_BUFFER, file),
+                path,
+                delta: Delta::default(),
+                buf: vec![0; 256],
+            };
+            let first = group.next()?;
+            if let Some((index, _, _)) = &first {
+                batch.order.push(Reverse((*index, batch.groups.len())));
+            }
+            batch.next.push(first);
+            batch.groups.push(group);
+        }
+        Ok(batch)
     }
 
     /// Every watermark the job forwards, in the log's order.
@@ -294,6 +371,22 @@ impl Watermarks {
 
 impl BatchRecords {
     pub fn next(&mut self) -> Result<Option<(u64, i64, Event)>, PreloadError> {
+        let Some(Reverse((_, g))) = self.order.pop() else {
+            return Ok(None);
+        };
+        let (Some(group), Some(slot)) = (self.groups.get_mut(g), self.next.get_mut(g)) else {
+            return Ok(None);
+        };
+        let following = group.next()?;
+        if let Some((index, _, _)) = &following {
+            self.order.push(Reverse((*index, g)));
+        }
+        Ok(std::mem::replace(slot, following))
+    }
+}
+
+impl GroupRecords {
+    fn next(&mut self) -> Result<Option<(u64, i64, Event)>, PreloadError> {
         let cannot = |e: std::io::Error| {
             PreloadError::Preload(format!("cannot read {}: {e}", self.path.display()))
         };
@@ -346,12 +439,46 @@ mod tests {
                 &log,
                 warmup::plan(&log, &live, None),
                 records,
-                &batches,
                 &dir.path().join(format!("{name}-history")),
             )
             .unwrap();
             assert_eq!(history.records, records);
             assert!(history.watermarks > 0);
+            // A pass over the log (a sizing pass's) writes the same history as it reads.
+            let mut spiller =
+                Spiller::create(&dir.path().join(format!("{name}-sized")), log.partitions())
+                    .unwrap();
+            let (sized, _) = warmup::pass(
+                &backend,
+                &workload,
+                Source::Log(&log, warmup::plan(&log, &live, None)),
+                Until::Records(records),
+                Part {
+                    spill: Some(&mut spiller),
+                    ..Part::groups(0..8)
+                },
+                Delivery::passthrough(Box::new(MemorySink::new(workload.result_labels()))),
+            )
+            .unwrap();
+            let while_sizing = spiller.finish().unwrap();
+            assert_eq!(while_sizing.records, sized.records);
+            assert_eq!(
+                (while_sizing.records, while_sizing.watermarks),
+                (history.records, history.watermarks)
+            );
+            assert_eq!(while_sizing.offsets, history.offsets);
+            for (a, b) in history.files.iter().zip(&while_sizing.files) {
+                assert!(
+                    std::fs::read(a).unwrap() == std::fs::read(b).unwrap(),
+                    "{name}: {} and {} differ",
+                    a.display(),
+                    b.display()
+                );
+            }
+            assert_eq!(
+                std::fs::read(&history.advances).unwrap(),
+                std::fs::read(&while_sizing.advances).unwrap()
+            );
             let sink =
                 || Delivery::passthrough(Box::new(MemorySink::new(workload.result_labels())));
             for (b, groups) in batches.iter().enumerate() {
@@ -367,7 +494,7 @@ mod tests {
                 let (mut spilled, _) = warmup::pass(
                     &backend,
                     &workload,
-                    Source::Spilled(&history, b),
+                    Source::Spilled(&history, groups.clone()),
                     Until::Records(records),
                     Part::groups(groups.clone()),
                     sink(),

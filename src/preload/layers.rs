@@ -375,6 +375,7 @@ pub(super) fn plan(
             groups: 0..groups,
             layering: warmup::Layering::Epochs { records },
             checked: 1,
+            spill: None,
         },
         sink,
     )?;

@@ -7,7 +7,7 @@
 use std::ops::Range;
 
 use super::PreloadError;
-use super::history::{Advance, BatchRecords, Spilled, Watermarks};
+use super::history::{Advance, BatchRecords, Spilled, Spiller, Watermarks};
 use crate::backend::StateBackend;
 use crate::backend::keys::key_group;
 use crate::backend::memstore::{EPOCHS, MemStore};
@@ -96,6 +96,9 @@ pub struct Part<'c> {
     /// The operator's own results kept: of the keys of one in this many
     /// (`oracle::checked`; 1: all).
     pub checked: u64,
+    /// Writes every record the pass reads (of every key group) and every watermark: a pass
+    /// over the log that reads the whole history (the sizing pass) spills it for the batches.
+    pub spill: Option<&'c mut Spiller>,
 }
 
 impl Part<'_> {
@@ -104,6 +107,7 @@ impl Part<'_> {
             groups,
             layering: Layering::None,
             checked: 1,
+            spill: None,
         }
     }
 }
@@ -112,9 +116,9 @@ impl Part<'_> {
 pub enum Source<'l> {
     /// The log from its start (`plan`): every record, the pass keeps its key groups'.
     Log(&'l Log, ReadPlan),
-    /// Batch `b` of a history spilled once (`history::spill`): its records only, and every
-    /// watermark the whole log moves.
-    Spilled(&'l Spilled, usize),
+    /// Key groups of a history spilled once (`history::Spiller`): their records only, and
+    /// every watermark the whole log moves.
+    Spilled(&'l Spilled, Range<u16>),
 }
 
 /// What a pass meets next: a record, or the watermark the job forwards after one.
@@ -171,8 +175,8 @@ impl<'l> Steps<'l> {
                     two,
                 }
             }
-            Source::Spilled(history, b) => {
-                let mut records = history.batch(b)?;
+            Source::Spilled(history, groups) => {
+                let mut records = history.batch(groups)?;
                 let next = records.next()?;
                 let mut watermarks = history.watermarks()?;
                 let advance = watermarks.next()?;
@@ -387,10 +391,12 @@ pub fn pass(
         groups,
         mut layering,
         checked,
+        mut spill,
     } = part;
     let layout = operators::layout(&workload.operator());
     let mut ctx = Context::in_memory(backend, &layout, sink)?;
     let mut job = operators::build(backend, workload, 0, JobMode::Streaming)?;
+    job.tally_only(checked);
     let names = KeyNames::of(workload);
     let limit = match until {
         Until::Records(n) => n,
@@ -476,10 +482,14 @@ pub fn pass(
                 }
                 read_at = (read_at.0.min(now), read_at.1.max(now));
                 ctx.set_now(now);
-                let mine = steps.batched() || {
+                let group = (!steps.batched()).then(|| {
                     names.write(event.user, &mut key);
-                    groups.contains(&key_group(&key))
-                };
+                    key_group(&key)
+                });
+                if let (Some(out), Some(g)) = (spill.as_deref_mut(), group) {
+                    out.record(g, index, now, &event)?;
+                }
+                let mine = group.is_none_or(|g| groups.contains(&g));
                 if mine {
                     job.on_event(&event, &mut ctx)?;
                     ctx.emitted.clear();
@@ -488,6 +498,9 @@ pub fn pass(
                 records = index + 1;
             }
             Step::Advance(a) => {
+                if let Some(out) = spill.as_deref_mut() {
+                    out.advance(&a)?;
+                }
                 ctx.set_now(a.now);
                 ctx.advance_watermark(job.as_mut(), a.watermark)?;
                 ctx.emitted.clear();

@@ -54,6 +54,8 @@ pub struct Dedup<'a> {
     scratch: Vec<u8>,
     /// Records emitted per key so far (what the sink counts from the output).
     emitted: FastMap<u64, i64>,
+    /// Tallies the keys of one in this many (`KeyedOperator::tally_only`; 1: all).
+    tally_sample: u64,
     counters: JobCounters,
 }
 
@@ -75,6 +77,7 @@ impl<'a> Dedup<'a> {
             buf: Vec::new(),
             scratch: Vec::new(),
             emitted: FastMap::default(),
+            tally_sample: 1,
             counters: JobCounters::default(),
         })
     }
@@ -144,6 +147,9 @@ impl<'a, S: Output> KeyedOperator<'a, S> for Dedup<'a> {
             // out.collect(e): the input record, its timestamp (TimestampedCollector).
             ctx.emit(record(event.user, event.event_time, event.value_size));
             self.counters.emitted += 1;
+            if !crate::pipeline::oracle::checked(event.user, self.tally_sample) {
+                return Ok(());
+            }
             let n = self.emitted.entry(event.user).or_default();
             *n += 1;
             ctx.write(event.user, EMITTED, *n)?;
@@ -173,6 +179,10 @@ impl<'a, S: Output> KeyedOperator<'a, S> for Dedup<'a> {
             .collect();
         out.sort_unstable();
         out
+    }
+
+    fn tally_only(&mut self, sample: u64) {
+        self.tally_sample = sample;
     }
 
     fn restore_results(&mut self, results: &[(u64, usize, i64)]) {

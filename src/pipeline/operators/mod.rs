@@ -70,6 +70,12 @@ pub trait KeyedOperator<'a, S: Output> {
     /// Goes on from a checkpoint's [`KeyedOperator::results_snapshot`].
     fn restore_results(&mut self, _results: &[(u64, usize, i64)]) {}
 
+    /// Keeps the results outside Flink state (above), and writes them to the serving store,
+    /// for the keys of one in `sample` only (`oracle::checked`): a preload's batch reads no
+    /// other key's, and a dedup's tally of every key was a hash table as big as its state, a
+    /// cache miss per new key. The state in RocksDB is the same.
+    fn tally_only(&mut self, _sample: u64) {}
+
     /// The frequency counter, for its backfill's sync and its checks.
     fn as_frequency(&self) -> Option<&FrequencyJob<'a>> {
         None
