@@ -243,7 +243,7 @@ pub(super) fn build(
         warmup::pass(
             &backend,
             workload,
-            warmup::Source::Log(&log, warmup::plan(&log, &live, stop_time)),
+            warmup::Source::Ahead(&log, warmup::plan(&log, &live, stop_time)),
             until,
             warmup::Part {
                 spill,

@@ -185,7 +185,7 @@ pub fn spill(
     let mut out = Spiller::create(dir, log.partitions())?;
     let names = KeyNames::of(workload);
     // The records and watermarks as a pass reading the log meets them.
-    let mut steps = Steps::new(workload, Source::Log(log, plan), records)?;
+    let mut steps = Steps::new(workload, Source::Ahead(log, plan), records)?;
     let mut key = String::new();
     while let Some(step) = steps.next()? {
         match step {

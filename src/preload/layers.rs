@@ -369,7 +369,7 @@ pub(super) fn plan(
     let (tracked, _) = warmup::pass(
         backend,
         workload,
-        warmup::Source::Log(log, warmup::plan(log, live, None)),
+        warmup::Source::Ahead(log, warmup::plan(log, live, None)),
         Until::Records(records),
         warmup::Part {
             groups: 0..groups,

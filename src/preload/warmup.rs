@@ -116,6 +116,11 @@ impl Part<'_> {
 pub enum Source<'l> {
     /// The log from its start (`plan`): every record, the pass keeps its key groups'.
     Log(&'l Log, ReadPlan),
+    /// The same, generated a few thousand records ahead by a thread of its own: for a pass
+    /// that runs alone (sizing, the history's files), whose reading of the log (generating the
+    /// records, the partitions' order, the watermarks) then takes the core that would idle.
+    /// A two-input job's is read as [`Source::Log`].
+    Ahead(&'l Log, ReadPlan),
     /// Key groups of a history spilled once (`history::Spiller`): their records only, and
     /// every watermark the whole log moves.
     Spilled(&'l Spilled, Range<u16>),
@@ -141,6 +146,14 @@ pub(super) enum Steps<'l> {
         /// task's order; `read` counts them as the operator takes them).
         two: Option<Box<TwoInputReader>>,
     },
+    /// A single-input log read ahead by a thread of its own ([`Source::Ahead`]).
+    Ahead {
+        chunks: std::sync::mpsc::Receiver<Result<Vec<Step>, PreloadError>>,
+        chunk: std::vec::IntoIter<Step>,
+        /// Each partition's next offset after the records handed out: where the log stands
+        /// for this pass, whatever the thread has read beyond.
+        position: Offsets,
+    },
     Spilled {
         history: &'l Spilled,
         records: BatchRecords,
@@ -157,24 +170,15 @@ impl<'l> Steps<'l> {
         limit: u64,
     ) -> Result<Self, PreloadError> {
         Ok(match source {
-            Source::Log(log, plan) => {
-                let consumer = Box::new(Consumer::new(log, plan));
-                let watermark = WatermarkValve::for_workload(workload, consumer.now());
-                let two =
-                    TwoInputReader::for_workload(workload, log, consumer.now()).map(|mut r| {
-                        r.limit = Some(limit);
-                        Box::new(r)
-                    });
-                Steps::Log {
-                    consumer,
-                    watermark,
-                    forwarded: i64::MIN,
-                    read: 0,
-                    limit,
-                    pending: None,
-                    two,
+            Source::Ahead(log, plan) => {
+                let position = plan.start.clone();
+                let steps = Steps::from_log(workload, log, plan, limit);
+                if matches!(&steps, Steps::Log { two: Some(_), .. }) {
+                    return Ok(steps);
                 }
+                Steps::ahead(steps, position)?
             }
+            Source::Log(log, plan) => Steps::from_log(workload, log, plan, limit),
             Source::Spilled(history, groups) => {
                 let mut records = history.batch(groups)?;
                 let next = records.next()?;
@@ -191,6 +195,65 @@ impl<'l> Steps<'l> {
         })
     }
 
+    /// A [`Source::Log`]'s steps: nothing borrowed, so they may move to a thread of their own.
+    fn from_log(workload: &Workload, log: &Log, plan: ReadPlan, limit: u64) -> Steps<'static> {
+        let consumer = Box::new(Consumer::new(log, plan));
+        let watermark = WatermarkValve::for_workload(workload, consumer.now());
+        let two = TwoInputReader::for_workload(workload, log, consumer.now()).map(|mut r| {
+            r.limit = Some(limit);
+            Box::new(r)
+        });
+        Steps::Log {
+            consumer,
+            watermark,
+            forwarded: i64::MIN,
+            read: 0,
+            limit,
+            pending: None,
+            two,
+        }
+    }
+
+    /// `steps` (a single-input log's) read by a thread of its own, a few chunks ahead.
+    fn ahead(mut steps: Steps<'static>, position: Offsets) -> Result<Steps<'l>, PreloadError> {
+        const CHUNK: usize = 4096;
+        let (send, chunks) = std::sync::mpsc::sync_channel(4);
+        std::thread::Builder::new()
+            .name("statebench-preload-reader".into())
+            .spawn(move || {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                loop {
+                    match steps.next() {
+                        Ok(Some(step)) => {
+                            chunk.push(step);
+                            if chunk.len() < CHUNK {
+                                continue;
+                            }
+                            let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
+                            // The pass ended (it has what it needs, or it stopped): so does this.
+                            if send.send(Ok(full)).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => {
+                            let _ = send.send(Ok(chunk));
+                            return;
+                        }
+                        Err(e) => {
+                            let _ = send.send(Err(e));
+                            return;
+                        }
+                    }
+                }
+            })
+            .map_err(|e| PreloadError::Preload(format!("cannot start a thread: {e}")))?;
+        Ok(Steps::Ahead {
+            chunks,
+            chunk: Vec::new().into_iter(),
+            position,
+        })
+    }
+
     /// True when every record is of the pass's key groups.
     fn batched(&self) -> bool {
         matches!(self, Steps::Spilled { .. })
@@ -200,7 +263,7 @@ impl<'l> Steps<'l> {
     fn records(&self) -> Option<u64> {
         match self {
             Steps::Spilled { history, .. } => Some(history.records),
-            Steps::Log { .. } => None,
+            Steps::Log { .. } | Steps::Ahead { .. } => None,
         }
     }
 
@@ -208,6 +271,7 @@ impl<'l> Steps<'l> {
         match self {
             Steps::Spilled { history, .. } => history.offsets.clone(),
             Steps::Log { consumer, .. } => consumer.position().clone(),
+            Steps::Ahead { position, .. } => position.clone(),
         }
     }
 
@@ -273,6 +337,27 @@ impl<'l> Steps<'l> {
                 }
                 Ok(Some(Step::Record { index, now, event }))
             }
+            Steps::Ahead {
+                chunks,
+                chunk,
+                position,
+            } => loop {
+                if let Some(step) = chunk.next() {
+                    if let Step::Record { event, .. } = &step {
+                        let p = event.partition as usize;
+                        if position.len() <= p {
+                            position.resize(p + 1, 0);
+                        }
+                        position[p] = event.offset + 1;
+                    }
+                    return Ok(Some(step));
+                }
+                match chunks.recv() {
+                    Ok(Ok(next)) if !next.is_empty() => *chunk = next.into_iter(),
+                    Ok(Ok(_)) | Err(_) => return Ok(None),
+                    Ok(Err(e)) => return Err(e),
+                }
+            },
             Steps::Spilled {
                 records,
                 next,
