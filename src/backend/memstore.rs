@@ -69,7 +69,8 @@ fn sort_by_key<T>(items: &mut Vec<T>, key: impl Fn(&T) -> &[u8]) {
             let from = if at >= KEEP { at + skip } else { at };
             return (chunk(k, from), rest);
         }
-        // `at` < KEEP (0): the kept bytes, then the key's from past the skipped ones.
+        // `at` < KEEP (0): the kept bytes, then the key's from past the skipped ones. Every key
+        // is at least KEEP + skip bytes long: `common_run` counts only bytes each key holds.
         let mut bytes = [0u8; 16];
         let kept = &k[at..KEEP];
         bytes[..kept.len()].copy_from_slice(kept);

@@ -303,7 +303,8 @@ pub(super) fn build(
             // The spiller saw every record the pass read, and the pass stopped where it did.
             if history.records != records {
                 return Err(PreloadError::Preload(format!(
-                    "the history written while sizing holds {} records where the sizing read {records}",
+                    "the history written into {} while sizing holds {} records where the sizing read {records}",
+                    history_dir.display(),
                     history.records
                 )));
             }

@@ -125,13 +125,21 @@ impl Spiller {
         event: &Event,
     ) -> Result<(), PreloadError> {
         let g = usize::from(group);
-        if let (Some(out), Some(delta)) = (self.outs.get_mut(g), self.deltas.get_mut(g)) {
-            delta.encode(index, now, event, &mut self.buf);
-            // The error's text only on an error: formatting a path per record was most of
-            // this pass's time.
-            out.write_all(&self.buf)
-                .map_err(|e| io(format!("write {}", self.files[g].display()))(e))?;
-        }
+        let (Some(out), Some(delta), Some(file)) = (
+            self.outs.get_mut(g),
+            self.deltas.get_mut(g),
+            self.files.get(g),
+        ) else {
+            return Err(PreloadError::Preload(format!(
+                "record {index} is of key group {group}, past the history's {} files",
+                self.files.len()
+            )));
+        };
+        delta.encode(index, now, event, &mut self.buf);
+        // The error's text only on an error: formatting a path per record was most of this
+        // pass's time.
+        out.write_all(&self.buf)
+            .map_err(|e| io(format!("write {}", file.display()))(e))?;
         let p = event.partition as usize;
         if self.position.len() <= p {
             self.position.resize(p + 1, 0);

@@ -148,11 +148,15 @@ pub(super) enum Steps<'l> {
     },
     /// A single-input log read ahead by a thread of its own ([`Source::Ahead`]).
     Ahead {
-        chunks: std::sync::mpsc::Receiver<Result<Vec<Step>, PreloadError>>,
+        /// Chunks of steps, the last one said so (`true`): a channel closed before it is a
+        /// thread that died, not the log's end.
+        chunks: std::sync::mpsc::Receiver<Result<(Vec<Step>, bool), PreloadError>>,
         chunk: std::vec::IntoIter<Step>,
         /// Each partition's next offset after the records handed out: where the log stands
         /// for this pass, whatever the thread has read beyond.
         position: Offsets,
+        /// The last chunk came.
+        ended: bool,
     },
     Spilled {
         history: &'l Spilled,
@@ -231,12 +235,12 @@ impl<'l> Steps<'l> {
                             }
                             let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
                             // The pass ended (it has what it needs, or it stopped): so does this.
-                            if send.send(Ok(full)).is_err() {
+                            if send.send(Ok((full, false))).is_err() {
                                 return;
                             }
                         }
                         Ok(None) => {
-                            let _ = send.send(Ok(chunk));
+                            let _ = send.send(Ok((chunk, true)));
                             return;
                         }
                         Err(e) => {
@@ -251,6 +255,7 @@ impl<'l> Steps<'l> {
             chunks,
             chunk: Vec::new().into_iter(),
             position,
+            ended: false,
         })
     }
 
@@ -341,6 +346,7 @@ impl<'l> Steps<'l> {
                 chunks,
                 chunk,
                 position,
+                ended,
             } => loop {
                 if let Some(step) = chunk.next() {
                     if let Step::Record { event, .. } = &step {
@@ -352,10 +358,22 @@ impl<'l> Steps<'l> {
                     }
                     return Ok(Some(step));
                 }
+                if *ended {
+                    return Ok(None);
+                }
                 match chunks.recv() {
-                    Ok(Ok(next)) if !next.is_empty() => *chunk = next.into_iter(),
-                    Ok(Ok(_)) | Err(_) => return Ok(None),
+                    Ok(Ok((next, last))) => {
+                        *chunk = next.into_iter();
+                        *ended = last;
+                    }
                     Ok(Err(e)) => return Err(e),
+                    // After the last chunk the thread sends nothing more: closed before it,
+                    // the thread died (a panic), and the history would end short.
+                    Err(_) => {
+                        return Err(PreloadError::Preload(
+                            "the thread reading the log stopped before the history's end".into(),
+                        ));
+                    }
                 }
             },
             Steps::Spilled {
