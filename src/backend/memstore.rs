@@ -65,9 +65,11 @@ fn sort_by_key<T>(items: &mut Vec<T>, key: impl Fn(&T) -> &[u8]) {
     fn view(k: &[u8], at: usize, skip: usize) -> (u128, u8) {
         let len = k.len() - skip;
         let rest = len.saturating_sub(at).min(17) as u8;
-        if skip == 0 || at >= KEEP {
-            let from = if at >= KEEP { at + skip } else { at };
-            return (chunk(k, from), rest);
+        if at >= KEEP {
+            return (chunk(k, at + skip), rest);
+        }
+        if skip == 0 {
+            return (chunk(k, at), rest);
         }
         // `at` < KEEP (0): the kept bytes, then the key's from past the skipped ones. Every key
         // is at least KEEP + skip bytes long: `common_run` counts only bytes each key holds.

@@ -20,7 +20,6 @@ use crate::durability::delivery::Delivery;
 use crate::durability::sink::{MemorySink, Sink as _};
 use crate::pipeline::operators;
 use crate::pipeline::source::{Log, ReadPlan};
-use crate::pipeline::two_inputs::TwoInputReader;
 
 /// Memory the warm-up holds state in at once, unless `preload.memory` says otherwise.
 const DEFAULT_MEMORY: u64 = 1 << 30;
@@ -270,7 +269,7 @@ pub(super) fn build(
     // its reader takes the inputs in the task's order, and the log's position after the
     // history is the reader's (`history::spill`).
     let history_dir = dir.join("history");
-    let one_input = TwoInputReader::for_workload(workload, &log, 0).is_none();
+    let one_input = !workload.operator().two_inputs();
     let spiller = || history::Spiller::create(&history_dir, log.partitions());
     let mut spilling = match until {
         Until::Records(_) if one_input => Some(spiller()?),

@@ -140,11 +140,7 @@ impl Spiller {
         // pass's time.
         out.write_all(&self.buf)
             .map_err(|e| io(format!("write {}", file.display()))(e))?;
-        let p = event.partition as usize;
-        if self.position.len() <= p {
-            self.position.resize(p + 1, 0);
-        }
-        self.position[p] = event.offset + 1;
+        read_past(&mut self.position, event);
         self.records = index + 1;
         Ok(())
     }
@@ -179,6 +175,15 @@ impl Spiller {
             offsets: self.position,
         })
     }
+}
+
+/// Moves `position` (each partition's next offset) past `event`, as the log's consumer does.
+pub(super) fn read_past(position: &mut Offsets, event: &Event) {
+    let p = event.partition as usize;
+    if position.len() <= p {
+        position.resize(p + 1, 0);
+    }
+    position[p] = event.offset + 1;
 }
 
 /// Reads the log's first `records` records (`plan`) once into a file per key group under

@@ -174,15 +174,13 @@ impl<'l> Steps<'l> {
         limit: u64,
     ) -> Result<Self, PreloadError> {
         Ok(match source {
-            Source::Ahead(log, plan) => {
+            Source::Ahead(log, plan) if !workload.operator().two_inputs() => {
                 let position = plan.start.clone();
-                let steps = Steps::from_log(workload, log, plan, limit);
-                if matches!(&steps, Steps::Log { two: Some(_), .. }) {
-                    return Ok(steps);
-                }
-                Steps::ahead(steps, position)?
+                Steps::ahead(Steps::from_log(workload, log, plan, limit), position)?
             }
-            Source::Log(log, plan) => Steps::from_log(workload, log, plan, limit),
+            Source::Log(log, plan) | Source::Ahead(log, plan) => {
+                Steps::from_log(workload, log, plan, limit)
+            }
             Source::Spilled(history, groups) => {
                 let mut records = history.batch(groups)?;
                 let next = records.next()?;
@@ -350,11 +348,7 @@ impl<'l> Steps<'l> {
             } => loop {
                 if let Some(step) = chunk.next() {
                     if let Step::Record { event, .. } = &step {
-                        let p = event.partition as usize;
-                        if position.len() <= p {
-                            position.resize(p + 1, 0);
-                        }
-                        position[p] = event.offset + 1;
+                        super::history::read_past(position, event);
                     }
                     return Ok(Some(step));
                 }
