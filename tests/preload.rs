@@ -91,6 +91,9 @@ fn a_preloaded_history_and_the_live_records_end_where_one_run_of_them_all_does()
         ("interval-join", "flink-default"),
         ("smoke", heap),
         ("sessions-process", heap),
+        // A chain: dedup (a TTL state) then session windows, each operator its own database.
+        ("dedup-then-sessions", "flink-default"),
+        ("dedup-then-sessions", heap),
     ] {
         let heaped = if profile == heap { "-heap" } else { "" };
         let (whole, _) = final_counts(
@@ -126,6 +129,121 @@ fn a_preloaded_history_and_the_live_records_end_where_one_run_of_them_all_does()
         let e = &s["result_error"];
         assert!(e["compared"].as_u64().unwrap() > 0, "{workload}: {e}");
     }
+}
+
+/// The entries of a canonical savepoint's state stream (`state.full`): per column family,
+/// its name and its entries in key order.
+#[allow(clippy::type_complexity)]
+fn canonical_state(path: &Path) -> Vec<(String, Vec<(Vec<u8>, Vec<u8>)>)> {
+    let bytes = std::fs::read(path).unwrap();
+    let at = std::cell::Cell::new(16);
+    let next = |n: usize| {
+        let slice = bytes[at.get()..at.get() + n].to_vec();
+        at.set(at.get() + n);
+        slice
+    };
+    let len = |b: Vec<u8>| u32::from_le_bytes(b.try_into().unwrap());
+    let mut cfs = Vec::new();
+    while at.get() < bytes.len() {
+        let n = len(next(4)) as usize;
+        let name = String::from_utf8(next(n)).unwrap();
+        let mut entries = Vec::new();
+        loop {
+            let k = len(next(4));
+            if k == u32::MAX {
+                break;
+            }
+            let key = next(k as usize);
+            let v = len(next(4)) as usize;
+            entries.push((key, next(v)));
+        }
+        cfs.push((name, entries));
+    }
+    cfs
+}
+
+/// A preloaded chain (a dedup with a 20-minute TTL, then session windows, each operator its
+/// own database) holds, key by key, every operator's state as one run of the whole log does at
+/// the same record (canonical savepoints of the two): every entry of the preloaded state is
+/// the whole run's, value, TTL timestamp and timers alike, and what only the whole run holds
+/// is the dedup's ids that had expired (their TTL timestamp a TTL behind the newest): the
+/// compaction filter's leavings, which the base is written as and the whole run's RocksDB has
+/// not compacted yet. The session windows' state is the same byte for byte.
+#[test]
+fn a_preloaded_chain_holds_each_operator_s_state_as_one_whole_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let bases = dir.path().join("bases");
+    let go = |name: &str, savepoint_at: &str, preload: Option<&str>| {
+        let data = dir.path().join(name);
+        let report = dir.path().join(format!("{name}.json"));
+        let mut args = vec![
+            "run",
+            "-q",
+            "-w",
+            "dedup-then-sessions",
+            "--events",
+            "12000",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--savepoint-at",
+            savepoint_at,
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        if let Some(p) = preload {
+            args.extend(["--preload", p, "--preload-dir", bases.to_str().unwrap()]);
+        }
+        run(&args).unwrap();
+        let s = summary(&report);
+        assert_exact(&s, name);
+        let path = s["checkpoints"]["savepoints"][0]["path"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: no savepoint in {}", s["checkpoints"]))
+            .to_string();
+        (std::path::PathBuf::from(path), s)
+    };
+    let (whole, _) = go("whole", "11000", None);
+    let (preloaded, s) = go("preloaded", "3320", Some("events=7680"));
+    assert_eq!(s["preload"]["records"], 7_680, "{}", s["preload"]);
+    // The session windows (operator 1): the same state, byte for byte.
+    let (a, b) = (
+        std::fs::read(whole.join("op1/state.full")).unwrap(),
+        std::fs::read(preloaded.join("op1/state.full")).unwrap(),
+    );
+    assert!(a.len() > 10_000, "{} bytes", a.len());
+    assert!(a == b, "the session windows' state differs");
+    // The dedup (operator 0): the preloaded state is the whole run's less what had expired.
+    let ttl = 20 * 60 * 1000;
+    let (whole, preloaded) = (
+        canonical_state(&whole.join("state.full")),
+        canonical_state(&preloaded.join("state.full")),
+    );
+    assert_eq!(whole.len(), preloaded.len());
+    let mut expired = 0;
+    for ((name, all), (other, kept)) in whole.iter().zip(&preloaded) {
+        assert_eq!(name, other);
+        let kept: std::collections::BTreeMap<_, _> = kept.iter().cloned().collect();
+        let stamp = |v: &[u8]| i64::from_be_bytes(v[..8].try_into().unwrap());
+        let newest = all.iter().map(|(_, v)| stamp(v)).max().unwrap_or(0);
+        let mut found = 0;
+        for (key, value) in all {
+            match kept.get(key) {
+                Some(v) => {
+                    assert!(v == value, "{name}: a value differs");
+                    found += 1;
+                }
+                None => {
+                    assert!(
+                        stamp(value) + ttl <= newest,
+                        "{name}: a live entry is missing from the preloaded state"
+                    );
+                    expired += 1;
+                }
+            }
+        }
+        assert_eq!(found, kept.len(), "{name}: the preloaded state holds more");
+    }
+    assert!(expired > 100, "{expired} expired ids left out");
 }
 
 /// The base is built once and cloned by the next run of the same workload, profile and amount
@@ -258,7 +376,18 @@ fn written_again_from_the_kept_base(amount: &str) {
     assert_ne!(derived["base"], first["base"]);
     assert_eq!(derived["entries"], first["entries"]);
     assert_eq!(derived["records"], first["records"]);
-    // The same history's state: the same final state of every key after the same live records.
+    // The same history's state: the same entries, key by key, and the same final state of
+    // every key after the same live records.
+    let entries = |p: &Value| -> Vec<_> {
+        base_entries(p)
+            .into_iter()
+            .map(|(op, name, _, e)| (op, name, e))
+            .collect()
+    };
+    assert!(
+        entries(&first) == entries(&derived),
+        "the derived base's entries differ"
+    );
     assert_eq!(derived_counts, first_counts);
     assert_eq!(derived["level"], 2, "{derived}");
     // Its files carry partitioned index and filters (the first's have neither filters nor a
@@ -277,6 +406,120 @@ fn written_again_from_the_kept_base(amount: &str) {
     assert_eq!(warmed["entries"], derived["entries"]);
     assert_eq!(warmed["files"], derived["files"]);
     assert_eq!(warmed_counts, derived_counts);
+}
+
+/// A profile of small levels (256 KiB at L1, static) and 64 KiB write buffers: a full tree of
+/// a few MiB.
+const SMALL_LEVELS: &str = "extends: flink-default\ncompaction.level.max-size-level-base: 256kb\ncompaction.level.target-file-size-base: 256kb\ncompaction.level.use-dynamic-size: false\nwritebuffer.size: 64kb\n";
+
+/// Hourly and half-hourly windows over 100,000 keys and 3 hours of event time.
+const HOURLY: &str = "keys:\n  count: 100000\n  distribution: uniform\npartitions: 8\nrate: max\nevent-time:\n  span: 3h\n  out-of-orderness: 10s\njob:\n  kind: frequency\n  windows: [30m, 1h]\nserializer: compact\nevents: 48000\nseed: 11\n";
+
+/// Every entry of a base's files (`preload` of a run's summary), per state and level as its
+/// manifest lists them: (operator, state, level, its entries in order, deletions as None).
+#[allow(clippy::type_complexity)]
+fn base_entries(preload: &Value) -> Vec<(u64, String, Value, Vec<(Vec<u8>, Option<Vec<u8>>)>)> {
+    let dir = Path::new(preload["base"].as_str().unwrap());
+    let m: Value = serde_json::from_slice(&std::fs::read(dir.join("base.json")).unwrap()).unwrap();
+    let mut all = Vec::new();
+    for cf in m["column_families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(m["upper"].as_array().into_iter().flatten())
+    {
+        let mut entries = Vec::new();
+        for file in cf["files"].as_array().unwrap() {
+            statebench::backend::read_sst(&dir.join(file.as_str().unwrap()), &mut |k, v| {
+                entries.push((k.to_vec(), v.map(<[u8]>::to_vec)));
+                Ok(())
+            })
+            .unwrap();
+        }
+        all.push((
+            cf["operator"].as_u64().unwrap_or(0),
+            cf["name"].as_str().unwrap().to_string(),
+            cf["level"].clone(),
+            entries,
+        ));
+    }
+    all
+}
+
+/// A `levels=full` base written again for a profile that adds bloom filters (the same level
+/// sizing): no warm-up, every level as it was cut with the same entries, deletions included,
+/// in files with filters, and the run ends where one run of the whole log does.
+#[test]
+fn a_full_tree_is_written_again_level_by_level_for_a_bloom_filter_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = SMALL_LEVELS;
+    let profile = dir.path().join("small-levels.yaml");
+    std::fs::write(&profile, small).unwrap();
+    let bloom = dir.path().join("small-levels-bloom.yaml");
+    std::fs::write(&bloom, format!("{small}use-bloom-filter: true\n")).unwrap();
+    let workload = dir.path().join("hourly.yaml");
+    std::fs::write(&workload, HOURLY).unwrap();
+    let bases = dir.path().join("bases");
+    let go = |name: &str, profile: &Path, events: &str, preload: Option<&str>| {
+        let counts = dir.path().join(format!("{name}.csv"));
+        let report = dir.path().join(format!("{name}.json"));
+        let mut args = vec![
+            "run",
+            "-q",
+            "-w",
+            workload.to_str().unwrap(),
+            "-p",
+            profile.to_str().unwrap(),
+            "--events",
+            events,
+            "--final-counts",
+            counts.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        if let Some(p) = preload {
+            args.extend(["--preload", p, "--preload-dir", bases.to_str().unwrap()]);
+        }
+        run(&args).unwrap();
+        let s = summary(&report);
+        assert_exact(&s, name);
+        (std::fs::read_to_string(&counts).unwrap(), s)
+    };
+    let amount = Some("events=43968,levels=full");
+    let (whole, _) = go("whole", &bloom, "48000", None);
+    let (first_counts, first) = go("first", &profile, "4032", amount);
+    let (derived_counts, derived) = go("derived", &bloom, "4032", amount);
+    let (p, d) = (&first["preload"], &derived["preload"]);
+    assert_eq!(
+        (p["derived"].clone(), d["derived"].clone()),
+        (false.into(), true.into())
+    );
+    assert_eq!(d["levels"], p["levels"], "{d}");
+    assert_eq!(d["levels"], serde_json::json!([0, 1, 2]), "{d}");
+    assert_eq!(d["entries"], p["entries"]);
+    assert!(
+        d["file_bytes"].as_u64() > p["file_bytes"].as_u64(),
+        "filters: {d} against {p}"
+    );
+    let (a, b) = (base_entries(p), base_entries(d));
+    assert_eq!(a.len(), b.len());
+    let deletions: usize = a
+        .iter()
+        .map(|(.., e)| e.iter().filter(|(_, v)| v.is_none()).count())
+        .sum();
+    assert!(
+        deletions > 100,
+        "the upper levels delete what fired: {deletions}"
+    );
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!((x.0, &x.1, &x.2), (y.0, &y.1, &y.2));
+        assert!(x.3 == y.3, "{} at L{}: the entries differ", x.1, x.2);
+    }
+    assert!(whole == derived_counts && first_counts == derived_counts);
+    // The same state, read and written alike.
+    for what in ["timers_fired", "gets", "puts", "deletes"] {
+        assert_eq!(first[what], derived[what], "{what}");
+    }
 }
 
 /// An LSM tree of the base's size keeps its data in the level the profile's level sizing
@@ -344,18 +587,10 @@ fn the_files_go_to_the_level_a_tree_of_that_size_ends_in() {
 fn a_full_tree_fills_the_levels_above_the_last_and_reads_as_the_whole_history() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("small-levels.yaml");
-    std::fs::write(
-        &profile,
-        "extends: flink-default\ncompaction.level.max-size-level-base: 256kb\ncompaction.level.target-file-size-base: 256kb\ncompaction.level.use-dynamic-size: false\nwritebuffer.size: 64kb\n",
-    )
-    .unwrap();
+    std::fs::write(&profile, SMALL_LEVELS).unwrap();
     let profile = profile.to_str().unwrap();
     let workload = dir.path().join("hourly.yaml");
-    std::fs::write(
-        &workload,
-        "keys:\n  count: 100000\n  distribution: uniform\npartitions: 8\nrate: max\nevent-time:\n  span: 3h\n  out-of-orderness: 10s\njob:\n  kind: frequency\n  windows: [30m, 1h]\nserializer: compact\nevents: 48000\nseed: 11\n",
-    )
-    .unwrap();
+    std::fs::write(&workload, HOURLY).unwrap();
     let workload = workload.to_str().unwrap();
     let bases = dir.path().join("bases");
     let go = |name: &str, events: &str, preload: Option<&str>| {
@@ -568,9 +803,14 @@ fn what_a_preload_cannot_do_is_refused_with_why() {
     assert!(e.contains("exactly one of"), "{e}");
     let e = err(&["-w", "smoke", "--preload"]);
     assert!(e.contains("has none: give --preload events=N"), "{e}");
-    let e = err(&["-w", "dedup-then-sessions", "--preload", "events=1000"]);
+    let e = err(&[
+        "-w",
+        "dedup-then-sessions",
+        "--preload",
+        "events=1000,levels=full",
+    ]);
     assert!(
-        e.contains("a chain of operators cannot be preloaded"),
+        e.contains("levels=full builds the levels of one operator"),
         "{e}"
     );
     let e = err(&["-w", "smoke", "--preload", "events=1000", "--fail-at", "50"]);

@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +23,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/listener.h"
 #include "rocksdb/options.h"
+#include "rocksdb/sst_file_reader.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_buffer_manager.h"
 
@@ -327,5 +330,65 @@ void statebench_instance_wbm_flushes(statebench_instance_t* memory, uint64_t* fl
                                      uint64_t* bytes) {
   memory->seal_order->WbmFlushes(flushes, bytes);
 }
+
+}  // extern "C"
+
+extern "C" {
+
+// Reads every entry of the SST file at `path` in key order, deletions included (the C API's
+// readers show only the live keys): `entry(ctx, key, key_len, value, value_len, is_delete)`
+// for each, stopping early when it returns nonzero. Returns 0, 1 when `entry` stopped it, or
+// -1 with `*error` (malloc'd, freed with statebench_free) on a file that cannot be read or an
+// entry other than a put or a deletion.
+int statebench_sst_read(const char* path, void* ctx,
+                        int (*entry)(void*, const char*, size_t, const char*, size_t, int),
+                        char** error) try {
+  auto fail = [error](const std::string& why) {
+    *error = strdup(why.c_str());
+    return -1;
+  };
+  rocksdb::Options options;
+  rocksdb::SstFileReader reader(options);
+  rocksdb::Status status = reader.Open(path);
+  if (!status.ok()) {
+    return fail(status.ToString());
+  }
+  std::unique_ptr<rocksdb::Iterator> it = reader.NewTableIterator();
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    rocksdb::ParsedEntryInfo parsed;
+    status = reader.ParseTableIteratorKey(it->key(), &parsed);
+    if (!status.ok()) {
+      return fail(status.ToString());
+    }
+    int is_delete = 0;
+    switch (parsed.type) {
+      case rocksdb::kEntryPut:
+        break;
+      case rocksdb::kEntryDelete:
+        is_delete = 1;
+        break;
+      default:
+        return fail("an entry that is neither a put nor a deletion (type " +
+                    std::to_string(static_cast<int>(parsed.type)) + ")");
+    }
+    rocksdb::Slice value = it->value();
+    if (entry(ctx, parsed.user_key.data(), parsed.user_key.size(), value.data(), value.size(),
+              is_delete) != 0) {
+      return 1;
+    }
+  }
+  if (!it->status().ok()) {
+    return fail(it->status().ToString());
+  }
+  return 0;
+} catch (const std::exception& e) {
+  *error = strdup(e.what());
+  return -1;
+} catch (...) {
+  *error = strdup("RocksDB threw");
+  return -1;
+}
+
+void statebench_free(char* p) { free(p); }
 
 }  // extern "C"

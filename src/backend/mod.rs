@@ -29,7 +29,7 @@ pub use access::{AccessCounters, CfOps, ChangeLog, StateAccess, plus_cf_ops, rep
 pub use cf::{Batch, Cf};
 pub use checkpoint::{Snapshot, SstFile};
 use memory::SharedMemory;
-pub use sst::{CfOptions, SstWriter};
+pub use sst::{CfOptions, SstWriter, read_sst};
 
 pub use crate::model::layout::{
     ALL_COLUMN_FAMILIES, CF_PROCESSING_TIMERS, CF_TIMER_STATE, CF_TIMERS, CF_WINDOW_STATS,

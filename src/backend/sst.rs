@@ -45,6 +45,101 @@ impl<'o> SstWriter<'o> {
     }
 }
 
+unsafe extern "C" {
+    fn statebench_sst_read(
+        path: *const std::ffi::c_char,
+        ctx: *mut std::ffi::c_void,
+        entry: extern "C" fn(*mut std::ffi::c_void, *const u8, usize, *const u8, usize, i32) -> i32,
+        error: *mut *mut std::ffi::c_char,
+    ) -> i32;
+    fn statebench_free(p: *mut std::ffi::c_char);
+}
+
+/// What [`read_sst`] hands each entry to: its key, and its value (None: a deletion).
+pub type SstEntry<'f> = dyn FnMut(&[u8], Option<&[u8]>) -> Result<(), BackendError> + 'f;
+
+/// What [`read_sst`]'s callback sees, and what it failed with.
+struct ReadCtx<'f> {
+    f: &'f mut SstEntry<'f>,
+    failed: Option<BackendError>,
+}
+
+extern "C" fn read_entry(
+    ctx: *mut std::ffi::c_void,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    is_delete: i32,
+) -> i32 {
+    // SAFETY: `ctx` is the `ReadCtx` read_sst passed in, alive and borrowed by nothing else
+    // while the shim runs; `key` and `value` point at `key_len` and `value_len` bytes of the
+    // table iterator's current entry, valid until this call returns (a zero length may come
+    // with any pointer, so it is not dereferenced).
+    let ctx = unsafe { &mut *ctx.cast::<ReadCtx<'_>>() };
+    let slice = |p: *const u8, n: usize| {
+        if n == 0 {
+            &[][..]
+        } else {
+            unsafe { std::slice::from_raw_parts(p, n) }
+        }
+    };
+    let (key, value) = (slice(key, key_len), slice(value, value_len));
+    let value = (is_delete == 0).then_some(value);
+    // A panic must not unwind into C++: it ends the reading as an error.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (ctx.f)(key, value)))
+        .unwrap_or_else(|_| Err(BackendError::Setup("reading an SST file panicked".into())));
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            ctx.failed = Some(e);
+            1
+        }
+    }
+}
+
+/// Reads every entry of the SST file at `path` in key order, deletions included (RocksDB's
+/// `SstFileReader::NewTableIterator`; the C API's readers show only live keys): `f(key,
+/// Some(value))` for a put, `f(key, None)` for a deletion. The first error `f` returns ends it.
+pub fn read_sst(path: &Path, f: &mut SstEntry<'_>) -> Result<(), BackendError> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| BackendError::Setup(format!("{}: a NUL in the path", path.display())))?;
+    let mut ctx = ReadCtx { f, failed: None };
+    let mut error: *mut std::ffi::c_char = std::ptr::null_mut();
+    // SAFETY: the path is a NUL-terminated string alive for the call; `ctx` outlives it and
+    // `read_entry` is the only user of it; the shim sets `error` only with a malloc'd string,
+    // freed below with its own free.
+    let rc = unsafe {
+        statebench_sst_read(
+            c_path.as_ptr(),
+            (&raw mut ctx).cast(),
+            read_entry,
+            &raw mut error,
+        )
+    };
+    if let Some(e) = ctx.failed {
+        return Err(e);
+    }
+    if rc < 0 {
+        let why = if error.is_null() {
+            "unknown error".to_string()
+        } else {
+            // SAFETY: a NUL-terminated string the shim malloc'd; freed once, here.
+            let text = unsafe { std::ffi::CStr::from_ptr(error) }
+                .to_string_lossy()
+                .into_owned();
+            unsafe { statebench_free(error) };
+            text
+        };
+        return Err(BackendError::Setup(format!(
+            "cannot read the SST file {}: {why}",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 impl StateBackend {
     /// Ingests SST `files` into `cf`, moving them (RocksDB adopts the files, nothing is
     /// copied).

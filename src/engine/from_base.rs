@@ -26,16 +26,16 @@ pub(super) fn start_from_base(
     sink: &mut Delivery,
     fresh_state: bool,
 ) -> Result<StartedFromBase, EngineError> {
-    let Some(backend) = backends.first().filter(|_| fresh_state) else {
+    if !fresh_state {
         return Err(EngineError::Source(
             "--preload starts from its own state: give an empty --data-dir (not --reuse of one with state)"
                 .to_string(),
         ));
-    };
+    }
     let staging = scratch_dir(&run.config.data_dir).join("preload-ingest");
     let pre = preload::load(
         base,
-        backend,
+        backends,
         &staging,
         (&run.config.workload, log, plan),
         sink,
@@ -64,7 +64,7 @@ pub(super) fn start_from_base(
         counters: Default::default(),
         results: pre.own_results,
         truth_origin: vec![0; log.partitions()],
-        operators: Vec::new(),
+        operators: pre.downstream,
     };
     run.clock.prepared(Instant::now());
     Ok(StartedFromBase {
@@ -80,18 +80,29 @@ pub(super) struct StartedFromBase {
     pub resume: Resume,
     pub truth: (OracleThread, i64),
     pub report: PreloadReport,
-    /// HEAP timers pending after the history (raw keyed state streams).
-    pub heap_timers: Vec<Vec<u8>>,
+    /// HEAP timers pending after the history (raw keyed state streams), with the operator
+    /// (chain order) whose timer service takes them.
+    pub heap_timers: Vec<(usize, Vec<u8>)>,
 }
 
 impl StartedFromBase {
-    /// Puts the history's pending HEAP timers into `job`'s timer service.
+    /// Puts the history's pending HEAP timers into the timer service of the operator of `job`
+    /// each belongs to.
     pub fn add_heap_timers(
-        heap_timers: &[Vec<u8>],
+        heap_timers: &[(usize, Vec<u8>)],
         job: &mut JobRunner,
     ) -> Result<(), EngineError> {
-        if let Some(timers) = job.ctx.timers.as_mut() {
-            for raw in heap_timers {
+        for (op, raw) in heap_timers {
+            let timers = match op {
+                0 => job.ctx.timers.as_mut(),
+                _ => job
+                    .chain
+                    .stages
+                    .iter_mut()
+                    .find(|s| s.index == *op)
+                    .and_then(|s| s.ctx.timers.as_mut()),
+            };
+            if let Some(timers) = timers {
                 timers.add_raw_keyed_state(raw)?;
             }
         }

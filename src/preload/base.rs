@@ -77,6 +77,20 @@ pub struct Manifest {
     /// it was taken.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upper: Vec<CfFiles>,
+    /// The operators after the first (a chain's), in chain order: where each stood after the
+    /// history. Their files are in `column_families`, each named with its operator.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub downstream: Vec<Downstream>,
+}
+
+/// Where an operator after the first (a chain's) stood after the history.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Downstream {
+    /// Records it had received: the next one's offset.
+    pub records_in: u64,
+    /// Its HEAP timers pending after the history: one raw keyed state stream per batch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heap_timer_files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -89,6 +103,13 @@ pub struct CfFiles {
     /// The level they go to (None: the manifest's `level`, as bases before it had).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<u32>,
+    /// The operator of the chain whose database holds it (0: the first, a single operator's).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub operator: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Manifest {
@@ -205,8 +226,15 @@ impl<'o> SstOut<'o> {
                 bytes: 0,
                 entries: 0,
                 level: None,
+                operator: 0,
             },
         }
+    }
+
+    /// Its files are of operator `operator`'s database (a chain's).
+    pub fn for_operator(mut self, operator: usize) -> Self {
+        self.files.operator = operator;
+        self
     }
 
     /// Names its files `<prefix><index>-<n>.sst` (the levels of one base apart).
@@ -342,16 +370,29 @@ pub fn read_results(
     Ok(own)
 }
 
-/// Loads base `dir` into `backend` (a fresh database opened with the base's column families):
-/// each state's files hard-linked into `staging` and ingested, then moved to the base's level.
-pub fn clone_into(
+/// Loads base `dir` into `backends` (each operator's fresh database, in chain order, opened
+/// with its column families): each state's files hard-linked into `staging` and ingested into
+/// its operator's, then moved to the base's level.
+pub fn clone_into<B: std::ops::Deref<Target = StateBackend>>(
     dir: &Path,
     manifest: &Manifest,
-    backend: &StateBackend,
+    backends: &[B],
     staging: &Path,
 ) -> Result<(), PreloadError> {
     std::fs::create_dir_all(staging).map_err(io(format!("create {}", staging.display())))?;
+    let backend = |cf: &CfFiles| {
+        backends.get(cf.operator).ok_or_else(|| {
+            PreloadError::Preload(format!(
+                "the base {} holds files of operator {} ('{}'); the job has {} operator(s)",
+                dir.display(),
+                cf.operator,
+                cf.name,
+                backends.len()
+            ))
+        })
+    };
     for cf in &manifest.column_families {
+        let backend = backend(cf)?;
         if ingest(dir, cf, backend, staging)? {
             move_to_level(backend, &cf.name, cf.level.unwrap_or(manifest.level))?;
         }
@@ -359,7 +400,7 @@ pub fn clone_into(
     // Each level above, deepest first: its files overlap the keys of the level below, so
     // RocksDB puts them in the level right above it, with newer sequence numbers.
     for cf in &manifest.upper {
-        ingest(dir, cf, backend, staging)?;
+        ingest(dir, cf, backend(cf)?, staging)?;
     }
     let _ = std::fs::remove_dir_all(staging);
     Ok(())

@@ -45,18 +45,33 @@ pub(super) fn base_key(
 /// without the knobs but where timers are kept. A `size` history is as long as the first
 /// profile's files took to reach the size: another profile's base written from it holds the
 /// same history, its files that history under its own options (a filter adds its bytes).
-/// None for `levels: full`, cut where the profile's level sizes say.
+/// A `levels: full` history is cut where the profile's level sizes say: its name holds them
+/// (the levels' targets and the write buffer an L0 file is), so that only a profile with the
+/// same level sizing writes its levels again; other table options (a filter, the block size,
+/// the index, compression) keep the first profile's cuts, each level holding the same keys.
 pub(super) fn history_key(
     config: &PreloadConfig,
     workload: &Workload,
     profile: &Profile,
 ) -> Result<Option<String>, PreloadError> {
-    if config.spec.levels == Some(Levels::Full) {
-        return Ok(None);
-    }
+    let k = &profile.knobs;
     // Where the timers are is part of the history: in the state (ROCKSDB) or beside it (HEAP).
-    let timers = format!("{:?}", profile.knobs.timer_service_factory);
-    key_of(config, workload, None).map(|key| Some(format!("{key}-{}", timers.to_lowercase())))
+    let timers = format!("{:?}", k.timer_service_factory).to_lowercase();
+    let levels = match config.spec.levels {
+        Some(Levels::Full) => format!(
+            "-levels-{}-{}-{}-{}",
+            k.max_bytes_for_level_base.0,
+            k.max_bytes_for_level_multiplier,
+            if k.dynamic_level_bytes {
+                "dynamic"
+            } else {
+                "static"
+            },
+            k.write_buffer_size.0
+        ),
+        _ => String::new(),
+    };
+    key_of(config, workload, None).map(|key| Some(format!("{key}-{timers}{levels}")))
 }
 
 fn key_of(
@@ -68,11 +83,13 @@ fn key_of(
         serde_json::to_value(&workload.spec).map_err(|e| PreloadError::Preload(format!("{e}")))?;
     // A state TTL's clock is processing time, which the rate paces: its timestamps, and which
     // entries expired by the history's end, follow the rate.
-    let ttl = operators::layout(&workload.operator()).cfs.iter().any(|c| {
-        matches!(
-            c.role,
-            crate::model::layout::CfRole::State { ttl: Some(_), .. }
-        )
+    let ttl = workload.operators().iter().any(|op| {
+        operators::layout(op).cfs.iter().any(|c| {
+            matches!(
+                c.role,
+                crate::model::layout::CfRole::State { ttl: Some(_), .. }
+            )
+        })
     });
     if let Some(map) = spec.as_object_mut() {
         for timing_only in [
@@ -188,11 +205,15 @@ pub(super) fn build(
             eprintln!("preload: {line}");
         }
     };
-    // A database for the column families' handles and options; the state stays in memory.
+    if workload.is_chain() && config.spec.levels == Some(Levels::Full) {
+        return Err(PreloadError::Preload(
+            "levels=full builds the levels of one operator's state; a chain's base is written into each state's last level (drop levels=full)".into(),
+        ));
+    }
+    // A database per operator for the column families' handles and options; the state stays
+    // in memory.
     let memory = Arc::new(SharedMemory::for_profile(profile)?);
-    let layout = operators::layout(&workload.operator());
-    let _ = std::fs::remove_dir_all(scratch);
-    let backend = StateBackend::open_shared(scratch, profile, &layout, &memory)?;
+    let backends = super::open_backends(scratch, profile, workload, &memory)?;
     let log = Log::new(workload, trace, u64::MAX);
     let live = ReadPlan::from_workload(&log, &Default::default()).map_err(PreloadError::Source)?;
     if live.start.iter().any(|o| *o > 0) {
@@ -240,7 +261,7 @@ pub(super) fn build(
     let groups = sizing_groups(&config.spec, memory_budget);
     let sizing_pass = |until, spill: Option<&mut history::Spiller>| {
         warmup::pass(
-            &backend,
+            &backends,
             workload,
             warmup::Source::Ahead(&log, warmup::plan(&log, &live, stop_time)),
             until,
@@ -276,8 +297,8 @@ pub(super) fn build(
         _ => None,
     };
     let mut sizing = sizing_pass(until, spilling.as_mut())?;
-    let (mut raw, mut held) = (sizing.state.bytes(), sizing.state.len());
-    let (mut ratio, mut per_cf) = sst_ratio(&backend, &mut sizing.state, &trial)?;
+    let (mut raw, mut held) = (sizing.state_bytes(), sizing.entries());
+    let (mut ratio, mut per_cf) = sst_ratio(&backends, &mut sizing, &trial)?;
     if let (Until::StateBytes { cap, .. }, Some(target)) = (until, config.spec.size)
         && ratio < 0.95
         && !sizing.capped
@@ -292,8 +313,8 @@ pub(super) fn build(
             },
             spilling.as_mut(),
         )?;
-        (raw, held) = (sizing.state.bytes(), sizing.state.len());
-        (ratio, per_cf) = sst_ratio(&backend, &mut sizing.state, &trial)?;
+        (raw, held) = (sizing.state_bytes(), sizing.entries());
+        (ratio, per_cf) = sst_ratio(&backends, &mut sizing, &trial)?;
     }
     let records = sizing.records;
     let spilled = match spilling {
@@ -331,7 +352,7 @@ pub(super) fn build(
     );
     let est_sst = (est_bytes as f64 * ratio) as u64;
     // Each state's TTL compaction filter, if Flink puts one on it.
-    let expire = warmup::ttl_filters(&backend, workload);
+    let expire = warmup::ttl_filters(&backends, workload);
     if sizing.capped {
         let human = crate::config::units::human_ms;
         let why = match expire.iter().flatten().map(|f| f.ttl_ms).min() {
@@ -380,18 +401,32 @@ pub(super) fn build(
     ));
 
     let k = &profile.knobs;
-    let names: Vec<String> = backend.column_families().to_vec();
+    // Every operator's states, numbered one after the other: (operator, its own number, name).
+    let names: Vec<(usize, usize, &str)> = backends
+        .iter()
+        .enumerate()
+        .flat_map(|(op, b)| {
+            b.column_families()
+                .iter()
+                .enumerate()
+                .map(move |(i, name)| (op, i, name.as_str()))
+        })
+        .collect();
     let sst_out = |cf: usize, prefix: &str, target: u64| {
-        let name = names.get(cf).map_or("", String::as_str);
-        let options = backend.cf_options(name).ok_or_else(|| {
+        let (op, _, name) = names.get(cf).copied().unwrap_or((0, 0, ""));
+        let options = backends[op].cf_options(name).ok_or_else(|| {
             PreloadError::Preload(format!("no options for column family '{name}'"))
         })?;
-        Ok::<_, PreloadError>(SstOut::new(dir, cf, name, options, target).with_prefix(prefix))
+        Ok::<_, PreloadError>(
+            SstOut::new(dir, cf, name, options, target)
+                .with_prefix(prefix)
+                .for_operator(op),
+        )
     };
     // `levels: full`: each state's levels (the last first) and the records before each cut.
     let (levels, cuts) = if config.spec.levels == Some(Levels::Full) {
         layers::plan(
-            (&backend, k),
+            (&backends[0], k),
             (workload, &log, &live),
             records,
             (groups, &per_cf),
@@ -506,7 +541,7 @@ pub(super) fn build(
             warmup::Layering::None
         };
         let (mut pass, mut delivery) = warmup::pass(
-            &backend,
+            &backends,
             workload,
             source,
             Until::Records(records),
@@ -523,19 +558,20 @@ pub(super) fn build(
         )?;
         let warm_up = t.elapsed().as_secs_f64();
         let t = Instant::now();
+        let held = (pass.state_bytes(), pass.entries());
+        let mut states = pass.take_states();
         // With every level written, the batch's levels are in the files already.
         if !layered {
-            for cf in 0..names.len() {
-                writers.write(cf, 0, batch, &mut pass.state)?;
+            for (cf, (op, own, _)) in names.iter().enumerate() {
+                writers.write_from(cf, 0, batch, (&mut states[*op], *own))?;
             }
         }
         let sink_results = delivery
             .sink_mut()
             .read_all()
             .map_err(crate::pipeline::PipelineError::from)?;
-        let held = (pass.state.bytes(), pass.state.len() as u64);
         // Freed here, beside the other batches' work.
-        drop(std::mem::take(&mut pass.state));
+        drop(states);
         let done = finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         say(format!(
             "batch {done}/{}: key groups {}..{}, {} records processed ({:.1} s so far)",
@@ -602,8 +638,21 @@ pub(super) fn build(
     let (mut own_results, mut sink_results) = (Vec::new(), Vec::new());
     let (mut state_bytes, mut entries) = (0u64, 0u64);
     let mut heap_timer_files = Vec::new();
+    let mut downstream = vec![base::Downstream::default(); backends.len() - 1];
     let mut offsets = Vec::new();
     for (batch, mut b) in done {
+        for (i, (d, pass)) in downstream
+            .iter_mut()
+            .zip(&mut b.pass.downstream)
+            .enumerate()
+        {
+            d.records_in += pass.records_in;
+            if let Some(raw) = pass.heap_timers.take() {
+                let name = format!("op{}-heap-timers-{batch:03}.raw", i + 1);
+                std::fs::write(dir.join(&name), raw).map_err(base::io(format!("write {name}")))?;
+                d.heap_timer_files.push(name);
+            }
+        }
         offsets = b.pass.offsets.clone();
         own_results.append(&mut b.pass.results);
         sink_results.append(&mut b.sink_results);
@@ -653,7 +702,7 @@ pub(super) fn build(
     };
     base::write_results(dir, &sink_results, &own_results)?;
     write_secs += t.elapsed().as_secs_f64();
-    drop(backend);
+    drop(backends);
     let _ = std::fs::remove_dir_all(scratch);
     release_freed_memory();
     let manifest = Manifest {
@@ -677,6 +726,7 @@ pub(super) fn build(
         derived_from: None,
         heap_timer_files,
         upper,
+        downstream,
     };
     manifest.write(dir)?;
     say(format!(
@@ -711,41 +761,42 @@ pub(super) fn results_sample(results: u64, asked: Option<u64>) -> u64 {
     }
 }
 
-/// SST file bytes per byte of keys and values, from `state` written out with the column
-/// families' options into `dir` (removed after), 1 for an empty state; and each column
-/// family's bytes of keys and values and of SST files. `state` is left empty.
+/// SST file bytes per byte of keys and values, from the states of `pass` (every operator's,
+/// each on its database in `backends`) written out with the column families' options into
+/// `dir` (removed after), 1 for an empty state; and each column family's bytes of keys and
+/// values and of SST files, every operator's one after the other. The states are left empty.
 fn sst_ratio(
-    backend: &StateBackend,
-    state: &mut MemStore,
+    backends: &[StateBackend],
+    pass: &mut warmup::Pass,
     dir: &Path,
 ) -> Result<(f64, Vec<(u64, u64)>), PreloadError> {
-    let raw = state.bytes();
+    let raw = pass.state_bytes();
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)
         .map_err(|e| PreloadError::Preload(format!("cannot create {}: {e}", dir.display())))?;
     let mut per_cf = Vec::new();
-    for i in 0..state.column_families() {
-        let Some(options) = backend
-            .column_families()
-            .get(i)
-            .and_then(|name| backend.cf_options(name))
-        else {
-            per_cf.push((0, 0));
-            continue;
-        };
-        let entries = state.sorted(i);
-        let bytes: u64 = entries
-            .iter()
-            .map(|(k, v)| (k.len() + v.len()) as u64)
-            .sum();
-        let mut out = SstOut::new(dir, i, "trial", options, u64::MAX);
-        for (key, value) in &entries {
-            out.put(key, value)?;
+    for (backend, state) in backends.iter().zip(pass.take_states()) {
+        for i in 0..state.column_families() {
+            let Some(options) = backend
+                .column_families()
+                .get(i)
+                .and_then(|name| backend.cf_options(name))
+            else {
+                per_cf.push((0, 0));
+                continue;
+            };
+            let entries = state.sorted(i);
+            let bytes: u64 = entries
+                .iter()
+                .map(|(k, v)| (k.len() + v.len()) as u64)
+                .sum();
+            let mut out = SstOut::new(dir, per_cf.len(), "trial", options, u64::MAX);
+            for (key, value) in &entries {
+                out.put(key, value)?;
+            }
+            per_cf.push((bytes, out.finish()?.bytes));
         }
-        per_cf.push((bytes, out.finish()?.bytes));
     }
-    // Left empty, as `take` left it: a few buffers per column family to free.
-    *state = MemStore::new(state.column_families());
     let _ = std::fs::remove_dir_all(dir);
     let files: u64 = per_cf.iter().map(|(_, f)| f).sum();
     let ratio = if raw == 0 {

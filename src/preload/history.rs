@@ -462,7 +462,7 @@ mod tests {
                 Spiller::create(&dir.path().join(format!("{name}-sized")), log.partitions())
                     .unwrap();
             let (sized, _) = warmup::pass(
-                &backend,
+                std::slice::from_ref(&backend),
                 &workload,
                 Source::Log(&log, warmup::plan(&log, &live, None)),
                 Until::Records(records),
@@ -496,7 +496,7 @@ mod tests {
                 || Delivery::passthrough(Box::new(MemorySink::new(workload.result_labels())));
             for (b, groups) in batches.iter().enumerate() {
                 let (mut from_log, _) = warmup::pass(
-                    &backend,
+                    std::slice::from_ref(&backend),
                     &workload,
                     Source::Log(&log, warmup::plan(&log, &live, None)),
                     Until::Records(records),
@@ -505,7 +505,7 @@ mod tests {
                 )
                 .unwrap();
                 let (mut spilled, _) = warmup::pass(
-                    &backend,
+                    std::slice::from_ref(&backend),
                     &workload,
                     Source::Spilled(&history, groups.clone()),
                     Until::Records(records),

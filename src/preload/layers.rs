@@ -245,6 +245,18 @@ impl<'o> Writers<'o> {
         batch: usize,
         state: &mut MemStore,
     ) -> Result<(), PreloadError> {
+        self.write_from(cf, layer, batch, (state, cf))
+    }
+
+    /// [`Writers::write`] of a state whose column family `cf` is its own number `own` (a
+    /// chain's operators number their states one after the other; each holds its own).
+    pub fn write_from(
+        &self,
+        cf: usize,
+        layer: usize,
+        batch: usize,
+        (state, own): (&mut MemStore, usize),
+    ) -> Result<(), PreloadError> {
         let Some(levels) = self.cfs.get(cf) else {
             return Ok(());
         };
@@ -260,7 +272,7 @@ impl<'o> Writers<'o> {
             let whole = match (self.expire.get(cf), levels.len()) {
                 (Some(Some(filter)), 1) => {
                     let dropped = std::cell::Cell::new((0u64, 0u64));
-                    let whole = state.sorted_where(cf, &|k, v| {
+                    let whole = state.sorted_where(own, &|k, v| {
                         let drops = filter.drops(v, self.now);
                         if drops {
                             let (n, bytes) = dropped.get();
@@ -273,11 +285,11 @@ impl<'o> Writers<'o> {
                     self.dropped.1.fetch_add(bytes, Ordering::SeqCst);
                     whole
                 }
-                _ => state.sorted(cf),
+                _ => state.sorted(own),
             };
             Layer::Whole(whole)
         } else {
-            Layer::Changes(state.take_changes(cf))
+            Layer::Changes(state.take_changes(own))
         };
         let poisoned = || PreloadError::Preload("a warm-up thread panicked".into());
         let mut turn = out.turn.lock().map_err(|_| poisoned())?;
@@ -367,7 +379,7 @@ pub(super) fn plan(
         .collect();
     let sink = Delivery::passthrough(Box::new(MemorySink::new(workload.result_labels())));
     let (tracked, _) = warmup::pass(
-        backend,
+        std::slice::from_ref(backend),
         workload,
         warmup::Source::Ahead(log, warmup::plan(log, live, None)),
         Until::Records(records),

@@ -105,6 +105,27 @@ fn sizing_groups(spec: &PreloadSpec, memory: u64) -> u16 {
     (memory / per_group).clamp(1, u64::from(SIZING_GROUPS)) as u16
 }
 
+/// One database per operator of `workload`'s job (chain order) under `scratch` (emptied
+/// first), for the column families' handles and options: a build's state stays in memory.
+fn open_backends(
+    scratch: &Path,
+    profile: &Profile,
+    workload: &Workload,
+    memory: &Arc<crate::backend::memory::SharedMemory>,
+) -> Result<Vec<StateBackend>, PreloadError> {
+    let _ = std::fs::remove_dir_all(scratch);
+    let mut backends = Vec::new();
+    for (i, spec) in workload.operators().iter().enumerate() {
+        let path = match i {
+            0 => scratch.join("db"),
+            _ => scratch.join(format!("db-op{i}")),
+        };
+        let layout = operators::layout(spec);
+        backends.push(StateBackend::open_shared(&path, profile, &layout, memory)?);
+    }
+    Ok(backends)
+}
+
 /// A run's preload: how much history, and where bases are kept.
 #[derive(Debug, Clone)]
 pub struct PreloadConfig {
@@ -134,9 +155,12 @@ pub struct Preloaded {
     pub own_results: Vec<(u64, usize, i64)>,
     pub oracle: OracleThread,
     pub oracle_watermark: i64,
-    /// HEAP timers pending after the history, as raw keyed state streams (for the job's timer
-    /// service once it is open).
-    pub heap_timers: Vec<Vec<u8>>,
+    /// HEAP timers pending after the history, as raw keyed state streams with the operator
+    /// (chain order) whose timer service takes them once it is open.
+    pub heap_timers: Vec<(usize, Vec<u8>)>,
+    /// Where the operators after the first (a chain's) stood after the history: their
+    /// records in, and their own results (counters start at zero, as the first's do).
+    pub downstream: Vec<crate::durability::checkpoint::OperatorMeta>,
 }
 
 /// Results a run's oracle and in-process store keep at most (about): above, they keep a
@@ -158,9 +182,6 @@ pub fn refusal(workload: &Workload, restarts: bool) -> Option<String> {
             "--restore, injected failures and --record-ops cannot start from a preload yet (checkpoints and savepoints can)"
                 .into(),
         );
-    }
-    if workload.operators().len() > 1 {
-        return Some("a chain of operators cannot be preloaded yet (one operator only)".into());
     }
     if workload.spec.phases.is_some() {
         return Some("a workload with phases (backfill and catch-up) cannot be preloaded".into());
@@ -279,11 +300,12 @@ fn run_sample(m: &Manifest, asked: Option<u64>) -> u64 {
     })
 }
 
-/// Loads `base` into `backend` (the run's fresh database), its results into `sink`, and its
-/// history into a new oracle (`run`: the workload, its log and the live job's plan).
+/// Loads `base` into `backends` (the run's fresh databases, one per operator in chain order),
+/// its results into `sink`, and its history into a new oracle (`run`: the workload, its log and
+/// the live job's plan).
 pub fn load(
     base: Base,
-    backend: &StateBackend,
+    backends: &[Arc<StateBackend>],
     staging: &Path,
     run: (&Workload, &Log, &ReadPlan),
     sink: &mut Delivery,
@@ -297,7 +319,15 @@ pub fn load(
     } = base;
     let dir = dir.as_path();
     let t = Instant::now();
-    base::clone_into(dir, &manifest, backend, staging)?;
+    if manifest.downstream.len() + 1 != backends.len() {
+        return Err(PreloadError::Preload(format!(
+            "the base {} holds the state of {} operator(s); the job has {}",
+            dir.display(),
+            manifest.downstream.len() + 1,
+            backends.len()
+        )));
+    }
+    base::clone_into(dir, &manifest, backends, staging)?;
     let clone_secs = t.elapsed().as_secs_f64();
     // The serving store gets the history's results (at scale it keeps only the checked
     // keys': a real store keeps all; the oracle checks the same sample either way).
@@ -313,6 +343,30 @@ pub fn load(
     // compared, and a total per key of the history would be most of statebench's memory.
     if sampled_store {
         own_results.retain(|(key, _, _)| crate::pipeline::oracle::checked(*key, sample));
+    }
+    // A chain's operators keep theirs in the job's slot numbering: each gets its own back in
+    // its own.
+    let bases = workload.slot_bases();
+    let mut downstream: Vec<_> = manifest
+        .downstream
+        .iter()
+        .enumerate()
+        .map(|(i, d)| crate::durability::checkpoint::OperatorMeta {
+            index: i + 1,
+            counters: Default::default(),
+            results: Vec::new(),
+            records_in: d.records_in,
+        })
+        .collect();
+    if !downstream.is_empty() {
+        for (key, slot, value) in std::mem::take(&mut own_results) {
+            let op = bases.iter().rposition(|b| *b <= slot).unwrap_or(0);
+            let own = (key, slot - bases[op], value);
+            match op.checked_sub(1).and_then(|i| downstream.get_mut(i)) {
+                Some(d) => d.results.push(own),
+                None => own_results.push(own),
+            }
+        }
     }
     sink.sink_mut()
         .flush()
@@ -335,7 +389,7 @@ pub fn load(
     let warmed = match &tail {
         Some(tail) => std::thread::scope(|scope| {
             scope
-                .spawn(|| warm::warm(backend, workload, tail))
+                .spawn(|| warm::warm(backends, workload, tail))
                 .join()
                 .unwrap_or_else(|_| Err(PreloadError::Preload("warming the cache panicked".into())))
         })?,
@@ -361,13 +415,16 @@ pub fn load(
         warm_lookups: warmed.lookups,
         warm_secs: warmed.secs,
     };
-    let heap_timers = manifest
-        .heap_timer_files
-        .iter()
-        .map(|name| {
-            std::fs::read(dir.join(name)).map_err(|e| {
-                PreloadError::Preload(format!("cannot read {}: {e}", dir.join(name).display()))
-            })
+    let heap_timers = std::iter::once(&manifest.heap_timer_files)
+        .chain(manifest.downstream.iter().map(|d| &d.heap_timer_files))
+        .enumerate()
+        .flat_map(|(op, files)| files.iter().map(move |name| (op, name)))
+        .map(|(op, name)| {
+            std::fs::read(dir.join(name))
+                .map(|raw| (op, raw))
+                .map_err(|e| {
+                    PreloadError::Preload(format!("cannot read {}: {e}", dir.join(name).display()))
+                })
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Preloaded {
@@ -377,6 +434,7 @@ pub fn load(
         oracle,
         oracle_watermark,
         heap_timers,
+        downstream,
     })
 }
 

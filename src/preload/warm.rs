@@ -57,22 +57,26 @@ pub struct Warmed {
     pub secs: f64,
 }
 
-/// Looks up the keys of `tail`, oldest first, in each of the job's states on `backend`.
-pub fn warm(
-    backend: &StateBackend,
+/// Looks up the keys of `tail`, oldest first, in each of the job's states on `backends` (each
+/// operator's database, in chain order: a record keeps its key down a chain).
+pub fn warm<B: std::ops::Deref<Target = StateBackend>>(
+    backends: &[B],
     workload: &Workload,
     tail: &Tail,
 ) -> Result<Warmed, PreloadError> {
     let t = Instant::now();
-    let layout = operators::layout(&workload.operator());
     let names = KeyNames::of(workload);
     let (mut name, mut key) = (String::new(), CompositeKey::default());
     let mut lookups = 0;
-    for decl in layout
-        .cfs
-        .iter()
-        .filter(|c| matches!(c.role, CfRole::State { .. }))
-    {
+    let specs = workload.operators();
+    let states = backends.iter().zip(&specs).flat_map(|(backend, spec)| {
+        operators::layout(spec)
+            .cfs
+            .into_iter()
+            .filter(|c| matches!(c.role, CfRole::State { .. }))
+            .map(move |c| (backend, c))
+    });
+    for (backend, decl) in states {
         let mut users = tail.users.iter();
         let mut seen = 0u64;
         lookups += backend.warm_cache(&decl.name, |out| {

@@ -13,10 +13,11 @@ use crate::backend::keys::key_group;
 use crate::backend::memstore::{EPOCHS, MemStore};
 use crate::backend::ttl_filter::TtlFilterConfig;
 use crate::config::Workload;
+use crate::config::job::OperatorSpec;
 use crate::durability::delivery::Delivery;
 use crate::model::layout::CfRole;
 use crate::pipeline::PipelineError;
-use crate::pipeline::operators::{self, Context, JobMode};
+use crate::pipeline::operators::{self, Context, JobMode, KeyedOperator};
 use crate::pipeline::oracle::thread::OracleThread;
 use crate::pipeline::source::{Consumer, Event, KeyNames, Log, Offsets, ReadPlan};
 use crate::pipeline::two_inputs::{Read, TwoInputReader};
@@ -53,6 +54,43 @@ pub struct Pass {
     /// HEAP timers pending after the history, as Flink's raw keyed state stream (None: ROCKSDB
     /// timers, which are in `state`).
     pub heap_timers: Option<Vec<u8>>,
+    /// The operators after the first (a chain's), in chain order. Their results are in
+    /// `results`, in the job's slot numbering (`Workload::slot_bases`).
+    pub downstream: Vec<DownstreamPass>,
+}
+
+/// What an operator after the first (a chain's) holds after a pass.
+pub struct DownstreamPass {
+    /// The state of the pass's key groups: a record keeps its key down the chain, so the
+    /// records an operator reads are of the key groups of the source's records that made them.
+    pub state: MemStore,
+    /// Records it received (of the pass's key groups).
+    pub records_in: u64,
+    /// Its HEAP timers, as [`Pass::heap_timers`].
+    pub heap_timers: Option<Vec<u8>>,
+}
+
+impl Pass {
+    /// Bytes of keys and values every operator's state holds.
+    pub fn state_bytes(&self) -> u64 {
+        self.state.bytes() + self.downstream.iter().map(|d| d.state.bytes()).sum::<u64>()
+    }
+
+    /// Entries every operator's state holds.
+    pub fn entries(&self) -> u64 {
+        (self.state.len() + self.downstream.iter().map(|d| d.state.len()).sum::<usize>()) as u64
+    }
+
+    /// Every operator's state, in chain order (taken: the pass is left with empty ones).
+    pub fn take_states(&mut self) -> Vec<MemStore> {
+        std::iter::once(std::mem::take(&mut self.state))
+            .chain(
+                self.downstream
+                    .iter_mut()
+                    .map(|d| std::mem::take(&mut d.state)),
+            )
+            .collect()
+    }
 }
 
 /// The plan a warm-up reads the log with: from its first record, with the processing time the
@@ -394,10 +432,20 @@ impl<'l> Steps<'l> {
     }
 }
 
-/// Per column family (`StateBackend::column_families`), the TTL compaction filter Flink puts
+/// Per column family of every operator's database (`backends`, in chain order: each one's
+/// `StateBackend::column_families`, one after the other), the TTL compaction filter Flink puts
 /// on it: a state whose TTL is cleaned in compactions.
-pub fn ttl_filters(backend: &StateBackend, workload: &Workload) -> Vec<Option<TtlFilterConfig>> {
-    let layout = operators::layout(&workload.operator());
+pub fn ttl_filters(backends: &[StateBackend], workload: &Workload) -> Vec<Option<TtlFilterConfig>> {
+    backends
+        .iter()
+        .zip(workload.operators())
+        .flat_map(|(backend, spec)| ttl_filters_of(backend, &spec))
+        .collect()
+}
+
+/// [`ttl_filters`] of one operator (`spec`) on its database.
+fn ttl_filters_of(backend: &StateBackend, spec: &OperatorSpec) -> Vec<Option<TtlFilterConfig>> {
+    let layout = operators::layout(spec);
     backend
         .column_families()
         .iter()
@@ -473,11 +521,92 @@ impl Expiry {
     }
 }
 
-/// One pass over the log (`plan`) for the keys in key groups `part.groups`: the operator built
-/// on `backend` (whose column families name the state) processes them into memory; results go
-/// to `sink`, which comes back.
+/// An operator after the first (a chain's) in a pass: it reads what the one before it emits,
+/// each record at the processing time it was sent at and each watermark after the records sent
+/// before it, as `engine::chain` feeds it in the live job.
+struct Downstream<'b> {
+    ctx: Context<'b, Delivery>,
+    job: Box<dyn KeyedOperator<'b, Delivery> + 'b>,
+    expiry: Option<Expiry>,
+    records_in: u64,
+    forwarded: i64,
+}
+
+impl Downstream<'_> {
+    /// Processes `input` (drained) and then `watermark` (with the processing time it was sent
+    /// at), appending what it emits to `out`; the watermark it forwards, if it moved.
+    fn take(
+        &mut self,
+        input: &mut Vec<Event>,
+        watermark: Option<(i64, i64)>,
+        out: &mut Vec<Event>,
+    ) -> Result<Option<(i64, i64)>, PipelineError> {
+        for mut record in input.drain(..) {
+            let now = self.ctx.now.max(record.append_time);
+            self.ctx.set_now(now);
+            if let (Some(e), Some(mem)) = (&mut self.expiry, self.ctx.state.memory_mut()) {
+                e.at(now, mem);
+            }
+            record.offset = self.records_in;
+            self.records_in += 1;
+            self.job.on_event(&record, &mut self.ctx)?;
+            self.send_emitted(out);
+        }
+        let Some((wm, at)) = watermark.filter(|(wm, _)| *wm > self.forwarded) else {
+            return Ok(None);
+        };
+        self.forwarded = wm;
+        self.ctx.set_now(self.ctx.now.max(at));
+        self.ctx.advance_watermark(self.job.as_mut(), wm)?;
+        self.send_emitted(out);
+        Ok(Some((wm, at)))
+    }
+
+    /// What the operator emitted, stamped with its processing time, onto `out`.
+    fn send_emitted(&mut self, out: &mut Vec<Event>) {
+        let now = self.ctx.now;
+        for record in &mut self.ctx.emitted {
+            record.append_time = now;
+        }
+        out.append(&mut self.ctx.emitted);
+    }
+}
+
+/// Sends `emitted` (what the first operator emitted at processing time `now`, drained) and
+/// then `watermark` down the chain `stages`, with `sink` lent to the operator that runs.
+fn send_down(
+    stages: &mut [Downstream<'_>],
+    emitted: &mut Vec<Event>,
+    (now, watermark): (i64, Option<i64>),
+    sink: &mut Delivery,
+    scratch: &mut Vec<Event>,
+) -> Result<(), PipelineError> {
+    if stages.is_empty() {
+        emitted.clear();
+        return Ok(());
+    }
+    for record in emitted.iter_mut() {
+        record.append_time = now;
+    }
+    let mut watermark = watermark.map(|wm| (wm, now));
+    for stage in stages {
+        std::mem::swap(sink, &mut stage.ctx.sink);
+        let taken = stage.take(emitted, watermark, scratch);
+        std::mem::swap(sink, &mut stage.ctx.sink);
+        watermark = taken?;
+        // What it emitted is the next one's input.
+        std::mem::swap(emitted, scratch);
+    }
+    // Behind the last operator: nobody reads what it emits.
+    emitted.clear();
+    Ok(())
+}
+
+/// One pass over the log (`plan`) for the keys in key groups `part.groups`: the job's
+/// operators, each built on its database in `backends` (chain order; their column families
+/// name the state), process them into memory; results go to `sink`, which comes back.
 pub fn pass(
-    backend: &StateBackend,
+    backends: &[StateBackend],
     workload: &Workload,
     source: Source<'_>,
     until: Until,
@@ -490,10 +619,40 @@ pub fn pass(
         checked,
         mut spill,
     } = part;
-    let layout = operators::layout(&workload.operator());
+    let specs = workload.operators();
+    let (Some(backend), true) = (backends.first(), backends.len() == specs.len()) else {
+        return Err(PreloadError::Preload(format!(
+            "{} databases for a job of {} operators",
+            backends.len(),
+            specs.len()
+        )));
+    };
+    let layout = operators::layout(&specs[0]);
     let mut ctx = Context::in_memory(backend, &layout, sink)?;
     let mut job = operators::build(backend, workload, 0, JobMode::Streaming)?;
     job.tally_only(checked);
+    let bases = workload.slot_bases();
+    let mut stages = Vec::new();
+    for (index, backend) in backends.iter().enumerate().skip(1) {
+        let layout = operators::layout(&specs[index]);
+        let placeholder =
+            Delivery::passthrough(Box::new(crate::durability::sink::MemorySink::default()));
+        let ctx = Context::in_memory(backend, &layout, placeholder)?.with_slot_base(bases[index]);
+        let mut job = operators::build(backend, workload, index, JobMode::Streaming)?;
+        job.tally_only(checked);
+        stages.push(Downstream {
+            ctx,
+            job,
+            expiry: match layering {
+                Layering::None => Expiry::new(ttl_filters_of(backend, &specs[index])),
+                _ => None,
+            },
+            records_in: 0,
+            forwarded: i64::MIN,
+        });
+    }
+    // Scratch for the records the operators after the first emit.
+    let mut scratch = Vec::new();
     let names = KeyNames::of(workload);
     let limit = match until {
         Until::Records(n) => n,
@@ -506,7 +665,7 @@ pub fn pass(
     let mut read_at = (i64::MAX, i64::MIN);
     // Levels cut from the history note every change; expiry is left to the final write there.
     let mut expiry = match layering {
-        Layering::None => Expiry::new(ttl_filters(backend, workload)),
+        Layering::None => Expiry::new(ttl_filters_of(backend, &specs[0])),
         _ => None,
     };
     // Every column family's cuts in the order the records reach them.
@@ -535,6 +694,7 @@ pub fn pass(
             // The process ends on a stop: the state's memory goes with it, at once, where
             // freeing its millions of entries one by one takes seconds.
             std::mem::forget(ctx);
+            std::mem::forget(stages);
             return Err(stopped);
         }
         if let Until::Records(n) = until
@@ -568,7 +728,11 @@ pub fn pass(
                 if let Until::StateBytes { bytes, cap } = until
                     && index.is_multiple_of(1024)
                 {
-                    let held = ctx.state.memory().map_or(0, MemStore::bytes) as f64 * scale;
+                    let held = std::iter::once(&ctx)
+                        .chain(stages.iter().map(|s| &s.ctx))
+                        .map(|c| c.state.memory().map_or(0, MemStore::bytes))
+                        .sum::<u64>() as f64
+                        * scale;
                     if held >= bytes as f64 {
                         break;
                     }
@@ -589,7 +753,13 @@ pub fn pass(
                 let mine = group.is_none_or(|g| groups.contains(&g));
                 if mine {
                     job.on_event(&event, &mut ctx)?;
-                    ctx.emitted.clear();
+                    send_down(
+                        &mut stages,
+                        &mut ctx.emitted,
+                        (now, None),
+                        &mut ctx.sink,
+                        &mut scratch,
+                    )?;
                     processed += 1;
                 }
                 records = index + 1;
@@ -600,11 +770,20 @@ pub fn pass(
                 }
                 ctx.set_now(a.now);
                 ctx.advance_watermark(job.as_mut(), a.watermark)?;
-                ctx.emitted.clear();
+                send_down(
+                    &mut stages,
+                    &mut ctx.emitted,
+                    (a.now, Some(a.watermark)),
+                    &mut ctx.sink,
+                    &mut scratch,
+                )?;
             }
         }
     }
     ctx.flush_timers()?;
+    for stage in &mut stages {
+        stage.ctx.flush_timers()?;
+    }
     if let Layering::Cuts { at, hand } = &mut layering {
         // Cuts the log did not reach, then each column family's last stretch.
         for (_, cf, i) in cuts.iter().skip(next_cut) {
@@ -616,7 +795,26 @@ pub fn pass(
     }
     ctx.sink.flush().map_err(PipelineError::from)?;
     let state = ctx.state.take_memory().unwrap_or_default();
-    let results = job.results_of(&|key| crate::pipeline::oracle::checked(key, checked));
+    let keep = |key| crate::pipeline::oracle::checked(key, checked);
+    let mut results = job.results_of(&keep);
+    let mut downstream = Vec::new();
+    for stage in stages {
+        let base = stage.ctx.slot_base;
+        results.extend(
+            stage
+                .job
+                .results_of(&keep)
+                .into_iter()
+                .map(|(key, slot, value)| (key, base + slot, value)),
+        );
+        let heap_timers = stage.ctx.timers.as_ref().and_then(|t| t.raw_keyed_state());
+        let mut ctx = stage.ctx;
+        downstream.push(DownstreamPass {
+            state: ctx.state.take_memory().unwrap_or_default(),
+            records_in: stage.records_in,
+            heap_timers,
+        });
+    }
     let heap_timers = ctx.timers.as_ref().and_then(|t| t.raw_keyed_state());
     Ok((
         Pass {
@@ -628,6 +826,7 @@ pub fn pass(
             capped,
             read_at,
             heap_timers,
+            downstream,
         },
         ctx.sink,
     ))

@@ -278,8 +278,13 @@ fn read_back(
             .collect(),
         ..manifest.clone()
     };
-    base::clone_into(dir, &as_ingested, &backend, &scratch.join("staging"))
-        .map_err(stopped_or_failed)?;
+    base::clone_into(
+        dir,
+        &as_ingested,
+        std::slice::from_ref(&&backend),
+        &scratch.join("staging"),
+    )
+    .map_err(stopped_or_failed)?;
     let mut state = Vec::with_capacity(manifest.column_families.len());
     for cf in &manifest.column_families {
         let share = (manifest.state_bytes as f64 * cf.entries as f64
