@@ -523,7 +523,6 @@ pub(super) fn build(
     // up (their records, and every watermark), sorts their state and writes it in its turn
     // (batch `i` after batch `i - 1`: the states are disjoint, in key-group order), then frees
     // it. Sorting and freeing, most of the writing's time, run side by side.
-    let next = std::sync::atomic::AtomicUsize::new(0);
     let finished = std::sync::atomic::AtomicUsize::new(0);
     let run_batch = |batch: usize, groups: &std::ops::Range<u16>| {
         let t = Instant::now();
@@ -588,59 +587,20 @@ pub(super) fn build(
             secs: (warm_up, t.elapsed().as_secs_f64()),
         })
     };
-    let joined: Vec<Result<Vec<(usize, Batch)>, PreloadError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..all.len().min(workers as usize))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    while !writers.failed() {
-                        let batch = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        let Some(groups) = all.get(batch) else {
-                            break;
-                        };
-                        match run_batch(batch, groups) {
-                            Ok(done) => mine.push((batch, done)),
-                            Err(e) => {
-                                writers.fail();
-                                return Err(e);
-                            }
-                        }
-                    }
-                    Ok(mine)
-                })
-            })
-            .collect();
-        // Every thread is joined before an error is looked at.
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(PreloadError::Preload("a warm-up thread panicked".into()))
-                })
-            })
-            .collect()
-    });
-    let mut done = Vec::new();
-    let mut errors = Vec::new();
-    for result in joined {
-        match result {
-            Ok(batches) => done.extend(batches),
-            Err(e) => errors.push(e),
-        }
-    }
-    // The batch that failed first, not the others it stopped.
-    errors.sort_by_key(layers::Writers::stopped_by_another);
-    if let Some(e) = errors.into_iter().next() {
-        return Err(e);
-    }
-    done.sort_by_key(|(batch, _)| *batch);
+    // The batch that failed first is reported, not the others it stopped.
+    let done = super::on_every_core(
+        all.len(),
+        (&|| writers.failed(), &|| writers.fail()),
+        &|batch| run_batch(batch, &all[batch]),
+        |e| !layers::Writers::stopped_by_another(e),
+    )?;
     let (mut warm_up_secs, mut write_secs) = (spill_secs, 0.0);
     let (mut own_results, mut sink_results) = (Vec::new(), Vec::new());
     let (mut state_bytes, mut entries) = (0u64, 0u64);
     let mut heap_timer_files = Vec::new();
     let mut downstream = vec![base::Downstream::default(); backends.len() - 1];
     let mut offsets = Vec::new();
-    for (batch, mut b) in done {
+    for (batch, mut b) in done.into_iter().enumerate() {
         for (i, (d, pass)) in downstream
             .iter_mut()
             .zip(&mut b.pass.downstream)

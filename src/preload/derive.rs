@@ -51,7 +51,11 @@ pub(super) fn derive(
     let k = &profile.knobs;
     // Each state's files, entry by entry as the first profile wrote them (a level above the
     // last holds deletions too), into files of this profile's options, cut at its target size.
-    let rewrite = |cf: &CfFiles, index: usize, prefix: &str| -> Result<CfFiles, PreloadError> {
+    // Every file of the base is written again by itself, the files side by side, one per core:
+    // a state's files hold disjoint key ranges in order, so their new files stay in key order
+    // (each old file's last new one may be short of the target, as a compaction's output file
+    // ends at a file of the level below).
+    let rewrite = |cf: &CfFiles, file: &str, index: usize, prefix: &str| {
         let backend = backends.get(cf.operator).ok_or_else(|| {
             PreloadError::Preload(format!(
                 "{} holds files of operator {} ('{}'); the job has {} operator(s)",
@@ -72,31 +76,79 @@ pub(super) fn derive(
         let mut out = SstOut::new(dir, index, &cf.name, options, target)
             .with_prefix(prefix)
             .for_operator(cf.operator);
-        for file in &cf.files {
-            read_sst(&from_dir.join(file), &mut |key, value| match value {
-                Some(value) => out.put(key, value),
-                None => out.delete(key),
-            })?;
-        }
-        Ok(CfFiles {
-            level: cf.level,
-            ..out.finish()?
-        })
+        // Read (blocks checked and decompressed) by a thread of its own, a few chunks ahead of
+        // the writing (blocks built, filtered, compressed and checked): the file's two halves
+        // of work side by side.
+        std::thread::scope(|scope| {
+            let (send, chunks) = std::sync::mpsc::sync_channel::<Chunk>(4);
+            let reader = scope.spawn(move || read_chunks(&from_dir.join(file), &send));
+            for chunk in chunks {
+                chunk.entries(|key, value| match value {
+                    Some(value) => out.put(key, value),
+                    None => out.delete(key),
+                })?;
+            }
+            // The channel closed: the reader is done, or failed (its error said here).
+            reader.join().unwrap_or_else(|_| {
+                Err(PreloadError::Preload(
+                    "a thread reading files panicked".into(),
+                ))
+            })
+        })?;
+        Ok::<_, PreloadError>(out.finish()?)
     };
-    let mut column_families = Vec::new();
-    for (index, cf) in from.column_families.iter().enumerate() {
-        column_families.push(rewrite(cf, index, "")?);
+    // The last level's files, then the levels above (`levels: full`, each kept as it was cut).
+    let groups: Vec<(&CfFiles, usize, String)> = from
+        .column_families
+        .iter()
+        .enumerate()
+        .map(|(index, cf)| (cf, index, String::new()))
+        .chain(from.upper.iter().enumerate().map(|(j, cf)| {
+            let index = from
+                .column_families
+                .iter()
+                .position(|c| c.name == cf.name && c.operator == cf.operator)
+                .unwrap_or(0);
+            (cf, index, format!("U{j}-"))
+        }))
+        .collect();
+    let tasks: Vec<(usize, usize)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, (cf, ..))| (0..cf.files.len()).map(move |f| (g, f)))
+        .collect();
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let done = super::on_every_core(
+        tasks.len(),
+        (
+            &|| failed.load(std::sync::atomic::Ordering::SeqCst),
+            &|| failed.store(true, std::sync::atomic::Ordering::SeqCst),
+        ),
+        &|t| {
+            let (g, f) = tasks[t];
+            let (cf, index, prefix) = &groups[g];
+            rewrite(cf, &cf.files[f], *index, &format!("{prefix}f{f}-"))
+        },
+        |_| true,
+    )?;
+    // Each state's (and level's) new files, in its old files' order.
+    let mut rewritten: Vec<CfFiles> = groups
+        .iter()
+        .map(|(cf, ..)| CfFiles {
+            files: Vec::new(),
+            bytes: 0,
+            entries: 0,
+            ..(*cf).clone()
+        })
+        .collect();
+    for (t, part) in done.into_iter().enumerate() {
+        let into = &mut rewritten[tasks[t].0];
+        into.files.extend(part.files);
+        into.bytes += part.bytes;
+        into.entries += part.entries;
     }
-    // The levels above the last (`levels: full`) stay as they were cut, each its own files.
-    let mut upper = Vec::new();
-    for (j, cf) in from.upper.iter().enumerate() {
-        let index = from
-            .column_families
-            .iter()
-            .position(|c| c.name == cf.name && c.operator == cf.operator)
-            .unwrap_or(0);
-        upper.push(rewrite(cf, index, &format!("U{j}-"))?);
-    }
+    let upper = rewritten.split_off(from.column_families.len());
+    let mut column_families = rewritten;
     drop(backends);
     let _ = std::fs::remove_dir_all(scratch);
     let heap_timer_files = from
@@ -130,4 +182,104 @@ pub(super) fn derive(
     };
     manifest.write(dir)?;
     Ok(manifest)
+}
+
+/// Entries of an SST file read ahead of their writing: each as its key's length (u32), its
+/// value's length (u32, `u32::MAX` for a deletion), its key and its value.
+#[derive(Default)]
+struct Chunk(Vec<u8>);
+
+/// Bytes of entries a [`Chunk`] holds (about).
+const CHUNK: usize = 1 << 20;
+
+impl Chunk {
+    fn push(&mut self, key: &[u8], value: Option<&[u8]>) {
+        let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX - 1).to_le_bytes();
+        self.0.extend_from_slice(&len(key.len()));
+        self.0
+            .extend_from_slice(&value.map_or(u32::MAX.to_le_bytes(), |v| len(v.len())));
+        self.0.extend_from_slice(key);
+        self.0.extend_from_slice(value.unwrap_or_default());
+    }
+
+    /// Each entry in order, as `push` took it.
+    fn entries(
+        &self,
+        mut f: impl FnMut(&[u8], Option<&[u8]>) -> Result<(), crate::backend::BackendError>,
+    ) -> Result<(), PreloadError> {
+        fn take<'c>(rest: &mut &'c [u8], n: usize) -> Result<&'c [u8], PreloadError> {
+            let (head, tail) = rest
+                .split_at_checked(n)
+                .ok_or_else(|| PreloadError::Preload("a chunk of entries ends short".into()))?;
+            *rest = tail;
+            Ok(head)
+        }
+        let len = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let mut rest = self.0.as_slice();
+        while !rest.is_empty() {
+            let key = len(take(&mut rest, 4)?) as usize;
+            let value = len(take(&mut rest, 4)?);
+            let key = take(&mut rest, key)?;
+            let value = match value {
+                u32::MAX => None,
+                n => Some(take(&mut rest, n as usize)?),
+            };
+            f(key, value)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads the SST file at `path` into chunks of entries sent to `send`, until the file ends or
+/// the receiver is gone (the writing failed).
+fn read_chunks(path: &Path, send: &std::sync::mpsc::SyncSender<Chunk>) -> Result<(), PreloadError> {
+    let mut chunk = Chunk::default();
+    let mut gone = false;
+    read_sst(path, &mut |key, value| {
+        chunk.push(key, value);
+        if chunk.0.len() >= CHUNK {
+            let full = std::mem::replace(&mut chunk, Chunk(Vec::with_capacity(CHUNK + 4096)));
+            if send.send(full).is_err() {
+                gone = true;
+                return Err(crate::backend::BackendError::Setup(
+                    "the writing stopped".into(),
+                ));
+            }
+        }
+        Ok(())
+    })
+    .or_else(|e| if gone { Ok(()) } else { Err(e) })?;
+    // A closed receiver here is a writing that failed: its own error is reported.
+    let _ = send.send(chunk);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_gives_back_its_entries_deletions_and_empty_values_included() {
+        let entries: Vec<(Vec<u8>, Option<Vec<u8>>)> = vec![
+            (b"a".to_vec(), Some(b"1".to_vec())),
+            (b"b".to_vec(), None),
+            (b"c".to_vec(), Some(Vec::new())),
+            (Vec::new(), Some(vec![7; 300])),
+        ];
+        let mut chunk = Chunk::default();
+        for (k, v) in &entries {
+            chunk.push(k, v.as_deref());
+        }
+        let mut back = Vec::new();
+        chunk
+            .entries(|k, v| {
+                back.push((k.to_vec(), v.map(<[u8]>::to_vec)));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(back, entries);
+        chunk.0.pop();
+        let e = chunk.entries(|_, _| Ok(())).unwrap_err().to_string();
+        assert!(e.contains("ends short"), "{e}");
+    }
 }

@@ -126,6 +126,67 @@ fn open_backends(
     Ok(backends)
 }
 
+/// Runs `task(i)` for every `i` in `0..tasks` on a thread per core (as many as there are
+/// tasks at most), each taking the next task when done with one, until `failed()` says a task
+/// failed (a failing task calls `fail()` first). Every thread is joined before an error is
+/// looked at: the results in task order, or every task's error (`first` picks the one to
+/// report; a panic is an error too).
+fn on_every_core<T: Send>(
+    tasks: usize,
+    (failed, fail): (&(dyn Fn() -> bool + Sync), &(dyn Fn() + Sync)),
+    task: &(dyn Fn(usize) -> Result<T, PreloadError> + Sync),
+    first: impl FnMut(&PreloadError) -> bool,
+) -> Result<Vec<T>, PreloadError> {
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let joined: Vec<Result<Vec<(usize, T)>, PreloadError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers.min(tasks))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    while !failed() {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        if i >= tasks {
+                            break;
+                        }
+                        match task(i) {
+                            Ok(done) => mine.push((i, done)),
+                            Err(e) => {
+                                fail();
+                                return Err(e);
+                            }
+                        }
+                    }
+                    Ok(mine)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(PreloadError::Preload("a preload thread panicked".into()))
+                })
+            })
+            .collect()
+    });
+    let mut done = Vec::new();
+    let mut errors = Vec::new();
+    for result in joined {
+        match result {
+            Ok(some) => done.extend(some),
+            Err(e) => errors.push(e),
+        }
+    }
+    let mut first = first;
+    errors.sort_by_key(|e| !first(e));
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e);
+    }
+    done.sort_by_key(|(i, _)| *i);
+    Ok(done.into_iter().map(|(_, t)| t).collect())
+}
+
 /// A run's preload: how much history, and where bases are kept.
 #[derive(Debug, Clone)]
 pub struct PreloadConfig {
