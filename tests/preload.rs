@@ -162,25 +162,39 @@ fn canonical_state(path: &Path) -> Vec<(String, Vec<(Vec<u8>, Vec<u8>)>)> {
     cfs
 }
 
-/// A preloaded chain (a dedup with a 20-minute TTL, then session windows, each operator its
-/// own database) holds, key by key, every operator's state as one run of the whole log does at
-/// the same record (canonical savepoints of the two): every entry of the preloaded state is
-/// the whole run's, value, TTL timestamp and timers alike, and what only the whole run holds
-/// is the dedup's ids that had expired (their TTL timestamp a TTL behind the newest): the
+/// A preloaded chain holds, key by key, every operator's state as one run of the whole log
+/// does at the same record (canonical savepoints of the two): every entry of the preloaded
+/// state is the whole run's, value, TTL timestamp and timers alike, and what only the whole
+/// run holds is ids that had expired (their TTL timestamp a TTL behind the newest): the
 /// compaction filter's leavings, which the base is written as and the whole run's RocksDB has
-/// not compacted yet. The session windows' state is the same byte for byte.
+/// not compacted yet. Two chains: a dedup with a 20-minute TTL, then session windows (each
+/// operator its own database); and a running aggregate, then a dedup with a 10-minute TTL, whose
+/// TTL timestamps are the processing time each record was sent down at. Each operator after
+/// the first has received as many records, its next offset the same.
 #[test]
 fn a_preloaded_chain_holds_each_operator_s_state_as_one_whole_run_does() {
     let dir = tempfile::tempdir().unwrap();
     let bases = dir.path().join("bases");
-    let go = |name: &str, savepoint_at: &str, preload: Option<&str>| {
+    let aggregate_then_dedup = dir.path().join("aggregate-then-dedup.yaml");
+    std::fs::write(
+        &aggregate_then_dedup,
+        std::fs::read_to_string("workloads/dedup-then-sessions.yaml")
+            .unwrap()
+            .split("\njob:\n")
+            .next()
+            .unwrap()
+            .to_string()
+            + "\njob:\n  - kind: aggregate\n  - kind: dedup\n    keep: first\n    ttl: 10m\n    cleanup: compaction\n",
+    )
+    .unwrap();
+    let go = |workload: &str, name: &str, savepoint_at: &str, preload: Option<&str>| {
         let data = dir.path().join(name);
         let report = dir.path().join(format!("{name}.json"));
         let mut args = vec![
             "run",
             "-q",
             "-w",
-            "dedup-then-sessions",
+            workload,
             "--events",
             "12000",
             "--data-dir",
@@ -202,48 +216,82 @@ fn a_preloaded_chain_holds_each_operator_s_state_as_one_whole_run_does() {
             .to_string();
         (std::path::PathBuf::from(path), s)
     };
-    let (whole, _) = go("whole", "11000", None);
-    let (preloaded, s) = go("preloaded", "3320", Some("events=7680"));
-    assert_eq!(s["preload"]["records"], 7_680, "{}", s["preload"]);
-    // The session windows (operator 1): the same state, byte for byte.
-    let (a, b) = (
-        std::fs::read(whole.join("op1/state.full")).unwrap(),
-        std::fs::read(preloaded.join("op1/state.full")).unwrap(),
-    );
-    assert!(a.len() > 10_000, "{} bytes", a.len());
-    assert!(a == b, "the session windows' state differs");
-    // The dedup (operator 0): the preloaded state is the whole run's less what had expired.
-    let ttl = 20 * 60 * 1000;
-    let (whole, preloaded) = (
-        canonical_state(&whole.join("state.full")),
-        canonical_state(&preloaded.join("state.full")),
-    );
-    assert_eq!(whole.len(), preloaded.len());
-    let mut expired = 0;
-    for ((name, all), (other, kept)) in whole.iter().zip(&preloaded) {
-        assert_eq!(name, other);
-        let kept: std::collections::BTreeMap<_, _> = kept.iter().cloned().collect();
-        let stamp = |v: &[u8]| i64::from_be_bytes(v[..8].try_into().unwrap());
-        let newest = all.iter().map(|(_, v)| stamp(v)).max().unwrap_or(0);
-        let mut found = 0;
-        for (key, value) in all {
-            match kept.get(key) {
-                Some(v) => {
-                    assert!(v == value, "{name}: a value differs");
-                    found += 1;
-                }
-                None => {
-                    assert!(
-                        stamp(value) + ttl <= newest,
-                        "{name}: a live entry is missing from the preloaded state"
-                    );
-                    expired += 1;
+    let records_in = |savepoint: &Path| {
+        let meta: Value =
+            serde_json::from_slice(&std::fs::read(savepoint.join("_metadata")).unwrap()).unwrap();
+        meta["job"]["operators"][0]["records_in"].as_u64().unwrap()
+    };
+    // Each operator's state: (name, entries) per column family, and the TTL (ms) of the one
+    // whose expired ids a base leaves out.
+    for (workload, ttl_op, ttl) in [
+        ("dedup-then-sessions", "state.full", 20 * 60 * 1000),
+        (
+            aggregate_then_dedup.to_str().unwrap(),
+            "op1/state.full",
+            10 * 60 * 1000,
+        ),
+    ] {
+        let name = Path::new(workload).file_stem().unwrap().to_string_lossy();
+        let (whole, _) = go(workload, &format!("{name}-whole"), "11000", None);
+        let (preloaded, s) = go(
+            workload,
+            &format!("{name}-preloaded"),
+            "3320",
+            Some("events=7680"),
+        );
+        assert_eq!(s["preload"]["records"], 7_680, "{}", s["preload"]);
+        assert!(records_in(&whole) > 1000);
+        assert_eq!(records_in(&whole), records_in(&preloaded), "{name}");
+        let other = if ttl_op == "state.full" {
+            "op1/state.full"
+        } else {
+            "state.full"
+        };
+        // The operator without a TTL: the same state, byte for byte.
+        let (a, b) = (
+            std::fs::read(whole.join(other)).unwrap(),
+            std::fs::read(preloaded.join(other)).unwrap(),
+        );
+        assert!(a.len() > 10_000, "{name} {other}: {} bytes", a.len());
+        assert!(a == b, "{name} {other}: the state differs");
+        // The one with: the preloaded state is the whole run's less what had expired.
+        let (all, kept) = (
+            canonical_state(&whole.join(ttl_op)),
+            canonical_state(&preloaded.join(ttl_op)),
+        );
+        assert_eq!(all.len(), kept.len());
+        let (mut live, mut expired) = (0, 0);
+        for ((cf, all), (other, kept)) in all.iter().zip(&kept) {
+            assert_eq!(cf, other);
+            let kept: std::collections::BTreeMap<_, _> = kept.iter().cloned().collect();
+            let stamp = |v: &[u8]| i64::from_be_bytes(v[..8].try_into().unwrap());
+            let newest = all.iter().map(|(_, v)| stamp(v)).max().unwrap_or(0);
+            let mut found = 0;
+            for (key, value) in all {
+                match kept.get(key) {
+                    Some(v) => {
+                        assert!(v == value, "{name} {cf}: a value differs");
+                        found += 1;
+                    }
+                    None => {
+                        assert!(
+                            stamp(value) + ttl <= newest,
+                            "{name} {cf}: a live entry is missing from the preloaded state"
+                        );
+                        expired += 1;
+                    }
                 }
             }
+            assert_eq!(
+                found,
+                kept.len(),
+                "{name} {cf}: the preloaded state holds more"
+            );
+            live += found;
         }
-        assert_eq!(found, kept.len(), "{name}: the preloaded state holds more");
+        assert!(live > 1000, "{name}: {live} live entries");
+        assert!(expired > 100, "{name}: {expired} expired ids left out");
     }
-    assert!(expired > 100, "{expired} expired ids left out");
 }
 
 /// The base is built once and cloned by the next run of the same workload, profile and amount

@@ -49,13 +49,10 @@ pub(super) fn derive(
     let memory = Arc::new(SharedMemory::for_profile(profile)?);
     let backends = super::open_backends(scratch, profile, workload, &memory)?;
     let k = &profile.knobs;
-    // Each state's files, entry by entry as the first profile wrote them (a level above the
-    // last holds deletions too), into files of this profile's options, cut at its target size.
-    // Every file of the base is written again by itself, the files side by side, one per core:
-    // a state's files hold disjoint key ranges in order, so their new files stay in key order
-    // (each old file's last new one may be short of the target, as a compaction's output file
-    // ends at a file of the level below).
-    let rewrite = |cf: &CfFiles, file: &str, index: usize, prefix: &str| {
+    // A state's files (`files`, of `cf`), entry by entry as the first profile wrote them (a
+    // level above the last holds deletions too), into files of this profile's options, cut at
+    // `target`.
+    let rewrite = |cf: &CfFiles, files: &[String], target: u64, (index, prefix): (usize, &str)| {
         let backend = backends.get(cf.operator).ok_or_else(|| {
             PreloadError::Preload(format!(
                 "{} holds files of operator {} ('{}'); the job has {} operator(s)",
@@ -68,11 +65,6 @@ pub(super) fn derive(
         let options = backend.cf_options(&cf.name).ok_or_else(|| {
             PreloadError::Preload(format!("no options for column family '{}'", cf.name))
         })?;
-        // An L0 file is one flush, whatever its size: one file per layer.
-        let target = match cf.level {
-            Some(0) => u64::MAX,
-            _ => k.target_file_size_base.0,
-        };
         let mut out = SstOut::new(dir, index, &cf.name, options, target)
             .with_prefix(prefix)
             .for_operator(cf.operator);
@@ -81,7 +73,11 @@ pub(super) fn derive(
         // of work side by side.
         std::thread::scope(|scope| {
             let (send, chunks) = std::sync::mpsc::sync_channel::<Chunk>(4);
-            let reader = scope.spawn(move || read_chunks(&from_dir.join(file), &send));
+            let reader = scope.spawn(move || {
+                files
+                    .iter()
+                    .try_for_each(|file| read_chunks(&from_dir.join(file), &send))
+            });
             for chunk in chunks {
                 chunk.entries(|key, value| match value {
                     Some(value) => out.put(key, value),
@@ -112,11 +108,33 @@ pub(super) fn derive(
             (cf, index, format!("U{j}-"))
         }))
         .collect();
-    let tasks: Vec<(usize, usize)> = groups
-        .iter()
-        .enumerate()
-        .flat_map(|(g, (cf, ..))| (0..cf.files.len()).map(move |f| (g, f)))
-        .collect();
+    // A state's files are written again one after the other, cut at this profile's target; or,
+    // where the first profile cut them at that same target, each by itself into one file, the
+    // files side by side, one per core (a state's files hold disjoint key ranges in order, so
+    // the new files stay in key order, each about its old one's entries: a fresh build cuts at
+    // the target in this profile's bytes, a few entries earlier or later).
+    let mut tasks: Vec<(usize, std::ops::Range<usize>, u64)> = Vec::new();
+    for (g, (cf, ..)) in groups.iter().enumerate() {
+        // An L0 file is one flush, whatever its size: one file per layer.
+        let target = match cf.level {
+            Some(0) => u64::MAX,
+            _ => k.target_file_size_base.0,
+        };
+        let sizes: Vec<u64> = cf
+            .files
+            .iter()
+            .map(|f| std::fs::metadata(from_dir.join(f)).map_or(0, |m| m.len()))
+            .collect();
+        let cut_alike = sizes.len() > 1
+            && sizes[..sizes.len() - 1]
+                .iter()
+                .all(|s| (*s as f64) >= target as f64 * 0.9 && (*s as f64) < target as f64 * 1.5);
+        if cut_alike {
+            tasks.extend((0..cf.files.len()).map(|f| (g, f..f + 1, u64::MAX)));
+        } else {
+            tasks.push((g, 0..cf.files.len(), target));
+        }
+    }
     let failed = std::sync::atomic::AtomicBool::new(false);
     let done = super::on_every_core(
         tasks.len(),
@@ -125,9 +143,10 @@ pub(super) fn derive(
             &|| failed.store(true, std::sync::atomic::Ordering::SeqCst),
         ),
         &|t| {
-            let (g, f) = tasks[t];
-            let (cf, index, prefix) = &groups[g];
-            rewrite(cf, &cf.files[f], *index, &format!("{prefix}f{f}-"))
+            let (g, files, target) = &tasks[t];
+            let (cf, index, prefix) = &groups[*g];
+            let prefix = format!("{prefix}f{}-", files.start);
+            rewrite(cf, &cf.files[files.clone()], *target, (*index, &prefix))
         },
         |_| true,
     )?;

@@ -149,7 +149,16 @@ fn on_every_core<T: Send>(
                         if i >= tasks {
                             break;
                         }
-                        match task(i) {
+                        // A panic stops the others as an error does (a batch waiting for the
+                        // turn of one that panicked would wait for good).
+                        let done =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(i)))
+                                .unwrap_or_else(|_| {
+                                    Err(PreloadError::Preload(format!(
+                                        "a preload task ({i}) panicked"
+                                    )))
+                                });
+                        match done {
                             Ok(done) => mine.push((i, done)),
                             Err(e) => {
                                 fail();

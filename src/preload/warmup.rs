@@ -183,6 +183,9 @@ pub(super) enum Steps<'l> {
         /// A two-input job reads its inputs as the live job does (its records then come in the
         /// task's order; `read` counts them as the operator takes them).
         two: Option<Box<TwoInputReader>>,
+        /// The processing time of the record the operator took last: a two-input job forwards
+        /// a watermark at it (the live job's `ctx.now`), however far its reader has read ahead.
+        took_at: i64,
     },
     /// A single-input log read ahead by a thread of its own ([`Source::Ahead`]).
     Ahead {
@@ -243,6 +246,7 @@ impl<'l> Steps<'l> {
             r.limit = Some(limit);
             Box::new(r)
         });
+        let took_at = consumer.now();
         Steps::Log {
             consumer,
             watermark,
@@ -251,6 +255,7 @@ impl<'l> Steps<'l> {
             limit,
             pending: None,
             two,
+            took_at,
         }
     }
 
@@ -326,6 +331,7 @@ impl<'l> Steps<'l> {
                 limit,
                 pending,
                 two,
+                took_at,
             } => {
                 if let Some(a) = pending.take() {
                     return Ok(Some(Step::Advance(a)));
@@ -340,6 +346,7 @@ impl<'l> Steps<'l> {
                             Ok(Some(Read::Record { event, .. })) => {
                                 let index = *read;
                                 *read += 1;
+                                *took_at = now;
                                 return Ok(Some(Step::Record { index, now, event }));
                             }
                             Ok(Some(Read::Watermark(wm))) if wm > *forwarded => {
@@ -347,7 +354,7 @@ impl<'l> Steps<'l> {
                                 return Ok(Some(Step::Advance(Advance {
                                     after: read.saturating_sub(1),
                                     watermark: wm,
-                                    now,
+                                    now: *took_at,
                                 })));
                             }
                             Ok(Some(Read::Watermark(_))) => {}
