@@ -223,7 +223,9 @@ mod tests {
     use std::net::TcpListener;
 
     /// A server answering each request by its first line (`METHOD /path`) from `routes`:
-    /// (prefix, status, body); 404 for the rest.
+    /// (prefix, status, body); 404 for the rest. It reads the whole request, its body too,
+    /// before it answers: a socket closed with a request's bytes unread resets the connection,
+    /// and the client may see the reset before the answer (an upload failed that way in CI).
     fn serve(routes: &'static [(&'static str, u16, &'static str)]) -> String {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -231,13 +233,29 @@ mod tests {
             for stream in listener.incoming() {
                 let Ok(mut s) = stream else { return };
                 let (mut seen, mut buf) = (Vec::new(), [0u8; 4096]);
-                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                let end_of_head = |seen: &[u8]| seen.windows(4).position(|w| w == b"\r\n\r\n");
+                while end_of_head(&seen).is_none() {
                     match s.read(&mut buf) {
                         Ok(0) | Err(_) => break,
                         Ok(n) => seen.extend_from_slice(&buf[..n]),
                     }
                 }
-                let head = String::from_utf8_lossy(&seen).into_owned();
+                let body_at = end_of_head(&seen).map_or(seen.len(), |at| at + 4);
+                let length: usize = String::from_utf8_lossy(&seen[..body_at])
+                    .lines()
+                    .find_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                while seen.len() < body_at + length {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&seen[..body_at]).into_owned();
                 let line = head.lines().next().unwrap_or("").to_string();
                 let (status, body) = routes
                     .iter()
