@@ -17,6 +17,7 @@ pub use crate::durability::checkpoint::OperatorMeta;
 use crate::durability::delivery::Delivery;
 use crate::durability::sink::MemorySink;
 use crate::pipeline::PipelineError;
+use crate::pipeline::downstream::Intake;
 use crate::pipeline::operators::{self, Context, JobMode, KeyedOperator};
 use crate::pipeline::output::origin;
 use crate::pipeline::source::Event;
@@ -31,10 +32,8 @@ pub struct Stage<'a> {
     pub index: usize,
     pub ctx: Context<'a, Delivery>,
     pub op: Box<dyn KeyedOperator<'a, Delivery> + 'a>,
-    /// The last watermark forwarded to it.
-    forwarded: i64,
-    /// Records it received: its downstream offsets.
-    pub records_in: u64,
+    /// Records it received (its downstream offsets) and the last watermark it took.
+    pub intake: Intake,
 }
 
 /// What waits at an operator's input: a record, or a watermark, each with the processing time
@@ -88,8 +87,7 @@ impl<'a> Chain<'a> {
                 index,
                 ctx,
                 op,
-                forwarded: i64::MIN,
-                records_in,
+                intake: Intake::new(records_in),
             });
         }
         Ok(Chain {
@@ -107,7 +105,7 @@ impl<'a> Chain<'a> {
                 index: s.index,
                 counters: s.op.counters(),
                 results: s.op.results_snapshot(),
-                records_in: s.records_in,
+                records_in: s.intake.records_in,
             })
             .collect()
     }
@@ -157,38 +155,30 @@ impl<'a> Chain<'a> {
                     done += 1;
                     let stage = &mut self.stages[s];
                     let out = &mut self.out;
-                    let watermark = lend(stage, sink, |stage| match input {
-                        Input::Record(mut record) => {
-                            let now = record.append_time;
-                            record.offset = stage.records_in;
-                            stage.records_in += 1;
-                            stage.ctx.set_now(stage.ctx.now.max(now));
-                            if stage.ctx.sink.is_tracked() {
-                                stage.ctx.sink.set_origin(origin(
-                                    DOWNSTREAM_STREAM | stage.index as u64,
-                                    record.offset,
-                                ));
+                    let watermark = lend(stage, sink, |stage| {
+                        let operator = (stage.op.as_mut(), &mut stage.ctx);
+                        let forwarded = match input {
+                            Input::Record(record) => {
+                                let stream = DOWNSTREAM_STREAM | stage.index as u64;
+                                stage.intake.record(record, operator, |ctx, record| {
+                                    if ctx.sink.is_tracked() {
+                                        ctx.sink.set_origin(origin(stream, record.offset));
+                                    }
+                                })?;
+                                None
                             }
-                            stage.op.on_event(&record, &mut stage.ctx)?;
-                            out.append(&mut stage.ctx.emitted);
-                            Ok(None)
-                        }
-                        Input::Watermark(wm, now) => {
-                            if wm <= stage.forwarded {
-                                return Ok(None);
-                            }
-                            stage.forwarded = wm;
-                            stage.ctx.set_now(stage.ctx.now.max(now));
-                            stage.ctx.advance_watermark(stage.op.as_mut(), wm)?;
-                            out.append(&mut stage.ctx.emitted);
-                            Ok(Some((wm, now)))
-                        }
+                            Input::Watermark(wm, at) => stage
+                                .intake
+                                .watermark((wm, at), operator)?
+                                .then_some((wm, at)),
+                        };
+                        out.append(&mut stage.ctx.emitted);
+                        Ok(forwarded)
                     })?;
-                    let now = self.stages[s].ctx.now;
                     match self.inputs.get_mut(s + 1) {
                         Some(next) => {
-                            for mut record in self.out.drain(..) {
-                                record.append_time = now;
+                            // Stamped with the processing time they were emitted at.
+                            for record in self.out.drain(..) {
                                 next.push_back(Input::Record(record));
                             }
                             if let Some((wm, at)) = watermark {

@@ -1,5 +1,6 @@
 //! The pipeline core: source, watermarks, the keyed operator and its timers. No UI, no printing.
 
+pub mod downstream;
 pub mod operators;
 pub mod oracle;
 pub mod output;

@@ -17,6 +17,7 @@ use crate::config::job::OperatorSpec;
 use crate::durability::delivery::Delivery;
 use crate::model::layout::CfRole;
 use crate::pipeline::PipelineError;
+use crate::pipeline::downstream::Intake;
 use crate::pipeline::operators::{self, Context, JobMode, KeyedOperator};
 use crate::pipeline::oracle::thread::OracleThread;
 use crate::pipeline::source::{Consumer, Event, KeyNames, Log, Offsets, ReadPlan};
@@ -535,8 +536,7 @@ struct Downstream<'b> {
     ctx: Context<'b, Delivery>,
     job: Box<dyn KeyedOperator<'b, Delivery> + 'b>,
     expiry: Option<Expiry>,
-    records_in: u64,
-    forwarded: i64,
+    intake: Intake,
 }
 
 impl Downstream<'_> {
@@ -548,34 +548,24 @@ impl Downstream<'_> {
         watermark: Option<(i64, i64)>,
         out: &mut Vec<Event>,
     ) -> Result<Option<(i64, i64)>, PipelineError> {
-        for mut record in input.drain(..) {
-            let now = self.ctx.now.max(record.append_time);
-            self.ctx.set_now(now);
-            if let (Some(e), Some(mem)) = (&mut self.expiry, self.ctx.state.memory_mut()) {
-                e.at(now, mem);
-            }
-            record.offset = self.records_in;
-            self.records_in += 1;
-            self.job.on_event(&record, &mut self.ctx)?;
-            self.send_emitted(out);
+        for record in input.drain(..) {
+            let expiry = &mut self.expiry;
+            self.intake
+                .record(record, (self.job.as_mut(), &mut self.ctx), |ctx, _| {
+                    if let (Some(e), Some(mem)) = (expiry, ctx.state.memory_mut()) {
+                        e.at(ctx.now, mem);
+                    }
+                })?;
+            out.append(&mut self.ctx.emitted);
         }
-        let Some((wm, at)) = watermark.filter(|(wm, _)| *wm > self.forwarded) else {
+        let Some(wm) = watermark else {
             return Ok(None);
         };
-        self.forwarded = wm;
-        self.ctx.set_now(self.ctx.now.max(at));
-        self.ctx.advance_watermark(self.job.as_mut(), wm)?;
-        self.send_emitted(out);
-        Ok(Some((wm, at)))
-    }
-
-    /// What the operator emitted, stamped with its processing time, onto `out`.
-    fn send_emitted(&mut self, out: &mut Vec<Event>) {
-        let now = self.ctx.now;
-        for record in &mut self.ctx.emitted {
-            record.append_time = now;
-        }
+        let moved = self
+            .intake
+            .watermark(wm, (self.job.as_mut(), &mut self.ctx))?;
         out.append(&mut self.ctx.emitted);
+        Ok(moved.then_some(wm))
     }
 }
 
@@ -654,8 +644,7 @@ pub fn pass(
                 Layering::None => Expiry::new(ttl_filters_of(backend, &specs[index])),
                 _ => None,
             },
-            records_in: 0,
-            forwarded: i64::MIN,
+            intake: Intake::new(0),
         });
     }
     // Scratch for the records the operators after the first emit.
@@ -818,7 +807,7 @@ pub fn pass(
         let mut ctx = stage.ctx;
         downstream.push(DownstreamPass {
             state: ctx.state.take_memory().unwrap_or_default(),
-            records_in: stage.records_in,
+            records_in: stage.intake.records_in,
             heap_timers,
         });
     }
