@@ -408,6 +408,41 @@ impl<'a> StateAccess<'a> {
         Ok(false)
     }
 
+    /// Adds a put to `batch`, to be written with it by [`StateAccess::write_batch`]; on a
+    /// preload's in-memory state (nothing recorded or logged) applied at once instead, as
+    /// writing the batch would apply it: a timer queue's writes built a RocksDB batch only to
+    /// read it back into memory (a quarter of `ads-days`' timer registrations' CPU).
+    pub fn batch_put(&mut self, batch: &mut Batch, cf: &Cf, key: &[u8], value: &[u8]) {
+        match self.applies_batches_at_once(cf) {
+            Some((at, mem)) => {
+                mem.put(at, key, value);
+                self.counters.batch_entries += 1;
+            }
+            None => batch.put_cf(cf, key, value),
+        }
+    }
+
+    /// A delete for `batch`, as [`StateAccess::batch_put`] adds a put.
+    pub fn batch_delete(&mut self, batch: &mut Batch, cf: &Cf, key: &[u8]) {
+        match self.applies_batches_at_once(cf) {
+            Some((at, mem)) => {
+                mem.delete(at, key);
+                self.counters.batch_entries += 1;
+            }
+            None => batch.delete_cf(cf, key),
+        }
+    }
+
+    /// The in-memory state and `cf`'s index in it, where a batch's writes apply at once:
+    /// nothing records or logs whole batches.
+    fn applies_batches_at_once(&mut self, cf: &Cf) -> Option<(usize, &mut MemStore)> {
+        if self.recorder.is_some() || self.changelog.is_some() {
+            return None;
+        }
+        let at = self.cf_index.of(cf.raw())?;
+        self.mem.as_mut().map(|m| (at, m))
+    }
+
     /// Writes `batch`, even an empty one (Flink's batch wrapper does, and RocksDB counts it:
     /// a write, 12 header bytes, a WriteBufferManager check); empty writes are counted apart.
     pub fn write_batch(&mut self, batch: Batch) -> Result<(), BackendError> {

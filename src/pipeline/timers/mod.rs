@@ -306,7 +306,7 @@ impl<'a> RocksDbTimers<'a> {
     }
 
     fn batch_put(&mut self, state: &mut StateAccess, key: &[u8]) -> Result<(), PipelineError> {
-        self.batch.put_cf(self.cf, key, []);
+        state.batch_put(&mut self.batch, self.cf, key, &[]);
         if self.batch.len() >= WRITE_BATCH_CAPACITY {
             self.flush_batch(state)?;
         }
@@ -314,7 +314,7 @@ impl<'a> RocksDbTimers<'a> {
     }
 
     fn batch_delete(&mut self, state: &mut StateAccess, key: &[u8]) -> Result<(), PipelineError> {
-        self.batch.delete_cf(self.cf, key);
+        state.batch_delete(&mut self.batch, self.cf, key);
         if self.batch.len() >= WRITE_BATCH_CAPACITY {
             self.flush_batch(state)?;
         }
