@@ -21,7 +21,7 @@ pub struct ReproduceArgs {
     /// production (wbm-stall, filter-reads, changelog-uploads): the case study at the seed's
     /// own sizes (write buffers, target files, filters, memory, 10 GiB of days-app state),
     /// every side starting from a preloaded steady state of the seed's size (built once, in
-    /// about two minutes, or about 45 for changelog-uploads' 10 GiB, and kept under
+    /// about two minutes, or about 10 for changelog-uploads' 10 GiB, and kept under
     /// --preload-dir, then cloned; see docs/correctness.md); level-sizing: the seed's tree
     /// shape (buffers, files, level base and state in its ratios, every level full) at 1/16
     /// of its bytes; --events caps the live records
