@@ -761,9 +761,13 @@ fn a_full_tree_fills_the_levels_above_the_last_and_reads_as_the_whole_history() 
         })
         .collect();
     assert_eq!(at_l0.len(), l0.len(), "{log:.2000}");
+    // Over the data below: L2 at least. A state whose L1 came in above its target (the
+    // levels are placed from a sample, within 0.6-1.4x together, above) may have had it
+    // compacted into L2 by RocksDB's background work before the L0 files (seen in a full
+    // .ci/run: [[1, 1, 1], [2, 0, 2]]); the L1 ingest above saw it at L1.
     for pair in at_l0.chunks(2) {
         assert_eq!((pair[0][0], pair[1][0]), (1, 2), "{pair:?}");
-        assert!(pair[1][1] > 0 && pair[1][2] > 0, "{pair:?}");
+        assert!(pair[1][2] > 0, "{pair:?}");
     }
 }
 
