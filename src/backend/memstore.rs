@@ -362,8 +362,8 @@ enum OwnedKey {
     Heap(Box<[u8]>),
 }
 
-/// Bytes of a key an [`OwnedKey`] holds inline: 48 bytes with its tag and length, as many as
-/// three of the boxes it replaces (a box, and the allocator's 32 bytes for a key of 24).
+/// Bytes of a key an [`OwnedKey`] holds inline: 48 bytes with its tag and length, what a boxed
+/// key of up to 24 bytes took before (the box's 16 bytes and the allocator's 32).
 const INLINE: usize = 46;
 const _: () = assert!(std::mem::size_of::<OwnedKey>() == 48);
 
